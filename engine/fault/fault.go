@@ -43,6 +43,8 @@ const (
 	Input Kind = "input"
 	// Internal: the engine itself failed while running the step (store I/O).
 	Internal Kind = "internal"
+	// Budget: a budget of the task ran out (for example the repair budget).
+	Budget Kind = "budget"
 )
 
 // Retryable reports whether a failure of this kind may succeed on another
@@ -51,7 +53,7 @@ const (
 // burns budget.
 func (k Kind) Retryable() bool {
 	switch k {
-	case ABIMismatch, PluginMissing, HashMismatch, BadModule, Input:
+	case ABIMismatch, PluginMissing, HashMismatch, BadModule, Input, Budget:
 		return false
 	}
 	return true

@@ -1,0 +1,701 @@
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/lhengine/lhengine/engine/fault"
+)
+
+// Planner produces the items of a fan-out step when the task's cursor reaches
+// it. It runs inside the transaction that completes the previous step, so r
+// sees that step's outputs. An error fails the task; a *fault.StepError keeps
+// its kind, any other error is recorded as kind input.
+type Planner func(r *Reader, t *Task, step int) ([]Item, error)
+
+// NewTask is what Submit needs to create a task.
+type NewTask struct {
+	Name     string
+	Steps    []StepState // Name, FanOut and Limit of each step, in order
+	Manifest Manifest
+	// IdempotencyKey makes Submit return the existing task created with the
+	// same key instead of creating another.
+	IdempotencyKey string
+}
+
+// Submit creates a queued task and plans its first step. It returns the task
+// and whether it was created (false: the idempotency key named an existing one).
+func (s *Store) Submit(ctx context.Context, nt NewTask) (*Task, bool, error) {
+	if len(nt.Steps) == 0 {
+		return nil, false, errors.New("a task needs at least one step")
+	}
+	var out *Task
+	var created bool
+	err := s.update(ctx, func(t *tx) error {
+		created = false
+		if nt.IdempotencyKey != "" {
+			if id, err := t.getRaw(idemKey(nt.IdempotencyKey)); err == nil {
+				out = new(Task)
+				return t.getJSON(taskKey(string(id)), out)
+			} else if !errors.Is(err, ErrNotFound) {
+				return err
+			}
+		}
+		now := s.now()
+		task := &Task{
+			ID:             newTaskID(now),
+			Name:           nt.Name,
+			Status:         Queued,
+			Steps:          append([]StepState(nil), nt.Steps...),
+			CreatedAt:      now,
+			UpdatedAt:      now,
+			IdempotencyKey: nt.IdempotencyKey,
+		}
+		for i := range task.Steps {
+			st := &task.Steps[i]
+			st.Pass, st.Planned, st.Units, st.Done, st.Leased = 0, false, 0, 0, 0
+			if st.Limit <= 0 {
+				st.Limit = 1
+			}
+		}
+		if err := t.putJSON(manifestKey(task.ID), nt.Manifest); err != nil {
+			return err
+		}
+		if nt.IdempotencyKey != "" {
+			if err := t.put(idemKey(nt.IdempotencyKey), []byte(task.ID)); err != nil {
+				return err
+			}
+		}
+		if err := s.event(t, task, Event{Type: EvSubmitted, Message: fmt.Sprintf("%d steps", len(task.Steps))}); err != nil {
+			return err
+		}
+		if err := s.enterStep(t, task); err != nil {
+			return err
+		}
+		if task.Status == Queued && task.Steps[0].Units == 0 {
+			if err := s.advance(t, task); err != nil {
+				return err
+			}
+		}
+		out, created = task, true
+		return t.putJSON(taskKey(task.ID), task)
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	return out, created, nil
+}
+
+// ClaimRequest asks for up to Max units.
+type ClaimRequest struct {
+	Owner    string        // lease owner: Store.Owner(worker name)
+	Max      int           // at most this many leases
+	LeaseFor time.Duration // lease length
+	Task     string        // only units of this task, when set
+}
+
+// Claimed is the answer to Claim.
+type Claimed struct {
+	Leases []Lease
+	// Wake is the earliest time at which a unit that is waiting (retry
+	// backoff, or a live lease that may expire) could become claimable; zero
+	// when nothing is waiting.
+	Wake time.Time
+}
+
+// Claim leases up to req.Max ready units, oldest task first, respecting each
+// step's concurrency limit. Leases that expired, or that belong to an earlier
+// session of this store (a process that is gone, since Badger allows one
+// process per directory), are taken back first; each new lease takes the
+// task's next fencing epoch.
+func (s *Store) Claim(ctx context.Context, req ClaimRequest) (Claimed, error) {
+	var out Claimed
+	if req.Max <= 0 {
+		return out, nil
+	}
+	if req.LeaseFor <= 0 {
+		req.LeaseFor = 30 * time.Second
+	}
+	err := s.update(ctx, func(t *tx) error {
+		out = Claimed{}
+		now := s.now()
+		tasks := map[string]*Task{}
+		load := func(id string) (*Task, error) {
+			if task, ok := tasks[id]; ok {
+				return task, nil
+			}
+			task := new(Task)
+			if err := t.getJSON(taskKey(id), task); err != nil {
+				return nil, err
+			}
+			tasks[id] = task
+			return task, nil
+		}
+		if err := s.reclaim(t, req.Task, now, load, &out.Wake); err != nil {
+			return err
+		}
+		type cand struct {
+			id         string
+			step, item int
+		}
+		var picks []cand
+		prefix := []byte("r/")
+		if req.Task != "" {
+			prefix = []byte("r/" + req.Task + "/")
+		}
+		leasedPerStep := map[string]int{}
+		err := t.scan(prefix, func(key, val []byte) (bool, error) {
+			id, step, item, ok := parseUnitRef(key)
+			if !ok {
+				return true, nil
+			}
+			if nb := decodeTime(val); nb.After(now) {
+				out.Wake = earliest(out.Wake, nb)
+				return true, nil
+			}
+			task, err := load(id)
+			if err != nil {
+				return false, err
+			}
+			if !task.Status.runnable() || step != task.Cursor {
+				return true, nil
+			}
+			st := task.Steps[step]
+			k := fmt.Sprintf("%s/%d", id, step)
+			if st.Leased+leasedPerStep[k] >= st.Limit {
+				return true, nil
+			}
+			leasedPerStep[k]++
+			picks = append(picks, cand{id, step, item})
+			return len(picks) < req.Max, nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, p := range picks {
+			task := tasks[p.id]
+			u := new(Unit)
+			if err := t.getJSON(unitKey(p.id, p.step, p.item), u); err != nil {
+				return fmt.Errorf("ready unit %s/%d/%d: %w", p.id, p.step, p.item, err)
+			}
+			if u.State != UnitReady {
+				continue
+			}
+			if task.Status == Queued {
+				task.Status = Running
+				task.StartedAt = now
+				if err := s.event(t, task, Event{Type: EvStarted, Owner: req.Owner}); err != nil {
+					return err
+				}
+			}
+			task.Epoch++
+			task.Attempts++
+			task.Leases++
+			task.Steps[p.step].Leased++
+			task.LeaseOwner, task.LeaseUntil = req.Owner, now.Add(req.LeaseFor)
+			u.State, u.Owner, u.Epoch, u.LeaseUntil = UnitLeased, req.Owner, task.Epoch, now.Add(req.LeaseFor)
+			u.Attempt++
+			if err := t.putJSON(unitKey(p.id, p.step, p.item), u); err != nil {
+				return err
+			}
+			if err := t.del(readyKey(p.id, p.step, p.item)); err != nil {
+				return err
+			}
+			if err := t.put(leaseKey(p.id, p.step, p.item), leaseVal(u.LeaseUntil, u.Owner)); err != nil {
+				return err
+			}
+			out.Leases = append(out.Leases, Lease{
+				Task: p.id, Step: p.step, Item: p.item, Attempt: u.Attempt,
+				Owner: u.Owner, Epoch: u.Epoch, Until: u.LeaseUntil, Unit: *u,
+			})
+		}
+		for _, task := range tasks {
+			if err := s.saveIfChanged(t, task); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// reclaim returns expired leases (and leases of earlier sessions) to the
+// ready state. Tasks it touches are loaded through load and saved by the caller.
+func (s *Store) reclaim(t *tx, only string, now time.Time, load func(string) (*Task, error), wake *time.Time) error {
+	prefix := []byte("l/")
+	if only != "" {
+		prefix = []byte("l/" + only + "/")
+	}
+	type dead struct {
+		id         string
+		step, item int
+	}
+	var deads []dead
+	err := t.scan(prefix, func(key, val []byte) (bool, error) {
+		id, step, item, ok := parseUnitRef(key)
+		if !ok || len(val) < 8 {
+			return true, nil
+		}
+		until, owner := decodeTime(val), string(val[8:])
+		if ownerSession(owner) == s.session && !until.Before(now) {
+			*wake = earliest(*wake, until)
+			return true, nil
+		}
+		deads = append(deads, dead{id, step, item})
+		return true, nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, d := range deads {
+		task, err := load(d.id)
+		if err != nil {
+			return err
+		}
+		u := new(Unit)
+		if err := t.getJSON(unitKey(d.id, d.step, d.item), u); err != nil {
+			return err
+		}
+		if err := t.del(leaseKey(d.id, d.step, d.item)); err != nil {
+			return err
+		}
+		if u.State != UnitLeased {
+			continue
+		}
+		item := d.item
+		if err := s.event(t, task, Event{Type: EvLeaseExpired, Step: task.Steps[d.step].Name, Item: &item,
+			Attempt: u.Attempt, Epoch: u.Epoch, Owner: u.Owner,
+			Message: fmt.Sprintf("lease of %s (epoch %d) taken back", u.Owner, u.Epoch)}); err != nil {
+			return err
+		}
+		task.Reclaims++
+		task.Leases--
+		task.Steps[d.step].Leased--
+		u.State, u.Owner, u.LeaseUntil, u.NotBefore = UnitReady, "", time.Time{}, time.Time{}
+		if err := t.putJSON(unitKey(d.id, d.step, d.item), u); err != nil {
+			return err
+		}
+		if task.Status.runnable() {
+			if err := t.put(readyKey(d.id, d.step, d.item), encodeTime(time.Time{})); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Heartbeat extends a lease by extend from now. Only the current owner, with
+// the current epoch, may extend it; anyone else gets ErrLeaseLost.
+func (s *Store) Heartbeat(ctx context.Context, l Lease, extend time.Duration) (time.Time, error) {
+	var until time.Time
+	err := s.update(ctx, func(t *tx) error {
+		u, task, err := s.leased(t, l)
+		if err != nil {
+			return err
+		}
+		_ = task
+		until = s.now().Add(extend)
+		u.LeaseUntil = until
+		if err := t.putJSON(unitKey(l.Task, l.Step, l.Item), u); err != nil {
+			return err
+		}
+		return t.put(leaseKey(l.Task, l.Step, l.Item), leaseVal(until, u.Owner))
+	})
+	return until, err
+}
+
+// leased loads the unit and task of a lease and checks that the lease is
+// still the unit's current one.
+func (s *Store) leased(t *tx, l Lease) (*Unit, *Task, error) {
+	task := new(Task)
+	if err := t.getJSON(taskKey(l.Task), task); err != nil {
+		return nil, nil, err
+	}
+	if task.Status.Terminal() {
+		return nil, nil, fmt.Errorf("%w: task %s is %s", ErrLeaseLost, task.ID, task.Status)
+	}
+	u := new(Unit)
+	if err := t.getJSON(unitKey(l.Task, l.Step, l.Item), u); err != nil {
+		if errors.Is(err, ErrNotFound) {
+			return nil, nil, fmt.Errorf("%w: unit %s/%d/%d no longer exists", ErrLeaseLost, l.Task, l.Step, l.Item)
+		}
+		return nil, nil, err
+	}
+	if u.State != UnitLeased || u.Owner != l.Owner || u.Epoch != l.Epoch {
+		return nil, nil, fmt.Errorf("%w: unit %s/%d/%d is %s by %q at epoch %d; presented %q epoch %d",
+			ErrLeaseLost, l.Task, l.Step, l.Item, u.State, u.Owner, u.Epoch, l.Owner, l.Epoch)
+	}
+	return u, task, nil
+}
+
+// Result is the outcome of one attempt, presented with its lease. Exactly one
+// of Output (success), Failure or Repair describes it.
+type Result struct {
+	Lease  Lease
+	Output json.RawMessage
+	// Failure, when set, failed the attempt. RetryAt is when to try again;
+	// zero means no attempt is left and the task fails.
+	Failure *Failure
+	RetryAt time.Time
+	// Repair, when set, sends the task back to an earlier step.
+	Repair  *Repair
+	Log     []byte
+	Started time.Time
+}
+
+// Repair asks to send the task back to step RestartFrom.
+type Repair struct {
+	RestartFrom int
+	Max         int // repairs allowed over the task's life
+	Reason      string
+}
+
+// Commit records the outcome of an attempt, its output or failure, the unit's
+// new state, the task's advance and the events, in one transaction. A lease
+// that is no longer current gets ErrLeaseLost and changes nothing.
+func (s *Store) Commit(ctx context.Context, r Result) (*Task, error) {
+	var out *Task
+	err := s.update(ctx, func(t *tx) error {
+		l := r.Lease
+		u, task, err := s.leased(t, l)
+		if err != nil {
+			return err
+		}
+		now := s.now()
+		st := &task.Steps[l.Step]
+		item := l.Item
+		rec := Attempt{Step: l.Step, Item: l.Item, Attempt: l.Attempt, Epoch: l.Epoch, Owner: l.Owner,
+			Log: r.Log, Started: r.Started, Finished: now}
+		if err := t.del(leaseKey(l.Task, l.Step, l.Item)); err != nil {
+			return err
+		}
+		task.Leases--
+		st.Leased--
+		u.Owner, u.LeaseUntil = "", time.Time{}
+		ev := Event{Step: st.Name, Item: &item, Attempt: l.Attempt, Epoch: l.Epoch, Owner: l.Owner}
+		saveUnit := func() error { return t.putJSON(unitKey(l.Task, l.Step, l.Item), u) }
+		switch {
+		case r.Failure != nil:
+			f := *r.Failure
+			f.Step, f.Item, f.Attempt = st.Name, l.Item, l.Attempt
+			rec.Failure, u.Failure = &f, &f
+			task.Failures++
+			task.ConsecutiveFailures++
+			ev.Kind, ev.Message = f.Kind, f.Message
+			if !r.RetryAt.IsZero() {
+				u.State, u.NotBefore, ev.Type = UnitReady, r.RetryAt, EvUnitRetry
+				if err := t.put(readyKey(l.Task, l.Step, l.Item), encodeTime(r.RetryAt)); err != nil {
+					return err
+				}
+			} else {
+				u.State, ev.Type = UnitFailed, EvUnitFailed
+			}
+			if err := saveUnit(); err != nil {
+				return err
+			}
+			if err := s.event(t, task, ev); err != nil {
+				return err
+			}
+			if u.State == UnitFailed {
+				if err := s.fail(t, task, &f, f.String()); err != nil {
+					return err
+				}
+			}
+		case r.Repair != nil:
+			rec.Repair = r.Repair.Reason
+			task.ConsecutiveFailures = 0
+			// The unit stays leased until repair either marks its whole step
+			// stale (and may plan it again) or fails the task.
+			if err := s.repair(t, task, l, *r.Repair); err != nil {
+				return err
+			}
+			if task.Status == Failed {
+				u.State = UnitFailed
+				if err := saveUnit(); err != nil {
+					return err
+				}
+			}
+		default:
+			out := r.Output
+			if len(out) == 0 {
+				out = json.RawMessage("null")
+			}
+			rec.Output = out
+			u.State, u.Committed, u.Failure = UnitDone, l.Attempt, nil
+			st.Done++
+			task.ConsecutiveFailures = 0
+			ev.Type = EvUnitDone
+			// The attempt record goes first: advancing may read this output.
+			if err := t.putJSON(attemptKey(l.Task, l.Step, l.Item, l.Attempt), &rec); err != nil {
+				return err
+			}
+			if err := saveUnit(); err != nil {
+				return err
+			}
+			if err := s.event(t, task, ev); err != nil {
+				return err
+			}
+			if st.Done == st.Units && l.Step == task.Cursor {
+				if err := s.advance(t, task); err != nil {
+					return err
+				}
+			}
+		}
+		if err := t.putJSON(attemptKey(l.Task, l.Step, l.Item, l.Attempt), &rec); err != nil {
+			return err
+		}
+		task.UpdatedAt = now
+		out = task
+		return t.putJSON(taskKey(task.ID), task)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// advance moves the cursor past a completed step: to the next step, whose
+// units it plans, or to success after the last one.
+func (s *Store) advance(t *tx, task *Task) error {
+	for {
+		cur := task.Cursor
+		if err := s.event(t, task, Event{Type: EvStepDone, Step: task.Steps[cur].Name,
+			Message: fmt.Sprintf("%d units", task.Steps[cur].Units)}); err != nil {
+			return err
+		}
+		if cur == len(task.Steps)-1 {
+			out, err := (&Reader{t: t}).stepOutput(task, cur)
+			if err != nil {
+				return err
+			}
+			task.Status, task.Output, task.FinishedAt, task.Reason = Succeeded, out, s.now(), ""
+			return s.event(t, task, Event{Type: EvSucceeded})
+		}
+		task.Cursor++
+		if err := s.enterStep(t, task); err != nil {
+			return err
+		}
+		if !task.Status.runnable() {
+			return nil // planning failed the task
+		}
+		if task.Steps[task.Cursor].Units > 0 {
+			return nil
+		}
+	}
+}
+
+// enterStep plans the step under the cursor: it creates its units, ready to
+// be leased. A planning failure fails the task.
+func (s *Store) enterStep(t *tx, task *Task) error {
+	idx := task.Cursor
+	st := &task.Steps[idx]
+	items := []Item{{}}
+	if st.FanOut {
+		var err error
+		if s.plan == nil {
+			err = errors.New("no planner for a fan-out step")
+		} else {
+			items, err = s.plan(&Reader{t: t}, task, idx)
+		}
+		if err != nil {
+			var se *fault.StepError
+			f := &Failure{Kind: fault.Input, Message: err.Error(), Step: st.Name}
+			if errors.As(err, &se) {
+				f.Kind, f.Message = se.Kind, se.Message
+			}
+			return s.fail(t, task, f, fmt.Sprintf("step %q: planning for_each: %s", st.Name, f.Message))
+		}
+	}
+	st.Pass++
+	st.Planned, st.Units, st.Done, st.Leased = true, len(items), 0, 0
+	for i, it := range items {
+		u := &Unit{Task: task.ID, Step: idx, Item: i, Pass: st.Pass, Key: it.Key, Value: it.Value, State: UnitReady}
+		if st.Pass > 1 {
+			old := new(Unit)
+			if err := t.getJSON(unitKey(task.ID, idx, i), old); err == nil {
+				u.Attempt = old.Attempt
+			} else if !errors.Is(err, ErrNotFound) {
+				return err
+			}
+		}
+		if err := t.putJSON(unitKey(task.ID, idx, i), u); err != nil {
+			return err
+		}
+		if err := t.put(readyKey(task.ID, idx, i), encodeTime(time.Time{})); err != nil {
+			return err
+		}
+	}
+	return s.event(t, task, Event{Type: EvStepStarted, Step: st.Name,
+		Message: fmt.Sprintf("pass %d, %d units", st.Pass, len(items))})
+}
+
+// repair sends the task back to r.RestartFrom, or fails it when the repair
+// budget is spent.
+func (s *Store) repair(t *tx, task *Task, l Lease, r Repair) error {
+	task.Repairs++
+	task.RepairReason = r.Reason
+	st := task.Steps[l.Step]
+	item := l.Item
+	if task.Repairs > r.Max {
+		if err := s.event(t, task, Event{Type: EvRepair, Step: st.Name, Item: &item, Attempt: l.Attempt,
+			Message: fmt.Sprintf("repair %d refused (max %d): %s", task.Repairs, r.Max, r.Reason)}); err != nil {
+			return err
+		}
+		f := &Failure{Kind: fault.Budget, Message: fmt.Sprintf("repair budget exhausted (max %d); last reason: %s", r.Max, r.Reason),
+			Step: st.Name, Item: l.Item, Attempt: l.Attempt}
+		return s.fail(t, task, f, "repair budget exhausted")
+	}
+	if r.RestartFrom < 0 || r.RestartFrom > l.Step {
+		return fmt.Errorf("repair restart step %d is not at or before step %d", r.RestartFrom, l.Step)
+	}
+	if err := s.event(t, task, Event{Type: EvRepair, Step: st.Name, Item: &item, Attempt: l.Attempt,
+		Message: fmt.Sprintf("repair %d of %d: back to %q: %s", task.Repairs, r.Max, task.Steps[r.RestartFrom].Name, r.Reason)}); err != nil {
+		return err
+	}
+	for i := r.RestartFrom; i < len(task.Steps); i++ {
+		if err := s.resetStep(t, task, i); err != nil {
+			return err
+		}
+	}
+	task.Cursor = r.RestartFrom
+	return s.enterStep(t, task)
+}
+
+// resetStep marks every unit of a step stale and withdraws them from the
+// ready and lease indexes.
+func (s *Store) resetStep(t *tx, task *Task, step int) error {
+	st := &task.Steps[step]
+	if !st.Planned {
+		return nil
+	}
+	for i := 0; i < st.Units; i++ {
+		u := new(Unit)
+		if err := t.getJSON(unitKey(task.ID, step, i), u); err != nil {
+			return err
+		}
+		u.State, u.Owner, u.LeaseUntil = UnitStale, "", time.Time{}
+		if err := t.putJSON(unitKey(task.ID, step, i), u); err != nil {
+			return err
+		}
+		if err := t.del(readyKey(task.ID, step, i)); err != nil {
+			return err
+		}
+		if err := t.del(leaseKey(task.ID, step, i)); err != nil {
+			return err
+		}
+	}
+	task.Leases -= st.Leased
+	st.Planned, st.Units, st.Done, st.Leased = false, 0, 0, 0
+	return nil
+}
+
+// fail ends the task as failed and withdraws all its units.
+func (s *Store) fail(t *tx, task *Task, f *Failure, reason string) error {
+	task.Status, task.Failure, task.Reason, task.FinishedAt = Failed, f, reason, s.now()
+	if err := s.withdraw(t, task); err != nil {
+		return err
+	}
+	return s.event(t, task, Event{Type: EvFailed, Kind: f.Kind, Message: reason})
+}
+
+// withdraw removes all ready and lease index entries of a task.
+func (s *Store) withdraw(t *tx, task *Task) error {
+	for _, p := range []string{"r/", "l/"} {
+		for _, k := range t.keys([]byte(p + task.ID + "/")) {
+			if err := t.del(k); err != nil {
+				return err
+			}
+		}
+	}
+	task.Leases = 0
+	for i := range task.Steps {
+		task.Steps[i].Leased = 0
+	}
+	return nil
+}
+
+// Cancel cancels a task that has not finished. Attempts in flight lose their
+// leases: their commits are refused.
+func (s *Store) Cancel(ctx context.Context, id, reason string) (*Task, error) {
+	var out *Task
+	err := s.update(ctx, func(t *tx) error {
+		task := new(Task)
+		if err := t.getJSON(taskKey(id), task); err != nil {
+			return err
+		}
+		if task.Status.Terminal() {
+			return fmt.Errorf("%w: task %s is %s", ErrTerminal, id, task.Status)
+		}
+		if reason == "" {
+			reason = "cancelled by user"
+		}
+		task.Status, task.Reason, task.FinishedAt, task.UpdatedAt = Cancelled, reason, s.now(), s.now()
+		if err := s.withdraw(t, task); err != nil {
+			return err
+		}
+		if err := s.event(t, task, Event{Type: EvCancelled, Message: reason}); err != nil {
+			return err
+		}
+		out = task
+		return t.putJSON(taskKey(id), task)
+	})
+	return out, err
+}
+
+// event appends an event to the task's log. The caller saves the task.
+func (s *Store) event(t *tx, task *Task, e Event) error {
+	e.Seq = task.NextEvent
+	task.NextEvent++
+	if e.Time.IsZero() {
+		e.Time = s.now()
+	}
+	task.UpdatedAt = e.Time
+	return t.putJSON(eventKey(task.ID, e.Seq), e)
+}
+
+// saveIfChanged writes a task loaded during Claim back if Claim changed it.
+func (s *Store) saveIfChanged(t *tx, task *Task) error {
+	old := new(Task)
+	if err := t.getJSON(taskKey(task.ID), old); err != nil {
+		return err
+	}
+	if old.Epoch == task.Epoch && old.Reclaims == task.Reclaims && old.Status == task.Status {
+		return nil
+	}
+	task.UpdatedAt = s.now()
+	return t.putJSON(taskKey(task.ID), task)
+}
+
+func earliest(a, b time.Time) time.Time {
+	if a.IsZero() || (!b.IsZero() && b.Before(a)) {
+		return b
+	}
+	return a
+}
+
+// newTaskID returns a 26-character id that sorts by creation time: 48 bits of
+// milliseconds and 80 random bits in Crockford base32 (the ULID layout).
+func newTaskID(now time.Time) string {
+	const alphabet = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+	var b [16]byte
+	ms := uint64(now.UnixMilli())
+	for i := 5; i >= 0; i-- {
+		b[i] = byte(ms)
+		ms >>= 8
+	}
+	_, _ = rand.Read(b[6:])
+	// 128 bits -> 26 base32 digits, most significant first.
+	var out [26]byte
+	hi := uint64(b[0])<<56 | uint64(b[1])<<48 | uint64(b[2])<<40 | uint64(b[3])<<32 | uint64(b[4])<<24 | uint64(b[5])<<16 | uint64(b[6])<<8 | uint64(b[7])
+	lo := uint64(b[8])<<56 | uint64(b[9])<<48 | uint64(b[10])<<40 | uint64(b[11])<<32 | uint64(b[12])<<24 | uint64(b[13])<<16 | uint64(b[14])<<8 | uint64(b[15])
+	for i := 25; i >= 0; i-- {
+		out[i] = alphabet[lo&31]
+		lo = lo>>5 | hi<<59
+		hi >>= 5
+	}
+	return string(out[:])
+}

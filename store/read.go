@@ -1,0 +1,211 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Reader reads records inside a transaction: the one of a Planner, or a
+// read-only one opened by Store.Read.
+type Reader struct{ t *tx }
+
+// Read runs fn with a Reader over a consistent snapshot.
+func (s *Store) Read(fn func(r *Reader) error) error {
+	return s.view(func(t *tx) error { return fn(&Reader{t: t}) })
+}
+
+// Task returns the task record.
+func (r *Reader) Task(id string) (*Task, error) {
+	task := new(Task)
+	if err := r.t.getJSON(taskKey(id), task); err != nil {
+		return nil, fmt.Errorf("task %s: %w", id, err)
+	}
+	return task, nil
+}
+
+// Manifest returns the task's pinned run manifest.
+func (r *Reader) Manifest(id string) (*Manifest, error) {
+	m := new(Manifest)
+	if err := r.t.getJSON(manifestKey(id), m); err != nil {
+		return nil, fmt.Errorf("manifest of task %s: %w", id, err)
+	}
+	return m, nil
+}
+
+// StepOutput returns the current output of a completed step: the output of
+// its unit, or for a fan-out step the JSON array of its items' outputs in item
+// order. It returns ErrNotFound if the step has not completed in its current pass.
+func (r *Reader) StepOutput(id string, step int) (json.RawMessage, error) {
+	task, err := r.Task(id)
+	if err != nil {
+		return nil, err
+	}
+	if step < 0 || step >= len(task.Steps) {
+		return nil, fmt.Errorf("task %s has no step %d: %w", id, step, ErrNotFound)
+	}
+	return r.stepOutput(task, step)
+}
+
+func (r *Reader) stepOutput(task *Task, step int) (json.RawMessage, error) {
+	st := task.Steps[step]
+	if !st.Planned || st.Done < st.Units {
+		return nil, fmt.Errorf("step %q of task %s has not completed: %w", st.Name, task.ID, ErrNotFound)
+	}
+	units, err := r.Units(task.ID, step)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	if st.FanOut {
+		buf.WriteByte('[')
+	}
+	n := 0
+	for _, u := range units {
+		if u.Pass != st.Pass || u.State != UnitDone {
+			continue
+		}
+		a, err := r.Attempt(task.ID, step, u.Item, u.Committed)
+		if err != nil {
+			return nil, err
+		}
+		if n > 0 {
+			buf.WriteByte(',')
+		}
+		buf.Write(a.Output)
+		n++
+	}
+	if st.FanOut {
+		buf.WriteByte(']')
+	}
+	if n != st.Units {
+		return nil, fmt.Errorf("step %q of task %s: %d of %d unit outputs found", st.Name, task.ID, n, st.Units)
+	}
+	return json.RawMessage(buf.Bytes()), nil
+}
+
+// Units returns the units of a step in item order, including stale units of
+// earlier passes that have no counterpart in the current one.
+func (r *Reader) Units(id string, step int) ([]*Unit, error) {
+	var out []*Unit
+	err := r.t.scan(unitStepPrefix(id, step), func(_, val []byte) (bool, error) {
+		u := new(Unit)
+		if err := json.Unmarshal(val, u); err != nil {
+			return false, err
+		}
+		out = append(out, u)
+		return true, nil
+	})
+	return out, err
+}
+
+// Attempt returns the record of one attempt.
+func (r *Reader) Attempt(id string, step, item, attempt int) (*Attempt, error) {
+	a := new(Attempt)
+	if err := r.t.getJSON(attemptKey(id, step, item, attempt), a); err != nil {
+		return nil, fmt.Errorf("attempt %d of task %s step %d item %d: %w", attempt, id, step, item, err)
+	}
+	return a, nil
+}
+
+// Attempts returns every recorded attempt of a step, by item then attempt.
+func (r *Reader) Attempts(id string, step int) ([]*Attempt, error) {
+	var out []*Attempt
+	err := r.t.scan(attemptPrefix(id, step), func(_, val []byte) (bool, error) {
+		a := new(Attempt)
+		if err := json.Unmarshal(val, a); err != nil {
+			return false, err
+		}
+		out = append(out, a)
+		return true, nil
+	})
+	return out, err
+}
+
+// Events returns up to limit events of a task with Seq >= from (limit <= 0: all).
+func (r *Reader) Events(id string, from uint64, limit int) ([]Event, error) {
+	var out []Event
+	prefix := []byte("e/" + id + "/")
+	start := eventKey(id, from)
+	err := r.t.scan(prefix, func(key, val []byte) (bool, error) {
+		if bytes.Compare(key, start) < 0 {
+			return true, nil
+		}
+		var e Event
+		if err := json.Unmarshal(val, &e); err != nil {
+			return false, err
+		}
+		out = append(out, e)
+		return limit <= 0 || len(out) < limit, nil
+	})
+	return out, err
+}
+
+// Tasks returns all tasks, oldest first.
+func (r *Reader) Tasks() ([]*Task, error) {
+	var out []*Task
+	err := r.t.scan([]byte("t/"), func(_, val []byte) (bool, error) {
+		task := new(Task)
+		if err := json.Unmarshal(val, task); err != nil {
+			return false, err
+		}
+		out = append(out, task)
+		return true, nil
+	})
+	return out, err
+}
+
+// FindTask resolves a task id or a unique prefix of one (at least 6 characters).
+func (r *Reader) FindTask(ref string) (*Task, error) {
+	ref = strings.ToUpper(strings.TrimSpace(ref))
+	if task, err := r.Task(ref); err == nil {
+		return task, nil
+	} else if !errors.Is(err, ErrNotFound) {
+		return nil, err
+	}
+	if len(ref) < 6 {
+		return nil, fmt.Errorf("task %s: %w", ref, ErrNotFound)
+	}
+	var found []string
+	for _, k := range r.t.keys([]byte("t/" + ref)) {
+		found = append(found, string(k[2:]))
+	}
+	switch len(found) {
+	case 0:
+		return nil, fmt.Errorf("task %s: %w", ref, ErrNotFound)
+	case 1:
+		return r.Task(found[0])
+	}
+	return nil, fmt.Errorf("task prefix %s is ambiguous: %s", ref, strings.Join(found, ", "))
+}
+
+// Pending reports whether any task is queued or running, that is whether a
+// worker may still find work (now, after a backoff, or after a lease expires).
+func (r *Reader) Pending() (bool, error) {
+	tasks, err := r.Tasks()
+	if err != nil {
+		return false, err
+	}
+	for _, t := range tasks {
+		if t.Status.runnable() {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// ctx-free convenience wrappers.
+
+// Task returns one task record.
+func (s *Store) Task(_ context.Context, id string) (*Task, error) {
+	var out *Task
+	err := s.Read(func(r *Reader) error {
+		var err error
+		out, err = r.Task(id)
+		return err
+	})
+	return out, err
+}

@@ -1,0 +1,237 @@
+package store
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/lhengine/lhengine/engine/fault"
+)
+
+// Status is the lifecycle state of a task. The string value is persisted.
+type Status string
+
+// Task statuses. Append only.
+const (
+	Queued          Status = "queued"
+	Running         Status = "running"
+	WaitingApproval Status = "waiting_approval" // reserved: approvals
+	Paused          Status = "paused"           // reserved: budgets and drift
+	Succeeded       Status = "succeeded"
+	Failed          Status = "failed"
+	Cancelled       Status = "cancelled"
+)
+
+// Terminal reports whether no work of a task in this status will ever run again.
+func (s Status) Terminal() bool {
+	return s == Succeeded || s == Failed || s == Cancelled
+}
+
+// runnable reports whether units of a task in this status may be leased.
+func (s Status) runnable() bool { return s == Queued || s == Running }
+
+// Task is the ledger record of one task.
+type Task struct {
+	ID     string `json:"id"`
+	Name   string `json:"name"`
+	Status Status `json:"status"`
+	// Reason says why the task is in its status when that is not obvious:
+	// the failure of a failed task, the reason of a cancel.
+	Reason  string   `json:"reason,omitempty"`
+	Failure *Failure `json:"failure,omitempty"`
+
+	// Cursor is the index of the step whose units are being worked.
+	Cursor int         `json:"cursor"`
+	Steps  []StepState `json:"steps"`
+
+	// Epoch is the fencing epoch: every lease grant takes the next value.
+	Epoch uint64 `json:"epoch"`
+	// LeaseOwner and LeaseUntil describe the most recent lease grant or renewal.
+	LeaseOwner string    `json:"lease_owner,omitempty"`
+	LeaseUntil time.Time `json:"lease_until,omitzero"`
+	// Leases is the number of units currently leased.
+	Leases int `json:"leases"`
+
+	Attempts            int    `json:"attempts"`             // attempts started
+	Failures            int    `json:"failures"`             // attempts failed
+	ConsecutiveFailures int    `json:"consecutive_failures"` // since the last success
+	Reclaims            int    `json:"reclaims"`             // expired leases taken over
+	Repairs             int    `json:"repairs"`
+	RepairReason        string `json:"repair_reason,omitempty"`
+
+	Output json.RawMessage `json:"output,omitempty"` // the last step's output once succeeded
+
+	CreatedAt  time.Time `json:"created_at"`
+	UpdatedAt  time.Time `json:"updated_at"`
+	StartedAt  time.Time `json:"started_at,omitzero"`
+	FinishedAt time.Time `json:"finished_at,omitzero"`
+
+	IdempotencyKey string `json:"idempotency_key,omitempty"`
+
+	NextEvent uint64 `json:"next_event"`
+}
+
+// StepState is the progress of one step of a task.
+type StepState struct {
+	Name   string `json:"name"`
+	FanOut bool   `json:"fan_out,omitempty"`
+	// Limit bounds how many units of this step may be leased at once.
+	Limit int `json:"limit"`
+	// Pass counts how often the step was entered (repairs enter it again).
+	Pass    int  `json:"pass"`
+	Planned bool `json:"planned"`
+	Units   int  `json:"units"`
+	Done    int  `json:"done"`
+	Leased  int  `json:"leased"`
+}
+
+// Progress returns the number of committed units of the current pass and the
+// number of units known so far; a step not yet planned counts as one.
+func (t *Task) Progress() (done, total int) {
+	for _, s := range t.Steps {
+		done += s.Done
+		if s.Planned {
+			total += s.Units
+		} else {
+			total++
+		}
+	}
+	return done, total
+}
+
+// Manifest pins everything a task needs to run the same way after files on
+// disk change: the task source, its variables and the plugin hashes.
+type Manifest struct {
+	Filename string                     `json:"filename"`
+	Source   []byte                     `json:"source"`
+	Vars     map[string]json.RawMessage `json:"vars,omitempty"`
+	// Plugins maps step name to the plugin pinned for it.
+	Plugins       map[string]PluginPin `json:"plugins"`
+	EngineVersion string               `json:"engine_version"`
+	ABI           string               `json:"abi"`
+}
+
+// PluginPin is a plugin file and the sha256 it had when the task was submitted.
+type PluginPin struct {
+	Path   string `json:"path"`
+	SHA256 string `json:"sha256"`
+}
+
+// Failure is a classified failure of one attempt, or of a whole task.
+type Failure struct {
+	Kind    fault.Kind `json:"kind"`
+	Message string     `json:"message"`
+	Step    string     `json:"step,omitempty"`
+	Item    int        `json:"item"`
+	Attempt int        `json:"attempt,omitempty"`
+}
+
+func (f *Failure) String() string {
+	if f.Step == "" {
+		return fmt.Sprintf("%s: %s", f.Kind, f.Message)
+	}
+	return fmt.Sprintf("step %q item %d attempt %d: %s: %s", f.Step, f.Item, f.Attempt, f.Kind, f.Message)
+}
+
+// UnitState is the state of one work unit.
+type UnitState string
+
+// Unit states. Append only.
+const (
+	UnitReady  UnitState = "ready"
+	UnitLeased UnitState = "leased"
+	UnitDone   UnitState = "done"
+	UnitFailed UnitState = "failed"
+	// UnitStale marks a unit of an earlier pass of a step that a repair sent
+	// the task back over. Its outputs stay readable; it is never leased again.
+	UnitStale UnitState = "stale"
+)
+
+// Unit is one bounded work unit: a plain step, or one item of a fan-out step.
+type Unit struct {
+	Task string `json:"task"`
+	Step int    `json:"step"`
+	Item int    `json:"item"`
+	Pass int    `json:"pass"`
+	// Key and Value are the fan-out item (each.key, each.value); nil for a plain step.
+	Key   json.RawMessage `json:"key,omitempty"`
+	Value json.RawMessage `json:"value,omitempty"`
+
+	State      UnitState `json:"state"`
+	Attempt    int       `json:"attempt"` // attempts started, over all passes
+	Owner      string    `json:"owner,omitempty"`
+	Epoch      uint64    `json:"epoch,omitempty"`
+	LeaseUntil time.Time `json:"lease_until,omitzero"`
+	NotBefore  time.Time `json:"not_before,omitzero"`
+	Committed  int       `json:"committed,omitempty"` // attempt whose output is current
+	Failure    *Failure  `json:"failure,omitempty"`   // last failure
+}
+
+// Item is one fan-out item as produced by planning a step.
+type Item struct {
+	Key   json.RawMessage
+	Value json.RawMessage
+}
+
+// Lease is the right to run one attempt of one unit until Until. Commit and
+// Heartbeat must present it.
+type Lease struct {
+	Task    string
+	Step    int
+	Item    int
+	Attempt int
+	Owner   string
+	Epoch   uint64
+	Until   time.Time
+	// Unit is the unit as leased (item key and value included).
+	Unit Unit
+}
+
+// EventType names an entry of a task's event log. Append only.
+type EventType string
+
+// Event types.
+const (
+	EvSubmitted    EventType = "submitted"
+	EvStarted      EventType = "started"
+	EvStepStarted  EventType = "step_started"
+	EvUnitDone     EventType = "unit_done"
+	EvUnitFailed   EventType = "unit_failed"
+	EvUnitRetry    EventType = "unit_retry"
+	EvLeaseExpired EventType = "lease_expired"
+	EvStepDone     EventType = "step_done"
+	EvRepair       EventType = "repair"
+	EvSucceeded    EventType = "succeeded"
+	EvFailed       EventType = "failed"
+	EvCancelled    EventType = "cancelled"
+)
+
+// Event is one entry of a task's durable event log.
+type Event struct {
+	Seq     uint64     `json:"seq"`
+	Time    time.Time  `json:"time"`
+	Type    EventType  `json:"type"`
+	Step    string     `json:"step,omitempty"`
+	Item    *int       `json:"item,omitempty"`
+	Attempt int        `json:"attempt,omitempty"`
+	Epoch   uint64     `json:"epoch,omitempty"`
+	Owner   string     `json:"owner,omitempty"`
+	Kind    fault.Kind `json:"kind,omitempty"`
+	Message string     `json:"message,omitempty"`
+}
+
+// Attempt is the record of one finished attempt of a unit: its output (when it
+// succeeded) and its captured log.
+type Attempt struct {
+	Step     int             `json:"step"`
+	Item     int             `json:"item"`
+	Attempt  int             `json:"attempt"`
+	Epoch    uint64          `json:"epoch"`
+	Owner    string          `json:"owner"`
+	Output   json.RawMessage `json:"output,omitempty"`
+	Failure  *Failure        `json:"failure,omitempty"`
+	Repair   string          `json:"repair,omitempty"` // the reason, when the attempt asked for repair
+	Log      []byte          `json:"log,omitempty"`
+	Started  time.Time       `json:"started"`
+	Finished time.Time       `json:"finished"`
+}

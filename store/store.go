@@ -1,0 +1,326 @@
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/hashicorp/go-hclog"
+)
+
+// Errors returned by the ledger.
+var (
+	// ErrNotFound: no task (or unit, or output) with that id.
+	ErrNotFound = errors.New("not found")
+	// ErrLeaseLost: the lease presented is not the unit's current lease (it
+	// expired and was taken over, the unit was reset by a repair, or the task
+	// was cancelled). The caller's work must be thrown away.
+	ErrLeaseLost = errors.New("lease lost")
+	// ErrTerminal: the task already succeeded, failed or was cancelled.
+	ErrTerminal = errors.New("task is finished")
+)
+
+// Options configure Open. The zero value is a durable on-disk store.
+type Options struct {
+	// InMemory keeps everything in memory (tests about logic only).
+	InMemory bool
+	// NoSync skips the fsync at each commit. Only for benchmarks that want to
+	// measure everything but the disk.
+	NoSync bool
+	// Logger receives Badger's own messages (warnings and errors only).
+	Logger hclog.Logger
+	// Now is the clock; nil means time.Now. Tests inject one.
+	Now func() time.Time
+	// MaxBatch bounds how many operations share one transaction; 0 = 256.
+	MaxBatch int
+	// Planner plans fan-out steps when a task's cursor reaches them. A store
+	// without one fails tasks that reach a fan-out step.
+	Planner Planner
+}
+
+// Store is the ledger. It is safe for concurrent use. Badger's directory lock
+// makes one Store the only writer of a directory, which is what lets a
+// restarted process reclaim the leases of the process before it at once.
+type Store struct {
+	db       *badger.DB
+	now      func() time.Time
+	session  string
+	maxBatch int
+	log      hclog.Logger
+	plan     Planner
+
+	mu      sync.Mutex // guards queue and leading
+	queue   []*op
+	leading bool
+}
+
+// Open opens (creating if needed) the store in dir.
+func Open(dir string, o Options) (*Store, error) {
+	if o.Logger == nil {
+		o.Logger = hclog.NewNullLogger()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.MaxBatch <= 0 {
+		o.MaxBatch = 256
+	}
+	bo := badger.DefaultOptions(dir).
+		WithLogger(badgerLogger{o.Logger.Named("badger")}).
+		WithSyncWrites(!o.NoSync && !o.InMemory).
+		WithNumVersionsToKeep(1).
+		WithMemTableSize(32 << 20).
+		WithValueThreshold(1 << 20).
+		WithNumCompactors(2)
+	if o.InMemory {
+		bo = bo.WithInMemory(true).WithDir("").WithValueDir("")
+	}
+	db, err := badger.Open(bo)
+	if err != nil {
+		if strings.Contains(err.Error(), "Cannot acquire directory lock") {
+			return nil, fmt.Errorf("store %s is in use by another lhengine process: %w", dir, err)
+		}
+		return nil, fmt.Errorf("open store %s: %w", dir, err)
+	}
+	return &Store{db: db, now: o.Now, session: newSessionID(), maxBatch: o.MaxBatch, log: o.Logger, plan: o.Planner}, nil
+}
+
+// Close closes the database. Operations in flight must have returned.
+func (s *Store) Close() error { return s.db.Close() }
+
+// Session identifies this opening of the store. Lease owners are prefixed with
+// it, so leases left by an earlier process are recognised as dead.
+func (s *Store) Session() string { return s.session }
+
+// Owner returns the lease owner name for a worker of this store session.
+func (s *Store) Owner(worker string) string { return s.session + "/" + worker }
+
+func ownerSession(owner string) string {
+	if i := strings.IndexByte(owner, '/'); i >= 0 {
+		return owner[:i]
+	}
+	return owner
+}
+
+func newSessionID() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// ---- group commit ----
+
+// op is one state change waiting for a transaction.
+type op struct {
+	fn   func(*tx) error
+	err  error
+	done chan struct{} // closed when fn's transaction committed (or failed)
+	lead chan struct{} // signalled when this op's goroutine must lead the next batch
+}
+
+// update runs fn in a read-write transaction, sharing the transaction (and its
+// fsync) with concurrent callers. fn may run more than once; it must derive
+// everything from what it reads through tx.
+func (s *Store) update(ctx context.Context, fn func(*tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	o := &op{fn: fn, done: make(chan struct{}), lead: make(chan struct{}, 1)}
+	s.mu.Lock()
+	s.queue = append(s.queue, o)
+	if s.leading {
+		s.mu.Unlock()
+		select {
+		case <-o.done:
+			return o.err
+		case <-o.lead:
+		}
+		s.mu.Lock()
+	} else {
+		s.leading = true
+	}
+	// This goroutine leads: take the queue (which holds o) and run it.
+	for {
+		n := min(len(s.queue), s.maxBatch)
+		batch := s.queue[:n:n]
+		s.queue = s.queue[n:]
+		s.mu.Unlock()
+		s.runBatch(batch)
+		s.mu.Lock()
+		if isDone(o) {
+			break
+		}
+	}
+	if len(s.queue) > 0 {
+		s.queue[0].lead <- struct{}{}
+	} else {
+		s.leading = false
+	}
+	s.mu.Unlock()
+	return o.err
+}
+
+func isDone(o *op) bool {
+	select {
+	case <-o.done:
+		return true
+	default:
+		return false
+	}
+}
+
+func (s *Store) runBatch(batch []*op) {
+	if len(batch) > 1 && s.tryBatch(batch) {
+		return
+	}
+	for _, o := range batch {
+		s.runAlone(o)
+	}
+}
+
+// tryBatch runs all ops in one transaction. It returns false, having finished
+// nothing, if an op failed after writing or the transaction could not commit;
+// the caller then runs each op alone.
+func (s *Store) tryBatch(batch []*op) bool {
+	txn := s.db.NewTransaction(true)
+	defer txn.Discard()
+	errs := make([]error, len(batch))
+	for i, o := range batch {
+		t := &tx{txn: txn, s: s}
+		errs[i] = o.fn(t)
+		if errs[i] != nil && t.wrote {
+			return false
+		}
+	}
+	if err := txn.Commit(); err != nil {
+		return false
+	}
+	for i, o := range batch {
+		o.err = errs[i]
+		close(o.done)
+	}
+	return true
+}
+
+func (s *Store) runAlone(o *op) {
+	txn := s.db.NewTransaction(true)
+	defer txn.Discard()
+	t := &tx{txn: txn, s: s}
+	err := o.fn(t)
+	if err == nil {
+		err = txn.Commit()
+	}
+	o.err = err
+	close(o.done)
+}
+
+// view runs fn in a read-only transaction.
+func (s *Store) view(fn func(*tx) error) error {
+	return s.db.View(func(txn *badger.Txn) error { return fn(&tx{txn: txn, s: s}) })
+}
+
+// ---- transactions ----
+
+// tx wraps a Badger transaction with typed record access. It records whether
+// anything was written, so that a failed operation can be told apart from a
+// half-applied one.
+type tx struct {
+	txn   *badger.Txn
+	s     *Store
+	wrote bool
+}
+
+func (t *tx) getJSON(key []byte, v any) error {
+	item, err := t.txn.Get(key)
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return ErrNotFound
+	}
+	if err != nil {
+		return err
+	}
+	return item.Value(func(b []byte) error { return json.Unmarshal(b, v) })
+}
+
+func (t *tx) getRaw(key []byte) ([]byte, error) {
+	item, err := t.txn.Get(key)
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	return item.ValueCopy(nil)
+}
+
+func (t *tx) putJSON(key []byte, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return t.put(key, b)
+}
+
+func (t *tx) put(key, val []byte) error {
+	t.wrote = true
+	return t.txn.Set(key, val)
+}
+
+func (t *tx) del(key []byte) error {
+	t.wrote = true
+	return t.txn.Delete(key)
+}
+
+// keys returns the keys under prefix, in order.
+func (t *tx) keys(prefix []byte) [][]byte {
+	opts := badger.DefaultIteratorOptions
+	opts.PrefetchValues = false
+	opts.Prefix = prefix
+	it := t.txn.NewIterator(opts)
+	defer it.Close()
+	var out [][]byte
+	for it.Rewind(); it.Valid(); it.Next() {
+		out = append(out, it.Item().KeyCopy(nil))
+	}
+	return out
+}
+
+// scan calls fn for each key and value under prefix, in order, until fn
+// returns false or an error.
+func (t *tx) scan(prefix []byte, fn func(key, val []byte) (bool, error)) error {
+	opts := badger.DefaultIteratorOptions
+	opts.Prefix = prefix
+	opts.PrefetchSize = 64
+	it := t.txn.NewIterator(opts)
+	defer it.Close()
+	for it.Rewind(); it.Valid(); it.Next() {
+		item := it.Item()
+		var more bool
+		err := item.Value(func(v []byte) error {
+			var err error
+			more, err = fn(item.Key(), v)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		if !more {
+			return nil
+		}
+	}
+	return nil
+}
+
+// badgerLogger adapts hclog to Badger's logger, keeping warnings and errors.
+type badgerLogger struct{ l hclog.Logger }
+
+func (b badgerLogger) Errorf(f string, a ...any)   { b.l.Error(strings.TrimSpace(fmt.Sprintf(f, a...))) }
+func (b badgerLogger) Warningf(f string, a ...any) { b.l.Warn(strings.TrimSpace(fmt.Sprintf(f, a...))) }
+func (b badgerLogger) Infof(string, ...any)        {}
+func (b badgerLogger) Debugf(string, ...any)       {}
