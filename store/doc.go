@@ -4,25 +4,25 @@
 //
 // # Task lifecycle
 //
-//	             submit
-//	               │
-//	               ▼
-//	           ┌────────┐  first lease   ┌─────────┐
-//	           │ queued │ ─────────────▶ │ running │ ◀──────────┐
-//	           └────────┘                └─────────┘            │ resume
-//	               │                      │  │  │  │            │
-//	        cancel │          last step ──┘  │  │  └─ budget/approval (reserved)
-//	               │             done        │  │        ▼
-//	               ▼               ▼         │  │   ┌──────────────────┐
-//	         ┌───────────┐  ┌───────────┐    │  │   │ paused /          │
-//	         │ cancelled │  │ succeeded │    │  │   │ waiting_approval  │
-//	         └───────────┘  └───────────┘    │  │   └──────────────────┘
-//	               ▲                         │  │
-//	               └──────── cancel ─────────┘  └─ unit failed past its retries,
-//	                                              repair budget exhausted,
-//	                                              planning error ──▶ ┌────────┐
-//	                                                                 │ failed │
-//	                                                                 └────────┘
+//	     submit
+//	       │
+//	       ▼
+//	   ┌────────┐  first lease   ┌─────────┐
+//	   │ queued │ ─────────────▶ │ running │ ◀──────────┐
+//	   └────────┘                └─────────┘            │ resume
+//	       │                      │  │  │  │            │
+//	cancel │          last step ──┘  │  │  └─ budget/approval (reserved)
+//	       │             done        │  │        ▼
+//	       ▼               ▼         │  │   ┌──────────────────┐
+//	 ┌───────────┐  ┌───────────┐    │  │   │ paused /          │
+//	 │ cancelled │  │ succeeded │    │  │   │ waiting_approval  │
+//	 └───────────┘  └───────────┘    │  │   └──────────────────┘
+//	       ▲                         │  │
+//	       └──────── cancel ─────────┘  └─ unit failed past its retries,
+//	                                      repair budget exhausted,
+//	                                      planning error ──▶ ┌────────┐
+//	                                                         │ failed │
+//	                                                         └────────┘
 //
 // succeeded, failed and cancelled are terminal: no unit of such a task is ever
 // leased again.
