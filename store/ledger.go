@@ -468,7 +468,7 @@ func (s *Store) advance(t *tx, task *Task) error {
 			return err
 		}
 		if cur == len(task.Steps)-1 {
-			out, err := (&Reader{t: t}).stepOutput(task, cur)
+			out, err := (&Reader{t: t}).StepOutputOf(task, cur)
 			if err != nil {
 				return err
 			}

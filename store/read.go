@@ -47,10 +47,12 @@ func (r *Reader) StepOutput(id string, step int) (json.RawMessage, error) {
 	if step < 0 || step >= len(task.Steps) {
 		return nil, fmt.Errorf("task %s has no step %d: %w", id, step, ErrNotFound)
 	}
-	return r.stepOutput(task, step)
+	return r.StepOutputOf(task, step)
 }
 
-func (r *Reader) stepOutput(task *Task, step int) (json.RawMessage, error) {
+// StepOutputOf is StepOutput for a task record the caller already holds (a
+// Planner must use the record it was given: it is newer than the stored one).
+func (r *Reader) StepOutputOf(task *Task, step int) (json.RawMessage, error) {
 	st := task.Steps[step]
 	if !st.Planned || st.Done < st.Units {
 		return nil, fmt.Errorf("step %q of task %s has not completed: %w", st.Name, task.ID, ErrNotFound)

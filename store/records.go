@@ -102,9 +102,11 @@ func (t *Task) Progress() (done, total int) {
 // Manifest pins everything a task needs to run the same way after files on
 // disk change: the task source, its variables and the plugin hashes.
 type Manifest struct {
-	Filename string                     `json:"filename"`
-	Source   []byte                     `json:"source"`
-	Vars     map[string]json.RawMessage `json:"vars,omitempty"`
+	Objective   string                     `json:"objective,omitempty"`
+	Constraints []string                   `json:"constraints,omitempty"`
+	Filename    string                     `json:"filename"`
+	Source      []byte                     `json:"source"`
+	Vars        map[string]json.RawMessage `json:"vars,omitempty"`
 	// Plugins maps step name to the plugin pinned for it.
 	Plugins       map[string]PluginPin `json:"plugins"`
 	EngineVersion string               `json:"engine_version"`

@@ -1,0 +1,173 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/spf13/cobra"
+
+	"github.com/lhengine/lhengine/engine"
+	"github.com/lhengine/lhengine/store"
+)
+
+// Exit codes. One place decides them.
+const (
+	exitOK          = 0
+	exitFailed      = 1 // an error, an invalid task file, or a task that did not succeed
+	exitUsage       = 2 // bad command line
+	exitInterrupted = 130
+)
+
+// exitError carries an exit code (and maybe nothing more to print).
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit %d", e.code)
+	}
+	return e.err.Error()
+}
+
+// app holds the global flags and the streams of one invocation.
+type app struct {
+	home     string
+	output   string
+	logLevel string
+	stdout   io.Writer
+	stderr   io.Writer
+}
+
+// run is the whole command line program; main only maps its result to os.Exit.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	a := &app{stdout: stdout, stderr: stderr}
+	root := a.rootCmd()
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return exitOK
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.err != nil {
+			fmt.Fprintln(stderr, "error:", ee.err)
+		}
+		return ee.code
+	}
+	var inv *engine.InvalidTaskError
+	if errors.As(err, &inv) {
+		_ = engine.WriteDiagnostics(stderr, inv.Files, inv.Diagnostics, 0, false)
+		return exitFailed
+	}
+	if ctx.Err() != nil {
+		fmt.Fprintln(stderr, "interrupted")
+		return exitInterrupted
+	}
+	fmt.Fprintln(stderr, "error:", err)
+	if isUsage(err) {
+		return exitUsage
+	}
+	return exitFailed
+}
+
+func isUsage(err error) bool {
+	s := err.Error()
+	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand", "accepts ", "requires ", "invalid argument", "flag needs an argument", "-o must be"} {
+		if strings.Contains(s, p) {
+			return true
+		}
+	}
+	return false
+}
+
+func (a *app) rootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "lhengine",
+		Short: "Run long-horizon agent tasks durably: HCL pipelines of WebAssembly steps",
+		Long: `lhengine runs tasks described in HCL as pipelines of WebAssembly step plugins.
+Every step is a durable work unit: leased, checkpointed and resumable, so a task
+survives crashes and restarts and always says how far it got.
+
+State lives in an embedded store under --home (default ./.lhengine, or $LHENGINE_HOME).
+
+Exit codes: 0 success; 1 error, invalid task file, or a task that did not succeed;
+2 bad command line; 130 interrupted.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			if a.output != "" && a.output != "json" && a.output != "text" {
+				return fmt.Errorf("-o must be text or json, not %q", a.output)
+			}
+			return nil
+		},
+	}
+	home := os.Getenv("LHENGINE_HOME")
+	if home == "" {
+		home = ".lhengine"
+	}
+	root.PersistentFlags().StringVar(&a.home, "home", home, "home directory of the store and caches (env LHENGINE_HOME)")
+	root.PersistentFlags().StringVarP(&a.output, "output", "o", "text", "output format: text or json")
+	root.PersistentFlags().StringVar(&a.logLevel, "log-level", "warn", "engine log level on stderr: trace, debug, info, warn, error, off")
+	root.AddCommand(
+		a.validateCmd(), a.runCmd(), a.submitCmd(), a.workerCmd(), a.resumeCmd(),
+		a.lsCmd(), a.statusCmd(), a.outputsCmd(), a.eventsCmd(), a.cancelCmd(), a.pluginCmd(),
+	)
+	return root
+}
+
+func (a *app) json() bool { return a.output == "json" }
+
+func (a *app) logger() hclog.Logger {
+	if strings.EqualFold(a.logLevel, "off") {
+		return hclog.NewNullLogger()
+	}
+	return hclog.New(&hclog.LoggerOptions{Name: "lhengine", Level: hclog.LevelFromString(a.logLevel), Output: a.stderr})
+}
+
+// open opens the engine on --home.
+func (a *app) open(ctx context.Context) (*engine.Engine, error) {
+	return engine.Open(ctx, engine.Config{Home: a.home, Logger: a.logger()})
+}
+
+// withEngine opens the engine, runs fn and closes it.
+func (a *app) withEngine(ctx context.Context, fn func(*engine.Engine) error) error {
+	e, err := a.open(ctx)
+	if err != nil {
+		return err
+	}
+	err = fn(e)
+	return errors.Join(err, e.Close(context.WithoutCancel(ctx)))
+}
+
+// read opens the store and runs fn with a reader.
+func (a *app) read(ctx context.Context, fn func(*store.Reader) error) error {
+	return a.withEngine(ctx, func(e *engine.Engine) error { return e.Store().Read(fn) })
+}
+
+func (a *app) printJSON(v any) error {
+	enc := json.NewEncoder(a.stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func parseVars(kvs []string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, kv := range kvs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("invalid argument --var %q: want name=value", kv)
+		}
+		out[k] = v
+	}
+	return out, nil
+}

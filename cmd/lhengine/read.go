@@ -1,0 +1,360 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/lhengine/lhengine/engine"
+	"github.com/lhengine/lhengine/store"
+)
+
+func (a *app) lsCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "ls",
+		Short: "List tasks, oldest first",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return a.read(cmd.Context(), func(r *store.Reader) error {
+				tasks, err := r.Tasks()
+				if err != nil {
+					return err
+				}
+				if a.json() {
+					if tasks == nil {
+						tasks = []*store.Task{}
+					}
+					return a.printJSON(tasks)
+				}
+				tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "ID\tNAME\tSTATUS\tPROGRESS\tSTEP\tUPDATED")
+				for _, t := range tasks {
+					done, total := t.Progress()
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\t%s\n", t.ID, t.Name, t.Status, done, total,
+						t.Steps[min(t.Cursor, len(t.Steps)-1)].Name, t.UpdatedAt.Local().Format(time.DateTime))
+				}
+				return tw.Flush()
+			})
+		},
+	}
+}
+
+func (a *app) statusCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "status ID",
+		Short: "One task's progress report: where it is, what it did, why it stopped",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.read(cmd.Context(), func(r *store.Reader) error {
+				t, err := r.FindTask(args[0])
+				if err != nil {
+					return err
+				}
+				m, err := r.Manifest(t.ID)
+				if err != nil {
+					return err
+				}
+				if a.json() {
+					return a.printJSON(map[string]any{"task": t, "manifest": manifestSummary(m)})
+				}
+				a.report(t, m)
+				return nil
+			})
+		},
+	}
+}
+
+func manifestSummary(m *store.Manifest) map[string]any {
+	return map[string]any{
+		"objective": m.Objective, "constraints": m.Constraints, "filename": m.Filename,
+		"vars": m.Vars, "plugins": m.Plugins, "engine_version": m.EngineVersion, "abi": m.ABI,
+		"source_sha256": sha(m.Source),
+	}
+}
+
+func sha(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+// report prints the human progress report of a task.
+func (a *app) report(t *store.Task, m *store.Manifest) {
+	w := a.stdout
+	done, total := t.Progress()
+	pct := 0
+	if total > 0 {
+		pct = done * 100 / total
+	}
+	fmt.Fprintf(w, "task %s %q: %s\n", t.ID, t.Name, t.Status)
+	if m.Objective != "" {
+		fmt.Fprintf(w, "  objective:   %s\n", m.Objective)
+	}
+	for _, c := range m.Constraints {
+		fmt.Fprintf(w, "  constraint:  %s\n", c)
+	}
+	fmt.Fprintf(w, "  progress:    %d/%d units (%d%%) · step %d/%d %s\n", done, total, pct, t.Cursor+1, len(t.Steps), t.Steps[min(t.Cursor, len(t.Steps)-1)].Name)
+	fmt.Fprintf(w, "  attempts:    %d started · %d failed · %d consecutive failures · %d leases taken over\n",
+		t.Attempts, t.Failures, t.ConsecutiveFailures, t.Reclaims)
+	if t.Repairs > 0 {
+		fmt.Fprintf(w, "  repairs:     %d (last: %s)\n", t.Repairs, t.RepairReason)
+	}
+	fmt.Fprintf(w, "  lease:       epoch %d", t.Epoch)
+	if t.Leases > 0 {
+		fmt.Fprintf(w, " · %d units leased · last owner %s until %s", t.Leases, t.LeaseOwner, t.LeaseUntil.Local().Format(time.TimeOnly))
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "  created:     %s\n", t.CreatedAt.Local().Format(time.DateTime))
+	if !t.FinishedAt.IsZero() {
+		fmt.Fprintf(w, "  finished:    %s (%s after start)\n", t.FinishedAt.Local().Format(time.DateTime), t.FinishedAt.Sub(t.CreatedAt).Round(time.Millisecond))
+	}
+	if t.Reason != "" {
+		fmt.Fprintf(w, "  reason:      %s\n", t.Reason)
+	}
+	if t.Failure != nil {
+		fmt.Fprintf(w, "  failure:     %s\n", t.Failure)
+	}
+	fmt.Fprintln(w, "  steps:")
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "    #\tSTEP\tUNITS\tDONE\tLEASED\tPASS\t")
+	for i, s := range t.Steps {
+		units := "-"
+		if s.Planned {
+			units = fmt.Sprint(s.Units)
+		}
+		mark := " "
+		if i == t.Cursor && !t.Status.Terminal() {
+			mark = ">"
+		}
+		fan := ""
+		if s.FanOut {
+			fan = fmt.Sprintf(" (fan-out ≤%d)", s.Limit)
+		}
+		fmt.Fprintf(tw, "  %s %d\t%s%s\t%s\t%d\t%d\t%d\t\n", mark, i+1, s.Name, fan, units, s.Done, s.Leased, s.Pass)
+	}
+	tw.Flush()
+}
+
+func (a *app) outputsCmd() *cobra.Command {
+	var attempts bool
+	cmd := &cobra.Command{
+		Use:   "outputs ID [STEP]",
+		Short: "Recorded step outputs (current pass); --attempts lists every attempt with its failure and log",
+		Args:  cobra.RangeArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.read(cmd.Context(), func(r *store.Reader) error {
+				t, err := r.FindTask(args[0])
+				if err != nil {
+					return err
+				}
+				steps := []int{}
+				for i, s := range t.Steps {
+					if len(args) == 1 || s.Name == args[1] {
+						steps = append(steps, i)
+					}
+				}
+				if len(steps) == 0 {
+					return fmt.Errorf("task %s has no step %q", t.ID, args[1])
+				}
+				if attempts {
+					return a.printAttempts(r, t, steps)
+				}
+				outs := map[string]json.RawMessage{}
+				for _, i := range steps {
+					out, err := r.StepOutput(t.ID, i)
+					if err != nil {
+						continue // not completed in its current pass
+					}
+					outs[t.Steps[i].Name] = out
+				}
+				if a.json() {
+					if len(args) == 2 {
+						if out, ok := outs[args[1]]; ok {
+							return a.printJSON(out)
+						}
+						return fmt.Errorf("step %q of task %s has no output yet", args[1], t.ID)
+					}
+					return a.printJSON(outs)
+				}
+				for _, i := range steps {
+					name := t.Steps[i].Name
+					out, ok := outs[name]
+					if !ok {
+						fmt.Fprintf(a.stdout, "== %s: no output yet\n", name)
+						continue
+					}
+					fmt.Fprintf(a.stdout, "== %s (pass %d)\n%s\n", name, t.Steps[i].Pass, indentJSON(out))
+				}
+				return nil
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&attempts, "attempts", false, "list every recorded attempt, including failed ones and earlier passes")
+	return cmd
+}
+
+func (a *app) printAttempts(r *store.Reader, t *store.Task, steps []int) error {
+	var all []*store.Attempt
+	for _, i := range steps {
+		as, err := r.Attempts(t.ID, i)
+		if err != nil {
+			return err
+		}
+		all = append(all, as...)
+	}
+	if a.json() {
+		if all == nil {
+			all = []*store.Attempt{}
+		}
+		return a.printJSON(all)
+	}
+	for _, at := range all {
+		state := "ok"
+		switch {
+		case at.Failure != nil:
+			state = string(at.Failure.Kind)
+		case at.Repair != "":
+			state = "needs repair: " + at.Repair
+		}
+		fmt.Fprintf(a.stdout, "== %s item %d attempt %d (epoch %d, %s): %s\n", t.Steps[at.Step].Name, at.Item, at.Attempt, at.Epoch,
+			at.Finished.Sub(at.Started).Round(time.Microsecond), state)
+		if at.Failure != nil {
+			fmt.Fprintf(a.stdout, "   %s\n", at.Failure.Message)
+		}
+		if len(at.Output) > 0 {
+			fmt.Fprintf(a.stdout, "%s\n", indentJSON(at.Output))
+		}
+		if len(at.Log) > 0 {
+			fmt.Fprintf(a.stdout, "   log:\n%s\n", indent(string(at.Log), "     "))
+		}
+	}
+	return nil
+}
+
+func (a *app) eventsCmd() *cobra.Command {
+	var follow bool
+	cmd := &cobra.Command{
+		Use:   "events ID",
+		Short: "The task's durable event log",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.withEngine(cmd.Context(), func(e *engine.Engine) error {
+				return a.events(cmd.Context(), e.Store(), args[0], follow)
+			})
+		},
+	}
+	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing new events until the task finishes")
+	return cmd
+}
+
+func (a *app) events(ctx context.Context, s *store.Store, ref string, follow bool) error {
+	var next uint64
+	enc := json.NewEncoder(a.stdout)
+	for {
+		var evs []store.Event
+		var t *store.Task
+		if err := s.Read(func(r *store.Reader) error {
+			var err error
+			if t, err = r.FindTask(ref); err != nil {
+				return err
+			}
+			evs, err = r.Events(t.ID, next, 0)
+			return err
+		}); err != nil {
+			return err
+		}
+		for _, e := range evs {
+			next = e.Seq + 1
+			if a.json() {
+				if err := enc.Encode(e); err != nil {
+					return err
+				}
+				continue
+			}
+			where := e.Step
+			if e.Item != nil && where != "" {
+				where = fmt.Sprintf("%s[%d]", e.Step, *e.Item)
+			}
+			extra := ""
+			if e.Attempt > 0 {
+				extra += fmt.Sprintf(" attempt=%d", e.Attempt)
+			}
+			if e.Epoch > 0 {
+				extra += fmt.Sprintf(" epoch=%d", e.Epoch)
+			}
+			if e.Kind != "" {
+				extra += " kind=" + string(e.Kind)
+			}
+			msg := ""
+			if e.Message != "" {
+				msg = " · " + e.Message
+			}
+			fmt.Fprintf(a.stdout, "%5d %s %-13s %s%s%s\n", e.Seq, e.Time.Local().Format("15:04:05.000"), e.Type, where, extra, msg)
+		}
+		if !follow || t.Status.Terminal() {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+func (a *app) pluginCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "plugin", Short: "Plugin tools"}
+	cmd.AddCommand(&cobra.Command{
+		Use:   "inspect X.wasm",
+		Short: "Show a plugin's ABI version, imports, exports and size",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			b, err := os.ReadFile(args[0])
+			if err != nil {
+				return err
+			}
+			info, err := engine.InspectPlugin(cmd.Context(), b)
+			if err != nil {
+				return fmt.Errorf("%s: %w", args[0], err)
+			}
+			if a.json() {
+				return a.printJSON(map[string]any{"file": args[0], "size": len(b), "sha256": sha(b), "info": info})
+			}
+			fmt.Fprintf(a.stdout, "file:    %s\nsize:    %d bytes\nsha256:  %s\nabi:     %s\n", args[0], len(b), sha(b), info.ABI)
+			fmt.Fprintln(a.stdout, "imports:")
+			for _, f := range info.Imports {
+				fmt.Fprintf(a.stdout, "  %s\n", f)
+			}
+			fmt.Fprintln(a.stdout, "exports:")
+			for _, f := range info.Exports {
+				fmt.Fprintf(a.stdout, "  %s\n", f)
+			}
+			return nil
+		},
+	})
+	return cmd
+}
+
+func indentJSON(b []byte) string {
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, b, "", "  "); err != nil {
+		return string(b)
+	}
+	return buf.String()
+}
+
+func indent(s, prefix string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	for i, l := range lines {
+		lines[i] = prefix + l
+	}
+	return strings.Join(lines, "\n")
+}

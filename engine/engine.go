@@ -1,0 +1,181 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/hcl/v2"
+
+	"github.com/lhengine/lhengine/engine/internal/guest"
+	"github.com/lhengine/lhengine/engine/internal/plan"
+	"github.com/lhengine/lhengine/engine/internal/taskfile"
+	"github.com/lhengine/lhengine/engine/internal/worker"
+	"github.com/lhengine/lhengine/store"
+)
+
+// Versions of this engine and of the plugin ABI it speaks.
+const (
+	Version    = plan.EngineVersion
+	ABIVersion = plan.ABIVersion
+)
+
+// InvalidTaskError is returned for a task file that does not validate. Its
+// Diagnostics keep their source ranges; render them with WriteDiagnostics.
+type InvalidTaskError = plan.InvalidTaskError
+
+// PluginInfo describes a plugin module: ABI version, imports, exports.
+type PluginInfo = guest.Info
+
+// Config configures Open.
+type Config struct {
+	// Home holds the store and caches. Required.
+	Home   string
+	Logger hclog.Logger
+	// NoSync skips fsync at commits (benchmarks of everything but the disk).
+	NoSync bool
+}
+
+// Engine is an open home directory: ledger, compiled-module cache and the
+// task specs this process has read. Safe for concurrent use.
+type Engine struct {
+	home  string
+	log   hclog.Logger
+	store *store.Store
+	rt    *guest.Runtime
+	specs *plan.Cache
+}
+
+// Open opens (creating if needed) the home directory. Only one process may
+// have a home open at a time.
+func Open(ctx context.Context, cfg Config) (*Engine, error) {
+	if cfg.Home == "" {
+		return nil, errors.New("engine: no home directory")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = hclog.NewNullLogger()
+	}
+	if err := os.MkdirAll(cfg.Home, 0o755); err != nil {
+		return nil, err
+	}
+	specs := plan.NewCache()
+	st, err := store.Open(filepath.Join(cfg.Home, "store"), store.Options{
+		Logger: cfg.Logger, Planner: specs.Planner(), NoSync: cfg.NoSync,
+	})
+	if err != nil {
+		return nil, err
+	}
+	rt, err := guest.NewRuntime(ctx, guest.Config{CacheDir: filepath.Join(cfg.Home, "cache", "wazero"), Logger: cfg.Logger})
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	return &Engine{home: cfg.Home, log: cfg.Logger, store: st, rt: rt, specs: specs}, nil
+}
+
+// Close releases the home directory. Work must have returned.
+func (e *Engine) Close(ctx context.Context) error {
+	return errors.Join(e.rt.Close(ctx), e.store.Close())
+}
+
+// Store is the ledger, for reading records.
+func (e *Engine) Store() *store.Store { return e.store }
+
+// SubmitOptions are the optional parts of a submission.
+type SubmitOptions struct {
+	Vars           map[string]string // raw --var values
+	IdempotencyKey string
+}
+
+// Submit validates the task file at path, pins its run manifest and queues
+// it. It returns the task and whether it was created (false when the
+// idempotency key names an earlier submission). A task file that does not
+// validate gives an *InvalidTaskError.
+func (e *Engine) Submit(ctx context.Context, path string, o SubmitOptions) (*store.Task, bool, error) {
+	sub, err := plan.Prepare(path, o.Vars)
+	if err != nil {
+		return nil, false, err
+	}
+	return e.store.Submit(ctx, store.NewTask{
+		Name: sub.Task.Name, Steps: sub.Steps, Manifest: sub.Manifest, IdempotencyKey: o.IdempotencyKey,
+	})
+}
+
+// WorkOptions configure Work.
+type WorkOptions struct {
+	Name         string        // worker name in lease owners
+	Concurrency  int           // attempts at once; 0 = 1
+	Task         string        // only this task
+	ExitWhenIdle bool          // return when no work is left
+	LeaseFor     time.Duration // 0 = 30s
+	OnCommit     func(*store.Task)
+}
+
+// Work claims and runs work units until ctx is done or, with ExitWhenIdle,
+// no work is left.
+func (e *Engine) Work(ctx context.Context, o WorkOptions) error {
+	w := worker.New(worker.Config{
+		Store: e.store, Runtime: e.rt, Specs: e.specs, Logger: e.log,
+		Name: o.Name, Concurrency: o.Concurrency, LeaseFor: o.LeaseFor, Task: o.Task,
+		ExitWhenIdle: o.ExitWhenIdle, OnCommit: o.OnCommit,
+	})
+	return w.Run(ctx)
+}
+
+// ErrPluginChanged is returned by CheckPlugins when a pinned plugin file is
+// missing or differs from the hash pinned at submission.
+var ErrPluginChanged = errors.New("plugin changed since the task was submitted")
+
+// CheckPlugins verifies that every plugin pinned in the task's run manifest
+// is still on disk with the same sha256. A resume that skipped this would
+// fail the task at its next step; checking first lets the user restore the
+// file and resume again.
+func (e *Engine) CheckPlugins(id string) error {
+	var m *store.Manifest
+	if err := e.store.Read(func(r *store.Reader) error {
+		var err error
+		m, err = r.Manifest(id)
+		return err
+	}); err != nil {
+		return err
+	}
+	var errs []error
+	for step, pin := range m.Plugins {
+		sum, err := plan.HashFile(pin.Path)
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("%w: step %q: %v", ErrPluginChanged, step, err))
+		case sum != pin.SHA256:
+			errs = append(errs, fmt.Errorf("%w: step %q: %s has sha256 %s, the task pinned %s", ErrPluginChanged, step, pin.Path, sum, pin.SHA256))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Validate parses and validates a task file, checking its plugin files.
+// files holds the sources the diagnostics refer to.
+func Validate(path string) (files map[string][]byte, diags hcl.Diagnostics) {
+	t, diags := taskfile.ParseFile(path, taskfile.Options{CheckPlugins: true})
+	files = map[string][]byte{}
+	if t != nil {
+		files[t.Filename] = t.Source
+	} else if src, err := os.ReadFile(path); err == nil {
+		files[path] = src
+	}
+	return files, diags
+}
+
+// WriteDiagnostics renders diagnostics with file:line:col and source excerpts.
+func WriteDiagnostics(w io.Writer, files map[string][]byte, diags hcl.Diagnostics, width uint, color bool) error {
+	return taskfile.WriteDiagnostics(w, files, diags, width, color)
+}
+
+// InspectPlugin describes a module without running it.
+func InspectPlugin(ctx context.Context, wasm []byte) (PluginInfo, error) {
+	return guest.Inspect(ctx, wasm)
+}

@@ -1,0 +1,373 @@
+package engine_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/lhengine/lhengine/engine"
+	"github.com/lhengine/lhengine/engine/fault"
+	"github.com/lhengine/lhengine/internal/testwasm"
+	"github.com/lhengine/lhengine/store"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+type testBundle struct {
+	dir string
+	e   *engine.Engine
+	ctx context.Context
+}
+
+// setup writes the pipeline guest and the task source into a fresh folder
+// and opens an engine whose home is in it.
+func setup(t *testing.T, task string) *testBundle {
+	t.Helper()
+	wasm := testwasm.BuildC(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/c/pipeline.c"))
+	dir := t.TempDir()
+	b, err := os.ReadFile(wasm)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "step.wasm"), b, 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "task.hcl"), []byte(task), 0o644))
+	tb := &testBundle{dir: dir, ctx: context.Background()}
+	tb.open(t)
+	return tb
+}
+
+func (b *testBundle) open(t *testing.T) {
+	t.Helper()
+	e, err := engine.Open(b.ctx, engine.Config{Home: filepath.Join(b.dir, "home")})
+	require.NoError(t, err)
+	b.e = e
+	t.Cleanup(func() {
+		if b.e != nil {
+			require.NoError(t, b.e.Close(context.Background()))
+			b.e = nil
+		}
+	})
+}
+
+func (b *testBundle) reopen(t *testing.T) {
+	t.Helper()
+	require.NoError(t, b.e.Close(b.ctx))
+	b.e = nil
+	b.open(t)
+}
+
+func (b *testBundle) submit(t *testing.T, vars map[string]string) *store.Task {
+	t.Helper()
+	task, created, err := b.e.Submit(b.ctx, filepath.Join(b.dir, "task.hcl"), engine.SubmitOptions{Vars: vars})
+	require.NoError(t, err)
+	require.True(t, created)
+	return task
+}
+
+func (b *testBundle) work(t *testing.T, id string) *store.Task {
+	t.Helper()
+	require.NoError(t, b.e.Work(b.ctx, engine.WorkOptions{Task: id, Concurrency: 4, ExitWhenIdle: true}))
+	task, err := b.e.Store().Task(b.ctx, id)
+	require.NoError(t, err)
+	return task
+}
+
+func (b *testBundle) output(t *testing.T, id, step string) string {
+	t.Helper()
+	var out json.RawMessage
+	require.NoError(t, b.e.Store().Read(func(r *store.Reader) error {
+		task, err := r.Task(id)
+		require.NoError(t, err)
+		for i, s := range task.Steps {
+			if s.Name == step {
+				out, err = r.StepOutput(id, i)
+				return err
+			}
+		}
+		t.Fatalf("no step %q", step)
+		return nil
+	}))
+	return string(out)
+}
+
+func TestPipelinePassesOutputsAlong(t *testing.T) {
+	t.Parallel()
+	b := setup(t, `
+task "chain" {
+  variable "who" { type = string }
+  step "a" {
+    plugin = "step.wasm"
+    input  = { mode = "echo", greeting = "hello ${var.who}", id = task.id }
+  }
+  step "b" {
+    plugin = "step.wasm"
+    input  = { mode = "echo", upper = upper(step.a.output.greeting) }
+  }
+}`)
+	task := b.submit(t, map[string]string{"who": "world"})
+	got := b.work(t, task.ID)
+	require.Equal(t, store.Succeeded, got.Status, got.Reason)
+	require.JSONEq(t, `{"mode":"echo","upper":"HELLO WORLD"}`, string(got.Output))
+	require.JSONEq(t, `{"mode":"echo","greeting":"hello world","id":"`+task.ID+`"}`, b.output(t, task.ID, "a"))
+}
+
+func TestFanOutOutputIsTheListOfItemOutputsInOrder(t *testing.T) {
+	t.Parallel()
+	b := setup(t, `
+task "fan" {
+  step "list" {
+    plugin = "step.wasm"
+    input  = { mode = "echo", pages = [for i in range(25) : "page-${i}"] }
+  }
+  step "each" {
+    plugin      = "step.wasm"
+    for_each    = step.list.output.pages
+    concurrency = 5
+    input       = { mode = "item" }
+  }
+  step "count" {
+    plugin = "step.wasm"
+    input  = { mode = "echo", n = length(step.each.output), last = step.each.output[24].item.value }
+  }
+}`)
+	task := b.submit(t, nil)
+	got := b.work(t, task.ID)
+	require.Equal(t, store.Succeeded, got.Status, got.Reason)
+	require.JSONEq(t, `{"mode":"echo","n":25,"last":"page-24"}`, string(got.Output))
+	var items []struct {
+		Item struct {
+			Index int    `json:"index"`
+			Value string `json:"value"`
+		} `json:"item"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(b.output(t, task.ID, "each")), &items))
+	require.Len(t, items, 25)
+	for i, it := range items {
+		require.Equal(t, i, it.Item.Index)
+		require.Equal(t, "page-"+itoa(i), it.Item.Value)
+	}
+}
+
+func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
+
+func TestRetriesFollowTheRetryBlock(t *testing.T) {
+	t.Parallel()
+	b := setup(t, `
+task "flaky" {
+  step "a" {
+    plugin = "step.wasm"
+    input  = { mode = "fail_until", ok_at = 3 }
+    retry {
+      attempts    = 3
+      backoff     = "1ms"
+      max_backoff = "2ms"
+    }
+  }
+  step "b" {
+    plugin = "step.wasm"
+    input  = { mode = "fail_until", ok_at = 9 }
+    retry {
+      attempts = 2
+      backoff  = "1ms"
+    }
+  }
+}`)
+	task := b.submit(t, nil)
+	got := b.work(t, task.ID)
+	require.Equal(t, store.Failed, got.Status)
+	require.Equal(t, fault.PluginError, got.Failure.Kind)
+	require.Equal(t, "b", got.Failure.Step)
+	require.Equal(t, 2, got.Failure.Attempt)
+	require.Equal(t, 5, got.Attempts, "a: 3 attempts, b: 2")
+	require.Equal(t, 4, got.Failures)
+}
+
+func TestRepairSendsTheTaskBackAndLaterStepsSeeNewOutputs(t *testing.T) {
+	t.Parallel()
+	b := setup(t, `
+task "draft-verify" {
+  step "draft" {
+    plugin = "step.wasm"
+    input  = { mode = "repair_once" }
+  }
+  step "verify" {
+    plugin = "step.wasm"
+    input  = { mode = "echo", seen = step.draft.output }
+  }
+}`)
+	// draft asks for repair of itself on the first pass.
+	require.NoError(t, os.WriteFile(filepath.Join(b.dir, "task.hcl"), []byte(`
+task "draft-verify" {
+  step "draft" {
+    plugin = "step.wasm"
+    input  = { mode = "echo", v = 1 }
+  }
+  step "verify" {
+    plugin = "step.wasm"
+    input  = { mode = "repair_once", draft = step.draft.output }
+    repair {
+      restart_from = "draft"
+      max          = 2
+    }
+  }
+  step "finalize" {
+    plugin = "step.wasm"
+    input  = { mode = "echo", verdict = step.verify.output }
+  }
+}`), 0o644))
+	task := b.submit(t, nil)
+	got := b.work(t, task.ID)
+	require.Equal(t, store.Succeeded, got.Status, got.Reason)
+	require.Equal(t, 1, got.Repairs)
+	require.Equal(t, 2, got.Steps[0].Pass, "draft ran twice")
+	require.JSONEq(t, `{"mode":"echo","verdict":{"repaired":{"count":1,"reason":"first pass is never good enough"}}}`, string(got.Output))
+}
+
+func TestRepairBudgetEndsAnEndlessVerifyFailure(t *testing.T) {
+	t.Parallel()
+	b := setup(t, `
+task "never" {
+  step "draft" {
+    plugin = "step.wasm"
+    input  = { mode = "echo" }
+  }
+  step "verify" {
+    plugin = "step.wasm"
+    input  = { mode = "repair" }
+    repair {
+      restart_from = "draft"
+      max          = 2
+    }
+  }
+}`)
+	task := b.submit(t, nil)
+	got := b.work(t, task.ID)
+	require.Equal(t, store.Failed, got.Status)
+	require.Equal(t, "repair budget exhausted", got.Reason)
+	require.Equal(t, 3, got.Steps[0].Pass)
+}
+
+func TestGuestFaultIsAClassifiedFailure(t *testing.T) {
+	t.Parallel()
+	b := setup(t, `
+task "trap" {
+  step "a" {
+    plugin = "step.wasm"
+    input  = { mode = "trap" }
+    retry {
+      attempts = 2
+      backoff  = "1ms"
+    }
+  }
+}`)
+	task := b.submit(t, nil)
+	got := b.work(t, task.ID)
+	require.Equal(t, store.Failed, got.Status)
+	require.Equal(t, fault.Trap, got.Failure.Kind)
+	require.Equal(t, 2, got.Attempts)
+}
+
+func TestProgressSurvivesRebuildingTheEngine(t *testing.T) {
+	t.Parallel()
+	b := setup(t, `
+task "long" {
+  step "a" {
+    plugin = "step.wasm"
+    input  = { mode = "echo", n = 1 }
+  }
+  step "each" {
+    plugin      = "step.wasm"
+    for_each    = range(12)
+    concurrency = 1
+    input       = { mode = "item" }
+  }
+  step "c" {
+    plugin = "step.wasm"
+    input  = { mode = "echo", n = length(step.each.output) }
+  }
+}`)
+	task := b.submit(t, nil)
+	// Stop the engine after its fifth commit, as a deploy would.
+	ctx, cancel := context.WithCancel(b.ctx)
+	var commits atomic.Int32
+	err := b.e.Work(ctx, engine.WorkOptions{Task: task.ID, Concurrency: 1, OnCommit: func(*store.Task) {
+		if commits.Add(1) == 5 {
+			cancel()
+		}
+	}})
+	require.ErrorIs(t, err, context.Canceled)
+	before, err := b.e.Store().Task(b.ctx, task.ID)
+	require.NoError(t, err)
+	done, _ := before.Progress()
+	require.Equal(t, 5, done)
+
+	b.reopen(t)
+	got := b.work(t, task.ID)
+	require.Equal(t, store.Succeeded, got.Status, got.Reason)
+	require.JSONEq(t, `{"mode":"echo","n":12}`, string(got.Output))
+	// Every unit committed exactly once: 1 + 12 + 1 attempts that succeeded,
+	// and no committed unit ran again.
+	require.NoError(t, b.e.Store().Read(func(r *store.Reader) error {
+		for step := range 3 {
+			as, err := r.Attempts(task.ID, step)
+			require.NoError(t, err)
+			seen := map[int]int{}
+			for _, a := range as {
+				if a.Output != nil {
+					seen[a.Item]++
+				}
+			}
+			for item, n := range seen {
+				require.Equal(t, 1, n, "step %d item %d committed %d times", step, item, n)
+			}
+		}
+		return nil
+	}))
+	require.LessOrEqual(t, got.Attempts, 15, "at most the one abandoned attempt runs twice")
+}
+
+func TestResumeRefusesAChangedPlugin(t *testing.T) {
+	t.Parallel()
+	b := setup(t, `
+task "pinned" {
+  step "a" {
+    plugin = "step.wasm"
+    input  = { mode = "echo" }
+  }
+}`)
+	task := b.submit(t, nil)
+	require.NoError(t, b.e.CheckPlugins(task.ID))
+	f, err := os.OpenFile(filepath.Join(b.dir, "step.wasm"), os.O_APPEND|os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = f.Write([]byte{0})
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	err = b.e.CheckPlugins(task.ID)
+	require.ErrorIs(t, err, engine.ErrPluginChanged)
+	require.ErrorContains(t, err, `step "a"`)
+
+	got := b.work(t, task.ID)
+	require.Equal(t, store.Failed, got.Status)
+	require.Equal(t, fault.HashMismatch, got.Failure.Kind)
+	require.Equal(t, 1, got.Attempts, "a hash mismatch is not retried")
+}
+
+func TestInvalidTaskIsRejectedWithDiagnostics(t *testing.T) {
+	t.Parallel()
+	b := setup(t, `
+task "bad" {
+  step "a" {
+    plugin = "step.wasm"
+    input  = step.b.output
+  }
+}`)
+	_, _, err := b.e.Submit(b.ctx, filepath.Join(b.dir, "task.hcl"), engine.SubmitOptions{})
+	var inv *engine.InvalidTaskError
+	require.ErrorAs(t, err, &inv)
+	require.NotEmpty(t, inv.Diagnostics)
+	require.Equal(t, 5, inv.Diagnostics[0].Subject.Start.Line)
+}

@@ -1,0 +1,329 @@
+// Package plan turns a parsed task file into what the ledger stores (a run
+// manifest and the step list), and back: it re-parses a task's pinned source
+// to plan fan-out steps and to evaluate each work unit's input.
+package plan
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/convert"
+
+	"github.com/lhengine/lhengine/engine/fault"
+	"github.com/lhengine/lhengine/engine/internal/taskfile"
+	"github.com/lhengine/lhengine/store"
+)
+
+// Versions recorded in every run manifest.
+const (
+	EngineVersion = "0.1.0"
+	ABIVersion    = "1"
+)
+
+// Submission is a validated task file with its variables resolved and its
+// plugins hashed: everything store.Submit needs.
+type Submission struct {
+	Task     *taskfile.Task
+	Steps    []store.StepState
+	Manifest store.Manifest
+}
+
+// InvalidTaskError carries the diagnostics of a task file that failed
+// validation, with the sources needed to render them.
+type InvalidTaskError struct {
+	Diagnostics hcl.Diagnostics
+	Files       map[string][]byte
+}
+
+func (e *InvalidTaskError) Error() string {
+	n := len(e.Diagnostics.Errs())
+	if n == 1 {
+		return "task file has 1 error: " + e.Diagnostics.Errs()[0].Error()
+	}
+	return fmt.Sprintf("task file has %d errors; first: %v", n, e.Diagnostics.Errs()[0])
+}
+
+// Prepare validates the task file at path with the given --var values and
+// pins it: the absolute path and sha256 of every plugin, the source, and the
+// variable values.
+func Prepare(path string, vars map[string]string) (*Submission, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, err
+	}
+	t, diags := taskfile.ParseFile(abs, taskfile.Options{CheckPlugins: true})
+	files := map[string][]byte{}
+	if t != nil {
+		files[t.Filename] = t.Source
+	} else if src, err := os.ReadFile(abs); err == nil {
+		files[abs] = src
+	}
+	if diags.HasErrors() {
+		return nil, &InvalidTaskError{Diagnostics: diags, Files: files}
+	}
+	values, vdiags := t.Vars(vars)
+	if vdiags.HasErrors() {
+		return nil, &InvalidTaskError{Diagnostics: vdiags, Files: files}
+	}
+	m := store.Manifest{
+		Objective:     t.Objective,
+		Constraints:   t.Constraints,
+		Filename:      t.Filename,
+		Source:        t.Source,
+		Vars:          map[string]json.RawMessage{},
+		Plugins:       map[string]store.PluginPin{},
+		EngineVersion: EngineVersion,
+		ABI:           ABIVersion,
+	}
+	for name, v := range values {
+		b, err := taskfile.ToJSON(v)
+		if err != nil {
+			return nil, fmt.Errorf("variable %q: %w", name, err)
+		}
+		m.Vars[name] = b
+	}
+	steps := make([]store.StepState, len(t.Steps))
+	for i, s := range t.Steps {
+		sum, err := HashFile(s.PluginPath)
+		if err != nil {
+			return nil, fmt.Errorf("step %q: %w", s.Name, err)
+		}
+		m.Plugins[s.Name] = store.PluginPin{Path: s.PluginPath, SHA256: sum}
+		steps[i] = store.StepState{Name: s.Name, FanOut: s.ForEach != nil, Limit: max(s.Concurrency, 1)}
+	}
+	return &Submission{Task: t, Steps: steps, Manifest: m}, nil
+}
+
+// HashFile returns the lower-case hex sha256 of a file.
+func HashFile(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// Spec is a submitted task re-read from its manifest.
+type Spec struct {
+	Task     *taskfile.Task
+	Vars     map[string]cty.Value
+	Manifest *store.Manifest
+}
+
+// FromManifest re-parses a task's pinned source. It does not look at plugin
+// files: those are checked against the pinned hashes when loaded.
+func FromManifest(m *store.Manifest) (*Spec, error) {
+	t, diags := taskfile.Parse(m.Filename, m.Source, taskfile.Options{})
+	if diags.HasErrors() {
+		return nil, &InvalidTaskError{Diagnostics: diags, Files: map[string][]byte{m.Filename: m.Source}}
+	}
+	vars := map[string]cty.Value{}
+	for _, v := range t.Variables {
+		raw, ok := m.Vars[v.Name]
+		if !ok {
+			return nil, fmt.Errorf("manifest has no value for variable %q", v.Name)
+		}
+		val, err := taskfile.FromJSON(raw)
+		if err != nil {
+			return nil, fmt.Errorf("variable %q: %w", v.Name, err)
+		}
+		if v.Type != cty.DynamicPseudoType {
+			if val, err = convert.Convert(val, v.Type); err != nil {
+				return nil, fmt.Errorf("variable %q: %w", v.Name, err)
+			}
+		}
+		vars[v.Name] = val
+	}
+	return &Spec{Task: t, Vars: vars, Manifest: m}, nil
+}
+
+// Cache keeps parsed specs and completed step outputs of the tasks this
+// process works on. Outputs are keyed by the step's pass, so a repair that
+// runs a step again is never served a stale output. Safe for concurrent use.
+type Cache struct {
+	mu      sync.Mutex
+	specs   map[string]*Spec
+	outputs map[outputKey]cty.Value
+}
+
+type outputKey struct {
+	task       string
+	step, pass int
+}
+
+// NewCache returns an empty cache.
+func NewCache() *Cache {
+	return &Cache{specs: map[string]*Spec{}, outputs: map[outputKey]cty.Value{}}
+}
+
+// Spec returns the parsed spec of a task.
+func (c *Cache) Spec(r *store.Reader, id string) (*Spec, error) {
+	c.mu.Lock()
+	sp, ok := c.specs[id]
+	c.mu.Unlock()
+	if ok {
+		return sp, nil
+	}
+	m, err := r.Manifest(id)
+	if err != nil {
+		return nil, err
+	}
+	sp, err = FromManifest(m)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	c.specs[id] = sp
+	c.mu.Unlock()
+	return sp, nil
+}
+
+// Forget drops everything cached about a task.
+func (c *Cache) Forget(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.specs, id)
+	for k := range c.outputs {
+		if k.task == id {
+			delete(c.outputs, k)
+		}
+	}
+}
+
+// scope builds the evaluation scope of a step: the outputs of the earlier
+// steps it references, read through r.
+func (c *Cache) scope(r *store.Reader, sp *Spec, task *store.Task, step *taskfile.Step) (taskfile.Scope, error) {
+	sc := taskfile.Scope{TaskID: task.ID, Vars: sp.Vars, Outputs: map[string]cty.Value{}}
+	for _, name := range step.References() {
+		idx := -1
+		for i, s := range task.Steps {
+			if s.Name == name {
+				idx = i
+			}
+		}
+		if idx < 0 || idx >= step.Index {
+			return sc, fmt.Errorf("step %q references step %q, which does not run before it", step.Name, name)
+		}
+		k := outputKey{task.ID, idx, task.Steps[idx].Pass}
+		c.mu.Lock()
+		v, ok := c.outputs[k]
+		c.mu.Unlock()
+		if !ok {
+			raw, err := r.StepOutputOf(task, idx)
+			if err != nil {
+				return sc, err
+			}
+			if v, err = taskfile.FromJSON(raw); err != nil {
+				return sc, fmt.Errorf("output of step %q: %w", name, err)
+			}
+			c.mu.Lock()
+			c.outputs[k] = v
+			c.mu.Unlock()
+		}
+		sc.Outputs[name] = v
+	}
+	return sc, nil
+}
+
+// Planner returns the store.Planner that evaluates for_each expressions.
+func (c *Cache) Planner() store.Planner {
+	return func(r *store.Reader, task *store.Task, idx int) ([]store.Item, error) {
+		sp, err := c.Spec(r, task.ID)
+		if err != nil {
+			return nil, err
+		}
+		step := sp.Task.Steps[idx]
+		sc, err := c.scope(r, sp, task, step)
+		if err != nil {
+			return nil, err
+		}
+		each, diags := step.EvalForEach(sc)
+		if diags.HasErrors() {
+			return nil, fault.New(fault.Input, "%s", diagText(diags))
+		}
+		items := make([]store.Item, len(each))
+		for i, e := range each {
+			k, err := taskfile.ToJSON(e.Key)
+			if err != nil {
+				return nil, fault.New(fault.Input, "for_each key %d: %v", i, err)
+			}
+			v, err := taskfile.ToJSON(e.Value)
+			if err != nil {
+				return nil, fault.New(fault.Input, "for_each value %d: %v", i, err)
+			}
+			items[i] = store.Item{Key: k, Value: v}
+		}
+		return items, nil
+	}
+}
+
+// Input evaluates the input of a leased unit. Errors are *fault.StepError of
+// kind input.
+func (c *Cache) Input(r *store.Reader, task *store.Task, l store.Lease) (json.RawMessage, error) {
+	sp, err := c.Spec(r, task.ID)
+	if err != nil {
+		return nil, fault.Wrap(fault.Internal, err, err.Error())
+	}
+	step := sp.Task.Steps[l.Step]
+	sc, err := c.scope(r, sp, task, step)
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, fault.Wrap(fault.Internal, err, err.Error())
+		}
+		return nil, fault.Wrap(fault.Input, err, err.Error())
+	}
+	if step.ForEach != nil {
+		k, err := taskfile.FromJSON(l.Unit.Key)
+		if err != nil {
+			return nil, fault.Wrap(fault.Input, err, "each.key: "+err.Error())
+		}
+		v, err := taskfile.FromJSON(l.Unit.Value)
+		if err != nil {
+			return nil, fault.Wrap(fault.Input, err, "each.value: "+err.Error())
+		}
+		sc.Each = &taskfile.Each{Key: k, Value: v}
+	}
+	v, diags := step.EvalInput(sc)
+	if diags.HasErrors() {
+		return nil, fault.New(fault.Input, "%s", diagText(diags))
+	}
+	b, err := taskfile.ToJSON(v)
+	if err != nil {
+		return nil, fault.Wrap(fault.Input, err, "input: "+err.Error())
+	}
+	return b, nil
+}
+
+// diagText renders diagnostics on one line each with their source position,
+// for failure records (the CLI renders full excerpts at validate time).
+func diagText(diags hcl.Diagnostics) string {
+	var lines []string
+	for _, d := range diags.Errs() {
+		lines = append(lines, d.Error())
+	}
+	sort.Strings(lines)
+	out := ""
+	for i, l := range lines {
+		if i > 0 {
+			out += "; "
+		}
+		out += l
+	}
+	return out
+}
+

@@ -1,0 +1,367 @@
+// Package worker claims work units from the ledger, runs each attempt in a
+// fresh guest instance and commits the outcome.
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/lhengine/lhengine/engine/fault"
+	"github.com/lhengine/lhengine/engine/internal/guest"
+	"github.com/lhengine/lhengine/engine/internal/plan"
+	"github.com/lhengine/lhengine/engine/internal/taskfile"
+	"github.com/lhengine/lhengine/store"
+)
+
+// Config configures a Worker. Store, Runtime and Specs are required.
+type Config struct {
+	Store   *store.Store
+	Runtime *guest.Runtime
+	Specs   *plan.Cache
+	Logger  hclog.Logger
+
+	// Name identifies the worker in lease owners ("<session>/<name>").
+	Name string
+	// Concurrency is the number of attempts run at once; 0 = 1.
+	Concurrency int
+	// LeaseFor is the lease length; the worker renews at a third of it
+	// while an attempt runs. 0 = 30s.
+	LeaseFor time.Duration
+	// Task restricts the worker to one task's units.
+	Task string
+	// ExitWhenIdle makes Run return once there is nothing left to do: no
+	// runnable task (or, with Task set, that task no longer runnable) and no
+	// attempt running.
+	ExitWhenIdle bool
+	// PollEvery bounds how long an idle worker waits before looking for work
+	// again when it knows of nothing due sooner; 0 = 1s.
+	PollEvery time.Duration
+	// OnCommit, when set, is called after every committed attempt with the
+	// task as committed (for progress displays). Called from unit goroutines.
+	OnCommit func(*store.Task)
+}
+
+// Worker runs work units. Create with New, then Run.
+type Worker struct {
+	cfg   Config
+	owner string
+	log   hclog.Logger
+
+	mu      sync.Mutex
+	plugins map[string]*loaded // by pinned path+sha256
+}
+
+type loaded struct {
+	p    *guest.Plugin
+	size int64
+	mod  time.Time
+}
+
+// New returns a worker. It starts nothing.
+func New(cfg Config) *Worker {
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = 1
+	}
+	if cfg.LeaseFor <= 0 {
+		cfg.LeaseFor = 30 * time.Second
+	}
+	if cfg.PollEvery <= 0 {
+		cfg.PollEvery = time.Second
+	}
+	if cfg.Name == "" {
+		cfg.Name = fmt.Sprintf("worker-%d", os.Getpid())
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = hclog.NewNullLogger()
+	}
+	return &Worker{
+		cfg:     cfg,
+		owner:   cfg.Store.Owner(cfg.Name),
+		log:     cfg.Logger.Named("worker"),
+		plugins: map[string]*loaded{},
+	}
+}
+
+// Owner is the lease owner name of this worker.
+func (w *Worker) Owner() string { return w.owner }
+
+// Run claims and runs units until ctx is done or, with ExitWhenIdle, until
+// there is nothing left to do. Attempts in flight when ctx ends are
+// abandoned, not committed: their leases are taken back by the next claim
+// (at once, by the next process on the same store). Run returns ctx's error
+// in that case, and nil when it ran out of work.
+func (w *Worker) Run(ctx context.Context) error {
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	finished := make(chan struct{}, w.cfg.Concurrency)
+	running := 0
+	for {
+		if err := ctx.Err(); err != nil {
+			cancel()
+			return err
+		}
+		var wake time.Time
+		if free := w.cfg.Concurrency - running; free > 0 {
+			c, err := w.cfg.Store.Claim(runCtx, store.ClaimRequest{
+				Owner: w.owner, Max: free, LeaseFor: w.cfg.LeaseFor, Task: w.cfg.Task,
+			})
+			if err != nil {
+				if ctx.Err() != nil {
+					continue
+				}
+				return fmt.Errorf("claim: %w", err)
+			}
+			wake = c.Wake
+			for _, l := range c.Leases {
+				running++
+				wg.Add(1)
+				go func(l store.Lease) {
+					defer wg.Done()
+					w.attempt(runCtx, l)
+					finished <- struct{}{}
+				}(l)
+			}
+			if len(c.Leases) > 0 {
+				continue // more may be ready: claim until the slots are full
+			}
+		}
+		if running == 0 && w.cfg.ExitWhenIdle {
+			idle, err := w.idle()
+			if err != nil {
+				return err
+			}
+			if idle {
+				return nil
+			}
+		}
+		wait := w.cfg.PollEvery
+		if !wake.IsZero() {
+			wait = min(wait, max(time.Until(wake), time.Millisecond))
+		}
+		timer := time.NewTimer(wait)
+		select {
+		case <-finished:
+			running--
+		case <-timer.C:
+		case <-ctx.Done():
+		}
+		timer.Stop()
+	}
+}
+
+// idle reports whether there is no work left for this worker.
+func (w *Worker) idle() (bool, error) {
+	var idle bool
+	err := w.cfg.Store.Read(func(r *store.Reader) error {
+		if w.cfg.Task == "" {
+			pending, err := r.Pending()
+			idle = !pending
+			return err
+		}
+		t, err := r.Task(w.cfg.Task)
+		if err != nil {
+			return err
+		}
+		idle = t.Status != store.Queued && t.Status != store.Running
+		return nil
+	})
+	return idle, err
+}
+
+// attempt runs one leased unit and commits its outcome.
+func (w *Worker) attempt(ctx context.Context, l store.Lease) {
+	log := w.log.With("task", l.Task, "step", l.Step, "item", l.Item, "attempt", l.Attempt, "epoch", l.Epoch)
+	started := time.Now()
+	res, step, stepErr := w.execute(ctx, l, log)
+	if ctx.Err() != nil {
+		log.Debug("attempt abandoned: worker stopping")
+		return
+	}
+	r := store.Result{Lease: l, Started: started}
+	if res != nil {
+		r.Log = res.Log
+	}
+	switch {
+	case stepErr != nil:
+		kind := fault.KindOf(stepErr)
+		msg := stepErr.Error()
+		var se *fault.StepError
+		if errors.As(stepErr, &se) {
+			msg = se.Message
+		}
+		r.Failure = &store.Failure{Kind: kind, Message: msg}
+		if step != nil && kind.Retryable() && l.Attempt < step.Retry.Attempts {
+			r.RetryAt = time.Now().Add(step.Retry.Delay(l.Attempt))
+		}
+		log.Warn("attempt failed", "kind", kind, "error", msg, "retry", !r.RetryAt.IsZero())
+	case res.NeedsRepair:
+		if step.Repair == nil {
+			r.Failure = &store.Failure{Kind: fault.PluginError,
+				Message: fmt.Sprintf("plugin asked for repair (%s) but step %q has no repair block", res.RepairReason, step.Name)}
+			break
+		}
+		r.Repair = &store.Repair{RestartFrom: step.Repair.RestartIndex, Max: step.Repair.Max, Reason: res.RepairReason}
+	default:
+		r.Output = res.Output
+	}
+	committed, err := w.cfg.Store.Commit(ctx, r)
+	switch {
+	case errors.Is(err, store.ErrLeaseLost):
+		log.Warn("commit refused: lease lost", "error", err)
+		return
+	case err != nil:
+		log.Error("commit failed; the lease will expire and the unit run again", "error", err)
+		return
+	}
+	if w.cfg.OnCommit != nil {
+		w.cfg.OnCommit(committed)
+	}
+}
+
+// execute evaluates the unit's input, loads the plugin and runs the attempt
+// while renewing the lease.
+func (w *Worker) execute(ctx context.Context, l store.Lease, log hclog.Logger) (*guest.Result, *taskfile.Step, error) {
+	var (
+		task  *store.Task
+		sp    *plan.Spec
+		input []byte
+	)
+	err := w.cfg.Store.Read(func(r *store.Reader) error {
+		var err error
+		if task, err = r.Task(l.Task); err != nil {
+			return fault.Wrap(fault.Internal, err, err.Error())
+		}
+		if sp, err = w.cfg.Specs.Spec(r, l.Task); err != nil {
+			return fault.Wrap(fault.Internal, err, err.Error())
+		}
+		input, err = w.cfg.Specs.Input(r, task, l)
+		return err
+	})
+	if sp == nil {
+		return nil, nil, err
+	}
+	step := sp.Task.Steps[l.Step]
+	if err != nil {
+		return nil, step, err
+	}
+	pin, ok := sp.Manifest.Plugins[step.Name]
+	if !ok {
+		return nil, step, fault.New(fault.PluginMissing, "the run manifest pins no plugin for step %q", step.Name)
+	}
+	p, err := w.plugin(ctx, pin)
+	if err != nil {
+		return nil, step, err
+	}
+
+	req := guest.Request{TaskID: task.ID, TaskName: task.Name, Step: step.Name, Attempt: l.Attempt, Input: input}
+	if step.ForEach != nil {
+		req.Item = &guest.Item{Index: l.Item, Key: l.Unit.Key, Value: l.Unit.Value}
+	}
+	if task.Repairs > 0 {
+		req.Repair = &guest.Repair{Count: task.Repairs, Reason: task.RepairReason}
+	}
+	h := &host{w: w, lease: l, log: log}
+	attemptCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	h.cancel = cancel
+	stop := w.renew(attemptCtx, h)
+	res, err := p.Run(attemptCtx, req, guest.Limits{Timeout: step.Timeout, MemoryBytes: step.Memory}, h)
+	stop()
+	if lost := h.lost(); lost != nil && ctx.Err() == nil {
+		return res, step, fault.Wrap(fault.Internal, lost, "lease lost during the attempt: "+lost.Error())
+	}
+	return res, step, err
+}
+
+// plugin loads a pinned plugin, once per process unless the file changed.
+func (w *Worker) plugin(ctx context.Context, pin store.PluginPin) (*guest.Plugin, error) {
+	key := pin.Path + "@" + pin.SHA256
+	fi, statErr := os.Stat(pin.Path)
+	w.mu.Lock()
+	c, ok := w.plugins[key]
+	w.mu.Unlock()
+	if ok && statErr == nil && fi.Size() == c.size && fi.ModTime().Equal(c.mod) {
+		return c.p, nil
+	}
+	p, err := w.cfg.Runtime.Load(ctx, pin.Path, pin.SHA256)
+	if err != nil {
+		var se *fault.StepError
+		if errors.As(err, &se) && se.Kind == fault.HashMismatch {
+			se.Message = fmt.Sprintf("plugin %s changed since the task was submitted (pinned sha256 %s): %s", pin.Path, pin.SHA256, se.Message)
+		}
+		return nil, err
+	}
+	if statErr == nil {
+		w.mu.Lock()
+		w.plugins[key] = &loaded{p: p, size: fi.Size(), mod: fi.ModTime()}
+		w.mu.Unlock()
+	}
+	return p, nil
+}
+
+// renew heartbeats the lease every third of its length until stop is called.
+// The goroutine it starts is owned by the attempt and ends before stop returns.
+func (w *Worker) renew(ctx context.Context, h *host) (stop func()) {
+	done := make(chan struct{})
+	exited := make(chan struct{})
+	go func() {
+		defer close(exited)
+		t := time.NewTicker(w.cfg.LeaseFor / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if err := h.Heartbeat(ctx); err != nil {
+					return
+				}
+			}
+		}
+	}()
+	return func() { close(done); <-exited }
+}
+
+// host is the engine side of one attempt's host calls.
+type host struct {
+	w      *Worker
+	lease  store.Lease
+	log    hclog.Logger
+	cancel context.CancelFunc
+
+	mu      sync.Mutex
+	lostErr error
+}
+
+func (h *host) Log(level hclog.Level, msg string) { h.log.Log(level, msg, "from", "plugin") }
+
+// Heartbeat renews the lease. Losing it cancels the attempt.
+func (h *host) Heartbeat(ctx context.Context) error {
+	if err := h.lost(); err != nil {
+		return err
+	}
+	_, err := h.w.cfg.Store.Heartbeat(ctx, h.lease, h.w.cfg.LeaseFor)
+	if errors.Is(err, store.ErrLeaseLost) {
+		h.mu.Lock()
+		h.lostErr = err
+		h.mu.Unlock()
+		h.cancel()
+	}
+	return err
+}
+
+func (h *host) lost() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.lostErr
+}
