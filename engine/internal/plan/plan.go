@@ -326,4 +326,3 @@ func diagText(diags hcl.Diagnostics) string {
 	}
 	return out
 }
-
