@@ -1,0 +1,201 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lhengine/lhengine/internal/testwasm"
+)
+
+// cliBundle is a folder with the pipeline guest, a task file and a home.
+type cliBundle struct {
+	dir  string
+	home string
+}
+
+func setupCLI(t *testing.T, task string) *cliBundle {
+	t.Helper()
+	wasm := testwasm.BuildC(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/c/pipeline.c"))
+	dir := t.TempDir()
+	b, err := os.ReadFile(wasm)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "step.wasm"), b, 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "task.hcl"), []byte(task), 0o644))
+	return &cliBundle{dir: dir, home: filepath.Join(dir, "home")}
+}
+
+// lh runs the CLI in-process and returns exit code, stdout and stderr.
+func (b *cliBundle) lh(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(context.Background(), append([]string{"--home", b.home}, args...), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+const chainTask = `
+task "chain" {
+  objective   = "pass a greeting along"
+  constraints = ["be polite"]
+  variable "who" {
+    type    = string
+    default = "world"
+  }
+  step "greet" {
+    plugin = "step.wasm"
+    input  = { mode = "echo", text = "hello ${var.who}" }
+  }
+  step "shout" {
+    plugin = "step.wasm"
+    input  = { mode = "echo", text = upper(step.greet.output.text) }
+  }
+}
+`
+
+func TestRunPrintsIDProgressAndOutput(t *testing.T) {
+	t.Parallel()
+	b := setupCLI(t, chainTask)
+	code, out, errOut := b.lh(t, "run", filepath.Join(b.dir, "task.hcl"), "--var", "who=lhengine")
+	require.Equal(t, 0, code, errOut)
+	lines := strings.Split(out, "\n")
+	require.True(t, strings.HasPrefix(lines[0], "task "), out)
+	id := strings.TrimPrefix(lines[0], "task ")
+	require.Len(t, id, 26)
+	require.Contains(t, out, "succeeded: 2/2 units")
+	require.Contains(t, out, `"text": "HELLO LHENGINE"`)
+	require.Contains(t, errOut, "2/2 units")
+
+	code, out, _ = b.lh(t, "status", id)
+	require.Equal(t, 0, code)
+	require.Contains(t, out, "objective:   pass a greeting along")
+	require.Contains(t, out, "2/2 units (100%)")
+
+	code, out, _ = b.lh(t, "-o", "json", "outputs", id, "greet")
+	require.Equal(t, 0, code)
+	require.JSONEq(t, `{"mode":"echo","text":"hello lhengine"}`, out)
+
+	code, out, _ = b.lh(t, "-o", "json", "ls")
+	require.Equal(t, 0, code)
+	var tasks []map[string]any
+	require.NoError(t, json.Unmarshal([]byte(out), &tasks))
+	require.Len(t, tasks, 1)
+	require.Equal(t, "succeeded", tasks[0]["status"])
+
+	code, out, _ = b.lh(t, "events", id)
+	require.Equal(t, 0, code)
+	for _, ev := range []string{"submitted", "started", "unit_done", "step_done", "succeeded"} {
+		require.Contains(t, out, ev)
+	}
+}
+
+func TestSubmitThenWorkerRunsQueuedTasks(t *testing.T) {
+	t.Parallel()
+	b := setupCLI(t, chainTask)
+	var ids []string
+	for range 3 {
+		code, out, errOut := b.lh(t, "submit", filepath.Join(b.dir, "task.hcl"))
+		require.Equal(t, 0, code, errOut)
+		ids = append(ids, strings.TrimSpace(out))
+	}
+	code, out, _ := b.lh(t, "-o", "json", "status", ids[0])
+	require.Equal(t, 0, code)
+	require.Contains(t, out, `"status": "queued"`)
+
+	code, _, errOut := b.lh(t, "worker", "--concurrency", "4", "--exit-when-idle")
+	require.Equal(t, 0, code, errOut)
+	for _, id := range ids {
+		code, out, _ := b.lh(t, "-o", "json", "status", id)
+		require.Equal(t, 0, code)
+		require.Contains(t, out, `"status": "succeeded"`)
+	}
+}
+
+func TestSubmitDedupesByIdempotencyKey(t *testing.T) {
+	t.Parallel()
+	b := setupCLI(t, chainTask)
+	_, first, _ := b.lh(t, "submit", filepath.Join(b.dir, "task.hcl"), "--idempotency-key", "nightly-1")
+	code, second, _ := b.lh(t, "-o", "json", "submit", filepath.Join(b.dir, "task.hcl"), "--idempotency-key", "nightly-1")
+	require.Equal(t, 0, code)
+	require.Contains(t, second, strings.TrimSpace(first))
+	require.Contains(t, second, `"created": false`)
+}
+
+func TestValidateReportsFileLineColumn(t *testing.T) {
+	t.Parallel()
+	b := setupCLI(t, `
+task "bad" {
+  step "a" {
+    plugin = "step.wasm"
+    input  = var.missing
+  }
+}
+`)
+	code, _, errOut := b.lh(t, "validate", filepath.Join(b.dir, "task.hcl"))
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, "task.hcl:5:")
+	require.Contains(t, errOut, "var.missing")
+
+	code, out, _ := b.lh(t, "-o", "json", "validate", filepath.Join(b.dir, "task.hcl"))
+	require.Equal(t, 1, code)
+	require.Contains(t, out, `"valid": false`)
+
+	code, _, errOut = b.lh(t, "run", filepath.Join(b.dir, "task.hcl"))
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, "task.hcl:5:")
+}
+
+func TestFailedTaskExitsOneAndSaysWhy(t *testing.T) {
+	t.Parallel()
+	b := setupCLI(t, `
+task "boom" {
+  step "a" {
+    plugin = "step.wasm"
+    input  = { mode = "trap" }
+  }
+}
+`)
+	code, out, _ := b.lh(t, "run", filepath.Join(b.dir, "task.hcl"))
+	require.Equal(t, 1, code)
+	require.Contains(t, out, "failed")
+	require.Contains(t, out, "trap")
+	id := strings.TrimPrefix(strings.Split(out, "\n")[0], "task ")
+	code, _, errOut := b.lh(t, "resume", id)
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, "nothing to resume")
+	code, out, _ = b.lh(t, "outputs", id, "--attempts")
+	require.Equal(t, 0, code)
+	require.Contains(t, out, "attempt 1")
+	require.Contains(t, out, "trap")
+}
+
+func TestUsageErrorsExitTwo(t *testing.T) {
+	t.Parallel()
+	b := setupCLI(t, chainTask)
+	code, _, _ := b.lh(t, "frobnicate")
+	require.Equal(t, 2, code)
+	code, _, _ = b.lh(t, "run")
+	require.Equal(t, 2, code)
+	code, _, _ = b.lh(t, "-o", "yaml", "ls")
+	require.Equal(t, 2, code)
+}
+
+func TestPluginInspect(t *testing.T) {
+	t.Parallel()
+	b := setupCLI(t, chainTask)
+	code, out, errOut := b.lh(t, "plugin", "inspect", filepath.Join(b.dir, "step.wasm"))
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "abi:")
+	require.Contains(t, out, "wasi_snapshot_preview1")
+	require.Contains(t, out, "_start")
+
+	require.NoError(t, os.WriteFile(filepath.Join(b.dir, "junk.wasm"), []byte("not wasm at all"), 0o644))
+	code, _, errOut = b.lh(t, "plugin", "inspect", filepath.Join(b.dir, "junk.wasm"))
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, "junk.wasm")
+}

@@ -1,0 +1,59 @@
+package taskfile
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+)
+
+// WriteDiagnostics renders diags as text: for each, a first line
+// "file:line:col: severity: summary" (the form editors and CI logs link to),
+// then HCL's rendering: an excerpt of the source with the subject marked, and the detail wrapped to
+// width columns (0: no wrapping). files maps a filename, as it appears in the
+// diagnostics' ranges, to its source; a diagnostic whose file is not in files
+// is written without an excerpt. The filename is
+// kept as it is in the diagnostic. color adds terminal colors.
+func WriteDiagnostics(w io.Writer, files map[string][]byte, diags hcl.Diagnostics, width uint, color bool) error {
+	hclFiles := make(map[string]*hcl.File, len(files))
+	for name, src := range files {
+		// Parsing gives the writer the file's structure, so that it can say
+		// which block an excerpt is in. A file that does not parse still
+		// gives an excerpt.
+		f, _ := hclsyntax.ParseConfig(src, name, hcl.InitialPos)
+		if f == nil {
+			f = &hcl.File{}
+		}
+		f.Bytes = src
+		hclFiles[name] = f
+	}
+	var buf bytes.Buffer
+	dw := hcl.NewDiagnosticTextWriter(&buf, hclFiles, width, color)
+	for _, d := range diags {
+		buf.Reset()
+		if err := dw.WriteDiagnostic(d); err != nil {
+			return err
+		}
+		out := buf.Bytes()
+		if d.Subject != nil {
+			// Replace HCL's "Error: summary" line with one that starts with
+			// the position, keeping the excerpt and detail that follow.
+			sev := "error"
+			if d.Severity == hcl.DiagWarning {
+				sev = "warning"
+			}
+			if i := bytes.IndexByte(out, '\n'); i >= 0 {
+				out = out[i+1:]
+			}
+			if _, err := fmt.Fprintf(w, "%s:%d:%d: %s: %s\n", d.Subject.Filename, d.Subject.Start.Line, d.Subject.Start.Column, sev, d.Summary); err != nil {
+				return err
+			}
+		}
+		if _, err := w.Write(out); err != nil {
+			return err
+		}
+	}
+	return nil
+}

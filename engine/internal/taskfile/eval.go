@@ -1,0 +1,207 @@
+package taskfile
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
+)
+
+// Scope is what an expression sees at run time.
+type Scope struct {
+	TaskID  string
+	Vars    map[string]cty.Value // resolved by Task.Vars
+	Outputs map[string]cty.Value // step name -> output of completed earlier steps
+	Each    *Each                // the current item; nil outside a fan-out item
+}
+
+// Each is one item of a fan-out step: each.key and each.value.
+type Each struct {
+	Key, Value cty.Value
+}
+
+// EvalInput evaluates the step's input in scope. A step without input gets
+// cty.NullVal(cty.DynamicPseudoType).
+//
+// Every variable, output and each the expression reads must be in scope and
+// known; a missing one is an error diagnostic on the reference. Type errors
+// that depend on run-time values (indexing a list past its end, an output
+// without the attribute read) are error diagnostics on the expression.
+func (s *Step) EvalInput(scope Scope) (cty.Value, hcl.Diagnostics) {
+	if s.Input == nil {
+		return cty.NullVal(cty.DynamicPseudoType), nil
+	}
+	ctx, diags := s.runtimeContext(s.Input, scope, true)
+	if diags.HasErrors() {
+		return cty.DynamicVal, diags
+	}
+	v, d := s.Input.Value(ctx)
+	diags = append(diags, fillSubject(d, s.Input.Range())...)
+	if d.HasErrors() {
+		return cty.DynamicVal, diags
+	}
+	if !v.IsWhollyKnown() {
+		return cty.DynamicVal, append(diags, &hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Input not known",
+			Detail:   fmt.Sprintf("The input of step %q has a part whose value is not known.", s.Name),
+			Subject:  s.Input.Range().Ptr(),
+		})
+	}
+	v, _ = v.UnmarkDeep()
+	return v, diags
+}
+
+// EvalForEach evaluates the step's for_each in scope and returns its items in
+// order: for a list, tuple or set, each.key is the index (a number, from 0)
+// and the items are in element order (a set's order is cty's, which is
+// stable); for a map or object, each.key is the key (a string) and the items
+// are in lexical key order. It returns nil and no diagnostics for a step
+// without for_each. scope.Each is ignored.
+func (s *Step) EvalForEach(scope Scope) ([]Each, hcl.Diagnostics) {
+	if s.ForEach == nil {
+		return nil, nil
+	}
+	scope.Each = nil
+	ctx, diags := s.runtimeContext(s.ForEach, scope, false)
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	v, d := s.ForEach.Value(ctx)
+	diags = append(diags, fillSubject(d, s.ForEach.Range())...)
+	if d.HasErrors() {
+		return nil, diags
+	}
+	v, _ = v.UnmarkDeep()
+	if d := checkForEachType(s.ForEach, v); d != nil {
+		return nil, append(diags, d)
+	}
+	if !v.IsKnown() {
+		return nil, append(diags, &hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Invalid for_each argument",
+			Detail:   "The for_each value is not known.",
+			Subject:  s.ForEach.Range().Ptr(),
+		})
+	}
+
+	ty := v.Type()
+	byIndex := ty.IsListType() || ty.IsTupleType() || ty.IsSetType()
+	items := make([]Each, 0, v.LengthInt())
+	for it := v.ElementIterator(); it.Next(); {
+		k, e := it.Element()
+		if byIndex {
+			k = cty.NumberIntVal(int64(len(items)))
+		}
+		items = append(items, Each{Key: k, Value: e})
+	}
+	return items, diags
+}
+
+// References returns the names of the steps whose outputs the step's input
+// and for_each read, sorted and without duplicates. After Parse these are all
+// earlier steps.
+func (s *Step) References() []string {
+	seen := map[string]bool{}
+	for _, expr := range []hcl.Expression{s.ForEach, s.Input} {
+		if expr == nil {
+			continue
+		}
+		for _, tr := range expr.Variables() {
+			if tr.RootName() != "step" {
+				continue
+			}
+			if name, ok := attrName(tr, 1); ok {
+				seen[name] = true
+			}
+		}
+	}
+	names := make([]string, 0, len(seen))
+	for name := range seen {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// runtimeContext builds the evaluation context for expr from scope, first
+// checking that everything expr reads is there.
+func (s *Step) runtimeContext(expr hcl.Expression, scope Scope, eachAllowed bool) (*hcl.EvalContext, hcl.Diagnostics) {
+	var diags hcl.Diagnostics
+	missing := func(tr hcl.Traversal, summary, detail string) {
+		diags = append(diags, &hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  summary,
+			Detail:   detail,
+			Subject:  tr.SourceRange().Ptr(),
+			Context:  expr.Range().Ptr(),
+		})
+	}
+	for _, tr := range expr.Variables() {
+		switch tr.RootName() {
+		case "var":
+			if name, ok := attrName(tr, 1); ok {
+				if _, ok := scope.Vars[name]; !ok {
+					missing(tr, "No value for variable", fmt.Sprintf("Variable %q has no value in this run.", name))
+				}
+			}
+		case "step":
+			if name, ok := attrName(tr, 1); ok {
+				if _, ok := scope.Outputs[name]; !ok {
+					missing(tr, "Step output not available", fmt.Sprintf("Step %q reads the output of step %q, which has not completed.", s.Name, name))
+				}
+			}
+		case "each":
+			if !eachAllowed || scope.Each == nil {
+				missing(tr, `No value for "each"`, fmt.Sprintf("each is only available in the input of one item of a fan-out step; step %q is not evaluating one.", s.Name))
+			}
+		}
+	}
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	var each *Each
+	if eachAllowed {
+		each = scope.Each
+	}
+	return evalContext(scope.Vars, scope.Outputs, cty.StringVal(scope.TaskID), s.taskName, each), nil
+}
+
+// evalContext builds the context expressions are evaluated in. A cty.NilVal
+// anywhere stands for null.
+func evalContext(vars, outputs map[string]cty.Value, taskID cty.Value, taskName string, each *Each) *hcl.EvalContext {
+	varVals := make(map[string]cty.Value, len(vars))
+	for name, v := range vars {
+		varVals[name] = orNull(v)
+	}
+	stepVals := make(map[string]cty.Value, len(outputs))
+	for name, v := range outputs {
+		stepVals[name] = cty.ObjectVal(map[string]cty.Value{"output": orNull(v)})
+	}
+	ctx := &hcl.EvalContext{
+		Variables: map[string]cty.Value{
+			"var":  cty.ObjectVal(varVals),
+			"step": cty.ObjectVal(stepVals),
+			"task": cty.ObjectVal(map[string]cty.Value{
+				"id":   taskID,
+				"name": cty.StringVal(taskName),
+			}),
+		},
+		Functions: functions,
+	}
+	if each != nil {
+		ctx.Variables["each"] = cty.ObjectVal(map[string]cty.Value{
+			"key":   orNull(each.Key),
+			"value": orNull(each.Value),
+		})
+	}
+	return ctx
+}
+
+func orNull(v cty.Value) cty.Value {
+	if v == cty.NilVal {
+		return cty.NullVal(cty.DynamicPseudoType)
+	}
+	return v
+}

@@ -1,0 +1,58 @@
+package taskfile_test
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/lhengine/lhengine/engine/internal/taskfile"
+	"github.com/zclconf/go-cty/cty"
+)
+
+func Example() {
+	src := []byte(`
+task "greet" {
+  variable "names" {
+    type = list(string)
+  }
+  step "hello" {
+    plugin   = "plugins/hello.wasm"
+    for_each = var.names
+    input    = { n = each.key, greeting = format("Hello, %s!", title(each.value)) }
+  }
+}
+`)
+	task, diags := taskfile.Parse("tasks/greet.hcl", src, taskfile.Options{})
+	if diags.HasErrors() {
+		_ = taskfile.WriteDiagnostics(os.Stderr, map[string][]byte{"tasks/greet.hcl": src}, diags, 80, false)
+		return
+	}
+	vars, diags := task.Vars(map[string]string{"names": `["ada", "alan"]`})
+	if diags.HasErrors() {
+		return
+	}
+	step := task.Steps[0]
+	fmt.Println(step.PluginPath, step.Concurrency, step.Timeout)
+
+	items, _ := step.EvalForEach(taskfile.Scope{TaskID: "t1", Vars: vars})
+	for i := range items {
+		in, _ := step.EvalInput(taskfile.Scope{TaskID: "t1", Vars: vars, Each: &items[i]})
+		b, _ := taskfile.ToJSON(in)
+		fmt.Println(string(b))
+	}
+	// Output:
+	// tasks/plugins/hello.wasm 16 1m0s
+	// {"greeting":"Hello, Ada!","n":0}
+	// {"greeting":"Hello, Alan!","n":1}
+}
+
+func ExampleFromJSON() {
+	v, _ := taskfile.FromJSON([]byte(`{"pages": ["a", "b"], "total": 12345678901234567890}`))
+	fmt.Println(v.GetAttr("pages").LengthInt(), v.GetAttr("total").AsBigFloat().Text('f', -1))
+	b, _ := taskfile.ToJSON(v)
+	fmt.Println(string(b))
+	fmt.Println(v.GetAttr("total").Type() == cty.Number)
+	// Output:
+	// 2 12345678901234567890
+	// {"pages":["a","b"],"total":12345678901234567890}
+	// true
+}

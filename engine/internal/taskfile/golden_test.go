@@ -1,0 +1,125 @@
+package taskfile
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/stretchr/testify/require"
+)
+
+var update = flag.Bool("update", false, "rewrite the .golden files of the error fixtures")
+
+// testdata is the repository's testdata/taskfile directory.
+const testdata = "../../../testdata/taskfile"
+
+var (
+	errorMarker = regexp.MustCompile(`#\s*ERROR:\s*(.+?)\s*$`)
+	varMarker   = regexp.MustCompile(`^#\s*VAR:\s*([^=\s]+)=(.*)$`)
+)
+
+type expectedError struct {
+	Line    int
+	Summary string
+}
+
+// TestErrorFixtures parses every testdata/taskfile/errors/*.hcl with plugin
+// checks on and, when that succeeds, resolves its variables from "# VAR:
+// name=value" lines. Each error must start on a line marked "# ERROR:
+// <summary>" and every marker must be matched. The rendered diagnostics must
+// equal the fixture's .golden file (go test -update rewrites them).
+func TestErrorFixtures(t *testing.T) {
+	t.Parallel()
+	paths, err := filepath.Glob(filepath.Join(testdata, "errors", "*.hcl"))
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, len(paths), 14)
+
+	for _, path := range paths {
+		name := filepath.Base(path)
+		t.Run(strings.TrimSuffix(name, ".hcl"), func(t *testing.T) {
+			t.Parallel()
+			src, err := os.ReadFile(path)
+			require.NoError(t, err)
+
+			display := "errors/" + name
+			var want []expectedError
+			given := map[string]string{}
+			for i, line := range strings.Split(string(src), "\n") {
+				if m := errorMarker.FindStringSubmatch(line); m != nil {
+					want = append(want, expectedError{Line: i + 1, Summary: m[1]})
+				}
+				if m := varMarker.FindStringSubmatch(line); m != nil {
+					given[m[1]] = m[2]
+				}
+			}
+			require.NotEmpty(t, want, "fixture has no # ERROR: marker")
+
+			task, diags := Parse(display, src, Options{CheckPlugins: true, BaseDir: filepath.Join(testdata, "errors")})
+			if !diags.HasErrors() {
+				require.NotNil(t, task)
+				_, varDiags := task.Vars(given)
+				diags = append(diags, varDiags...)
+			} else {
+				require.Nil(t, task)
+			}
+
+			var got []expectedError
+			for _, d := range diags.Errs() {
+				diag := d.(*hcl.Diagnostic)
+				require.NotNil(t, diag.Subject, "diagnostic %q has no subject", diag.Summary)
+				require.Equal(t, display, diag.Subject.Filename)
+				got = append(got, expectedError{Line: diag.Subject.Start.Line, Summary: diag.Summary})
+			}
+			require.ElementsMatch(t, want, got, "diagnostics:\n%s", renderText(t, display, src, diags))
+
+			rendered := renderText(t, display, src, diags)
+			golden := strings.TrimSuffix(path, ".hcl") + ".golden"
+			if *update {
+				require.NoError(t, os.WriteFile(golden, []byte(rendered), 0o644))
+			}
+			wantText, err := os.ReadFile(golden)
+			require.NoError(t, err, "run go test -update to create %s", golden)
+			require.Equal(t, string(wantText), rendered)
+		})
+	}
+}
+
+func renderText(t *testing.T, filename string, src []byte, diags hcl.Diagnostics) string {
+	t.Helper()
+	var buf bytes.Buffer
+	require.NoError(t, WriteDiagnostics(&buf, map[string][]byte{filename: src}, diags, 80, false))
+	return buf.String()
+}
+
+// TestWriteDiagnostics checks the rendered form: file:line:col, the excerpt
+// and the detail, unwrapped at width 0, and colors only when asked for.
+func TestWriteDiagnostics(t *testing.T) {
+	t.Parallel()
+	src := []byte("task \"x\" {\n  step \"a\" {\n    plugin = \"\"\n  }\n}\n")
+	_, diags := Parse("x.hcl", src, Options{})
+	require.True(t, diags.HasErrors())
+
+	var plain bytes.Buffer
+	require.NoError(t, WriteDiagnostics(&plain, map[string][]byte{"x.hcl": src}, diags, 0, false))
+	require.Equal(t, fmt.Sprint(
+		"x.hcl:3:14: error: Empty plugin path\n\n",
+		"  on x.hcl line 3, in task \"x\":\n",
+		"   3:     plugin = \"\"\n\n",
+		"plugin must be the path of a WebAssembly module, relative to the task file's directory.\n\n",
+	), plain.String())
+
+	var colored bytes.Buffer
+	require.NoError(t, WriteDiagnostics(&colored, map[string][]byte{"x.hcl": src}, diags, 0, true))
+	require.Contains(t, colored.String(), "\x1b[")
+
+	// A file that is not given is named but not excerpted.
+	var noSource bytes.Buffer
+	require.NoError(t, WriteDiagnostics(&noSource, nil, diags, 0, false))
+	require.Contains(t, noSource.String(), "on x.hcl line 3")
+}

@@ -1,0 +1,122 @@
+package taskfile
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/zclconf/go-cty/cty"
+	ctyjson "github.com/zclconf/go-cty/cty/json"
+)
+
+// ToJSON encodes v as plain JSON, the form step inputs take across the plugin
+// boundary. Strings become JSON strings, numbers are written exactly (a big
+// integer keeps every digit), bools become JSON booleans, lists, tuples and
+// sets become arrays, maps and objects become objects with sorted keys, and
+// null (of any type, at any depth) becomes null.
+//
+// It is an error for v to be unknown anywhere, marked, or to hold an infinite
+// number or a capsule value.
+func ToJSON(v cty.Value) ([]byte, error) {
+	var buf bytes.Buffer
+	if err := writeJSON(&buf, v, nil); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+func writeJSON(buf *bytes.Buffer, v cty.Value, path cty.Path) error {
+	if v.IsMarked() {
+		return path.NewErrorf("value is marked")
+	}
+	if !v.IsKnown() {
+		return path.NewErrorf("value is not known")
+	}
+	if v.IsNull() {
+		buf.WriteString("null")
+		return nil
+	}
+	ty := v.Type()
+	switch {
+	case ty == cty.String:
+		return writeJSONString(buf, v.AsString())
+	case ty == cty.Number:
+		bf := v.AsBigFloat()
+		if bf.IsInf() {
+			return path.NewErrorf("JSON cannot hold an infinite number")
+		}
+		buf.WriteString(bf.Text('f', -1))
+		return nil
+	case ty == cty.Bool:
+		if v.True() {
+			buf.WriteString("true")
+		} else {
+			buf.WriteString("false")
+		}
+		return nil
+	case ty.IsListType() || ty.IsTupleType() || ty.IsSetType():
+		buf.WriteByte('[')
+		i := 0
+		for it := v.ElementIterator(); it.Next(); i++ {
+			k, e := it.Element()
+			if i > 0 {
+				buf.WriteByte(',')
+			}
+			if err := writeJSON(buf, e, path.Index(k)); err != nil {
+				return err
+			}
+		}
+		buf.WriteByte(']')
+		return nil
+	case ty.IsMapType() || ty.IsObjectType():
+		buf.WriteByte('{')
+		i := 0
+		for it := v.ElementIterator(); it.Next(); i++ {
+			k, e := it.Element()
+			if i > 0 {
+				buf.WriteByte(',')
+			}
+			if err := writeJSONString(buf, k.AsString()); err != nil {
+				return err
+			}
+			buf.WriteByte(':')
+			if err := writeJSON(buf, e, path.Index(k)); err != nil {
+				return err
+			}
+		}
+		buf.WriteByte('}')
+		return nil
+	default:
+		return path.NewErrorf("JSON cannot hold a value of type %s", ty.FriendlyName())
+	}
+}
+
+func writeJSONString(buf *bytes.Buffer, s string) error {
+	enc := json.NewEncoder(buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(s); err != nil {
+		return err
+	}
+	buf.Truncate(buf.Len() - 1) // Encode appends a newline
+	return nil
+}
+
+// FromJSON decodes plain JSON into a value of the type JSON implies: objects
+// become cty objects, arrays tuples, numbers cty numbers at full precision.
+// The JSON null (at the top level) becomes cty.NullVal(cty.DynamicPseudoType).
+// Input that is not exactly one JSON value is an error.
+func FromJSON(b []byte) (cty.Value, error) {
+	if strings.TrimSpace(string(b)) == "null" {
+		return cty.NullVal(cty.DynamicPseudoType), nil
+	}
+	ty, err := ctyjson.ImpliedType(b)
+	if err != nil {
+		return cty.NilVal, fmt.Errorf("invalid JSON: %w", err)
+	}
+	v, err := ctyjson.Unmarshal(b, ty)
+	if err != nil {
+		return cty.NilVal, fmt.Errorf("invalid JSON: %w", err)
+	}
+	return v, nil
+}

@@ -1,0 +1,249 @@
+// Package taskfile parses, validates and evaluates lhengine task files.
+//
+// A task file is HCL (see specs/task-language.md). Parse turns the source into a
+// *Task whose steps keep their input and for_each expressions unevaluated, with
+// source ranges, so that they can be evaluated later against the outputs of
+// earlier steps (EvalInput, EvalForEach). Everything that can be checked before
+// the task runs is checked by Parse: the schema, names, references between
+// steps, constant attributes (durations, memory sizes, retry and repair
+// settings), and the types of expressions, found by evaluating them with
+// unknown values for everything not yet known.
+//
+// Every problem is reported as an hcl.Diagnostic with a Subject range in the
+// task file; nothing here prints, logs or panics. Render diagnostics at the
+// edge with WriteDiagnostics.
+package taskfile
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
+)
+
+// Defaults applied to a step when the task file leaves an attribute out.
+const (
+	DefaultTimeout     = 60 * time.Second
+	DefaultMemory      = 64 << 20 // 64MiB
+	DefaultConcurrency = 16
+	DefaultAttempts    = 1
+	DefaultBackoff     = time.Second
+	DefaultMaxBackoff  = time.Minute
+	DefaultRepairMax   = 1
+)
+
+// Limits on step attributes.
+const (
+	// MinMemory is one WebAssembly page: a smaller cap could not hold any memory.
+	MinMemory = 64 << 10
+	// MaxMemory is the 32-bit WebAssembly address space.
+	MaxMemory = 4 << 30
+)
+
+// Task is a parsed and validated task file.
+//
+// A Task is immutable after Parse returns it and is safe for concurrent use.
+type Task struct {
+	Name        string
+	Objective   string
+	Constraints []string
+	Variables   []*Variable
+	Steps       []*Step
+	Filename    string // as given to Parse
+	Dir         string // directory plugin paths are relative to
+	Source      []byte
+	DeclRange   hcl.Range // the task block's header
+}
+
+// Variable is a declared input of a task.
+type Variable struct {
+	Name        string
+	Description string
+	Type        cty.Type  // cty.DynamicPseudoType when no type given
+	Default     cty.Value // cty.NilVal when no default (the variable is then required)
+	DeclRange   hcl.Range // the variable block's header
+}
+
+// Required reports whether the variable has no default, so a value must be given.
+func (v *Variable) Required() bool { return v.Default == cty.NilVal }
+
+// Step is one stage of a task's pipeline.
+//
+// Input and ForEach are kept as expressions: they are evaluated at run time,
+// when the outputs of earlier steps are known (EvalInput, EvalForEach).
+type Step struct {
+	Name         string
+	Index        int // position in Task.Steps
+	Plugin       string
+	PluginPath   string         // filepath.Join(Task.Dir, Plugin) unless Plugin is absolute
+	PluginSHA256 string         // "" if not given; lower-case hex
+	Input        hcl.Expression // nil when absent (input is then null)
+	ForEach      hcl.Expression // nil when not a fan-out step
+	Concurrency  int            // fan-out items run at once; 1 for a step without for_each
+	Timeout      time.Duration  // per attempt
+	Memory       uint64         // bytes
+	Retry        Retry
+	Repair       *Repair   // nil when absent
+	DeclRange    hcl.Range // the step block's header
+	PluginRange  hcl.Range // the plugin attribute's expression range
+
+	taskName string    // for task.name
+	shaRange hcl.Range // the plugin_sha256 expression, for a mismatch found later
+}
+
+// Retry says how often a failed attempt of a step (or of one fan-out item) is
+// tried again, and how long to wait in between.
+type Retry struct {
+	Attempts   int // total attempts including the first; >= 1
+	Backoff    time.Duration
+	MaxBackoff time.Duration
+}
+
+// Delay returns how long to wait after attempt number failedAttempt (1 for the
+// first attempt) failed before the next one: Backoff * 2^(failedAttempt-1),
+// capped at MaxBackoff. A failedAttempt below 1 is treated as 1.
+func (r Retry) Delay(failedAttempt int) time.Duration {
+	if r.Backoff <= 0 {
+		return 0
+	}
+	d := r.Backoff
+	for i := 1; i < failedAttempt; i++ {
+		if r.MaxBackoff > 0 && d >= r.MaxBackoff {
+			break
+		}
+		if d > (1<<62)/2 { // doubling would overflow
+			break
+		}
+		d *= 2
+	}
+	if r.MaxBackoff > 0 && d > r.MaxBackoff {
+		d = r.MaxBackoff
+	}
+	return d
+}
+
+// Repair says where a task goes back to when this step's plugin reports that
+// the work needs repair, and how many times that may happen.
+type Repair struct {
+	RestartFrom  string // name of this step or an earlier one
+	RestartIndex int    // index of RestartFrom in Task.Steps
+	Max          int    // repairs allowed before the task fails; >= 0
+	DeclRange    hcl.Range
+
+	restartRange hcl.Range // the restart_from expression
+}
+
+// Options controls Parse.
+type Options struct {
+	// CheckPlugins makes Parse stat and hash plugin files, reporting a missing
+	// file and a plugin_sha256 mismatch. Without it plugin files are not read.
+	CheckPlugins bool
+
+	// BaseDir, when not empty, is the directory plugin paths are relative to
+	// (Task.Dir), instead of the directory of the filename given to Parse.
+	// It is for sources whose filename is only a display name.
+	BaseDir string
+}
+
+// Parse parses and validates a task file from bytes. filename is used in
+// diagnostics and, unless opts.BaseDir is set, to resolve plugin paths.
+//
+// Parse reports as many independent mistakes as it can in one call, in file
+// order, each with a Subject range in filename; a syntax error stops it
+// early. Plugin files are only read when opts.CheckPlugins is set. If the
+// returned diagnostics contain errors the task is nil; warnings may come with
+// a valid task. Parse never panics, whatever the input: a bug that would
+// panic is reported as an error diagnostic instead.
+func Parse(filename string, src []byte, opts Options) (task *Task, diags hcl.Diagnostics) {
+	defer func() {
+		if r := recover(); r != nil {
+			task = nil
+			diags = append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Internal error while parsing the task file",
+				Detail:   fmt.Sprintf("The task file could not be parsed because of a bug in lhengine: %v. Please report it with the file attached.", r),
+				Subject:  &hcl.Range{Filename: filename, Start: hcl.InitialPos, End: hcl.InitialPos},
+			})
+		}
+	}()
+	return parse(filename, src, opts)
+}
+
+// ParseFile reads the task file at path and parses it with Parse. Task.Dir is
+// filepath.Dir(path) unless opts.BaseDir is set.
+func ParseFile(path string, opts Options) (*Task, hcl.Diagnostics) {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return nil, hcl.Diagnostics{{
+			Severity: hcl.DiagError,
+			Summary:  "Cannot read task file",
+			Detail:   fmt.Sprintf("The task file %s could not be read: %s.", path, err),
+		}}
+	}
+	return Parse(path, src, opts)
+}
+
+// Step returns the step with the given name, or nil.
+func (t *Task) Step(name string) *Step {
+	for _, s := range t.Steps {
+		if s.Name == name {
+			return s
+		}
+	}
+	return nil
+}
+
+// Variable returns the variable with the given name, or nil.
+func (t *Task) Variable(name string) *Variable {
+	for _, v := range t.Variables {
+		if v.Name == name {
+			return v
+		}
+	}
+	return nil
+}
+
+func parse(filename string, src []byte, opts Options) (*Task, hcl.Diagnostics) {
+	dir := opts.BaseDir
+	if dir == "" {
+		dir = filepath.Dir(filename)
+	}
+	t, diags := decodeFile(filename, src, dir)
+	if t == nil {
+		return nil, sortDiagnostics(diags)
+	}
+	// A partly decoded task is still checked, so that one run reports as
+	// many independent mistakes as it can.
+	diags = append(diags, t.validate()...)
+	if opts.CheckPlugins {
+		diags = append(diags, t.checkPlugins()...)
+	}
+	diags = sortDiagnostics(diags)
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	return t, diags
+}
+
+// sortDiagnostics orders diags by where their subjects start, so that they
+// read in file order and are the same from one run to the next.
+func sortDiagnostics(diags hcl.Diagnostics) hcl.Diagnostics {
+	sort.SliceStable(diags, func(i, j int) bool {
+		a, b := diags[i].Subject, diags[j].Subject
+		switch {
+		case a == nil || b == nil:
+			return a == nil && b != nil
+		case a.Filename != b.Filename:
+			return a.Filename < b.Filename
+		case a.Start.Byte != b.Start.Byte:
+			return a.Start.Byte < b.Start.Byte
+		default:
+			return diags[i].Summary < diags[j].Summary
+		}
+	})
+	return diags
+}

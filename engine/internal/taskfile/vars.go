@@ -1,0 +1,123 @@
+package taskfile
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/ext/typeexpr"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/convert"
+)
+
+// Vars resolves the value of every declared variable. given holds raw --var
+// strings by name. For a variable of type string, or without a type, the raw
+// text is the value as it is. For any other type the text is parsed as an HCL
+// expression (a literal: no references, no function calls) and converted to
+// the type, as Terraform does: --var n=3, --var 'pages=["a","b"]'.
+// A variable not given takes its default.
+//
+// A name that is not declared, a required variable without a value, and a
+// value that does not parse or convert are error diagnostics, on the variable
+// block where there is one. The map holds every declared variable unless
+// there are errors.
+func (t *Task) Vars(given map[string]string) (map[string]cty.Value, hcl.Diagnostics) {
+	var diags hcl.Diagnostics
+
+	var unknown []string
+	for name := range given {
+		if t.Variable(name) == nil {
+			unknown = append(unknown, name)
+		}
+	}
+	sort.Strings(unknown)
+	names := make([]string, len(t.Variables))
+	for i, v := range t.Variables {
+		names[i] = v.Name
+	}
+	for _, name := range unknown {
+		detail := fmt.Sprintf("A value was given for %q, but task %q declares no variable of that name.", name, t.Name)
+		if len(names) == 0 {
+			detail += " It declares no variables."
+		} else {
+			detail += didYouMean(name, names)
+		}
+		diags = append(diags, &hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Value for undeclared variable",
+			Detail:   detail,
+		})
+	}
+
+	vals := make(map[string]cty.Value, len(t.Variables))
+	for _, v := range t.Variables {
+		raw, ok := given[v.Name]
+		if !ok {
+			if v.Required() {
+				diags = append(diags, &hcl.Diagnostic{
+					Severity: hcl.DiagError,
+					Summary:  "No value for required variable",
+					Detail:   fmt.Sprintf("Variable %q has no default, so it needs a value: --var %s=VALUE.", v.Name, v.Name),
+					Subject:  v.DeclRange.Ptr(),
+				})
+				continue
+			}
+			vals[v.Name] = v.Default
+			continue
+		}
+		val, d := v.parseValue(raw)
+		diags = append(diags, d...)
+		vals[v.Name] = val
+	}
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	return vals, diags
+}
+
+// parseValue turns a raw --var string into a value of the variable's type.
+func (v *Variable) parseValue(raw string) (cty.Value, hcl.Diagnostics) {
+	invalid := func(detail string) (cty.Value, hcl.Diagnostics) {
+		return cty.DynamicVal, hcl.Diagnostics{{
+			Severity: hcl.DiagError,
+			Summary:  "Invalid value for variable",
+			Detail:   detail,
+			Subject:  v.DeclRange.Ptr(),
+		}}
+	}
+	if v.Type == cty.String || v.Type == cty.DynamicPseudoType {
+		return cty.StringVal(raw), nil
+	}
+	typeName := typeexpr.TypeString(v.Type)
+	expr, diags := hclsyntax.ParseExpression([]byte(raw), "--var "+v.Name, hcl.InitialPos)
+	if diags.HasErrors() {
+		return invalid(fmt.Sprintf("The value given for %q, %q, is not an HCL value: %s.", v.Name, raw, diagText(diags)))
+	}
+	if len(expr.Variables()) > 0 {
+		if v.Type.IsPrimitiveType() {
+			return invalid(fmt.Sprintf("The value given for %q, %q, is not a %s.", v.Name, raw, typeName))
+		}
+		return invalid(fmt.Sprintf("The value given for %q, %q, is not a literal value of type %s; strings inside it need quotes, as in [\"a\", \"b\"].", v.Name, raw, typeName))
+	}
+	val, diags := expr.Value(nil)
+	if diags.HasErrors() {
+		return invalid(fmt.Sprintf("The value given for %q, %q, is not a literal value of type %s: %s.", v.Name, raw, typeName, diagText(diags)))
+	}
+	conv, err := convert.Convert(val, v.Type)
+	if err != nil {
+		return invalid(fmt.Sprintf("The value given for %q, %q, is not compatible with the type constraint %s: %s.", v.Name, raw, typeName, errorText(err)))
+	}
+	return conv, nil
+}
+
+// diagText joins the summaries and details of error diagnostics from a
+// --var value, which has no file to point into.
+func diagText(diags hcl.Diagnostics) string {
+	var parts []string
+	for _, d := range diags.Errs() {
+		parts = append(parts, d.Error())
+	}
+	return strings.Join(parts, "; ")
+}

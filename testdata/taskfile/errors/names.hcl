@@ -1,0 +1,6 @@
+task "names" {
+  variable "1st" {}  # ERROR: Invalid variable name
+  step "fetch pages" {  # ERROR: Invalid step name
+    plugin = "../plugins/dummy.wasm"
+  }
+}

@@ -1,0 +1,3 @@
+task "empty" {  # ERROR: Task has no steps
+  objective = "nothing to do"
+}

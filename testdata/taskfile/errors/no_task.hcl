@@ -1,0 +1,2 @@
+# ERROR: Missing task block
+# A file with no task in it.

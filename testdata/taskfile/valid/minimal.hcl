@@ -1,0 +1,5 @@
+task "minimal" {
+  step "only" {
+    plugin = "../plugins/dummy.wasm"
+  }
+}
