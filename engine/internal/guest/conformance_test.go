@@ -1,0 +1,119 @@
+package guest
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lhengine/lhengine/engine/fault"
+)
+
+// outcome is a classified attempt, as the engine sees it.
+type outcome struct {
+	Kind        fault.Kind // "" for success
+	Message     string
+	Output      string // JSON, compared semantically
+	NeedsRepair bool
+	Reason      string
+	HostLogs    []string
+	Beats       int
+}
+
+// TestConformance runs one table of behaviours against the Go guest (with
+// the SDK) and the C guest (without it, and with lhengine.h): every guest
+// must give the same classified result.
+func TestConformance(t *testing.T) {
+	t.Parallel()
+	r := sharedRuntime(t)
+	guests := map[string]func(t *testing.T) *Plugin{
+		"go": func(t *testing.T) *Plugin { return loadAs(t, r, "conformance", buildGo(t, "conformance")) },
+		"c":  func(t *testing.T) *Plugin { return loadAs(t, r, "conformance", buildC(t, "conformance")) },
+		"c+header": func(t *testing.T) *Plugin {
+			return loadAs(t, r, "conformance", buildC(t, "conformance", "-DUSE_LHENGINE_H"))
+		},
+	}
+	item := &Item{Index: 3, Key: json.RawMessage(`"page-3"`), Value: json.RawMessage(`{"url":"/a?b=<c>"}`)}
+	cases := []struct {
+		name string
+		req  Request
+		want outcome
+	}{
+		{
+			name: "echo",
+			req: Request{TaskID: "t1", TaskName: "report", Step: "verify", Attempt: 2, Item: item,
+				Repair: &Repair{Count: 1, Reason: "missing section"},
+				Input:  json.RawMessage(`{"mode":"echo","n":[1,2.5,"ü\"x"],"nested":{"a":null}}`)},
+			want: outcome{Output: `{"input":{"mode":"echo","n":[1,2.5,"ü\"x"],"nested":{"a":null}},"step":"verify","attempt":2,"item":{"index":3,"key":"page-3","value":{"url":"/a?b=<c>"}}}`},
+		},
+		{
+			name: "echo without item",
+			req:  Request{TaskID: "t1", Step: "draft", Attempt: 1, Input: json.RawMessage(`{"mode":"echo"}`)},
+			want: outcome{Output: `{"input":{"mode":"echo"},"step":"draft","attempt":1,"item":null}`},
+		},
+		{
+			name: "error",
+			req:  Request{Step: "s", Attempt: 1, Input: json.RawMessage(`{"mode":"error"}`)},
+			want: outcome{Kind: fault.PluginError, Message: "plugin conformance: requested error"},
+		},
+		{
+			name: "repair",
+			req:  Request{Step: "s", Attempt: 1, Input: json.RawMessage(`{"mode":"repair"}`)},
+			want: outcome{NeedsRepair: true, Reason: "requested repair"},
+		},
+		{
+			name: "log",
+			req:  Request{Step: "s", Attempt: 1, Input: json.RawMessage(`{"mode":"log"}`)},
+			want: outcome{Output: `{"logged":true,"lease":"ok"}`, HostLogs: []string{"info: hello from guest"}, Beats: 1},
+		},
+		{
+			name: "exit3",
+			req:  Request{Step: "s", Attempt: 1, Input: json.RawMessage(`{"mode":"exit3"}`)},
+			want: outcome{Kind: fault.PluginError, Message: "plugin conformance exited with code 3: exit3: failing on purpose"},
+		},
+		{
+			name: "unknown mode",
+			req:  Request{Step: "s", Attempt: 1, Input: json.RawMessage(`{"mode":"dance"}`)},
+			want: outcome{Kind: fault.PluginError, Message: "plugin conformance: unknown mode"},
+		},
+		{
+			name: "null input",
+			req:  Request{Step: "s", Attempt: 1},
+			want: outcome{Kind: fault.PluginError, Message: "plugin conformance: unknown mode"},
+		},
+	}
+	for gname, load := range guests {
+		t.Run(gname, func(t *testing.T) {
+			t.Parallel()
+			p := load(t)
+			for _, tc := range cases {
+				t.Run(tc.name, func(t *testing.T) {
+					t.Parallel()
+					host := &testHost{}
+					res, err := p.Run(context.Background(), tc.req, Limits{}, host)
+					require.NotNil(t, res)
+					got := outcome{HostLogs: host.logs, Beats: host.beats}
+					if err != nil {
+						var se *fault.StepError
+						require.ErrorAs(t, err, &se)
+						got.Kind, got.Message = se.Kind, se.Message
+					} else {
+						got.NeedsRepair, got.Reason = res.NeedsRepair, res.RepairReason
+						if !res.NeedsRepair {
+							got.Output = string(res.Output)
+						}
+					}
+					if tc.want.Output != "" && got.Output != "" {
+						require.JSONEq(t, tc.want.Output, got.Output)
+						got.Output = tc.want.Output
+					}
+					require.Equal(t, tc.want, got)
+					for _, l := range tc.want.HostLogs {
+						require.Contains(t, string(res.Log), "[info] hello from guest\n", l)
+					}
+				})
+			}
+		})
+	}
+}

@@ -1,0 +1,24 @@
+// Package guest runs step plugins: WebAssembly modules speaking the lhengine
+// plugin ABI v1 (specs/abi.md), under wazero.
+//
+// The life of a plugin in the engine:
+//
+//	file ──Load──▶ read, sha256, compile once (cached on disk), check ABI ──▶ *Plugin
+//	*Plugin ──Run(request, limits, host)──▶ fresh instance ──▶ _start ──▶ *Result | *fault.StepError
+//
+// A Runtime owns one wazero runtime, its compilation cache and the two host
+// modules every plugin may import: wasi_snapshot_preview1 and lhengine_v1.
+// Load compiles a module once per Runtime (keyed by its sha256) and refuses,
+// before anything runs, modules that are not Wasm (fault.BadModule), that are
+// not WASI commands (fault.BadModule), or that import what this engine does
+// not provide (fault.ABIMismatch).
+//
+// Run gives every attempt a fresh module instance, so no state leaks from one
+// step to the next. The request envelope is the instance's stdin; its stdout
+// is the result; its stderr and its log calls are the step's log. An attempt
+// is bounded in time (Limits.Timeout, enforced by closing the instance when
+// its context is done), in memory (Limits.MemoryBytes, enforced by a
+// per-instance memory allocator), in output (Limits.MaxStdout) and in host
+// calls (Limits.MaxHostCalls). Whatever the guest does, Run returns a
+// classified *fault.StepError, never a panic.
+package guest

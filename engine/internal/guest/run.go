@@ -1,0 +1,431 @@
+package guest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/experimental"
+	"github.com/tetratelabs/wazero/sys"
+
+	"github.com/lhengine/lhengine/engine/fault"
+)
+
+// Plugin is a loaded module, ready to run. It is safe for concurrent use:
+// every Run is a fresh instance.
+type Plugin struct {
+	Name   string // file base name, or the name given to LoadBytes
+	SHA256 string // lower-case hex
+	Size   int    // bytes
+	Info   Info
+
+	r        *Runtime
+	compiled wazero.CompiledModule
+	sec      sections
+}
+
+// Request is the request envelope of one attempt. It marshals exactly as
+// specs/abi.md writes it.
+type Request struct {
+	TaskID, TaskName, Step string
+	Item                   *Item // nil for steps that do not fan out
+	Attempt                int   // 1 for the first attempt
+	Repair                 *Repair
+	Input                  json.RawMessage // nil => null
+}
+
+// Item is the fan-out item a step runs for.
+type Item struct {
+	Index      int
+	Key, Value json.RawMessage // nil => null
+}
+
+// Repair says how often, and why, the task came back to this step. The
+// envelope omits it while Count is 0.
+type Repair struct {
+	Count  int    `json:"count"`
+	Reason string `json:"reason"`
+}
+
+type wireRequest struct {
+	ABI      int             `json:"abi"`
+	TaskID   string          `json:"task_id"`
+	TaskName string          `json:"task_name"`
+	Step     string          `json:"step"`
+	Item     *wireItem       `json:"item"`
+	Attempt  int             `json:"attempt"`
+	Repair   *Repair         `json:"repair,omitempty"`
+	Input    json.RawMessage `json:"input"`
+}
+
+type wireItem struct {
+	Index int             `json:"index"`
+	Key   json.RawMessage `json:"key"`
+	Value json.RawMessage `json:"value"`
+}
+
+// MarshalJSON writes the envelope as the ABI specifies.
+func (r Request) MarshalJSON() ([]byte, error) {
+	w := wireRequest{ABI: ABIVersion, TaskID: r.TaskID, TaskName: r.TaskName, Step: r.Step, Attempt: r.Attempt, Input: r.Input}
+	if r.Item != nil {
+		w.Item = &wireItem{Index: r.Item.Index, Key: r.Item.Key, Value: r.Item.Value}
+	}
+	if r.Repair != nil && r.Repair.Count > 0 {
+		w.Repair = r.Repair
+	}
+	return json.Marshal(w)
+}
+
+// Limits bound one attempt. Zero values take the defaults.
+type Limits struct {
+	Timeout      time.Duration // 0 = no deadline beyond ctx's
+	MemoryBytes  uint64        // cap on linear memory; 0 = 64 MiB
+	MaxStdout    int           // 0 = 4 MiB; more is fault.OutputTooLarge
+	MaxStderr    int           // 0 = 1 MiB; the log is truncated past it, not failed
+	MaxHostCalls int           // 0 = unlimited; calls past it return StatusBudget
+}
+
+// Default limits.
+const (
+	DefaultMemoryBytes = 64 << 20
+	DefaultMaxStdout   = 4 << 20
+	DefaultMaxStderr   = 1 << 20
+)
+
+func (l Limits) withDefaults() Limits {
+	if l.MemoryBytes == 0 {
+		l.MemoryBytes = DefaultMemoryBytes
+	}
+	if l.MaxStdout <= 0 {
+		l.MaxStdout = DefaultMaxStdout
+	}
+	if l.MaxStderr <= 0 {
+		l.MaxStderr = DefaultMaxStderr
+	}
+	return l
+}
+
+// Host is what the engine provides to one attempt. Its methods are called
+// from the goroutine running the guest, one at a time.
+type Host interface {
+	// Log receives each message the guest logs (also kept in Result.Log).
+	Log(level hclog.Level, msg string)
+	// Heartbeat renews the lease of the attempt's work unit. A non-nil
+	// error means the lease is lost: the guest is told so and the attempt
+	// is cancelled.
+	Heartbeat(ctx context.Context) error
+}
+
+type nopHost struct{}
+
+func (nopHost) Log(hclog.Level, string)         {}
+func (nopHost) Heartbeat(context.Context) error { return nil }
+
+// Result is what a successful attempt produced.
+type Result struct {
+	Output       json.RawMessage // compact JSON; "null" when the plugin gave none
+	NeedsRepair  bool
+	RepairReason string
+	Log          []byte        // stderr and log-call lines, bounded by Limits.MaxStderr
+	Duration     time.Duration // instantiation to exit
+	HostCalls    int           // lhengine_v1 calls made
+	MemoryBytes  uint64        // largest size of linear memory
+}
+
+// attempt is the state of one Run that host functions reach through the
+// context.
+type attempt struct {
+	host     Host
+	log      *logBuffer
+	calls    int
+	maxCalls int // 0 = unlimited, < 0 = none allowed
+	cancel   context.CancelCauseFunc
+	leaseErr error
+}
+
+var (
+	errStepTimeout    = errors.New("step timeout")
+	errOutputTooLarge = errors.New("stdout limit reached")
+)
+
+// Run runs one attempt of the plugin in a fresh instance: req is its stdin,
+// its stdout is the result, host serves its lhengine_v1 calls (nil serves
+// logs to nothing and heartbeats as always held).
+//
+// The returned *Result is never nil: when the attempt fails it still
+// carries the Log, Duration and counters, alongside the error. Failures of
+// the attempt are *fault.StepError of kind
+//
+//   - Timeout: it ran past lim.Timeout;
+//   - Memory: it tried to grow memory past lim.MemoryBytes and then failed
+//     (trapped, exited non-zero or wrote no result), or declares more
+//     initial memory than that;
+//   - OutputTooLarge: it wrote more than lim.MaxStdout to stdout;
+//   - Trap: it trapped;
+//   - PluginError: it exited non-zero (the message has the end of its
+//     stderr) or answered {"error": ...};
+//   - BadResult: stdout was not exactly one JSON result object;
+//   - Input: req could not be encoded (its Input is not JSON).
+//
+// When ctx is cancelled or its own deadline passes, the guest is stopped
+// and the error has kind Internal and wraps ctx's error (errors.Is(err,
+// context.Canceled) holds); the attempt says nothing about the plugin. When
+// host.Heartbeat reports the lease lost, the guest is stopped and the error
+// has kind Internal and wraps the error Heartbeat returned.
+//
+// Run never panics on anything the guest does.
+func (p *Plugin) Run(ctx context.Context, req Request, lim Limits, host Host) (*Result, error) {
+	lim = lim.withDefaults()
+	if host == nil {
+		host = nopHost{}
+	}
+	res := &Result{}
+	env, err := json.Marshal(req)
+	if err != nil {
+		return res, fault.Wrap(fault.Input, err, "encoding the request envelope: "+err.Error())
+	}
+	if minBytes := uint64(p.sec.memMin) << 16; minBytes > lim.MemoryBytes {
+		return res, fault.New(fault.Memory, "plugin %s declares %s of initial memory, over its limit of %s",
+			p.Name, byteSize(minBytes), byteSize(lim.MemoryBytes))
+	}
+	if err := ctx.Err(); err != nil {
+		return res, fault.Wrap(fault.Internal, err, "attempt not started: "+err.Error())
+	}
+	p.r.mu.Lock()
+	closed := p.r.closed
+	p.r.mu.Unlock()
+	if closed {
+		return res, fault.New(fault.Internal, "running %s: runtime is closed", p.Name)
+	}
+
+	runCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	if lim.Timeout > 0 {
+		var stop context.CancelFunc
+		runCtx, stop = context.WithTimeoutCause(runCtx, lim.Timeout, errStepTimeout)
+		defer stop()
+	}
+	att := &attempt{host: host, log: newLogBuffer(lim.MaxStderr), maxCalls: lim.MaxHostCalls, cancel: cancel}
+	mem := &memoryCap{limit: lim.MemoryBytes}
+	stdout := &stdoutBuffer{max: lim.MaxStdout, overflow: func() { cancel(errOutputTooLarge) }}
+	runCtx = context.WithValue(runCtx, attemptKey{}, att)
+	runCtx = experimental.WithMemoryAllocator(runCtx, mem)
+
+	cfg := wazero.NewModuleConfig().
+		WithName(""). // anonymous: concurrent instances never collide
+		WithArgs(p.Name).
+		WithStdin(bytes.NewReader(env)).
+		WithStdout(stdout).
+		WithStderr(att.log).
+		WithStartFunctions("_start")
+
+	start := time.Now()
+	mod, err := p.r.rt.InstantiateModule(runCtx, p.compiled, cfg)
+	res.Duration = time.Since(start)
+	if mod != nil {
+		mod.Close(context.WithoutCancel(ctx))
+	}
+	res.Log = att.log.Bytes()
+	res.HostCalls = att.calls
+	res.MemoryBytes = mem.peak
+
+	if err := p.classify(ctx, runCtx, err, lim, att, mem, stdout, res); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// classify turns how the instance ended into a fault, or fills res from
+// its stdout. The order matters: a stopped instance is explained by why it
+// was stopped before anything else.
+func (p *Plugin) classify(ctx, runCtx context.Context, err error, lim Limits, att *attempt, mem *memoryCap, stdout *stdoutBuffer, res *Result) error {
+	name := p.Name
+	if att.leaseErr != nil {
+		return fault.Wrap(fault.Internal, att.leaseErr, "plugin "+name+" stopped: lease lost: "+att.leaseErr.Error())
+	}
+	if stdout.over {
+		return fault.Wrap(fault.OutputTooLarge, err, fmt.Sprintf("plugin %s wrote more than %s to stdout", name, byteSize(uint64(lim.MaxStdout))))
+	}
+	if err != nil && runCtx.Err() != nil {
+		switch cause := context.Cause(runCtx); {
+		case errors.Is(cause, errStepTimeout) && ctx.Err() == nil:
+			return fault.Wrap(fault.Timeout, err, fmt.Sprintf("plugin %s ran past its step timeout of %s", name, lim.Timeout))
+		default:
+			cerr := ctx.Err()
+			if cerr == nil {
+				cerr = runCtx.Err()
+			}
+			return fault.Wrap(fault.Internal, cerr, "plugin "+name+" stopped: "+cerr.Error())
+		}
+	}
+	memMsg := func() string {
+		return fmt.Sprintf("plugin %s ran out of memory: growing to %s refused, limit %s", name, byteSize(mem.refused), byteSize(lim.MemoryBytes))
+	}
+	if err != nil {
+		if mem.hit {
+			return fault.Wrap(fault.Memory, err, memMsg()+stderrSuffix(att))
+		}
+		var exit *sys.ExitError
+		if errors.As(err, &exit) {
+			// A plugin may say why before exiting (the Go SDK does after a
+			// panic): its {"error": ...} leads the message when present.
+			msg := fmt.Sprintf("plugin %s exited with code %d", name, exit.ExitCode())
+			if _, perr := parseResult(stdout.buf.Bytes()); perr != nil && perr.Kind == fault.PluginError {
+				msg += ": " + perr.Message + stderrSuffix(att)
+			} else if tail := att.log.stderrTail(); tail != "" {
+				msg += ": " + tail
+			} else {
+				msg += " (stderr empty)"
+			}
+			return fault.Wrap(fault.PluginError, err, msg)
+		}
+		return fault.Wrap(fault.Trap, err, fmt.Sprintf("plugin %s trapped: %s", name, trapMessage(err))+stderrSuffix(att))
+	}
+
+	out, serr := parseResult(stdout.buf.Bytes())
+	if serr != nil {
+		if serr.Kind == fault.BadResult && mem.hit {
+			return fault.Wrap(fault.Memory, serr, memMsg()+stderrSuffix(att))
+		}
+		serr.Message = "plugin " + name + ": " + serr.Message
+		return serr
+	}
+	res.Output, res.NeedsRepair, res.RepairReason = out.output, out.needsRepair, out.reason
+	return nil
+}
+
+// trapMessage is the one-line gist of a wazero trap: "wasm error:
+// unreachable (in main)", from the error and the first frame of its stack
+// trace.
+func trapMessage(err error) string {
+	text := err.Error()
+	line := firstLine(text)
+	if i := strings.Index(line, "wasm error:"); i >= 0 {
+		line = line[i:]
+	}
+	if _, trace, ok := strings.Cut(text, "wasm stack trace:\n"); ok {
+		frame := strings.TrimSpace(firstLine(trace))
+		if i := strings.IndexByte(frame, '('); i > 0 {
+			frame = frame[:i]
+		}
+		if frame = strings.TrimPrefix(frame, "."); frame != "" {
+			line += " (in " + frame + ")"
+		}
+	}
+	return line
+}
+
+func stderrSuffix(att *attempt) string {
+	if tail := att.log.stderrTail(); tail != "" {
+		return "; stderr: " + tail
+	}
+	return ""
+}
+
+type parsedResult struct {
+	output      json.RawMessage
+	needsRepair bool
+	reason      string
+}
+
+// parseResult reads stdout as the ABI's one result object. A PluginError
+// is the plugin's own {"error": ...}; anything malformed is BadResult.
+func parseResult(stdout []byte) (parsedResult, *fault.StepError) {
+	var out parsedResult
+	trimmed := bytes.TrimSpace(stdout)
+	if len(trimmed) == 0 {
+		return out, fault.New(fault.BadResult, "wrote nothing to stdout; want one JSON object")
+	}
+	if !utf8.Valid(trimmed) {
+		return out, fault.New(fault.BadResult, "stdout is not valid UTF-8")
+	}
+	if trimmed[0] != '{' {
+		return out, fault.New(fault.BadResult, "stdout is not a JSON object: %s", excerpt(trimmed))
+	}
+	var w struct {
+		Output      json.RawMessage `json:"output"`
+		Error       json.RawMessage `json:"error"`
+		NeedsRepair json.RawMessage `json:"needs_repair"`
+		Reason      json.RawMessage `json:"reason"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(trimmed))
+	if err := dec.Decode(&w); err != nil {
+		return out, fault.Wrap(fault.BadResult, err, "stdout is not one JSON object: "+err.Error())
+	}
+	if rest := trimmed[dec.InputOffset():]; len(bytes.TrimSpace(rest)) > 0 {
+		return out, fault.New(fault.BadResult, "stdout has more after the result object: %s", excerpt(rest))
+	}
+	if isSet(w.Error) {
+		var msg string
+		if err := json.Unmarshal(w.Error, &msg); err != nil {
+			return out, fault.New(fault.BadResult, `"error" must be a string, got %s`, excerpt(w.Error))
+		}
+		if msg = oneLine(msg); msg == "" {
+			msg = "(no message)"
+		}
+		return out, fault.New(fault.PluginError, "%s", msg)
+	}
+	if isSet(w.NeedsRepair) {
+		if err := json.Unmarshal(w.NeedsRepair, &out.needsRepair); err != nil {
+			return out, fault.New(fault.BadResult, `"needs_repair" must be a boolean, got %s`, excerpt(w.NeedsRepair))
+		}
+		if out.needsRepair {
+			if isSet(w.Reason) {
+				if err := json.Unmarshal(w.Reason, &out.reason); err != nil {
+					return out, fault.New(fault.BadResult, `"reason" must be a string, got %s`, excerpt(w.Reason))
+				}
+			}
+			return out, nil
+		}
+	}
+	out.output = json.RawMessage("null")
+	if len(w.Output) > 0 {
+		var buf bytes.Buffer
+		if err := json.Compact(&buf, w.Output); err != nil { // cannot fail: Decode checked it
+			return out, fault.Wrap(fault.BadResult, err, "output: "+err.Error())
+		}
+		out.output = buf.Bytes()
+	}
+	return out, nil
+}
+
+func isSet(raw json.RawMessage) bool { return len(raw) > 0 && string(raw) != "null" }
+
+// excerpt quotes the start of b for a message.
+func excerpt(b []byte) string {
+	const max = 60
+	if len(b) > max {
+		return fmt.Sprintf("%q...", b[:max])
+	}
+	return fmt.Sprintf("%q", b)
+}
+
+// oneLine folds s onto one line of at most 1 KiB.
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 1024 {
+		cut := 1024
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "..."
+	}
+	return s
+}
+
+func byteSize(n uint64) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}

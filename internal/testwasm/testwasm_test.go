@@ -1,0 +1,57 @@
+package testwasm_test
+
+import (
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/lhengine/lhengine/internal/testwasm"
+)
+
+func TestBuildCached(t *testing.T) {
+	t.Parallel()
+	src := filepath.Join(t.TempDir(), "hello.c")
+	if err := os.WriteFile(src, []byte("int main(void) { return 0; }\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	paths := make([]string, 8)
+	var wg sync.WaitGroup
+	for i := range paths {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			paths[i] = testwasm.BuildC(t, src)
+		}()
+	}
+	wg.Wait()
+	for _, p := range paths {
+		if p != paths[0] {
+			t.Fatalf("parallel builds gave %s and %s", paths[0], p)
+		}
+	}
+	wasm, err := os.ReadFile(paths[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(wasm[:4]) != "\x00asm" {
+		t.Fatalf("%s is not a Wasm module", paths[0])
+	}
+	if other := testwasm.BuildCWith(t, []string{"-DX=1"}, src); other == paths[0] {
+		t.Fatal("flags are not part of the cache key")
+	}
+	if err := os.WriteFile(src, []byte("int main(void) { return 1; }\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if changed := testwasm.BuildC(t, src); changed == paths[0] {
+		t.Fatal("sources are not part of the cache key")
+	}
+}
+
+func TestBuildWat(t *testing.T) {
+	t.Parallel()
+	p := testwasm.BuildWat(t, "empty", "(module)")
+	if p != testwasm.BuildWat(t, "empty", "(module)") {
+		t.Fatal("same source, different output")
+	}
+}

@@ -1,0 +1,278 @@
+// Package sdk is the Go SDK for lhengine step plugins.
+//
+// A plugin is a WASI preview 1 command: the engine writes one JSON request to
+// its stdin and reads one JSON result from its stdout (specs/abi.md is the
+// contract). Run does that plumbing, so a plugin is a typed function:
+//
+//	func main() {
+//		sdk.Run(func(ctx *sdk.Context, in Input) (Output, error) {
+//			ctx.Logf(sdk.LevelInfo, "drafting %q", in.Topic)
+//			return Output{Text: "..."}, nil
+//		})
+//	}
+//
+// Build it with:
+//
+//	GOOS=wasip1 GOARCH=wasm go build -o plugin.wasm .
+//
+// The handler's error decides the result: nil gives {"output": ...}, an error
+// made by NeedsRepair gives {"needs_repair": true, "reason": ...}, any other
+// error gives {"error": ...}. A panic gives {"error": "panic: ..."}, the stack
+// on stderr, and exit status 1.
+//
+// The package uses only the standard library and compiles on every GOOS.
+// Off wasip1 the host calls do nothing (Log discards, Heartbeat returns nil),
+// so handlers can be unit-tested with a plain &sdk.Context{...} and Serve.
+package sdk
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime/debug"
+	"strconv"
+	"unicode/utf8"
+)
+
+// ABI is the major version of the plugin ABI this SDK speaks. Its host
+// functions are imported from the module "lhengine_v1".
+const ABI = 1
+
+// LogMax is the largest message the host accepts in one log call, in bytes.
+// Longer messages are truncated by Log.
+const LogMax = 4096
+
+// Level is the severity of a log message.
+type Level int32
+
+// Log levels, as the ABI numbers them.
+const (
+	LevelDebug Level = 0
+	LevelInfo  Level = 1
+	LevelWarn  Level = 2
+	LevelError Level = 3
+)
+
+// Errno is a status code returned by a host function (always negative).
+// Compare with errors.Is against the Err* values.
+type Errno int32
+
+// Status codes of host functions (specs/abi.md, "Status codes").
+const (
+	ErrRange       Errno = -1 // a (ptr, len) outside linear memory
+	ErrTooLarge    Errno = -2 // request larger than allowed
+	ErrInvalid     Errno = -3 // malformed request
+	ErrDenied      Errno = -4 // not allowed by the task's policy
+	ErrNotFound    Errno = -5 // the named thing does not exist
+	ErrLeaseLost   Errno = -6 // the work unit's lease is lost; stop work
+	ErrBudget      Errno = -7 // a budget is spent
+	ErrUnavailable Errno = -8 // capability not available
+	ErrInternal    Errno = -9 // the host failed; may be retried
+)
+
+func (e Errno) Error() string {
+	switch e {
+	case ErrRange:
+		return "lhengine: bad pointer or range"
+	case ErrTooLarge:
+		return "lhengine: request too large"
+	case ErrInvalid:
+		return "lhengine: invalid request"
+	case ErrDenied:
+		return "lhengine: not allowed"
+	case ErrNotFound:
+		return "lhengine: not found"
+	case ErrLeaseLost:
+		return "lhengine: lease lost"
+	case ErrBudget:
+		return "lhengine: budget exhausted"
+	case ErrUnavailable:
+		return "lhengine: capability unavailable"
+	case ErrInternal:
+		return "lhengine: host failure"
+	}
+	return "lhengine: status " + strconv.Itoa(int(e))
+}
+
+// Item is the fan-out item a step runs for.
+type Item struct {
+	Index int             `json:"index"`
+	Key   json.RawMessage `json:"key"`
+	Value json.RawMessage `json:"value"`
+}
+
+// Repair says why the task came back to this step, when it did.
+type Repair struct {
+	Count  int    `json:"count"`  // 0 on the first pass
+	Reason string `json:"reason"` // the reason given by the step that asked for the repair
+}
+
+// Context is the request a handler runs for, with the host's capabilities.
+// Its zero value is usable (in tests, say).
+type Context struct {
+	TaskID   string
+	TaskName string
+	Step     string
+	Item     *Item // nil unless the step fans out
+	Attempt  int   // 1 on the first attempt of this step
+	Repair   Repair
+}
+
+// Log appends msg to the step's log at level. Messages longer than LogMax
+// bytes are truncated. Logging never fails a step, so errors are dropped.
+func (c *Context) Log(level Level, msg string) {
+	if len(msg) > LogMax {
+		cut := LogMax
+		for cut > 0 && !utf8.RuneStart(msg[cut]) {
+			cut--
+		}
+		msg = msg[:cut]
+	}
+	hostLog(level, msg)
+}
+
+// Logf formats its arguments as fmt.Sprintf does and logs the result.
+func (c *Context) Logf(level Level, format string, args ...any) {
+	c.Log(level, fmt.Sprintf(format, args...))
+}
+
+// Heartbeat renews the lease of the work unit this attempt runs in. Call it
+// during long work. It returns ErrLeaseLost when another worker has taken the
+// work over: stop then, as the engine is cancelling the attempt and will
+// discard its result.
+func (c *Context) Heartbeat() error {
+	if rc := hostHeartbeat(); rc < 0 {
+		return Errno(rc)
+	}
+	return nil
+}
+
+// RepairError is the error NeedsRepair returns.
+type RepairError struct{ Reason string }
+
+func (e *RepairError) Error() string { return "needs repair: " + e.Reason }
+
+// NeedsRepair returns an error that, returned by a handler (possibly
+// wrapped), asks the engine to repair the task: the step's repair block
+// decides which step runs again, and that step sees the reason in its
+// Context.Repair.
+func NeedsRepair(reason string) error { return &RepairError{Reason: reason} }
+
+// Handler is a step's code: it turns the request's input into the step's
+// output.
+type Handler[In, Out any] func(ctx *Context, in In) (Out, error)
+
+// Run reads the request from stdin, calls h, writes the result to stdout and
+// exits. It does not return.
+func Run[In, Out any](h Handler[In, Out]) {
+	os.Exit(Serve(os.Stdin, os.Stdout, os.Stderr, h))
+}
+
+// Serve is Run without the process: it reads the request from stdin, calls
+// h, writes the result to stdout, and returns the exit status the plugin
+// should end with (0, or 1 after a panic or when the result could not be
+// written). Tests of a handler can drive it with in-memory readers and
+// writers.
+func Serve[In, Out any](stdin io.Reader, stdout, stderr io.Writer, h Handler[In, Out]) (exitStatus int) {
+	var env envelope
+	dec := json.NewDecoder(stdin)
+	if err := dec.Decode(&env); err != nil {
+		return writeResult(stdout, stderr, result{Error: "sdk: reading the request: " + err.Error()})
+	}
+	if env.ABI != ABI {
+		return writeResult(stdout, stderr, result{Error: fmt.Sprintf("sdk: request is for ABI %d, this plugin speaks ABI %d", env.ABI, ABI)})
+	}
+	ctx := &Context{
+		TaskID:   env.TaskID,
+		TaskName: env.TaskName,
+		Step:     env.Step,
+		Item:     env.Item,
+		Attempt:  env.Attempt,
+	}
+	if env.Repair != nil {
+		ctx.Repair = *env.Repair
+	}
+	var in In
+	if len(env.Input) > 0 {
+		if err := json.Unmarshal(env.Input, &in); err != nil {
+			return writeResult(stdout, stderr, result{Error: "sdk: decoding the input: " + err.Error()})
+		}
+	}
+
+	out, panicked, err := call(ctx, in, h)
+	if panicked != nil {
+		fmt.Fprintf(stderr, "panic: %v\n\n%s", panicked.value, panicked.stack)
+		writeResult(stdout, stderr, result{Error: fmt.Sprintf("panic: %v", panicked.value)})
+		return 1
+	}
+	var rep *RepairError
+	switch {
+	case errors.As(err, &rep):
+		return writeResult(stdout, stderr, result{NeedsRepair: true, Reason: rep.Reason})
+	case err != nil:
+		msg := err.Error()
+		if msg == "" {
+			msg = "error with no message"
+		}
+		return writeResult(stdout, stderr, result{Error: msg})
+	}
+	raw, err := json.Marshal(out)
+	if err != nil {
+		return writeResult(stdout, stderr, result{Error: "sdk: encoding the output: " + err.Error()})
+	}
+	return writeResult(stdout, stderr, result{Output: raw})
+}
+
+type panicInfo struct {
+	value any
+	stack []byte
+}
+
+func call[In, Out any](ctx *Context, in In, h Handler[In, Out]) (out Out, p *panicInfo, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			p = &panicInfo{value: v, stack: debug.Stack()}
+		}
+	}()
+	out, err = h(ctx, in)
+	return out, nil, err
+}
+
+// envelope is the request as the ABI writes it.
+type envelope struct {
+	ABI      int             `json:"abi"`
+	TaskID   string          `json:"task_id"`
+	TaskName string          `json:"task_name"`
+	Step     string          `json:"step"`
+	Item     *Item           `json:"item"`
+	Attempt  int             `json:"attempt"`
+	Repair   *Repair         `json:"repair"`
+	Input    json.RawMessage `json:"input"`
+}
+
+// result is the answer as the ABI reads it.
+type result struct {
+	Output      json.RawMessage `json:"output,omitempty"`
+	Error       string          `json:"error,omitempty"`
+	NeedsRepair bool            `json:"needs_repair,omitempty"`
+	Reason      string          `json:"reason,omitempty"`
+}
+
+func writeResult(stdout, stderr io.Writer, r result) int {
+	if r.Error == "" && !r.NeedsRepair && len(r.Output) == 0 {
+		r.Output = json.RawMessage("null")
+	}
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(r); err != nil {
+		fmt.Fprintf(stderr, "sdk: encoding the result: %v\n", err)
+		return 1
+	}
+	if _, err := stdout.Write(buf.Bytes()); err != nil {
+		fmt.Fprintf(stderr, "sdk: writing the result: %v\n", err)
+		return 1
+	}
+	return 0
+}
