@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
 	"time"
 
 	"github.com/lhengine/lhengine/engine/fault"
@@ -62,9 +63,15 @@ func (s *Store) Submit(ctx context.Context, nt NewTask) (*Task, bool, error) {
 				st.Limit = 1
 			}
 		}
+		t.durable = true
 		if err := t.putJSON(manifestKey(task.ID), nt.Manifest); err != nil {
 			return err
 		}
+		if err := t.put(activeKey(task.ID), nil); err != nil {
+			return err
+		}
+		id := task.ID
+		t.after(func(x *index) { x.addActive(id) })
 		if nt.IdempotencyKey != "" {
 			if err := t.put(idemKey(nt.IdempotencyKey), []byte(task.ID)); err != nil {
 				return err
@@ -123,6 +130,8 @@ func (s *Store) Claim(ctx context.Context, req ClaimRequest) (Claimed, error) {
 	err := s.update(ctx, func(t *tx) error {
 		out = Claimed{}
 		now := s.now()
+		s.idx.mu.Lock()
+		defer s.idx.mu.Unlock()
 		tasks := map[string]*Task{}
 		load := func(id string) (*Task, error) {
 			if task, ok := tasks[id]; ok {
@@ -135,83 +144,74 @@ func (s *Store) Claim(ctx context.Context, req ClaimRequest) (Claimed, error) {
 			tasks[id] = task
 			return task, nil
 		}
-		if err := s.reclaim(t, req.Task, now, load, &out.Wake); err != nil {
-			return err
-		}
-		type cand struct {
-			id         string
-			step, item int
-		}
-		var picks []cand
-		prefix := []byte("r/")
-		if req.Task != "" {
-			prefix = []byte("r/" + req.Task + "/")
-		}
-		leasedPerStep := map[string]int{}
-		err := t.scan(prefix, func(key, val []byte) (bool, error) {
-			id, step, item, ok := parseUnitRef(key)
-			if !ok {
-				return true, nil
-			}
-			if nb := decodeTime(val); nb.After(now) {
-				out.Wake = earliest(out.Wake, nb)
-				return true, nil
-			}
-			task, err := load(id)
-			if err != nil {
-				return false, err
-			}
-			if !task.Status.runnable() || step != task.Cursor {
-				return true, nil
-			}
-			st := task.Steps[step]
-			k := fmt.Sprintf("%s/%d", id, step)
-			if st.Leased+leasedPerStep[k] >= st.Limit {
-				return true, nil
-			}
-			leasedPerStep[k]++
-			picks = append(picks, cand{id, step, item})
-			return len(picks) < req.Max, nil
-		})
+		back, err := s.reclaim(t, req.Task, now, load, &out.Wake)
 		if err != nil {
 			return err
 		}
-		for _, p := range picks {
-			task := tasks[p.id]
-			u := new(Unit)
-			if err := t.getJSON(unitKey(p.id, p.step, p.item), u); err != nil {
-				return fmt.Errorf("ready unit %s/%d/%d: %w", p.id, p.step, p.item, err)
+		ids := s.idx.active
+		if req.Task != "" {
+			ids = []string{req.Task}
+		}
+		for _, id := range ids {
+			if len(out.Leases) >= req.Max {
+				break
 			}
-			if u.State != UnitReady {
+			if s.idx.ready[id] == nil && len(back[id]) == 0 {
 				continue
 			}
-			if task.Status == Queued {
-				task.Status = Running
-				task.StartedAt = now
-				if err := s.event(t, task, Event{Type: EvStarted, Owner: req.Owner}); err != nil {
+			task, err := load(id)
+			if errors.Is(err, ErrNotFound) {
+				continue
+			} else if err != nil {
+				return err
+			}
+			if !task.Status.runnable() {
+				continue
+			}
+			st := &task.Steps[task.Cursor]
+			n := min(req.Max-len(out.Leases), st.Limit-st.Leased)
+			refs := back[id][:min(n, len(back[id]))]
+			more, wake := s.idx.candidates(id, now, n-len(refs))
+			refs = append(refs, more...)
+			out.Wake = earliest(out.Wake, wake)
+			for _, r := range refs {
+				u := new(Unit)
+				err := t.getJSON(unitKey(id, r.step, r.item), u)
+				if err != nil && !errors.Is(err, ErrNotFound) {
 					return err
 				}
+				if err != nil || r.step != task.Cursor || u.State != UnitReady || u.NotBefore.After(now) {
+					stale := r
+					t.after(func(x *index) { x.removeReady(stale) })
+					continue
+				}
+				if task.Status == Queued {
+					task.Status = Running
+					task.StartedAt = now
+					if err := s.event(t, task, Event{Type: EvStarted, Owner: req.Owner}); err != nil {
+						return err
+					}
+				}
+				task.Epoch++
+				task.Attempts++
+				task.Leases++
+				st.Leased++
+				task.LeaseOwner, task.LeaseUntil = req.Owner, now.Add(req.LeaseFor)
+				u.State, u.Owner, u.Epoch, u.LeaseUntil = UnitLeased, req.Owner, task.Epoch, now.Add(req.LeaseFor)
+				u.Attempt++
+				if err := t.putJSON(unitKey(id, r.step, r.item), u); err != nil {
+					return err
+				}
+				leased, rec := r, leaseRec{owner: u.Owner, until: u.LeaseUntil}
+				t.after(func(x *index) {
+					x.removeReady(leased)
+					x.leases[leased] = rec
+				})
+				out.Leases = append(out.Leases, Lease{
+					Task: id, Step: r.step, Item: r.item, Attempt: u.Attempt,
+					Owner: u.Owner, Epoch: u.Epoch, Until: u.LeaseUntil, Unit: *u,
+				})
 			}
-			task.Epoch++
-			task.Attempts++
-			task.Leases++
-			task.Steps[p.step].Leased++
-			task.LeaseOwner, task.LeaseUntil = req.Owner, now.Add(req.LeaseFor)
-			u.State, u.Owner, u.Epoch, u.LeaseUntil = UnitLeased, req.Owner, task.Epoch, now.Add(req.LeaseFor)
-			u.Attempt++
-			if err := t.putJSON(unitKey(p.id, p.step, p.item), u); err != nil {
-				return err
-			}
-			if err := t.del(readyKey(p.id, p.step, p.item)); err != nil {
-				return err
-			}
-			if err := t.put(leaseKey(p.id, p.step, p.item), leaseVal(u.LeaseUntil, u.Owner)); err != nil {
-				return err
-			}
-			out.Leases = append(out.Leases, Lease{
-				Task: p.id, Step: p.step, Item: p.item, Attempt: u.Attempt,
-				Owner: u.Owner, Epoch: u.Epoch, Until: u.LeaseUntil, Unit: *u,
-			})
 		}
 		for _, task := range tasks {
 			if err := s.saveIfChanged(t, task); err != nil {
@@ -224,68 +224,64 @@ func (s *Store) Claim(ctx context.Context, req ClaimRequest) (Claimed, error) {
 }
 
 // reclaim returns expired leases (and leases of earlier sessions) to the
-// ready state. Tasks it touches are loaded through load and saved by the caller.
-func (s *Store) reclaim(t *tx, only string, now time.Time, load func(string) (*Task, error), wake *time.Time) error {
-	prefix := []byte("l/")
-	if only != "" {
-		prefix = []byte("l/" + only + "/")
-	}
-	type dead struct {
-		id         string
-		step, item int
-	}
-	var deads []dead
-	err := t.scan(prefix, func(key, val []byte) (bool, error) {
-		id, step, item, ok := parseUnitRef(key)
-		if !ok || len(val) < 8 {
-			return true, nil
+// ready state. Tasks it touches are loaded through load and saved by the
+// caller. The caller holds s.idx.mu.
+func (s *Store) reclaim(t *tx, only string, now time.Time, load func(string) (*Task, error), wake *time.Time) (map[string][]unitRef, error) {
+	back := map[string][]unitRef{}
+	var deads []unitRef
+	for r, l := range s.idx.leases {
+		if only != "" && r.task != only {
+			continue
 		}
-		until, owner := decodeTime(val), string(val[8:])
-		if ownerSession(owner) == s.session && !until.Before(now) {
-			*wake = earliest(*wake, until)
-			return true, nil
+		if ownerSession(l.owner) == s.session && !l.until.Before(now) {
+			*wake = earliest(*wake, l.until)
+			continue
 		}
-		deads = append(deads, dead{id, step, item})
-		return true, nil
+		deads = append(deads, r)
+	}
+	sort.Slice(deads, func(i, j int) bool {
+		a, b := deads[i], deads[j]
+		if a.task != b.task {
+			return a.task < b.task
+		}
+		return a.step < b.step || (a.step == b.step && a.item < b.item)
 	})
-	if err != nil {
-		return err
-	}
 	for _, d := range deads {
-		task, err := load(d.id)
-		if err != nil {
-			return err
+		dead := d
+		t.after(func(x *index) { delete(x.leases, dead) })
+		task, err := load(d.task)
+		if errors.Is(err, ErrNotFound) {
+			continue
+		} else if err != nil {
+			return nil, err
 		}
 		u := new(Unit)
-		if err := t.getJSON(unitKey(d.id, d.step, d.item), u); err != nil {
-			return err
+		if err := t.getJSON(unitKey(d.task, d.step, d.item), u); err != nil {
+			if errors.Is(err, ErrNotFound) {
+				continue
+			}
+			return nil, err
 		}
-		if err := t.del(leaseKey(d.id, d.step, d.item)); err != nil {
-			return err
-		}
-		if u.State != UnitLeased {
+		if u.State != UnitLeased || !task.Status.runnable() {
 			continue
 		}
 		item := d.item
 		if err := s.event(t, task, Event{Type: EvLeaseExpired, Step: task.Steps[d.step].Name, Item: &item,
 			Attempt: u.Attempt, Epoch: u.Epoch, Owner: u.Owner,
 			Message: fmt.Sprintf("lease of %s (epoch %d) taken back", u.Owner, u.Epoch)}); err != nil {
-			return err
+			return nil, err
 		}
 		task.Reclaims++
 		task.Leases--
 		task.Steps[d.step].Leased--
 		u.State, u.Owner, u.LeaseUntil, u.NotBefore = UnitReady, "", time.Time{}, time.Time{}
-		if err := t.putJSON(unitKey(d.id, d.step, d.item), u); err != nil {
-			return err
+		if err := t.putJSON(unitKey(d.task, d.step, d.item), u); err != nil {
+			return nil, err
 		}
-		if task.Status.runnable() {
-			if err := t.put(readyKey(d.id, d.step, d.item), encodeTime(time.Time{})); err != nil {
-				return err
-			}
-		}
+		t.after(func(x *index) { x.addReady(dead, time.Time{}) })
+		back[d.task] = append(back[d.task], d)
 	}
-	return nil
+	return back, nil
 }
 
 // Heartbeat extends a lease by extend from now. Only the current owner, with
@@ -293,17 +289,22 @@ func (s *Store) reclaim(t *tx, only string, now time.Time, load func(string) (*T
 func (s *Store) Heartbeat(ctx context.Context, l Lease, extend time.Duration) (time.Time, error) {
 	var until time.Time
 	err := s.update(ctx, func(t *tx) error {
-		u, task, err := s.leased(t, l)
+		u, _, err := s.leased(t, l)
 		if err != nil {
 			return err
 		}
-		_ = task
 		until = s.now().Add(extend)
 		u.LeaseUntil = until
 		if err := t.putJSON(unitKey(l.Task, l.Step, l.Item), u); err != nil {
 			return err
 		}
-		return t.put(leaseKey(l.Task, l.Step, l.Item), leaseVal(until, u.Owner))
+		r, rec := unitRef{l.Task, l.Step, l.Item}, leaseRec{owner: u.Owner, until: until}
+		t.after(func(x *index) {
+			if _, ok := x.leases[r]; ok {
+				x.leases[r] = rec
+			}
+		})
+		return nil
 	})
 	return until, err
 }
@@ -370,9 +371,9 @@ func (s *Store) Commit(ctx context.Context, r Result) (*Task, error) {
 		item := l.Item
 		rec := Attempt{Step: l.Step, Item: l.Item, Attempt: l.Attempt, Epoch: l.Epoch, Owner: l.Owner,
 			Log: r.Log, Started: r.Started, Finished: now}
-		if err := t.del(leaseKey(l.Task, l.Step, l.Item)); err != nil {
-			return err
-		}
+		t.durable = true
+		ref := unitRef{l.Task, l.Step, l.Item}
+		t.after(func(x *index) { delete(x.leases, ref) })
 		task.Leases--
 		st.Leased--
 		u.Owner, u.LeaseUntil = "", time.Time{}
@@ -388,9 +389,8 @@ func (s *Store) Commit(ctx context.Context, r Result) (*Task, error) {
 			ev.Kind, ev.Message = f.Kind, f.Message
 			if !r.RetryAt.IsZero() {
 				u.State, u.NotBefore, ev.Type = UnitReady, r.RetryAt, EvUnitRetry
-				if err := t.put(readyKey(l.Task, l.Step, l.Item), encodeTime(r.RetryAt)); err != nil {
-					return err
-				}
+				at := r.RetryAt
+				t.after(func(x *index) { x.addReady(ref, at) })
 			} else {
 				u.State, ev.Type = UnitFailed, EvUnitFailed
 			}
@@ -473,6 +473,9 @@ func (s *Store) advance(t *tx, task *Task) error {
 				return err
 			}
 			task.Status, task.Output, task.FinishedAt, task.Reason = Succeeded, out, s.now(), ""
+			if err := s.withdraw(t, task); err != nil {
+				return err
+			}
 			return s.event(t, task, Event{Type: EvSucceeded})
 		}
 		task.Cursor++
@@ -525,10 +528,13 @@ func (s *Store) enterStep(t *tx, task *Task) error {
 		if err := t.putJSON(unitKey(task.ID, idx, i), u); err != nil {
 			return err
 		}
-		if err := t.put(readyKey(task.ID, idx, i), encodeTime(time.Time{})); err != nil {
-			return err
-		}
 	}
+	id, n := task.ID, len(items)
+	t.after(func(x *index) {
+		for i := range n {
+			x.addReady(unitRef{id, idx, i}, time.Time{})
+		}
+	})
 	return s.event(t, task, Event{Type: EvStepStarted, Step: st.Name,
 		Message: fmt.Sprintf("pass %d, %d units", st.Pass, len(items))})
 }
@@ -581,13 +587,9 @@ func (s *Store) resetStep(t *tx, task *Task, step int) error {
 		if err := t.putJSON(unitKey(task.ID, step, i), u); err != nil {
 			return err
 		}
-		if err := t.del(readyKey(task.ID, step, i)); err != nil {
-			return err
-		}
-		if err := t.del(leaseKey(task.ID, step, i)); err != nil {
-			return err
-		}
 	}
+	id := task.ID
+	t.after(func(x *index) { x.dropStep(id, step) })
 	task.Leases -= st.Leased
 	st.Planned, st.Units, st.Done, st.Leased = false, 0, 0, 0
 	return nil
@@ -602,20 +604,15 @@ func (s *Store) fail(t *tx, task *Task, f *Failure, reason string) error {
 	return s.event(t, task, Event{Type: EvFailed, Kind: f.Kind, Message: reason})
 }
 
-// withdraw removes all ready and lease index entries of a task.
+// withdraw takes a task that is no longer runnable out of the claim index.
 func (s *Store) withdraw(t *tx, task *Task) error {
-	for _, p := range []string{"r/", "l/"} {
-		for _, k := range t.keys([]byte(p + task.ID + "/")) {
-			if err := t.del(k); err != nil {
-				return err
-			}
-		}
-	}
 	task.Leases = 0
 	for i := range task.Steps {
 		task.Steps[i].Leased = 0
 	}
-	return nil
+	id := task.ID
+	t.after(func(x *index) { x.removeTask(id) })
+	return t.del(activeKey(id))
 }
 
 // Cancel cancels a task that has not finished. Attempts in flight lose their
@@ -630,6 +627,7 @@ func (s *Store) Cancel(ctx context.Context, id, reason string) (*Task, error) {
 		if task.Status.Terminal() {
 			return fmt.Errorf("%w: task %s is %s", ErrTerminal, id, task.Status)
 		}
+		t.durable = true
 		if reason == "" {
 			reason = "cancelled by user"
 		}

@@ -186,17 +186,10 @@ func (r *Reader) FindTask(ref string) (*Task, error) {
 
 // Pending reports whether any task is queued or running, that is whether a
 // worker may still find work (now, after a backoff, or after a lease expires).
-func (r *Reader) Pending() (bool, error) {
-	tasks, err := r.Tasks()
-	if err != nil {
-		return false, err
-	}
-	for _, t := range tasks {
-		if t.Status.runnable() {
-			return true, nil
-		}
-	}
-	return false, nil
+func (s *Store) Pending() bool {
+	s.idx.mu.Lock()
+	defer s.idx.mu.Unlock()
+	return len(s.idx.active) > 0
 }
 
 // ctx-free convenience wrappers.

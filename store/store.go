@@ -53,8 +53,10 @@ type Store struct {
 	now      func() time.Time
 	session  string
 	maxBatch int
+	sync     bool // fsync after transactions that must be durable
 	log      hclog.Logger
 	plan     Planner
+	idx      *index
 
 	mu      sync.Mutex // guards queue and leading
 	queue   []*op
@@ -74,11 +76,14 @@ func Open(dir string, o Options) (*Store, error) {
 	}
 	bo := badger.DefaultOptions(dir).
 		WithLogger(badgerLogger{o.Logger.Named("badger")}).
-		WithSyncWrites(!o.NoSync && !o.InMemory).
+		// Durability is by an explicit Sync after each transaction that
+		// needs it (see update), not Badger's per-write sync.
+		WithSyncWrites(false).
 		WithNumVersionsToKeep(1).
-		WithMemTableSize(32 << 20).
-		WithValueThreshold(1 << 20).
-		WithNumCompactors(2)
+		WithMemTableSize(16 << 20).
+		WithValueThreshold(64 << 10).
+		WithNumCompactors(2).
+		WithValueLogFileSize(16 << 20)
 	if o.InMemory {
 		bo = bo.WithInMemory(true).WithDir("").WithValueDir("")
 	}
@@ -89,7 +94,50 @@ func Open(dir string, o Options) (*Store, error) {
 		}
 		return nil, fmt.Errorf("open store %s: %w", dir, err)
 	}
-	return &Store{db: db, now: o.Now, session: newSessionID(), maxBatch: o.MaxBatch, log: o.Logger, plan: o.Planner}, nil
+	s := &Store{db: db, now: o.Now, session: newSessionID(), maxBatch: o.MaxBatch, log: o.Logger,
+		plan: o.Planner, idx: newIndex(), sync: !o.NoSync && !o.InMemory}
+	if err := s.rebuildIndex(); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open store %s: reading runnable tasks: %w", dir, err)
+	}
+	return s, nil
+}
+
+// rebuildIndex fills the claim index from the records: every runnable task,
+// the ready units of its current step, and its leased units (leases of an
+// earlier session are taken back by the first claim).
+func (s *Store) rebuildIndex() error {
+	return s.view(func(t *tx) error {
+		for _, k := range t.keys([]byte("a/")) {
+			id := string(k[2:])
+			task := new(Task)
+			if err := t.getJSON(taskKey(id), task); err != nil {
+				return err
+			}
+			if !task.Status.runnable() {
+				continue
+			}
+			s.idx.addActive(id)
+			err := t.scan(unitStepPrefix(id, task.Cursor), func(_, val []byte) (bool, error) {
+				u := new(Unit)
+				if err := json.Unmarshal(val, u); err != nil {
+					return false, err
+				}
+				r := unitRef{id, u.Step, u.Item}
+				switch u.State {
+				case UnitReady:
+					s.idx.addReady(r, u.NotBefore)
+				case UnitLeased:
+					s.idx.leases[r] = leaseRec{owner: u.Owner, until: u.LeaseUntil}
+				}
+				return true, nil
+			})
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // Close closes the database. Operations in flight must have returned.
@@ -192,18 +240,23 @@ func (s *Store) tryBatch(batch []*op) bool {
 	txn := s.db.NewTransaction(true)
 	defer txn.Discard()
 	errs := make([]error, len(batch))
+	txs := make([]*tx, len(batch))
 	for i, o := range batch {
-		t := &tx{txn: txn, s: s}
-		errs[i] = o.fn(t)
-		if errs[i] != nil && t.wrote {
+		txs[i] = &tx{txn: txn, s: s}
+		errs[i] = o.fn(txs[i])
+		if errs[i] != nil && txs[i].wrote {
 			return false
 		}
 	}
 	if err := txn.Commit(); err != nil {
 		return false
 	}
+	err := s.finish(txs, errs)
 	for i, o := range batch {
 		o.err = errs[i]
+		if o.err == nil {
+			o.err = err
+		}
 		close(o.done)
 	}
 	return true
@@ -216,9 +269,36 @@ func (s *Store) runAlone(o *op) {
 	err := o.fn(t)
 	if err == nil {
 		err = txn.Commit()
+		if err == nil {
+			err = s.finish([]*tx{t}, []error{nil})
+		}
 	}
 	o.err = err
 	close(o.done)
+}
+
+// finish runs after a transaction committed: it applies the index changes of
+// the operations that succeeded and, if any of them must be durable, syncs
+// the log to disk (one sync for the whole batch: the group commit).
+func (s *Store) finish(txs []*tx, errs []error) error {
+	durable := false
+	s.idx.mu.Lock()
+	for i, t := range txs {
+		if errs[i] != nil {
+			continue
+		}
+		durable = durable || t.durable
+		for _, fn := range t.afters {
+			fn(s.idx)
+		}
+	}
+	s.idx.mu.Unlock()
+	if durable && s.sync {
+		if err := s.db.Sync(); err != nil {
+			return fmt.Errorf("sync: %w", err)
+		}
+	}
+	return nil
 }
 
 // view runs fn in a read-only transaction.
@@ -232,10 +312,15 @@ func (s *Store) view(fn func(*tx) error) error {
 // anything was written, so that a failed operation can be told apart from a
 // half-applied one.
 type tx struct {
-	txn   *badger.Txn
-	s     *Store
-	wrote bool
+	txn     *badger.Txn
+	s       *Store
+	wrote   bool
+	durable bool           // the operation must be on disk before it returns
+	afters  []func(*index) // index changes to apply once committed
 }
+
+// after queues an index change to apply if and when the transaction commits.
+func (t *tx) after(fn func(*index)) { t.afters = append(t.afters, fn) }
 
 func (t *tx) getJSON(key []byte, v any) error {
 	item, err := t.txn.Get(key)

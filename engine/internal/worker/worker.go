@@ -159,13 +159,11 @@ func (w *Worker) Run(ctx context.Context) error {
 
 // idle reports whether there is no work left for this worker.
 func (w *Worker) idle() (bool, error) {
+	if w.cfg.Task == "" {
+		return !w.cfg.Store.Pending(), nil
+	}
 	var idle bool
 	err := w.cfg.Store.Read(func(r *store.Reader) error {
-		if w.cfg.Task == "" {
-			pending, err := r.Pending()
-			idle = !pending
-			return err
-		}
 		t, err := r.Task(w.cfg.Task)
 		if err != nil {
 			return err
