@@ -128,99 +128,117 @@ func (s *Store) Claim(ctx context.Context, req ClaimRequest) (Claimed, error) {
 		req.LeaseFor = 30 * time.Second
 	}
 	err := s.update(ctx, func(t *tx) error {
-		out = Claimed{}
-		now := s.now()
-		s.idx.mu.Lock()
-		defer s.idx.mu.Unlock()
-		tasks := map[string]*Task{}
-		load := func(id string) (*Task, error) {
-			if task, ok := tasks[id]; ok {
-				return task, nil
-			}
-			task := new(Task)
-			if err := t.getJSON(taskKey(id), task); err != nil {
-				return nil, err
-			}
-			tasks[id] = task
-			return task, nil
-		}
-		back, err := s.reclaim(t, req.Task, now, load, &out.Wake)
-		if err != nil {
-			return err
-		}
-		ids := s.idx.active
-		if req.Task != "" {
-			ids = []string{req.Task}
-		}
-		for _, id := range ids {
-			if len(out.Leases) >= req.Max {
-				break
-			}
-			if s.idx.ready[id] == nil && len(back[id]) == 0 {
-				continue
-			}
-			task, err := load(id)
-			if errors.Is(err, ErrNotFound) {
-				continue
-			} else if err != nil {
-				return err
-			}
-			if !task.Status.runnable() {
-				continue
-			}
-			st := &task.Steps[task.Cursor]
-			n := min(req.Max-len(out.Leases), st.Limit-st.Leased)
-			refs := back[id][:min(n, len(back[id]))]
-			more, wake := s.idx.candidates(id, now, n-len(refs))
-			refs = append(refs, more...)
-			out.Wake = earliest(out.Wake, wake)
-			for _, r := range refs {
-				u := new(Unit)
-				err := t.getJSON(unitKey(id, r.step, r.item), u)
-				if err != nil && !errors.Is(err, ErrNotFound) {
-					return err
-				}
-				if err != nil || r.step != task.Cursor || u.State != UnitReady || u.NotBefore.After(now) {
-					stale := r
-					t.after(func(x *index) { x.removeReady(stale) })
-					continue
-				}
-				if task.Status == Queued {
-					task.Status = Running
-					task.StartedAt = now
-					if err := s.event(t, task, Event{Type: EvStarted, Owner: req.Owner}); err != nil {
-						return err
-					}
-				}
-				task.Epoch++
-				task.Attempts++
-				task.Leases++
-				st.Leased++
-				task.LeaseOwner, task.LeaseUntil = req.Owner, now.Add(req.LeaseFor)
-				u.State, u.Owner, u.Epoch, u.LeaseUntil = UnitLeased, req.Owner, task.Epoch, now.Add(req.LeaseFor)
-				u.Attempt++
-				if err := t.putJSON(unitKey(id, r.step, r.item), u); err != nil {
-					return err
-				}
-				leased, rec := r, leaseRec{owner: u.Owner, until: u.LeaseUntil}
-				t.after(func(x *index) {
-					x.removeReady(leased)
-					x.leases[leased] = rec
-				})
-				out.Leases = append(out.Leases, Lease{
-					Task: id, Step: r.step, Item: r.item, Attempt: u.Attempt,
-					Owner: u.Owner, Epoch: u.Epoch, Until: u.LeaseUntil, Unit: *u,
-				})
-			}
-		}
-		for _, task := range tasks {
-			if err := s.saveIfChanged(t, task); err != nil {
-				return err
-			}
-		}
-		return nil
+		var err error
+		out, err = s.claim(t, req, nil)
+		return err
 	})
 	return out, err
+}
+
+// claim leases up to req.Max units inside t. held, when set, is a task record
+// the calling operation has already changed (and will save itself).
+func (s *Store) claim(t *tx, req ClaimRequest, held *Task) (Claimed, error) {
+	var out Claimed
+	now := s.now()
+	s.idx.mu.Lock()
+	defer s.idx.mu.Unlock()
+	tasks := map[string]*Task{}
+	if held != nil {
+		tasks[held.ID] = held
+	}
+	load := func(id string) (*Task, error) {
+		if task, ok := tasks[id]; ok {
+			return task, nil
+		}
+		task := new(Task)
+		if err := t.getJSON(taskKey(id), task); err != nil {
+			return nil, err
+		}
+		tasks[id] = task
+		return task, nil
+	}
+	// Units made ready by this very transaction are not in the index yet.
+	extra, err := s.reclaim(t, req.Task, now, load, &out.Wake)
+	if err != nil {
+		return out, err
+	}
+	for _, r := range t.ready {
+		extra[r.task] = append(extra[r.task], r)
+	}
+	ids := s.idx.active
+	if req.Task != "" {
+		ids = []string{req.Task}
+	}
+	for _, id := range ids {
+		if len(out.Leases) >= req.Max {
+			break
+		}
+		if s.idx.ready[id] == nil && len(extra[id]) == 0 {
+			continue
+		}
+		task, err := load(id)
+		if errors.Is(err, ErrNotFound) {
+			continue
+		} else if err != nil {
+			return out, err
+		}
+		if !task.Status.runnable() {
+			continue
+		}
+		st := &task.Steps[task.Cursor]
+		n := min(req.Max-len(out.Leases), st.Limit-st.Leased)
+		refs := extra[id][:min(n, len(extra[id]))]
+		more, wake := s.idx.candidates(id, now, n-len(refs))
+		refs = append(refs, more...)
+		out.Wake = earliest(out.Wake, wake)
+		for _, r := range refs {
+			u := new(Unit)
+			err := t.getJSON(unitKey(id, r.step, r.item), u)
+			if err != nil && !errors.Is(err, ErrNotFound) {
+				return out, err
+			}
+			if err != nil || r.step != task.Cursor || u.State != UnitReady || u.NotBefore.After(now) {
+				stale := r
+				t.after(func(x *index) { x.removeReady(stale) })
+				continue
+			}
+			if task.Status == Queued {
+				task.Status = Running
+				task.StartedAt = now
+				if err := s.event(t, task, Event{Type: EvStarted, Owner: req.Owner}); err != nil {
+					return out, err
+				}
+			}
+			task.Epoch++
+			task.Attempts++
+			task.Leases++
+			st.Leased++
+			task.LeaseOwner, task.LeaseUntil = req.Owner, now.Add(req.LeaseFor)
+			u.State, u.Owner, u.Epoch, u.LeaseUntil = UnitLeased, req.Owner, task.Epoch, now.Add(req.LeaseFor)
+			u.Attempt++
+			if err := t.putJSON(unitKey(id, r.step, r.item), u); err != nil {
+				return out, err
+			}
+			leased, rec := r, leaseRec{owner: u.Owner, until: u.LeaseUntil}
+			t.after(func(x *index) {
+				x.removeReady(leased)
+				x.leases[leased] = rec
+			})
+			out.Leases = append(out.Leases, Lease{
+				Task: id, Step: r.step, Item: r.item, Attempt: u.Attempt,
+				Owner: u.Owner, Epoch: u.Epoch, Until: u.LeaseUntil, Unit: *u,
+			})
+		}
+	}
+	for _, task := range tasks {
+		if task == held {
+			continue
+		}
+		if err := s.saveIfChanged(t, task); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
 }
 
 // reclaim returns expired leases (and leases of earlier sessions) to the
@@ -359,7 +377,20 @@ type Repair struct {
 // new state, the task's advance and the events, in one transaction. A lease
 // that is no longer current gets ErrLeaseLost and changes nothing.
 func (s *Store) Commit(ctx context.Context, r Result) (*Task, error) {
+	task, _, err := s.CommitAndClaim(ctx, r, ClaimRequest{})
+	return task, err
+}
+
+// CommitAndClaim is Commit followed, in the same transaction, by Claim(next)
+// when next.Max > 0: a worker finishing one unit takes its next without a
+// transaction (and a disk sync) of its own. If the commit is refused, nothing
+// is claimed.
+func (s *Store) CommitAndClaim(ctx context.Context, r Result, next ClaimRequest) (*Task, Claimed, error) {
 	var out *Task
+	var claimed Claimed
+	if next.LeaseFor <= 0 {
+		next.LeaseFor = 30 * time.Second
+	}
 	err := s.update(ctx, func(t *tx) error {
 		l := r.Lease
 		u, task, err := s.leased(t, l)
@@ -390,6 +421,7 @@ func (s *Store) Commit(ctx context.Context, r Result) (*Task, error) {
 			if !r.RetryAt.IsZero() {
 				u.State, u.NotBefore, ev.Type = UnitReady, r.RetryAt, EvUnitRetry
 				at := r.RetryAt
+				t.ready = append(t.ready, ref)
 				t.after(func(x *index) { x.addReady(ref, at) })
 			} else {
 				u.State, ev.Type = UnitFailed, EvUnitFailed
@@ -448,14 +480,20 @@ func (s *Store) Commit(ctx context.Context, r Result) (*Task, error) {
 		if err := t.putJSON(attemptKey(l.Task, l.Step, l.Item, l.Attempt), &rec); err != nil {
 			return err
 		}
+		if next.Max > 0 {
+			var err error
+			if claimed, err = s.claim(t, next, task); err != nil {
+				return err
+			}
+		}
 		task.UpdatedAt = now
 		out = task
 		return t.putJSON(taskKey(task.ID), task)
 	})
 	if err != nil {
-		return nil, err
+		return nil, Claimed{}, err
 	}
-	return out, nil
+	return out, claimed, nil
 }
 
 // advance moves the cursor past a completed step: to the next step, whose
@@ -530,6 +568,9 @@ func (s *Store) enterStep(t *tx, task *Task) error {
 		}
 	}
 	id, n := task.ID, len(items)
+	for i := range n {
+		t.ready = append(t.ready, unitRef{id, idx, i})
+	}
 	t.after(func(x *index) {
 		for i := range n {
 			x.addReady(unitRef{id, idx, i}, time.Time{})

@@ -317,6 +317,7 @@ type tx struct {
 	wrote   bool
 	durable bool           // the operation must be on disk before it returns
 	afters  []func(*index) // index changes to apply once committed
+	ready   []unitRef      // units this transaction made ready (not in the index yet)
 }
 
 // after queues an index change to apply if and when the transaction commits.

@@ -125,7 +125,10 @@ func (w *Worker) Run(ctx context.Context) error {
 				wg.Add(1)
 				go func(l store.Lease) {
 					defer wg.Done()
-					w.attempt(runCtx, l)
+					// A commit may hand back the next unit: run it in this slot.
+					for next := []store.Lease{l}; len(next) > 0; {
+						next = w.attempt(runCtx, next[0])
+					}
 					finished <- struct{}{}
 				}(l)
 			}
@@ -174,14 +177,15 @@ func (w *Worker) idle() (bool, error) {
 	return idle, err
 }
 
-// attempt runs one leased unit and commits its outcome.
-func (w *Worker) attempt(ctx context.Context, l store.Lease) {
+// attempt runs one leased unit and commits its outcome, claiming the next
+// unit in the same transaction; it returns that unit's lease, if any.
+func (w *Worker) attempt(ctx context.Context, l store.Lease) []store.Lease {
 	log := w.log.With("task", l.Task, "step", l.Step, "item", l.Item, "attempt", l.Attempt, "epoch", l.Epoch)
 	started := time.Now()
 	res, step, stepErr := w.execute(ctx, l, log)
 	if ctx.Err() != nil {
 		log.Debug("attempt abandoned: worker stopping")
-		return
+		return nil
 	}
 	r := store.Result{Lease: l, Started: started}
 	if res != nil {
@@ -210,18 +214,20 @@ func (w *Worker) attempt(ctx context.Context, l store.Lease) {
 	default:
 		r.Output = res.Output
 	}
-	committed, err := w.cfg.Store.Commit(ctx, r)
+	next := store.ClaimRequest{Owner: w.owner, Max: 1, LeaseFor: w.cfg.LeaseFor, Task: w.cfg.Task}
+	committed, claimed, err := w.cfg.Store.CommitAndClaim(ctx, r, next)
 	switch {
 	case errors.Is(err, store.ErrLeaseLost):
 		log.Warn("commit refused: lease lost", "error", err)
-		return
+		return nil
 	case err != nil:
 		log.Error("commit failed; the lease will expire and the unit run again", "error", err)
-		return
+		return nil
 	}
 	if w.cfg.OnCommit != nil {
 		w.cfg.OnCommit(committed)
 	}
+	return claimed.Leases
 }
 
 // execute evaluates the unit's input, loads the plugin and runs the attempt
