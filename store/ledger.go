@@ -197,9 +197,13 @@ func (s *Store) claim(t *tx, req ClaimRequest, held *Task) (Claimed, error) {
 			if err != nil && !errors.Is(err, ErrNotFound) {
 				return out, err
 			}
-			if err != nil || r.step != task.Cursor || u.State != UnitReady || u.NotBefore.After(now) {
+			if err != nil || r.step != task.Cursor || u.State != UnitReady {
 				stale := r
 				t.after(func(x *index) { x.removeReady(stale) })
+				continue
+			}
+			if u.NotBefore.After(now) { // a retry made ready by this transaction, waiting out its backoff
+				out.Wake = earliest(out.Wake, u.NotBefore)
 				continue
 			}
 			if task.Status == Queued {

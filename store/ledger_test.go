@@ -459,3 +459,30 @@ func TestTaskIDsSortByCreation(t *testing.T) {
 	require.Len(t, a, 26)
 	require.Less(t, a, b)
 }
+
+func TestCommitAndClaimTakesTheNextUnitButNotABackingOffRetry(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	task := b.submit(t, plainSteps("a", "b"))
+	l := b.claim1(t, "w")
+	next := ClaimRequest{Owner: b.s.Owner("w"), Max: 1}
+	// A failure with a retry later: the same transaction must not lease it,
+	// and must not forget it either.
+	retryAt := b.clock.Now().Add(time.Second)
+	_, c, err := b.s.CommitAndClaim(b.ctx, Result{Lease: l, Failure: &Failure{Kind: fault.Trap, Message: "x"}, RetryAt: retryAt}, next)
+	require.NoError(t, err)
+	require.Empty(t, c.Leases)
+	require.Equal(t, retryAt, c.Wake)
+	b.clock.Add(time.Second)
+	l = b.claim1(t, "w")
+	require.Equal(t, 2, l.Attempt)
+	// Success: the next step's unit comes back with the commit.
+	got, c, err := b.s.CommitAndClaim(b.ctx, Result{Lease: l, Output: json.RawMessage(`1`)}, next)
+	require.NoError(t, err)
+	require.Len(t, c.Leases, 1)
+	require.Equal(t, 1, c.Leases[0].Step)
+	require.Equal(t, 1, got.Leases, "the commit's task record counts the new lease")
+	got = b.done(t, c.Leases[0], `2`)
+	require.Equal(t, Succeeded, got.Status)
+	_ = task
+}

@@ -7,14 +7,18 @@ import "github.com/tetratelabs/wazero/experimental"
 // return -1. Guests usually turn that into a trap or an abort; the refusal is
 // remembered so the failure can be classified as fault.Memory.
 //
-// wazero calls it from the goroutine running the guest (and frees the memory
-// from there too), so it needs no locking.
+// The memory is a region of pool. wazero calls Allocate and Reallocate from
+// the goroutine running the guest, so they need no locking. Free may come
+// from elsewhere (closing the Runtime closes running instances) and does
+// nothing: the region goes back to the pool in done, which Run calls once
+// the instance has returned, when nothing can touch the memory any more.
 type memoryCap struct {
+	pool    *memPool
 	limit   uint64
 	hit     bool   // a growth was refused
 	refused uint64 // the size refused
 	peak    uint64 // the largest size granted
-	buf     []byte
+	reg     *region
 	grown   bool // the initial allocation is done
 }
 
@@ -22,44 +26,44 @@ var _ experimental.MemoryAllocator = (*memoryCap)(nil)
 
 // Allocate implements experimental.MemoryAllocator. An instance has one
 // memory, so the allocator is its own LinearMemory.
-func (m *memoryCap) Allocate(capacity, _ uint64) experimental.LinearMemory {
-	if capacity > m.limit {
-		capacity = m.limit
+func (m *memoryCap) Allocate(capacity, maxBytes uint64) experimental.LinearMemory {
+	if m.reg == nil {
+		// The memory never grows past the limit, nor past the maximum
+		// the module declares.
+		limit := m.limit
+		if maxBytes > 0 {
+			limit = min(limit, maxBytes)
+		}
+		m.reg = m.pool.get(reservation(limit), min(capacity, m.limit))
 	}
-	m.buf = make([]byte, 0, capacity)
 	return m
 }
 
 // Reallocate implements experimental.LinearMemory. Wasm memories never
-// shrink, so bytes past len(m.buf) were never written and are still zero.
+// shrink; the region hands out zeros past the current length.
 func (m *memoryCap) Reallocate(size uint64) []byte {
 	// The first call allocates the module's declared minimum. wazero cannot
 	// take a refusal there (Run checks the minimum against the limit before
 	// instantiating), so it is never refused.
 	first := !m.grown
 	m.grown = true
-	if size > m.limit && !first {
+	if size > m.limit && !first || size > m.reg.size {
 		m.hit = true
 		m.refused = size
 		return nil
 	}
 	m.peak = max(m.peak, size)
-	if size <= uint64(cap(m.buf)) {
-		m.buf = m.buf[:size]
-		return m.buf
-	}
-	newCap := 2 * uint64(cap(m.buf))
-	if newCap < size {
-		newCap = size
-	}
-	if newCap > m.limit {
-		newCap = max(m.limit, size)
-	}
-	nb := make([]byte, size, newCap)
-	copy(nb, m.buf)
-	m.buf = nb
-	return nb
+	return m.reg.grow(size)
 }
 
-// Free implements experimental.LinearMemory.
-func (m *memoryCap) Free() { m.buf = nil }
+// Free implements experimental.LinearMemory. See done.
+func (m *memoryCap) Free() {}
+
+// done returns the memory to the pool. Run calls it when the instance is
+// closed or never started, from the goroutine that ran it.
+func (m *memoryCap) done() {
+	if m.reg != nil {
+		m.pool.put(m.reg)
+		m.reg = nil
+	}
+}

@@ -29,6 +29,18 @@ type Plugin struct {
 	r        *Runtime
 	compiled wazero.CompiledModule
 	sec      sections
+	cfg      wazero.ModuleConfig // what every attempt starts from; see moduleConfig
+}
+
+// moduleConfig is the module configuration every attempt of a plugin
+// starts from: Run adds the attempt's stdin, stdout, stderr and random
+// source. A ModuleConfig's With methods return copies, so sharing it is
+// safe.
+func moduleConfig(name string) wazero.ModuleConfig {
+	return wazero.NewModuleConfig().
+		WithName(""). // anonymous: concurrent instances never collide
+		WithArgs(name).
+		WithStartFunctions("_start")
 }
 
 // Request is the request envelope of one attempt. It marshals exactly as
@@ -148,6 +160,7 @@ type attempt struct {
 	maxCalls int // 0 = unlimited, < 0 = none allowed
 	cancel   context.CancelCauseFunc
 	leaseErr error
+	rand     fakeRand // the guest's random_get
 }
 
 var (
@@ -213,18 +226,20 @@ func (p *Plugin) Run(ctx context.Context, req Request, lim Limits, host Host) (*
 		defer stop()
 	}
 	att := &attempt{host: host, log: newLogBuffer(lim.MaxStderr), maxCalls: lim.MaxHostCalls, cancel: cancel}
-	mem := &memoryCap{limit: lim.MemoryBytes}
+	mem := &memoryCap{pool: linearMemories, limit: lim.MemoryBytes}
+	// The memory goes back to the pool only once the instance is closed
+	// (or never made): nothing runs on it then.
+	defer mem.done()
 	stdout := &stdoutBuffer{max: lim.MaxStdout, overflow: func() { cancel(errOutputTooLarge) }}
-	runCtx = context.WithValue(runCtx, attemptKey{}, att)
 	runCtx = experimental.WithMemoryAllocator(runCtx, mem)
+	// Last, so host calls find it first.
+	runCtx = context.WithValue(runCtx, attemptKey{}, att)
 
-	cfg := wazero.NewModuleConfig().
-		WithName(""). // anonymous: concurrent instances never collide
-		WithArgs(p.Name).
+	cfg := p.cfg.
 		WithStdin(bytes.NewReader(env)).
 		WithStdout(stdout).
 		WithStderr(att.log).
-		WithStartFunctions("_start")
+		WithRandSource(&att.rand)
 
 	start := time.Now()
 	mod, err := p.r.rt.InstantiateModule(runCtx, p.compiled, cfg)

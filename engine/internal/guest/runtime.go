@@ -165,7 +165,7 @@ func (r *Runtime) load(ctx context.Context, name, sum string, wasm []byte) (*Plu
 	if e.err != nil {
 		return nil, prefixed(e.err, name)
 	}
-	return &Plugin{Name: name, SHA256: sum, Size: len(wasm), Info: e.info, r: r, compiled: e.compiled, sec: e.sec}, nil
+	return &Plugin{Name: name, SHA256: sum, Size: len(wasm), Info: e.info, r: r, compiled: e.compiled, sec: e.sec, cfg: moduleConfig(name)}, nil
 }
 
 // compile fills e and closes e.ready. A failure caused by ctx is not kept,
@@ -174,7 +174,7 @@ func (r *Runtime) load(ctx context.Context, name, sum string, wasm []byte) (*Plu
 func (r *Runtime) compile(ctx context.Context, e *compiledEntry, name, sum string, wasm []byte) {
 	defer close(e.ready)
 	log := r.logger.With("plugin", name, "sha256", sum[:12])
-	compiled, err := compile(ctx, r.rt, wasm)
+	compiled, err := compilePacked(ctx, r.rt, wasm)
 	if err == nil {
 		e.info, e.sec, err = describe(wasm, compiled, r.have)
 		if err != nil {
