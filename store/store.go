@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -194,49 +195,68 @@ func (s *Store) update(ctx context.Context, fn func(*tx) error) error {
 	} else {
 		s.leading = true
 	}
-	// This goroutine leads: take the queue (which holds o) and run it.
+	// This goroutine leads: run the queue in batches until o's batch has
+	// run. Leadership passes on as soon as that batch's transaction has
+	// committed, so the next batch's transaction overlaps this one's sync.
 	for {
 		n := min(len(s.queue), s.maxBatch)
 		batch := s.queue[:n:n]
 		s.queue = s.queue[n:]
+		mine := slices.Contains(batch, o)
 		s.mu.Unlock()
-		s.runBatch(batch)
+		sync := s.runBatch(batch)
 		s.mu.Lock()
-		if isDone(o) {
-			break
+		if mine {
+			if len(s.queue) > 0 {
+				s.queue[0].lead <- struct{}{}
+			} else {
+				s.leading = false
+			}
+			s.mu.Unlock()
+			s.complete(batch, sync)
+			return o.err
+		}
+		s.mu.Unlock()
+		s.complete(batch, sync)
+		s.mu.Lock()
+	}
+}
+
+// complete makes a committed batch durable when it must be, then releases
+// its callers. A failed sync fails every operation of the batch.
+func (s *Store) complete(batch []*op, sync bool) {
+	if sync && s.sync {
+		if err := s.db.Sync(); err != nil {
+			for _, o := range batch {
+				if o.err == nil {
+					o.err = fmt.Errorf("sync: %w", err)
+				}
+			}
 		}
 	}
-	if len(s.queue) > 0 {
-		s.queue[0].lead <- struct{}{}
-	} else {
-		s.leading = false
-	}
-	s.mu.Unlock()
-	return o.err
-}
-
-func isDone(o *op) bool {
-	select {
-	case <-o.done:
-		return true
-	default:
-		return false
+	for _, o := range batch {
+		close(o.done)
 	}
 }
 
-func (s *Store) runBatch(batch []*op) {
-	if len(batch) > 1 && s.tryBatch(batch) {
-		return
+// runBatch runs the ops' transactions and records each op's error. It
+// reports whether any op that succeeded must be synced to disk.
+func (s *Store) runBatch(batch []*op) (sync bool) {
+	if len(batch) > 1 {
+		if sync, ok := s.tryBatch(batch); ok {
+			return sync
+		}
 	}
 	for _, o := range batch {
-		s.runAlone(o)
+		sync = s.runAlone(o) || sync
 	}
+	return sync
 }
 
-// tryBatch runs all ops in one transaction. It returns false, having finished
-// nothing, if an op failed after writing or the transaction could not commit;
-// the caller then runs each op alone.
-func (s *Store) tryBatch(batch []*op) bool {
+// tryBatch runs all ops in one transaction. It returns ok false, having
+// changed nothing, if an op failed after writing or the transaction could not
+// commit; the caller then runs each op alone.
+func (s *Store) tryBatch(batch []*op) (sync, ok bool) {
 	txn := s.db.NewTransaction(true)
 	defer txn.Discard()
 	errs := make([]error, len(batch))
@@ -245,44 +265,39 @@ func (s *Store) tryBatch(batch []*op) bool {
 		txs[i] = &tx{txn: txn, s: s}
 		errs[i] = o.fn(txs[i])
 		if errs[i] != nil && txs[i].wrote {
-			return false
+			return false, false
 		}
 	}
 	if err := txn.Commit(); err != nil {
-		return false
+		return false, false
 	}
-	err := s.finish(txs, errs)
+	sync = s.applyIndex(txs, errs)
 	for i, o := range batch {
 		o.err = errs[i]
-		if o.err == nil {
-			o.err = err
-		}
-		close(o.done)
 	}
-	return true
+	return sync, true
 }
 
-func (s *Store) runAlone(o *op) {
+func (s *Store) runAlone(o *op) (sync bool) {
 	txn := s.db.NewTransaction(true)
 	defer txn.Discard()
 	t := &tx{txn: txn, s: s}
-	err := o.fn(t)
-	if err == nil {
-		err = txn.Commit()
-		if err == nil {
-			err = s.finish([]*tx{t}, []error{nil})
+	o.err = o.fn(t)
+	if o.err == nil {
+		o.err = txn.Commit()
+		if o.err == nil {
+			sync = s.applyIndex([]*tx{t}, []error{nil})
 		}
 	}
-	o.err = err
-	close(o.done)
+	return sync
 }
 
-// finish runs after a transaction committed: it applies the index changes of
-// the operations that succeeded and, if any of them must be durable, syncs
-// the log to disk (one sync for the whole batch: the group commit).
-func (s *Store) finish(txs []*tx, errs []error) error {
-	durable := false
+// applyIndex runs after a transaction committed: it applies the index
+// changes of the operations that succeeded and reports whether any of them
+// must be durable before its caller hears back.
+func (s *Store) applyIndex(txs []*tx, errs []error) (durable bool) {
 	s.idx.mu.Lock()
+	defer s.idx.mu.Unlock()
 	for i, t := range txs {
 		if errs[i] != nil {
 			continue
@@ -292,13 +307,7 @@ func (s *Store) finish(txs []*tx, errs []error) error {
 			fn(s.idx)
 		}
 	}
-	s.idx.mu.Unlock()
-	if durable && s.sync {
-		if err := s.db.Sync(); err != nil {
-			return fmt.Errorf("sync: %w", err)
-		}
-	}
-	return nil
+	return durable
 }
 
 // view runs fn in a read-only transaction.

@@ -93,10 +93,15 @@ func Prepare(path string, vars map[string]string) (*Submission, error) {
 		m.Vars[name] = b
 	}
 	steps := make([]store.StepState, len(t.Steps))
+	sums := map[string]string{} // steps often share a plugin
 	for i, s := range t.Steps {
-		sum, err := HashFile(s.PluginPath)
-		if err != nil {
-			return nil, fmt.Errorf("step %q: %w", s.Name, err)
+		sum, ok := sums[s.PluginPath]
+		if !ok {
+			var err error
+			if sum, err = HashFile(s.PluginPath); err != nil {
+				return nil, fmt.Errorf("step %q: %w", s.Name, err)
+			}
+			sums[s.PluginPath] = sum
 		}
 		m.Plugins[s.Name] = store.PluginPin{Path: s.PluginPath, SHA256: sum}
 		steps[i] = store.StepState{Name: s.Name, FanOut: s.ForEach != nil, Limit: max(s.Concurrency, 1)}
