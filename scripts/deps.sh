@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Installs, from Debian's packages, the toolchain the C test guests are built
+# with: clang-14 targeting wasm32-wasi, its linker, WASI libc and builtins,
+# and wabt (wat2wasm). Go plugins need only the Go toolchain.
+set -euo pipefail
+
+need=()
+command -v clang-14 >/dev/null 2>&1 || need+=(clang-14)
+command -v wasm-ld-14 >/dev/null 2>&1 || need+=(lld-14)
+[ -d /usr/share/wasi-sysroot ] || need+=(wasi-libc)
+ls /usr/lib/llvm-14/lib/clang/*/lib/wasi/libclang_rt.builtins-wasm32.a >/dev/null 2>&1 || need+=(libclang-rt-14-dev-wasm32)
+command -v wat2wasm >/dev/null 2>&1 || need+=(wabt)
+
+if [ ${#need[@]} -eq 0 ]; then
+	exit 0
+fi
+echo "installing: ${need[*]}" >&2
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq "${need[@]}" >/dev/null
