@@ -161,6 +161,9 @@ func (e *Engine) CheckPlugins(id string) error {
 // files holds the sources the diagnostics refer to.
 func Validate(path string) (files map[string][]byte, diags hcl.Diagnostics) {
 	t, diags := taskfile.ParseFile(path, taskfile.Options{CheckPlugins: true})
+	if !diags.HasErrors() {
+		diags = append(diags, plan.CheckModules(context.Background(), t)...)
+	}
 	files = map[string][]byte{}
 	if t != nil {
 		files[t.Filename] = t.Source

@@ -199,3 +199,22 @@ func TestPluginInspect(t *testing.T) {
 	require.Equal(t, 1, code)
 	require.Contains(t, errOut, "junk.wasm")
 }
+
+func TestValidateReportsABIMismatchOnTheStep(t *testing.T) {
+	t.Parallel()
+	b := setupCLI(t, `
+task "v2" {
+  step "a" {
+    plugin = "v2.wasm"
+  }
+}
+`)
+	v2 := testwasm.BuildC(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/c/abi_v2.c"))
+	bin, err := os.ReadFile(v2)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(b.dir, "v2.wasm"), bin, 0o644))
+	code, _, errOut := b.lh(t, "validate", filepath.Join(b.dir, "task.hcl"))
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, "task.hcl:4:14: error: Plugin ABI mismatch")
+	require.Contains(t, errOut, "lhengine_v2")
+}

@@ -4,6 +4,7 @@
 package plan
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -20,6 +21,7 @@ import (
 	"github.com/zclconf/go-cty/cty/convert"
 
 	"github.com/lhengine/lhengine/engine/fault"
+	"github.com/lhengine/lhengine/engine/internal/guest"
 	"github.com/lhengine/lhengine/engine/internal/taskfile"
 	"github.com/lhengine/lhengine/store"
 )
@@ -68,6 +70,9 @@ func Prepare(path string, vars map[string]string) (*Submission, error) {
 	} else if src, err := os.ReadFile(abs); err == nil {
 		files[abs] = src
 	}
+	if !diags.HasErrors() {
+		diags = append(diags, CheckModules(context.Background(), t)...)
+	}
 	if diags.HasErrors() {
 		return nil, &InvalidTaskError{Diagnostics: diags, Files: files}
 	}
@@ -107,6 +112,45 @@ func Prepare(path string, vars map[string]string) (*Submission, error) {
 		steps[i] = store.StepState{Name: s.Name, FanOut: s.ForEach != nil, Limit: max(s.Concurrency, 1)}
 	}
 	return &Submission{Task: t, Steps: steps, Manifest: m}, nil
+}
+
+// CheckModules reads every step's plugin and reports, on the step's plugin
+// attribute, a file that is not a module lhengine can run: not Wasm, not a
+// WASI command, or built for another ABI version.
+func CheckModules(ctx context.Context, t *taskfile.Task) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	seen := map[string]error{}
+	for _, s := range t.Steps {
+		err, ok := seen[s.PluginPath]
+		if !ok {
+			wasm, rerr := os.ReadFile(s.PluginPath)
+			if rerr != nil {
+				err = rerr
+			} else {
+				_, err = guest.Inspect(ctx, wasm)
+			}
+			seen[s.PluginPath] = err
+		}
+		if err == nil {
+			continue
+		}
+		summary := "Plugin cannot be loaded"
+		switch fault.KindOf(err) {
+		case fault.ABIMismatch:
+			summary = "Plugin ABI mismatch"
+		case fault.BadModule:
+			summary = "Plugin is not a WASI command module"
+		}
+		r := s.PluginRange
+		diags = append(diags, &hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  summary,
+			Detail:   fmt.Sprintf("Step %q: %s: %v", s.Name, s.Plugin, err),
+			Subject:  &r,
+			Context:  &s.DeclRange,
+		})
+	}
+	return diags
 }
 
 // HashFile returns the lower-case hex sha256 of a file.
