@@ -7,7 +7,7 @@ set -euo pipefail
 need=()
 command -v clang-14 >/dev/null 2>&1 || need+=(clang-14)
 command -v wasm-ld-14 >/dev/null 2>&1 || need+=(lld-14)
-[ -d /usr/share/wasi-sysroot ] || need+=(wasi-libc)
+[ -f /usr/lib/wasm32-wasi/libc.a ] || need+=(wasi-libc)
 ls /usr/lib/llvm-14/lib/clang/*/lib/wasi/libclang_rt.builtins-wasm32.a >/dev/null 2>&1 || need+=(libclang-rt-14-dev-wasm32)
 command -v wat2wasm >/dev/null 2>&1 || need+=(wabt)
 
