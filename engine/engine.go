@@ -97,7 +97,13 @@ type SubmitOptions struct {
 // idempotency key names an earlier submission). A task file that does not
 // validate gives an *InvalidTaskError.
 func (e *Engine) Submit(ctx context.Context, path string, o SubmitOptions) (*store.Task, bool, error) {
-	sub, err := plan.Prepare(path, o.Vars)
+	// Loading through the runtime compiles each module once per process
+	// (and once per machine, with the on-disk cache); the worker reuses it.
+	check := func(ctx context.Context, p string) error {
+		_, err := e.rt.Load(ctx, p, "")
+		return err
+	}
+	sub, err := plan.Prepare(path, o.Vars, check)
 	if err != nil {
 		return nil, false, err
 	}
@@ -162,7 +168,7 @@ func (e *Engine) CheckPlugins(id string) error {
 func Validate(path string) (files map[string][]byte, diags hcl.Diagnostics) {
 	t, diags := taskfile.ParseFile(path, taskfile.Options{CheckPlugins: true})
 	if !diags.HasErrors() {
-		diags = append(diags, plan.CheckModules(context.Background(), t)...)
+		diags = append(diags, plan.CheckModules(context.Background(), t, nil)...)
 	}
 	files = map[string][]byte{}
 	if t != nil {

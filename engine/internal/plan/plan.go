@@ -58,7 +58,10 @@ func (e *InvalidTaskError) Error() string {
 // Prepare validates the task file at path with the given --var values and
 // pins it: the absolute path and sha256 of every plugin, the source, and the
 // variable values.
-func Prepare(path string, vars map[string]string) (*Submission, error) {
+//
+// check, when set, loads each plugin module the way it will be run (see
+// CheckModules); nil uses Inspect.
+func Prepare(path string, vars map[string]string, check ModuleCheck) (*Submission, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, err
@@ -71,7 +74,7 @@ func Prepare(path string, vars map[string]string) (*Submission, error) {
 		files[abs] = src
 	}
 	if !diags.HasErrors() {
-		diags = append(diags, CheckModules(context.Background(), t)...)
+		diags = append(diags, CheckModules(context.Background(), t, check)...)
 	}
 	if diags.HasErrors() {
 		return nil, &InvalidTaskError{Diagnostics: diags, Files: files}
@@ -114,21 +117,33 @@ func Prepare(path string, vars map[string]string) (*Submission, error) {
 	return &Submission{Task: t, Steps: steps, Manifest: m}, nil
 }
 
-// CheckModules reads every step's plugin and reports, on the step's plugin
+// ModuleCheck loads the plugin at path and says why it cannot run, if it
+// cannot (a *fault.StepError of kind ABIMismatch, BadModule, ...).
+type ModuleCheck func(ctx context.Context, path string) error
+
+// Inspect is the ModuleCheck that decodes the module without a runtime.
+func Inspect(ctx context.Context, path string) error {
+	wasm, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	_, err = guest.Inspect(ctx, wasm)
+	return err
+}
+
+// CheckModules checks every step's plugin and reports, on the step's plugin
 // attribute, a file that is not a module lhengine can run: not Wasm, not a
-// WASI command, or built for another ABI version.
-func CheckModules(ctx context.Context, t *taskfile.Task) hcl.Diagnostics {
+// WASI command, or built for another ABI version. check nil means Inspect.
+func CheckModules(ctx context.Context, t *taskfile.Task, check ModuleCheck) hcl.Diagnostics {
+	if check == nil {
+		check = Inspect
+	}
 	var diags hcl.Diagnostics
 	seen := map[string]error{}
 	for _, s := range t.Steps {
 		err, ok := seen[s.PluginPath]
 		if !ok {
-			wasm, rerr := os.ReadFile(s.PluginPath)
-			if rerr != nil {
-				err = rerr
-			} else {
-				_, err = guest.Inspect(ctx, wasm)
-			}
+			err = check(ctx, s.PluginPath)
 			seen[s.PluginPath] = err
 		}
 		if err == nil {
