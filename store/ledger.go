@@ -368,6 +368,10 @@ type Result struct {
 	Repair  *Repair
 	Log     []byte
 	Started time.Time
+	// Counts and Notes are the progress the attempt reported; they are
+	// recorded only if the attempt succeeded, with its output.
+	Counts map[string]int64
+	Notes  []Note
 }
 
 // Repair asks to send the task back to step RestartFrom.
@@ -463,6 +467,19 @@ func (s *Store) CommitAndClaim(ctx context.Context, r Result, next ClaimRequest)
 			rec.Output = out
 			u.State, u.Committed, u.Failure = UnitDone, l.Attempt, nil
 			st.Done++
+			for name, d := range r.Counts {
+				if task.Counters == nil {
+					task.Counters = map[string]int64{}
+				}
+				task.Counters[name] += d
+			}
+			for _, n := range r.Notes {
+				n.Seq, n.Step, n.Item, n.Attempt, n.Time = task.Notes, st.Name, l.Item, l.Attempt, now
+				task.Notes++
+				if err := t.putJSON(noteKey(task.ID, n.Seq), n); err != nil {
+					return err
+				}
+			}
 			task.ConsecutiveFailures = 0
 			ev.Type = EvUnitDone
 			// The attempt record goes first: advancing may read this output.

@@ -61,6 +61,11 @@ type Task struct {
 
 	Output json.RawMessage `json:"output,omitempty"` // the last step's output once succeeded
 
+	// Counters are the progress counts committed units reported.
+	Counters map[string]int64 `json:"counters,omitempty"`
+	// Notes counts the progress notes recorded (read them with Reader.Notes).
+	Notes uint64 `json:"notes,omitempty"`
+
 	CreatedAt  time.Time `json:"created_at"`
 	UpdatedAt  time.Time `json:"updated_at"`
 	StartedAt  time.Time `json:"started_at,omitzero"`
@@ -194,18 +199,21 @@ type EventType string
 
 // Event types.
 const (
-	EvSubmitted    EventType = "submitted"
-	EvStarted      EventType = "started"
-	EvStepStarted  EventType = "step_started"
-	EvUnitDone     EventType = "unit_done"
-	EvUnitFailed   EventType = "unit_failed"
-	EvUnitRetry    EventType = "unit_retry"
-	EvLeaseExpired EventType = "lease_expired"
-	EvStepDone     EventType = "step_done"
-	EvRepair       EventType = "repair"
-	EvSucceeded    EventType = "succeeded"
-	EvFailed       EventType = "failed"
-	EvCancelled    EventType = "cancelled"
+	EvSubmitted      EventType = "submitted"
+	EvStarted        EventType = "started"
+	EvStepStarted    EventType = "step_started"
+	EvUnitDone       EventType = "unit_done"
+	EvUnitFailed     EventType = "unit_failed"
+	EvUnitRetry      EventType = "unit_retry"
+	EvLeaseExpired   EventType = "lease_expired"
+	EvStepDone       EventType = "step_done"
+	EvRepair         EventType = "repair"
+	EvSucceeded      EventType = "succeeded"
+	EvFailed         EventType = "failed"
+	EvCancelled      EventType = "cancelled"
+	EvPaused         EventType = "paused"
+	EvResumed        EventType = "resumed"
+	EvEffectResolved EventType = "effect_resolved"
 )
 
 // Event is one entry of a task's durable event log.

@@ -1,0 +1,426 @@
+package store
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Host capabilities keep their durable records here: artifacts (content-
+// addressed, with provenance), the effect journal, and each unit's own
+// key/value cursor. Progress counts and notes ride in the unit's commit
+// (Result.Counts, Result.Notes) so a retried unit never counts twice.
+//
+//	B/<sha256>                                    artifact blob: size and chunk count (written last: the blob's commit point)
+//	b/<sha256>/<chunk>                            artifact bytes, in chunks of ArtifactChunk
+//	p/<task>/<step>/<item>/<sha256>/<name>        provenance of an artifact put by a unit
+//	j/<task>/<step>/<item>/<key>                  effect journal entry
+//	v/<task>/<step>/<item>/<key>                  unit key/value
+//	n/<task>/<seq>                                progress note
+
+// ArtifactChunk is the size of one stored piece of an artifact. Big
+// artifacts are written chunk by chunk, each in its own transaction, and never
+// pass through the task record.
+const ArtifactChunk = 1 << 20
+
+// Provenance says where an artifact came from.
+type Provenance struct {
+	Ref          string    `json:"ref"` // "sha256:<hex>"
+	Name         string    `json:"name"`
+	MediaType    string    `json:"media_type,omitempty"`
+	Size         int64     `json:"size"`
+	Task         string    `json:"task"`
+	Step         string    `json:"step"`
+	Item         int       `json:"item"`
+	Attempt      int       `json:"attempt"`
+	PluginSHA256 string    `json:"plugin_sha256"`
+	InputSHA256  string    `json:"input_sha256"`
+	Policies     []string  `json:"policies"`              // policy versions in force (none yet)
+	Environment  string    `json:"environment,omitempty"` // environment version when known
+	Time         time.Time `json:"time"`
+}
+
+type blobMeta struct {
+	Size   int64 `json:"size"`
+	Chunks int   `json:"chunks"`
+}
+
+// PutArtifact stores data (deduplicated by its sha256) and records its
+// provenance; it returns the ref "sha256:<hex>". The same unit putting the
+// same content under the same name again (a retry) updates one provenance
+// record instead of adding another.
+func (s *Store) PutArtifact(ctx context.Context, p Provenance, data []byte) (string, error) {
+	sum := sha256.Sum256(data)
+	hexSum := hex.EncodeToString(sum[:])
+	p.Ref, p.Size = "sha256:"+hexSum, int64(len(data))
+	if p.Time.IsZero() {
+		p.Time = s.now()
+	}
+	if p.Policies == nil {
+		p.Policies = []string{}
+	}
+	exists := false
+	if err := s.view(func(t *tx) error {
+		_, err := t.getRaw(blobKey(hexSum))
+		exists = err == nil
+		if errors.Is(err, ErrNotFound) {
+			return nil
+		}
+		return err
+	}); err != nil {
+		return "", err
+	}
+	if !exists {
+		chunks := 0
+		for off := 0; off < len(data) || chunks == 0; off += ArtifactChunk {
+			end := min(off+ArtifactChunk, len(data))
+			chunk, n := data[off:end], chunks
+			if err := s.update(ctx, func(t *tx) error { return t.put(chunkKey(hexSum, n), chunk) }); err != nil {
+				return "", fmt.Errorf("storing artifact chunk %d: %w", n, err)
+			}
+			chunks++
+			if end == len(data) {
+				break
+			}
+		}
+		meta := blobMeta{Size: int64(len(data)), Chunks: chunks}
+		if err := s.update(ctx, func(t *tx) error { return t.putJSON(blobKey(hexSum), meta) }); err != nil {
+			return "", err
+		}
+	}
+	err := s.update(ctx, func(t *tx) error {
+		t.durable = true
+		return t.putJSON(provKey(p.Task, p.Step, p.Item, hexSum, p.Name), p)
+	})
+	return p.Ref, err
+}
+
+// ReadArtifact copies up to len(buf) bytes of the artifact ref, starting at
+// offset, into buf; it returns the number copied (0 at the end) and the
+// artifact's size. ErrNotFound for an unknown ref.
+func (s *Store) ReadArtifact(ref string, offset int64, buf []byte) (int, int64, error) {
+	hexSum, ok := strings.CutPrefix(ref, "sha256:")
+	if !ok || len(hexSum) != 64 {
+		return 0, 0, fmt.Errorf("artifact ref %q: want sha256:<64 hex digits>: %w", ref, ErrNotFound)
+	}
+	var n int
+	var size int64
+	err := s.view(func(t *tx) error {
+		var m blobMeta
+		if err := t.getJSON(blobKey(hexSum), &m); err != nil {
+			return fmt.Errorf("artifact %s: %w", ref, err)
+		}
+		size = m.Size
+		for n < len(buf) && offset+int64(n) < m.Size {
+			pos := offset + int64(n)
+			chunk, err := t.getRaw(chunkKey(hexSum, int(pos/ArtifactChunk)))
+			if err != nil {
+				return fmt.Errorf("artifact %s chunk %d: %w", ref, pos/ArtifactChunk, err)
+			}
+			n += copy(buf[n:], chunk[pos%ArtifactChunk:])
+		}
+		return nil
+	})
+	return n, size, err
+}
+
+// Artifacts lists the provenance records of a task's artifacts.
+func (r *Reader) Artifacts(id string) ([]Provenance, error) {
+	var out []Provenance
+	err := r.t.scan([]byte("p/"+id+"/"), func(_, val []byte) (bool, error) {
+		var p Provenance
+		if err := json.Unmarshal(val, &p); err != nil {
+			return false, err
+		}
+		out = append(out, p)
+		return true, nil
+	})
+	return out, err
+}
+
+// KVGet reads a unit's own key/value entry.
+func (s *Store) KVGet(task string, step, item int, key string) (json.RawMessage, bool, error) {
+	var out json.RawMessage
+	err := s.view(func(t *tx) error {
+		b, err := t.getRaw(kvKey(task, step, item, key))
+		if err != nil {
+			return err
+		}
+		out = b
+		return nil
+	})
+	if errors.Is(err, ErrNotFound) {
+		return nil, false, nil
+	}
+	return out, err == nil, err
+}
+
+// KVPut writes a unit's own key/value entry, durably, if the lease is still
+// the unit's current one: a zombie cannot move the cursor of the worker that
+// took over.
+func (s *Store) KVPut(ctx context.Context, l Lease, key string, value json.RawMessage) error {
+	return s.update(ctx, func(t *tx) error {
+		if _, _, err := s.leased(t, l); err != nil {
+			return err
+		}
+		t.durable = true
+		return t.put(kvKey(l.Task, l.Step, l.Item, key), value)
+	})
+}
+
+// Note is a progress note a unit reported: a finding, a decision or a blocker.
+type Note struct {
+	Seq     uint64    `json:"seq"`
+	Kind    string    `json:"kind"`
+	Text    string    `json:"text"`
+	Step    string    `json:"step"`
+	Item    int       `json:"item"`
+	Attempt int       `json:"attempt"`
+	Time    time.Time `json:"time"`
+}
+
+// Notes returns a task's progress notes, oldest first.
+func (r *Reader) Notes(id string) ([]Note, error) {
+	var out []Note
+	err := r.t.scan([]byte("n/"+id+"/"), func(_, val []byte) (bool, error) {
+		var n Note
+		if err := json.Unmarshal(val, &n); err != nil {
+			return false, err
+		}
+		out = append(out, n)
+		return true, nil
+	})
+	return out, err
+}
+
+// EffectState is the state of an effect journal entry. Append only.
+type EffectState string
+
+// Effect states.
+const (
+	// EffectIntent: recorded before the effect is performed; an intent with
+	// no outcome means a crash may have happened in between.
+	EffectIntent EffectState = "intent"
+	// EffectDone: the outcome is recorded; it is returned, never re-performed.
+	EffectDone EffectState = "done"
+	// EffectUnknown: an intent without outcome under mode manual; the task is
+	// paused until a human confirms or asks for a retry.
+	EffectUnknown EffectState = "unknown"
+)
+
+// Effect is an effect journal entry.
+type Effect struct {
+	Task           string          `json:"task"`
+	Step           int             `json:"step"`
+	StepName       string          `json:"step_name"`
+	Item           int             `json:"item"`
+	Key            string          `json:"key"`
+	Kind           string          `json:"kind"`
+	Mode           string          `json:"mode"`
+	IdempotencyKey string          `json:"idempotency_key"`
+	Request        json.RawMessage `json:"request"`
+	State          EffectState     `json:"state"`
+	Outcome        json.RawMessage `json:"outcome,omitempty"`
+	Attempt        int             `json:"attempt"`
+	Performs       int             `json:"performs"` // times this engine performed it
+	Note           string          `json:"note,omitempty"`
+	IntentAt       time.Time       `json:"intent_at"`
+	DoneAt         time.Time       `json:"done_at,omitzero"`
+}
+
+// IdempotencyKey is the stable key sent with an effect: derived from
+// (task, step, item, key), so every replay of the same effect carries it.
+func IdempotencyKey(task, step string, item int, key string) string {
+	sum := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%s\x00%d\x00%s", task, step, item, key)))
+	return hex.EncodeToString(sum[:16])
+}
+
+// Effect reads one journal entry.
+func (s *Store) Effect(task string, step, item int, key string) (*Effect, error) {
+	e := new(Effect)
+	err := s.view(func(t *tx) error { return t.getJSON(effectKey(task, step, item, key), e) })
+	if err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// RecordEffect writes a journal entry durably, under the unit's lease (so a
+// zombie cannot record an intent or outcome in the journal of a unit someone
+// else now owns).
+func (s *Store) RecordEffect(ctx context.Context, l Lease, e *Effect) error {
+	return s.update(ctx, func(t *tx) error {
+		if _, _, err := s.leased(t, l); err != nil {
+			return err
+		}
+		t.durable = true
+		return t.putJSON(effectKey(e.Task, e.Step, e.Item, e.Key), e)
+	})
+}
+
+// Effects lists a task's journal entries.
+func (r *Reader) Effects(id string) ([]Effect, error) {
+	var out []Effect
+	err := r.t.scan([]byte("j/"+id+"/"), func(_, val []byte) (bool, error) {
+		var e Effect
+		if err := json.Unmarshal(val, &e); err != nil {
+			return false, err
+		}
+		out = append(out, e)
+		return true, nil
+	})
+	return out, err
+}
+
+// ResolveEffect settles an effect whose outcome is unknown, as a human
+// decided: confirmed (it was applied: outcome is recorded and never
+// performed again) or retry (forget the intent: the next attempt performs it
+// again). A task paused for it becomes runnable again.
+func (s *Store) ResolveEffect(ctx context.Context, task string, step, item int, key string, confirmed bool, note string) (*Effect, error) {
+	var out *Effect
+	err := s.update(ctx, func(t *tx) error {
+		e := new(Effect)
+		if err := t.getJSON(effectKey(task, step, item, key), e); err != nil {
+			return err
+		}
+		if e.State == EffectDone {
+			return fmt.Errorf("effect %q already has an outcome", key)
+		}
+		t.durable = true
+		if confirmed {
+			e.State, e.DoneAt, e.Note = EffectDone, s.now(), note
+			e.Outcome = json.RawMessage(`{"confirmed":true}`)
+			if err := t.putJSON(effectKey(task, step, item, key), e); err != nil {
+				return err
+			}
+		} else if err := t.del(effectKey(task, step, item, key)); err != nil {
+			return err
+		}
+		out = e
+		tk := new(Task)
+		if err := t.getJSON(taskKey(task), tk); err != nil {
+			return err
+		}
+		verb := "retry"
+		if confirmed {
+			verb = "confirmed"
+		}
+		if err := s.event(t, tk, Event{Type: EvEffectResolved, Step: e.StepName, Item: &e.Item,
+			Message: fmt.Sprintf("effect %q %s: %s", key, verb, note)}); err != nil {
+			return err
+		}
+		if tk.Status == Paused {
+			if err := s.unpause(t, tk); err != nil {
+				return err
+			}
+		}
+		return t.putJSON(taskKey(task), tk)
+	})
+	return out, err
+}
+
+// Pause gives up the lease l without consuming its attempt and pauses the
+// task with reason: nothing of it runs until it is resumed (or an effect it
+// waits on is resolved).
+func (s *Store) Pause(ctx context.Context, l Lease, reason string) (*Task, error) {
+	var out *Task
+	err := s.update(ctx, func(t *tx) error {
+		u, task, err := s.leased(t, l)
+		if err != nil {
+			return err
+		}
+		t.durable = true
+		u.State, u.Owner, u.LeaseUntil = UnitReady, "", time.Time{}
+		if err := t.putJSON(unitKey(l.Task, l.Step, l.Item), u); err != nil {
+			return err
+		}
+		ref := unitRef{l.Task, l.Step, l.Item}
+		t.after(func(x *index) { delete(x.leases, ref) })
+		task.Leases--
+		task.Steps[l.Step].Leased--
+		task.Status, task.Reason = Paused, reason
+		item := l.Item
+		if err := s.event(t, task, Event{Type: EvPaused, Step: task.Steps[l.Step].Name, Item: &item, Attempt: l.Attempt, Message: reason}); err != nil {
+			return err
+		}
+		if err := t.del(activeKey(task.ID)); err != nil {
+			return err
+		}
+		id := task.ID
+		t.after(func(x *index) { x.removeTask(id) })
+		out = task
+		return t.putJSON(taskKey(task.ID), task)
+	})
+	return out, err
+}
+
+// Resume makes a paused task runnable again.
+func (s *Store) Resume(ctx context.Context, id string) (*Task, error) {
+	var out *Task
+	err := s.update(ctx, func(t *tx) error {
+		task := new(Task)
+		if err := t.getJSON(taskKey(id), task); err != nil {
+			return err
+		}
+		if task.Status != Paused {
+			out = task
+			return nil
+		}
+		t.durable = true
+		if err := s.unpause(t, task); err != nil {
+			return err
+		}
+		out = task
+		return t.putJSON(taskKey(id), task)
+	})
+	return out, err
+}
+
+// unpause puts a paused task back to running and its ready units back in
+// the claim index. The caller saves the task.
+func (s *Store) unpause(t *tx, task *Task) error {
+	task.Status, task.Reason = Running, ""
+	if err := t.put(activeKey(task.ID), nil); err != nil {
+		return err
+	}
+	var refs []unitRef
+	err := t.scan(unitStepPrefix(task.ID, task.Cursor), func(_, val []byte) (bool, error) {
+		u := new(Unit)
+		if err := json.Unmarshal(val, u); err != nil {
+			return false, err
+		}
+		if u.State == UnitReady {
+			refs = append(refs, unitRef{task.ID, u.Step, u.Item})
+		}
+		return true, nil
+	})
+	if err != nil {
+		return err
+	}
+	id := task.ID
+	t.after(func(x *index) {
+		x.addActive(id)
+		for _, r := range refs {
+			x.addReady(r, time.Time{})
+		}
+	})
+	return s.event(t, task, Event{Type: EvResumed})
+}
+
+func blobKey(sum string) []byte         { return []byte("B/" + sum) }
+func chunkKey(sum string, n int) []byte { return fmt.Appendf(nil, "b/%s/%08x", sum, n) }
+func provKey(task, step string, item int, sum, name string) []byte {
+	return fmt.Appendf(nil, "p/%s/%s/%08x/%s/%s", task, step, item, sum, name)
+}
+func effectKey(task string, step, item int, key string) []byte {
+	return fmt.Appendf(nil, "j/%s/%04x/%08x/%s", task, step, item, key)
+}
+func kvKey(task string, step, item int, key string) []byte {
+	return fmt.Appendf(nil, "v/%s/%04x/%08x/%s", task, step, item, key)
+}
+func noteKey(task string, seq uint64) []byte { return fmt.Appendf(nil, "n/%s/%016x", task, seq) }
