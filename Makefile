@@ -3,7 +3,7 @@ GO      ?= go
 EXAMPLE := plugins/examples/report
 STEPS   := draft verify finalize
 
-.PHONY: all build plugins demo deps test bench fuzz clean
+.PHONY: all build plugins demo notify-demo deps test bench fuzz clean
 
 all: build plugins
 
@@ -19,6 +19,17 @@ plugins:
 demo: build plugins
 	./bin/lhengine run $(EXAMPLE)/task.hcl
 
+# The exactly-once side-effect example: a mail sink on loopback receives one
+# email per recipient. Kill the run at any moment, resume it, and the sink
+# still applies each email once.
+notify-demo: build
+	GOOS=wasip1 GOARCH=wasm $(GO) build -o plugins/examples/notify/send.wasm ./plugins/examples/notify/send
+	$(GO) build -o bin/mailsink ./plugins/examples/notify/sink
+	./bin/mailsink -addr 127.0.0.1:8025 & sink=$$!; \
+	trap "kill $$sink" EXIT; \
+	until curl -sf http://127.0.0.1:8025/stats >/dev/null; do sleep 0.1; done; \
+	./bin/lhengine run plugins/examples/notify/task.hcl && curl -s http://127.0.0.1:8025/stats; echo
+
 # Toolchains for the C test guests (Debian packages; needs root or sudo).
 deps:
 	./scripts/deps.sh
@@ -33,6 +44,7 @@ test: deps
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchtime 3x -count 3 ./engine/ ./store/
 	$(GO) test -run '^$$' -bench . -count 3 ./engine/internal/guest/
+	$(GO) test -run '^$$' -bench . -benchtime 200x -count 3 ./engine/internal/hostcall/
 
 clean:
-	rm -rf bin $(EXAMPLE)/*.wasm
+	rm -rf bin $(EXAMPLE)/*.wasm plugins/examples/notify/*.wasm

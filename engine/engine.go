@@ -128,7 +128,7 @@ func (e *Engine) Work(ctx context.Context, o WorkOptions) error {
 	w := worker.New(worker.Config{
 		Store: e.store, Runtime: e.rt, Specs: e.specs, Logger: e.log,
 		Name: o.Name, Concurrency: o.Concurrency, LeaseFor: o.LeaseFor, Task: o.Task,
-		ExitWhenIdle: o.ExitWhenIdle, OnCommit: o.OnCommit,
+		ExitWhenIdle: o.ExitWhenIdle, OnCommit: o.OnCommit, Workspaces: filepath.Join(e.home, "workspaces"),
 	})
 	return w.Run(ctx)
 }

@@ -121,6 +121,7 @@ Exit codes: 0 success; 1 error, invalid task file, or a task that did not succee
 	root.AddCommand(
 		a.validateCmd(), a.runCmd(), a.submitCmd(), a.workerCmd(), a.resumeCmd(),
 		a.lsCmd(), a.statusCmd(), a.outputsCmd(), a.eventsCmd(), a.cancelCmd(), a.pluginCmd(),
+		a.artifactsCmd(), a.artifactCmd(), a.effectsCmd(), a.effectCmd(),
 	)
 	return root
 }

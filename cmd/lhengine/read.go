@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -63,10 +64,14 @@ func (a *app) statusCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				if a.json() {
-					return a.printJSON(map[string]any{"task": t, "manifest": manifestSummary(m)})
+				notes, err := r.Notes(t.ID)
+				if err != nil {
+					return err
 				}
-				a.report(t, m)
+				if a.json() {
+					return a.printJSON(map[string]any{"task": t, "manifest": manifestSummary(m), "notes": notes})
+				}
+				a.report(t, m, notes)
 				return nil
 			})
 		},
@@ -87,7 +92,7 @@ func sha(b []byte) string {
 }
 
 // report prints the human progress report of a task.
-func (a *app) report(t *store.Task, m *store.Manifest) {
+func (a *app) report(t *store.Task, m *store.Manifest, notes []store.Note) {
 	w := a.stdout
 	done, total := t.Progress()
 	pct := 0
@@ -121,6 +126,21 @@ func (a *app) report(t *store.Task, m *store.Manifest) {
 	}
 	if t.Failure != nil {
 		fmt.Fprintf(w, "  failure:     %s\n", t.Failure)
+	}
+	if len(t.Counters) > 0 {
+		names := make([]string, 0, len(t.Counters))
+		for n := range t.Counters {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		parts := make([]string, len(names))
+		for i, n := range names {
+			parts[i] = fmt.Sprintf("%s %d", n, t.Counters[n])
+		}
+		fmt.Fprintf(w, "  counts:      %s\n", strings.Join(parts, " · "))
+	}
+	for _, n := range notes {
+		fmt.Fprintf(w, "  %-12s %s (%s[%d])\n", n.Kind+":", n.Text, n.Step, n.Item)
 	}
 	fmt.Fprintln(w, "  steps:")
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)

@@ -135,11 +135,12 @@ func (a *app) resumeCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.withEngine(cmd.Context(), func(e *engine.Engine) error {
 				var t *store.Task
-				if err := e.Store().Read(func(r *store.Reader) error {
+				err := e.Store().Read(func(r *store.Reader) error {
 					var err error
 					t, err = r.FindTask(args[0])
 					return err
-				}); err != nil {
+				})
+				if err != nil {
 					return err
 				}
 				if t.Status.Terminal() {
@@ -147,6 +148,11 @@ func (a *app) resumeCmd() *cobra.Command {
 				}
 				if err := e.CheckPlugins(t.ID); err != nil {
 					return fmt.Errorf("cannot resume task %s: %w\nrestore the plugin file(s) the task was submitted with and resume again", t.ID, err)
+				}
+				if t.Status == store.Paused {
+					if t, err = e.Store().Resume(cmd.Context(), t.ID); err != nil {
+						return err
+					}
 				}
 				if !a.json() {
 					done, total := t.Progress()

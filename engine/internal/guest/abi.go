@@ -33,15 +33,16 @@ const wasiModule = wasi_snapshot_preview1.ModuleName
 // failure. They are part of the ABI: append only.
 const (
 	StatusOK          int32 = 0
-	StatusRange       int32 = -1 // a (ptr, len) is outside the guest's linear memory
-	StatusTooLarge    int32 = -2 // the request is larger than the function accepts
-	StatusInvalid     int32 = -3 // malformed request: bad JSON or UTF-8, out-of-range argument
-	StatusDenied      int32 = -4 // not allowed by the task's policy
-	StatusNotFound    int32 = -5 // the named thing does not exist
-	StatusLeaseLost   int32 = -6 // the work unit's lease is lost; the attempt is being cancelled
-	StatusBudget      int32 = -7 // a budget (host calls, cost) is exhausted
-	StatusUnavailable int32 = -8 // the capability is not available to this attempt
-	StatusInternal    int32 = -9 // the host failed; the call may succeed if retried
+	StatusRange       int32 = -1  // a (ptr, len) is outside the guest's linear memory
+	StatusTooLarge    int32 = -2  // the request is larger than the function accepts
+	StatusInvalid     int32 = -3  // malformed request: bad JSON or UTF-8, out-of-range argument
+	StatusDenied      int32 = -4  // not allowed by the task's policy
+	StatusNotFound    int32 = -5  // the named thing does not exist
+	StatusLeaseLost   int32 = -6  // the work unit's lease is lost; the attempt is being cancelled
+	StatusBudget      int32 = -7  // a budget (host calls, cost) is exhausted
+	StatusUnavailable int32 = -8  // the capability is not available to this attempt
+	StatusInternal    int32 = -9  // the host failed; the call may succeed if retried
+	StatusPaused      int32 = -10 // the task is pausing for a human decision; the attempt will be stopped
 )
 
 // LogMax is the largest message one log call accepts, in bytes.
@@ -49,7 +50,10 @@ const LogMax = 4096
 
 var abiModuleRe = regexp.MustCompile(`^lhengine_v([0-9]+)$`)
 
-const i32 = api.ValueTypeI32
+const (
+	i32 = api.ValueTypeI32
+	i64 = api.ValueTypeI64
+)
 
 // hostFunc is one function of the lhengine_v1 module.
 type hostFunc struct {
@@ -66,6 +70,14 @@ var hostFuncs = []hostFunc{
 	{name: "version", results: []api.ValueType{i32}, fn: hostVersion},
 	{name: "log", params: []api.ValueType{i32, i32, i32}, names: []string{"level", "ptr", "len"}, results: []api.ValueType{i32}, fn: hostLog},
 	{name: "heartbeat", results: []api.ValueType{i32}, fn: hostHeartbeat},
+	{name: "result", params: []api.ValueType{i32, i32}, names: []string{"out_ptr", "out_cap"}, results: []api.ValueType{i32}, fn: hostResult},
+	{name: "call", params: []api.ValueType{i32, i32, i32, i32, i32, i32},
+		names: []string{"name_ptr", "name_len", "req_ptr", "req_len", "out_ptr", "out_cap"}, results: []api.ValueType{i32}, fn: hostCall},
+	{name: "artifact_put", params: []api.ValueType{i32, i32, i32, i32, i32, i32},
+		names: []string{"meta_ptr", "meta_len", "data_ptr", "data_len", "out_ptr", "out_cap"}, results: []api.ValueType{i32}, fn: hostArtifactPut},
+	{name: "artifact_read", params: []api.ValueType{i32, i32, i64, i32, i32},
+		names: []string{"ref_ptr", "ref_len", "offset", "out_ptr", "out_cap"}, results: []api.ValueType{i32}, fn: hostArtifactRead},
+	{name: "last_error", params: []api.ValueType{i32, i32}, names: []string{"out_ptr", "out_cap"}, results: []api.ValueType{i32}, fn: hostLastError},
 }
 
 // instantiateHostModules adds wasi_snapshot_preview1 and lhengine_v1 to rt.
@@ -172,7 +184,7 @@ func sigString(s signature) string {
 
 func hostVersion(ctx context.Context, _ api.Module, stack []uint64) {
 	att := attemptFrom(ctx)
-	if rc := att.charge(); rc != StatusOK {
+	if rc := att.begin("version"); rc != StatusOK {
 		stack[0] = api.EncodeI32(rc)
 		return
 	}
@@ -189,23 +201,16 @@ func hostLog(ctx context.Context, mod api.Module, stack []uint64) {
 
 func logCall(ctx context.Context, mod api.Module, level int32, ptr, n uint32) int32 {
 	att := attemptFrom(ctx)
-	if rc := att.charge(); rc != StatusOK {
+	if rc := att.begin("log"); rc != StatusOK {
 		return rc
 	}
 	lvl, ok := logLevels[level]
 	if !ok {
-		return StatusInvalid
+		return att.fail(StatusInvalid, fmt.Sprintf("log: level %d is not 0..3", level))
 	}
-	if n > LogMax {
-		return StatusTooLarge
-	}
-	mem := mod.Memory()
-	if mem == nil {
-		return StatusRange
-	}
-	b, ok := mem.Read(ptr, n)
-	if !ok {
-		return StatusRange
+	b, rc := att.readIn("log", "message", mod.Memory(), ptr, n, LogMax)
+	if rc != StatusOK {
+		return rc
 	}
 	msg := string(b) // copy: the guest may reuse the memory
 	if !utf8.ValidString(msg) {
@@ -222,7 +227,7 @@ var logLevels = map[int32]hclog.Level{0: hclog.Debug, 1: hclog.Info, 2: hclog.Wa
 // it returns StatusLeaseLost and cancels the attempt.
 func hostHeartbeat(ctx context.Context, _ api.Module, stack []uint64) {
 	att := attemptFrom(ctx)
-	if rc := att.charge(); rc != StatusOK {
+	if rc := att.begin("heartbeat"); rc != StatusOK {
 		stack[0] = api.EncodeI32(rc)
 		return
 	}
@@ -230,11 +235,11 @@ func hostHeartbeat(ctx context.Context, _ api.Module, stack []uint64) {
 		if ctx.Err() != nil {
 			// The attempt is being stopped (timeout, cancellation) and the
 			// host gave up with it: that says nothing about the lease.
-			stack[0] = api.EncodeI32(StatusInternal)
+			stack[0] = api.EncodeI32(att.fail(StatusInternal, "heartbeat: "+err.Error()))
 			return
 		}
 		att.loseLease(err)
-		stack[0] = api.EncodeI32(StatusLeaseLost)
+		stack[0] = api.EncodeI32(att.fail(StatusLeaseLost, "heartbeat: lease lost: "+err.Error()))
 		return
 	}
 	stack[0] = api.EncodeI32(StatusOK)

@@ -83,3 +83,42 @@ func BenchmarkCloseOnContextDone(b *testing.B) {
 		})
 	}
 }
+
+// kvHost answers every call with the same small kv.get response.
+type kvHost struct{ nopHost }
+
+var kvResponse = []byte(`{"found":true,"value":{"page":3}}`)
+
+func (kvHost) Call(context.Context, string, []byte) ([]byte, error) { return kvResponse, nil }
+
+// BenchmarkHostCallJSON measures one call("kv.get", {"key":"cursor"}) from
+// a guest against a host answering {"found":true,"value":{"page":3}}: the
+// checks, the request copy, the JSON validation and the response write.
+// The Go guest also encodes and decodes the JSON with the SDK.
+func BenchmarkHostCallJSON(b *testing.B) {
+	for _, g := range []struct {
+		name  string
+		calls int
+		build func(testing.TB, string) string
+	}{
+		{"c", 1_000_000, func(t testing.TB, n string) string { return buildC(t, n) }},
+		{"go", 100_000, buildGo},
+	} {
+		b.Run(g.name, func(b *testing.B) {
+			p := loadAs(b, sharedRuntime(b), "caps", g.build(b, "caps"))
+			req := Request{Input: json.RawMessage(`{"mode":"bench","n":` + strconv.Itoa(g.calls) + `}`)}
+			ctx := context.Background()
+			b.ResetTimer()
+			for b.Loop() {
+				res, err := p.Run(ctx, req, Limits{}, kvHost{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if string(res.Output) != strconv.Itoa(g.calls) {
+					b.Fatalf("output %s", res.Output)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(g.calls), "ns/call")
+		})
+	}
+}

@@ -22,6 +22,15 @@
 // calls (Limits.MaxHostCalls). Whatever the guest does, Run returns a
 // classified *fault.StepError, never a panic.
 //
+// The host functions of lhengine_v1 (abi.go, capability.go) check every
+// pointer and length against the guest's memory and return statuses, never
+// trap. The capabilities (call, artifact_put, artifact_read) are served by
+// the Host the engine passes to Run; a failed call leaves a message for
+// last_error, and a result larger than the guest's buffer waits as the
+// pending result for result. Limits.Mounts gives the guest host directories
+// as WASI preopens, confined so that neither ".." nor a symbolic link leads
+// out of them (mounts.go).
+//
 // Instances are cheap to make (tens of microseconds for a small C plugin)
 // because the per-attempt work is kept small: linear memories come from a
 // process-wide pool of regions that are cleared before reuse (mempool.go),

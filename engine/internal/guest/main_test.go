@@ -2,6 +2,7 @@ package guest
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"sync"
@@ -82,6 +83,13 @@ type testHost struct {
 	logs     []string
 	beats    int
 	leaseErr error // returned by Heartbeat
+
+	// The capabilities (caps_test.go).
+	calls     []string // "name request" of Call and PutArtifact, requests normalised
+	reads     int      // ReadArtifact calls
+	kv        map[string]json.RawMessage
+	effects   map[string]bool
+	artifacts map[string][]byte
 }
 
 func (h *testHost) Log(level hclog.Level, msg string) {

@@ -102,6 +102,9 @@ type Limits struct {
 	MaxStdout    int           // 0 = 4 MiB; more is fault.OutputTooLarge
 	MaxStderr    int           // 0 = 1 MiB; the log is truncated past it, not failed
 	MaxHostCalls int           // 0 = unlimited; calls past it return StatusBudget
+	// Mounts are the host directories the guest sees through WASI
+	// preopens; none gives it no filesystem at all.
+	Mounts []Mount
 }
 
 // Default limits.
@@ -133,12 +136,39 @@ type Host interface {
 	// error means the lease is lost: the guest is told so and the attempt
 	// is cancelled.
 	Heartbeat(ctx context.Context) error
+	// Call performs a JSON capability (name is one of Capabilities, request
+	// a JSON object) and returns its JSON response. A *HostError's Status
+	// and Message go to the guest; any other error is StatusInternal with
+	// its message. request is the Host's to keep.
+	Call(ctx context.Context, name string, request []byte) ([]byte, error)
+	// PutArtifact stores data described by meta (a JSON object with a
+	// "name") and returns the JSON response {"ref":"sha256:<hex>","size":N}.
+	// data is a view of the guest's memory, valid only until PutArtifact
+	// returns: the Host must not keep or modify it. meta is the Host's.
+	PutArtifact(ctx context.Context, meta, data []byte) ([]byte, error)
+	// ReadArtifact copies up to len(buf) bytes of artifact ref from offset
+	// into buf and returns how many; 0 at or past the end (io.EOF with
+	// the count is accepted as well). An unknown ref
+	// is a *HostError with StatusNotFound. buf is a view of the guest's
+	// memory, valid only until ReadArtifact returns.
+	ReadArtifact(ctx context.Context, ref string, offset int64, buf []byte) (int, error)
 }
 
 type nopHost struct{}
 
 func (nopHost) Log(hclog.Level, string)         {}
 func (nopHost) Heartbeat(context.Context) error { return nil }
+func (nopHost) Call(context.Context, string, []byte) ([]byte, error) {
+	return nil, errNoHost
+}
+func (nopHost) PutArtifact(context.Context, []byte, []byte) ([]byte, error) {
+	return nil, errNoHost
+}
+func (nopHost) ReadArtifact(context.Context, string, int64, []byte) (int, error) {
+	return 0, errNoHost
+}
+
+var errNoHost = &HostError{Status: StatusUnavailable, Message: "not available: the attempt has no host"}
 
 // Result is what a successful attempt produced.
 type Result struct {
@@ -161,6 +191,8 @@ type attempt struct {
 	cancel   context.CancelCauseFunc
 	leaseErr error
 	rand     fakeRand // the guest's random_get
+	pending  []byte   // the pending result, nil if none
+	lastErr  string   // the message of the most recent failed call
 }
 
 var (
@@ -170,7 +202,8 @@ var (
 
 // Run runs one attempt of the plugin in a fresh instance: req is its stdin,
 // its stdout is the result, host serves its lhengine_v1 calls (nil serves
-// logs to nothing and heartbeats as always held).
+// logs to nothing, heartbeats as always held and capabilities as
+// StatusUnavailable), lim.Mounts are its filesystem.
 //
 // The returned *Result is never nil: when the attempt fails it still
 // carries the Log, Duration and counters, alongside the error. Failures of
@@ -185,7 +218,8 @@ var (
 //   - PluginError: it exited non-zero (the message has the end of its
 //     stderr) or answered {"error": ...};
 //   - BadResult: stdout was not exactly one JSON result object;
-//   - Input: req could not be encoded (its Input is not JSON).
+//   - Input: req could not be encoded (its Input is not JSON), or a mount
+//     of lim.Mounts is unusable.
 //
 // When ctx is cancelled or its own deadline passes, the guest is stopped
 // and the error has kind Internal and wraps ctx's error (errors.Is(err,
@@ -235,7 +269,15 @@ func (p *Plugin) Run(ctx context.Context, req Request, lim Limits, host Host) (*
 	// Last, so host calls find it first.
 	runCtx = context.WithValue(runCtx, attemptKey{}, att)
 
-	cfg := p.cfg.
+	fsCfg, err := mountConfig(lim.Mounts)
+	if err != nil {
+		return res, fault.Wrap(fault.Input, err, "plugin "+p.Name+": "+err.Error())
+	}
+	cfg := p.cfg
+	if fsCfg != nil {
+		cfg = cfg.WithFSConfig(fsCfg)
+	}
+	cfg = cfg.
 		WithStdin(bytes.NewReader(env)).
 		WithStdout(stdout).
 		WithStderr(att.log).

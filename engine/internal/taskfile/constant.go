@@ -150,6 +150,16 @@ func constDuration(attr *hcl.Attribute) (time.Duration, hcl.Diagnostics) {
 // constMemory evaluates a memory size: a whole number of bytes, or a string
 // such as "64MiB", checked against MinMemory and MaxMemory.
 func constMemory(attr *hcl.Attribute) (uint64, hcl.Diagnostics) {
+	return constSize(attr, "Invalid memory size", "memory size", MinMemory, MaxMemory, func(n uint64) string {
+		return fmt.Sprintf("memory must be between 64KiB (one WebAssembly page) and 4GiB; got %d bytes.", n)
+	})
+}
+
+// constSize evaluates a size in bytes: a whole number, or a string such as
+// "64MiB" (parseSize). A size outside [min, max] is reported with
+// outOfRange's text. summary is the diagnostics' summary and noun names the
+// kind of size in them.
+func constSize(attr *hcl.Attribute, summary, noun string, min, max uint64, outOfRange func(uint64) string) (uint64, hcl.Diagnostics) {
 	v, diags := constValue(attr)
 	if diags.HasErrors() {
 		return 0, diags
@@ -157,7 +167,7 @@ func constMemory(attr *hcl.Attribute) (uint64, hcl.Diagnostics) {
 	bad := func(detail string) (uint64, hcl.Diagnostics) {
 		return 0, append(diags, &hcl.Diagnostic{
 			Severity: hcl.DiagError,
-			Summary:  "Invalid memory size",
+			Summary:  summary,
 			Detail:   detail,
 			Subject:  attr.Expr.Range().Ptr(),
 			Context:  attr.Range.Ptr(),
@@ -166,25 +176,25 @@ func constMemory(attr *hcl.Attribute) (uint64, hcl.Diagnostics) {
 	var n uint64
 	switch {
 	case v.IsNull():
-		return bad("memory must be a size such as \"64MiB\"; it must not be null.")
+		return bad(fmt.Sprintf("%s must be a size such as \"64MiB\"; it must not be null.", attr.Name))
 	case v.Type() == cty.Number:
 		bf := v.AsBigFloat()
 		u, acc := bf.Uint64()
 		if !bf.IsInt() || acc != big.Exact {
-			return bad(fmt.Sprintf("A memory size given as a number is a whole number of bytes; %s is not one.", bf.Text('g', 10)))
+			return bad(fmt.Sprintf("A %s given as a number is a whole number of bytes; %s is not one.", noun, bf.Text('g', 10)))
 		}
 		n = u
 	case v.Type() == cty.String:
 		var err error
-		n, err = parseMemory(v.AsString())
+		n, err = parseSize(attr.Name, v.AsString())
 		if err != nil {
 			return bad(err.Error() + ".")
 		}
 	default:
-		return bad(fmt.Sprintf("memory must be a size such as \"64MiB\", not a %s.", v.Type().FriendlyName()))
+		return bad(fmt.Sprintf("%s must be a size such as \"64MiB\", not a %s.", attr.Name, v.Type().FriendlyName()))
 	}
-	if n < MinMemory || n > MaxMemory {
-		return bad(fmt.Sprintf("memory must be between 64KiB (one WebAssembly page) and 4GiB; got %d bytes.", n))
+	if n < min || n > max {
+		return bad(outOfRange(n))
 	}
 	return n, diags
 }
@@ -204,14 +214,22 @@ var memoryUnits = map[string]uint64{
 
 // parseMemory parses a memory size: a whole number optionally followed by one
 // of the units B, KB, MB, GB (powers of 1000) or KiB, MiB, GiB (powers of 1024).
-func parseMemory(s string) (uint64, error) {
+func parseMemory(s string) (uint64, error) { return parseSize("memory", s) }
+
+// parseSize parses a size as parseMemory does; name is the attribute the
+// error message speaks of.
+func parseSize(name, s string) (uint64, error) {
 	m := memoryPattern.FindStringSubmatch(strings.TrimSpace(s))
 	if m == nil {
-		return 0, fmt.Errorf("memory must be a whole number followed by a unit, such as \"64MiB\" or \"512KiB\"; %q is not one", s)
+		return 0, fmt.Errorf("%s must be a whole number followed by a unit, such as \"64MiB\" or \"512KiB\"; %q is not one", name, s)
 	}
 	unit, ok := memoryUnits[m[2]]
 	if !ok {
-		return 0, fmt.Errorf("%q is not a memory unit; use B, KB, MB, GB (powers of 1000) or KiB, MiB, GiB (powers of 1024)", m[2])
+		noun := "size"
+		if name == "memory" {
+			noun = "memory"
+		}
+		return 0, fmt.Errorf("%q is not a %s unit; use B, KB, MB, GB (powers of 1000) or KiB, MiB, GiB (powers of 1024)", m[2], noun)
 	}
 	n, err := strconv.ParseUint(m[1], 10, 64)
 	if err != nil || n > math.MaxUint64/unit {

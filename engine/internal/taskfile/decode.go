@@ -47,10 +47,15 @@ var stepSchema = &hcl.BodySchema{
 		{Name: "concurrency"},
 		{Name: "timeout"},
 		{Name: "memory"},
+		{Name: "workspace"},
+		{Name: "host_calls"},
 	},
 	Blocks: []hcl.BlockHeaderSchema{
 		{Type: "retry"},
 		{Type: "repair"},
+		{Type: "http"},
+		{Type: "effect", LabelNames: []string{"kind"}},
+		{Type: "mount", LabelNames: []string{"name"}},
 	},
 }
 
@@ -113,16 +118,25 @@ func decodeFile(filename string, src []byte, dir string) (*Task, hcl.Diagnostics
 	task.Source = src
 	for _, s := range task.Steps {
 		s.taskName = task.Name
-		if s.Plugin == "" {
-			continue
+		for _, m := range s.Mounts {
+			m.SourcePath = resolvePath(dir, m.Source)
 		}
-		if filepath.IsAbs(s.Plugin) {
-			s.PluginPath = filepath.Clean(s.Plugin)
-		} else {
-			s.PluginPath = filepath.Join(dir, s.Plugin)
-		}
+		s.PluginPath = resolvePath(dir, s.Plugin)
 	}
 	return task, diags
+}
+
+// resolvePath returns path joined to dir, or cleaned if it is absolute; ""
+// for an empty path.
+func resolvePath(dir, path string) string {
+	switch {
+	case path == "":
+		return ""
+	case filepath.IsAbs(path):
+		return filepath.Clean(path)
+	default:
+		return filepath.Join(dir, path)
+	}
 }
 
 // decodeTaskBlock decodes a task block, its variables and its steps, and
@@ -282,7 +296,8 @@ func decodeVariableBlock(block *hcl.Block) (*Variable, hcl.Diagnostics) {
 	return v, diags
 }
 
-// decodeStepBlock decodes a step block with its retry and repair blocks.
+// decodeStepBlock decodes a step block with its retry and repair blocks and
+// what the step may reach (decodeCapabilities).
 // Repair targets are resolved by decodeTaskBlock, which knows every step.
 func decodeStepBlock(block *hcl.Block) (*Step, hcl.Diagnostics) {
 	s := &Step{
@@ -290,6 +305,7 @@ func decodeStepBlock(block *hcl.Block) (*Step, hcl.Diagnostics) {
 		Timeout:     DefaultTimeout,
 		Memory:      DefaultMemory,
 		Concurrency: 1,
+		Workspace:   DefaultWorkspace,
 		Retry:       Retry{Attempts: DefaultAttempts, Backoff: DefaultBackoff, MaxBackoff: DefaultMaxBackoff},
 		DeclRange:   block.DefRange,
 		PluginRange: block.DefRange,
@@ -394,6 +410,8 @@ func decodeStepBlock(block *hcl.Block) (*Step, hcl.Diagnostics) {
 			s.Memory = m
 		}
 	}
+
+	diags = append(diags, decodeCapabilities(s, attrs, content.Blocks)...)
 
 	var retryBlock, repairBlock *hcl.Block
 	for _, b := range content.Blocks {

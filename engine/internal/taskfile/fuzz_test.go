@@ -2,6 +2,7 @@ package taskfile
 
 import (
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"testing"
@@ -12,8 +13,10 @@ import (
 
 // FuzzParse feeds arbitrary sources to the parser (without the recover that
 // Parse adds, so that a panic fails the test) and checks that every error
-// diagnostic points into the file, that rendering never fails, and that the
-// steps of a valid task evaluate with unknown inputs without panicking.
+// diagnostic points into the file, that rendering never fails, that the
+// steps of a valid task evaluate with unknown inputs without panicking, and
+// that every host pattern a valid task grants admits the host it names. The
+// seeds are the fixtures under testdata/taskfile/valid and errors.
 func FuzzParse(f *testing.F) {
 	for _, pattern := range []string{"valid/*.hcl", "errors/*.hcl"} {
 		paths, err := filepath.Glob(filepath.Join(testdata, pattern))
@@ -75,7 +78,68 @@ func FuzzParse(f *testing.F) {
 			}
 			_ = s.References()
 			outputs[s.Name] = in
+
+			// Every granted host pattern is valid, so it admits itself.
+			var patterns []string
+			if s.HTTP != nil {
+				patterns = append(patterns, s.HTTP.Allow...)
+			}
+			for _, e := range s.Effects {
+				patterns = append(patterns, e.Hosts...)
+			}
+			for _, p := range patterns {
+				if !HostAllowed([]string{p}, samplePort(p)) {
+					t.Fatalf("granted pattern %q does not admit %q", p, samplePort(p))
+				}
+			}
 		}
 		_, _ = task.Vars(nil)
+	})
+}
+
+// samplePort returns a host:port that the valid host pattern p admits.
+func samplePort(p string) string {
+	host, port, err := parseHostPattern(p)
+	if err != nil {
+		return ""
+	}
+	if port == "" || port == "*" {
+		port = "443"
+	}
+	return net.JoinHostPort(host, port)
+}
+
+// FuzzHostAllowed checks that HostAllowed never panics and that a pattern it
+// accepts as valid admits the host it names, and only on the ports it names.
+func FuzzHostAllowed(f *testing.F) {
+	for _, seed := range [][2]string{
+		{"example.org", "example.org:443"},
+		{"127.0.0.1:*", "127.0.0.1:8080"},
+		{"[::1]:8080", "[::1]:8080"},
+		{"https://example.org", "example.org:80"},
+		{"*.example.org", "a.example.org:443"},
+		{"example.org:0", ":0"},
+	} {
+		f.Add(seed[0], seed[1])
+	}
+	f.Fuzz(func(t *testing.T, pattern, hostport string) {
+		got := HostAllowed([]string{pattern}, hostport)
+		host, port, err := parseHostPattern(pattern)
+		if err != nil {
+			if got {
+				t.Fatalf("invalid pattern %q admits %q", pattern, hostport)
+			}
+			return
+		}
+		if !HostAllowed([]string{pattern}, samplePort(pattern)) {
+			t.Fatalf("pattern %q does not admit %q", pattern, samplePort(pattern))
+		}
+		other := "1"
+		if port == other {
+			other = "2"
+		}
+		if port != "*" && HostAllowed([]string{pattern}, net.JoinHostPort(host, other)) {
+			t.Fatalf("pattern %q admits port %s", pattern, other)
+		}
 	})
 }

@@ -34,6 +34,32 @@ const (
 	DefaultBackoff     = time.Second
 	DefaultMaxBackoff  = time.Minute
 	DefaultRepairMax   = 1
+
+	DefaultHTTPMaxBytes = 4 << 20 // 4MiB
+	DefaultHTTPTimeout  = 30 * time.Second
+	DefaultWorkspace    = WorkspaceRW
+	DefaultEffectMode   = EffectModeResend
+)
+
+// Workspace access modes (Step.Workspace).
+const (
+	WorkspaceRW   = "rw"   // the task workspace is preopened read-write
+	WorkspaceRO   = "ro"   // preopened read-only
+	WorkspaceNone = "none" // not preopened
+)
+
+// Effect kinds (EffectGrant.Kind): the effect journal's kinds of side effect.
+const (
+	EffectHTTP = "http"
+	EffectFile = "file"
+)
+
+// Effect modes (EffectGrant.Mode): what the engine does with an effect that
+// was journalled but may not have been applied when an attempt was cut short.
+const (
+	EffectModeResend = "resend" // apply it again with the same idempotency key
+	EffectModeCheck  = "check"  // ask CheckURL whether it was applied
+	EffectModeManual = "manual" // stop and let a person decide
 )
 
 // Limits on step attributes.
@@ -42,6 +68,9 @@ const (
 	MinMemory = 64 << 10
 	// MaxMemory is the 32-bit WebAssembly address space.
 	MaxMemory = 4 << 30
+	// MaxHTTPMaxBytes bounds http.max_bytes: a larger body could not be
+	// handed to a plugin.
+	MaxHTTPMaxBytes = MaxMemory
 )
 
 // Task is a parsed and validated task file.
@@ -91,6 +120,13 @@ type Step struct {
 	DeclRange    hcl.Range // the step block's header
 	PluginRange  hcl.Range // the plugin attribute's expression range
 
+	// What the step may reach; everything not granted is denied.
+	HTTP      *HTTPGrant              // nil: no http.fetch
+	Effects   map[string]*EffectGrant // by kind; nil when the step declares no effect
+	Workspace string                  // WorkspaceRW, WorkspaceRO or WorkspaceNone
+	Mounts    []*Mount                // extra read-only directories, in declaration order
+	HostCalls int                     // host calls allowed per attempt; 0 means unlimited
+
 	taskName string    // for task.name
 	shaRange hcl.Range // the plugin_sha256 expression, for a mismatch found later
 }
@@ -137,10 +173,39 @@ type Repair struct {
 	restartRange hcl.Range // the restart_from expression
 }
 
+// HTTPGrant lets a step read through the http.fetch capability.
+type HTTPGrant struct {
+	Allow     []string      // host patterns (HostAllowed), lower-cased; at least one
+	MaxBytes  int64         // response body cap
+	Timeout   time.Duration // per request
+	DeclRange hcl.Range     // the http block's header
+}
+
+// EffectGrant lets a step make side effects of one kind through the effect
+// journal.
+type EffectGrant struct {
+	Kind      string    // EffectHTTP or EffectFile
+	Hosts     []string  // host patterns (HostAllowed), lower-cased; kind http only
+	Mode      string    // EffectModeResend, EffectModeCheck or EffectModeManual
+	CheckURL  string    // http(s) URL without query; set exactly when Mode is EffectModeCheck
+	DeclRange hcl.Range // the effect block's header
+}
+
+// Mount is an extra directory preopened read-only for a step at /mnt/<Name>.
+type Mount struct {
+	Name       string
+	Source     string    // as written
+	SourcePath string    // filepath.Join(Task.Dir, Source) unless Source is absolute
+	DeclRange  hcl.Range // the mount block's header
+
+	sourceRange hcl.Range // the source expression
+}
+
 // Options controls Parse.
 type Options struct {
 	// CheckPlugins makes Parse stat and hash plugin files, reporting a missing
-	// file and a plugin_sha256 mismatch. Without it plugin files are not read.
+	// file and a plugin_sha256 mismatch, and stat mount sources, reporting one
+	// that is missing or not a directory. Without it neither is read.
 	CheckPlugins bool
 
 	// BaseDir, when not empty, is the directory plugin paths are relative to
@@ -221,6 +286,7 @@ func parse(filename string, src []byte, opts Options) (*Task, hcl.Diagnostics) {
 	diags = append(diags, t.validate()...)
 	if opts.CheckPlugins {
 		diags = append(diags, t.checkPlugins()...)
+		diags = append(diags, t.checkMounts()...)
 	}
 	diags = sortDiagnostics(diags)
 	if diags.HasErrors() {

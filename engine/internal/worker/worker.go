@@ -4,9 +4,13 @@ package worker
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -14,8 +18,10 @@ import (
 
 	"github.com/lhengine/lhengine/engine/fault"
 	"github.com/lhengine/lhengine/engine/internal/guest"
+	"github.com/lhengine/lhengine/engine/internal/hostcall"
 	"github.com/lhengine/lhengine/engine/internal/plan"
 	"github.com/lhengine/lhengine/engine/internal/taskfile"
+	"github.com/lhengine/lhengine/internal/crashpoint"
 	"github.com/lhengine/lhengine/store"
 )
 
@@ -42,6 +48,11 @@ type Config struct {
 	// PollEvery bounds how long an idle worker waits before looking for work
 	// again when it knows of nothing due sooner; 0 = 1s.
 	PollEvery time.Duration
+	// Workspaces is the folder holding one workspace folder per task ("":
+	// steps get no workspace).
+	Workspaces string
+	// HTTPClient performs http effects and fetches; nil = http.DefaultClient.
+	HTTPClient *http.Client
 	// OnCommit, when set, is called after every committed attempt with the
 	// task as committed (for progress displays). Called from unit goroutines.
 	OnCommit func(*store.Task)
@@ -182,14 +193,31 @@ func (w *Worker) idle() (bool, error) {
 func (w *Worker) attempt(ctx context.Context, l store.Lease) []store.Lease {
 	log := w.log.With("task", l.Task, "step", l.Step, "item", l.Item, "attempt", l.Attempt, "epoch", l.Epoch)
 	started := time.Now()
-	res, step, stepErr := w.execute(ctx, l, log)
+	res, step, hc, stepErr := w.execute(ctx, l, log)
 	if ctx.Err() != nil {
 		log.Debug("attempt abandoned: worker stopping")
+		return nil
+	}
+	if hc != nil && hc.PauseReason() != "" {
+		// An effect needs a human: give the unit back without burning the
+		// attempt, and pause the task until the effect is settled.
+		task, err := w.cfg.Store.Pause(ctx, l, hc.PauseReason())
+		if err != nil {
+			log.Warn("pausing the task failed", "error", err)
+			return nil
+		}
+		log.Warn("task paused", "reason", hc.PauseReason())
+		if w.cfg.OnCommit != nil {
+			w.cfg.OnCommit(task)
+		}
 		return nil
 	}
 	r := store.Result{Lease: l, Started: started}
 	if res != nil {
 		r.Log = res.Log
+	}
+	if hc != nil {
+		r.Counts, r.Notes = hc.Progress()
 	}
 	switch {
 	case stepErr != nil:
@@ -215,7 +243,11 @@ func (w *Worker) attempt(ctx context.Context, l store.Lease) []store.Lease {
 		r.Output = res.Output
 	}
 	next := store.ClaimRequest{Owner: w.owner, Max: 1, LeaseFor: w.cfg.LeaseFor, Task: w.cfg.Task}
+	crashpoint.Reached(crashpoint.UnitBeforeCommit)
 	committed, claimed, err := w.cfg.Store.CommitAndClaim(ctx, r, next)
+	if err == nil {
+		crashpoint.Reached(crashpoint.UnitAfterCommit)
+	}
 	switch {
 	case errors.Is(err, store.ErrLeaseLost):
 		log.Warn("commit refused: lease lost", "error", err)
@@ -232,7 +264,7 @@ func (w *Worker) attempt(ctx context.Context, l store.Lease) []store.Lease {
 
 // execute evaluates the unit's input, loads the plugin and runs the attempt
 // while renewing the lease.
-func (w *Worker) execute(ctx context.Context, l store.Lease, log hclog.Logger) (*guest.Result, *taskfile.Step, error) {
+func (w *Worker) execute(ctx context.Context, l store.Lease, log hclog.Logger) (*guest.Result, *taskfile.Step, *hostcall.Attempt, error) {
 	var (
 		task  *store.Task
 		sp    *plan.Spec
@@ -250,19 +282,19 @@ func (w *Worker) execute(ctx context.Context, l store.Lease, log hclog.Logger) (
 		return err
 	})
 	if sp == nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	step := sp.Task.Steps[l.Step]
 	if err != nil {
-		return nil, step, err
+		return nil, step, nil, err
 	}
 	pin, ok := sp.Manifest.Plugins[step.Name]
 	if !ok {
-		return nil, step, fault.New(fault.PluginMissing, "the run manifest pins no plugin for step %q", step.Name)
+		return nil, step, nil, fault.New(fault.PluginMissing, "the run manifest pins no plugin for step %q", step.Name)
 	}
 	p, err := w.plugin(ctx, pin)
 	if err != nil {
-		return nil, step, err
+		return nil, step, nil, err
 	}
 
 	req := guest.Request{TaskID: task.ID, TaskName: task.Name, Step: step.Name, Attempt: l.Attempt, Input: input}
@@ -272,17 +304,35 @@ func (w *Worker) execute(ctx context.Context, l store.Lease, log hclog.Logger) (
 	if task.Repairs > 0 {
 		req.Repair = &guest.Repair{Count: task.Repairs, Reason: task.RepairReason}
 	}
-	h := &host{w: w, lease: l, log: log}
+	workspace := ""
+	if w.cfg.Workspaces != "" && step.Workspace != "none" {
+		workspace = filepath.Join(w.cfg.Workspaces, task.ID)
+		if err := os.MkdirAll(workspace, 0o755); err != nil {
+			return nil, step, nil, fault.Wrap(fault.Internal, err, "creating the task workspace: "+err.Error())
+		}
+	}
+	inSum := sha256.Sum256(input)
+	h := &host{w: w, lease: l, log: log, Attempt: &hostcall.Attempt{
+		Store: w.cfg.Store, Lease: l, TaskName: task.Name, Step: step, Workspace: workspace,
+		PluginSHA256: pin.SHA256, InputSHA256: hex.EncodeToString(inSum[:]), Client: w.cfg.HTTPClient,
+	}}
+	lim := guest.Limits{Timeout: step.Timeout, MemoryBytes: step.Memory, MaxHostCalls: step.HostCalls}
+	if workspace != "" {
+		lim.Mounts = append(lim.Mounts, guest.Mount{HostDir: workspace, GuestDir: "/workspace", ReadOnly: step.Workspace == "ro"})
+	}
+	for _, m := range step.Mounts {
+		lim.Mounts = append(lim.Mounts, guest.Mount{HostDir: m.SourcePath, GuestDir: "/mnt/" + m.Name, ReadOnly: true})
+	}
 	attemptCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	h.cancel = cancel
 	stop := w.renew(attemptCtx, h)
-	res, err := p.Run(attemptCtx, req, guest.Limits{Timeout: step.Timeout, MemoryBytes: step.Memory}, h)
+	res, err := p.Run(attemptCtx, req, lim, h)
 	stop()
 	if lost := h.lost(); lost != nil && ctx.Err() == nil {
-		return res, step, fault.Wrap(fault.Internal, lost, "lease lost during the attempt: "+lost.Error())
+		return res, step, h.Attempt, fault.Wrap(fault.Internal, lost, "lease lost during the attempt: "+lost.Error())
 	}
-	return res, step, err
+	return res, step, h.Attempt, err
 }
 
 // plugin loads a pinned plugin, once per process unless the file changed.
@@ -338,10 +388,11 @@ func (w *Worker) renew(ctx context.Context, h *host) (stop func()) {
 
 // host is the engine side of one attempt's host calls.
 type host struct {
-	w      *Worker
-	lease  store.Lease
-	log    hclog.Logger
-	cancel context.CancelFunc
+	*hostcall.Attempt // Call, PutArtifact, ReadArtifact
+	w                 *Worker
+	lease             store.Lease
+	log               hclog.Logger
+	cancel            context.CancelFunc
 
 	mu      sync.Mutex
 	lostErr error

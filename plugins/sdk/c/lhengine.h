@@ -44,6 +44,14 @@ extern "C" {
 #define LHENGINE_ERR_BUDGET -7      /* a budget (host calls, cost) is spent */
 #define LHENGINE_ERR_UNAVAILABLE -8 /* capability not available here */
 #define LHENGINE_ERR_INTERNAL -9    /* the host failed; the call may be retried */
+#define LHENGINE_ERR_PAUSED -10     /* the task is pausing for a human decision; stop */
+
+/* Request size caps: larger requests are LHENGINE_ERR_TOO_LARGE. */
+#define LHENGINE_CALL_NAME_MAX 64
+#define LHENGINE_CALL_REQUEST_MAX (1 << 20)
+#define LHENGINE_ARTIFACT_META_MAX 4096
+#define LHENGINE_ARTIFACT_DATA_MAX (256 << 20)
+#define LHENGINE_ARTIFACT_REF_MAX 1024
 
 #define LHENGINE_IMPORT(name) \
 	__attribute__((import_module("lhengine_v1"), import_name(name)))
@@ -62,6 +70,49 @@ LHENGINE_IMPORT("log") int32_t lhengine_log(int32_t level, const char *msg, int3
  * and its result will be discarded. */
 LHENGINE_IMPORT("heartbeat") int32_t lhengine_heartbeat(void);
 
+/*
+ * Functions with an output buffer (out, out_cap) return the full length n of
+ * their result. If n <= out_cap it was written to out; otherwise nothing was
+ * written and the result is kept as the pending result: fetch it with
+ * lhengine_result into a buffer of at least n bytes, before any other host
+ * call (which drops it).
+ */
+
+/* result writes the pending result to out and returns its length; it stays
+ * pending when out_cap is too small (the length is returned, nothing
+ * written) and is dropped once written. LHENGINE_ERR_NOT_FOUND when nothing
+ * is pending. */
+LHENGINE_IMPORT("result") int32_t lhengine_result(void *out, int32_t out_cap);
+
+/* call performs the JSON capability name ("effect.do", "http.fetch",
+ * "progress.count", "progress.note", "kv.get", "kv.put") with the JSON
+ * object req and returns the length of its JSON response (see above).
+ * Errors: LHENGINE_ERR_TOO_LARGE (name > 64 or req > 1 MiB),
+ * LHENGINE_ERR_RANGE, LHENGINE_ERR_UNAVAILABLE (unknown name),
+ * LHENGINE_ERR_INVALID (req not a UTF-8 JSON object), or the capability's
+ * own refusal; lhengine_last_error says why. */
+LHENGINE_IMPORT("call")
+int32_t lhengine_call(const char *name, int32_t name_len, const char *req, int32_t req_len, char *out, int32_t out_cap);
+
+/* artifact_put stores data[0:data_len] as an artifact described by the JSON
+ * meta {"name":"report.md","media_type":"text/markdown"} and returns the
+ * length of the JSON response {"ref":"sha256:<hex>","size":N}. Limits: meta
+ * 4 KiB, data 256 MiB. */
+LHENGINE_IMPORT("artifact_put")
+int32_t lhengine_artifact_put(const char *meta, int32_t meta_len, const void *data, int32_t data_len, char *out,
+                              int32_t out_cap);
+
+/* artifact_read copies up to out_cap bytes of the artifact ref from offset
+ * into out and returns how many (0 at the end). LHENGINE_ERR_NOT_FOUND for
+ * an unknown ref. */
+LHENGINE_IMPORT("artifact_read")
+int32_t lhengine_artifact_read(const char *ref, int32_t ref_len, int64_t offset, void *out, int32_t out_cap);
+
+/* last_error writes the message of this attempt's most recent failed host
+ * call (nothing written when it does not fit) and returns its length; 0 when
+ * no call has failed. */
+LHENGINE_IMPORT("last_error") int32_t lhengine_last_error(char *out, int32_t out_cap);
+
 /* lhengine_log_str logs a NUL-terminated string, truncated to
  * LHENGINE_LOG_MAX bytes. */
 static inline int32_t lhengine_log_str(int32_t level, const char *msg) {
@@ -70,6 +121,11 @@ static inline int32_t lhengine_log_str(int32_t level, const char *msg) {
 		n = LHENGINE_LOG_MAX;
 	}
 	return lhengine_log(level, msg, (int32_t)n);
+}
+
+/* lhengine_call_str is lhengine_call with NUL-terminated name and request. */
+static inline int32_t lhengine_call_str(const char *name, const char *req, char *out, int32_t out_cap) {
+	return lhengine_call(name, (int32_t)strlen(name), req, (int32_t)strlen(req), out, out_cap);
 }
 
 #undef LHENGINE_IMPORT

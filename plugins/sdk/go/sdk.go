@@ -21,8 +21,9 @@
 // on stderr, and exit status 1.
 //
 // The package uses only the standard library and compiles on every GOOS.
-// Off wasip1 the host calls do nothing (Log discards, Heartbeat returns nil),
-// so handlers can be unit-tested with a plain &sdk.Context{...} and Serve.
+// Off wasip1 the host calls do nothing (Log discards, Heartbeat returns nil,
+// capabilities such as Call and PutArtifact return ErrUnavailable), so
+// handlers can be unit-tested with a plain &sdk.Context{...} and Serve.
 package sdk
 
 import (
@@ -62,15 +63,16 @@ type Errno int32
 
 // Status codes of host functions (specs/abi.md, "Status codes").
 const (
-	ErrRange       Errno = -1 // a (ptr, len) outside linear memory
-	ErrTooLarge    Errno = -2 // request larger than allowed
-	ErrInvalid     Errno = -3 // malformed request
-	ErrDenied      Errno = -4 // not allowed by the task's policy
-	ErrNotFound    Errno = -5 // the named thing does not exist
-	ErrLeaseLost   Errno = -6 // the work unit's lease is lost; stop work
-	ErrBudget      Errno = -7 // a budget is spent
-	ErrUnavailable Errno = -8 // capability not available
-	ErrInternal    Errno = -9 // the host failed; may be retried
+	ErrRange       Errno = -1  // a (ptr, len) outside linear memory
+	ErrTooLarge    Errno = -2  // request larger than allowed
+	ErrInvalid     Errno = -3  // malformed request
+	ErrDenied      Errno = -4  // not allowed by the task's policy
+	ErrNotFound    Errno = -5  // the named thing does not exist
+	ErrLeaseLost   Errno = -6  // the work unit's lease is lost; stop work
+	ErrBudget      Errno = -7  // a budget is spent
+	ErrUnavailable Errno = -8  // capability not available
+	ErrInternal    Errno = -9  // the host failed; may be retried
+	ErrPaused      Errno = -10 // the task is pausing for a human decision; stop work
 )
 
 func (e Errno) Error() string {
@@ -93,6 +95,8 @@ func (e Errno) Error() string {
 		return "lhengine: capability unavailable"
 	case ErrInternal:
 		return "lhengine: host failure"
+	case ErrPaused:
+		return "lhengine: task pausing for a human decision"
 	}
 	return "lhengine: status " + strconv.Itoa(int(e))
 }

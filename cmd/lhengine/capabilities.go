@@ -1,0 +1,170 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/lhengine/lhengine/engine"
+	"github.com/lhengine/lhengine/store"
+)
+
+func (a *app) artifactsCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "artifacts ID",
+		Short: "A task's artifacts with their provenance",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.read(cmd.Context(), func(r *store.Reader) error {
+				t, err := r.FindTask(args[0])
+				if err != nil {
+					return err
+				}
+				ps, err := r.Artifacts(t.ID)
+				if err != nil {
+					return err
+				}
+				if a.json() {
+					if ps == nil {
+						ps = []store.Provenance{}
+					}
+					return a.printJSON(ps)
+				}
+				tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "REF\tNAME\tTYPE\tSIZE\tSTEP[ITEM]\tATTEMPT\tPLUGIN\tINPUT\tTIME")
+				for _, p := range ps {
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s[%d]\t%d\t%.12s\t%.12s\t%s\n", p.Ref, p.Name, p.MediaType, p.Size,
+						p.Step, p.Item, p.Attempt, p.PluginSHA256, p.InputSHA256, p.Time.Local().Format(time.DateTime))
+				}
+				return tw.Flush()
+			})
+		},
+	}
+}
+
+func (a *app) artifactCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "artifact", Short: "Read one artifact"}
+	var out string
+	get := &cobra.Command{
+		Use:   "get REF",
+		Short: "Write an artifact's bytes to stdout or --out FILE",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.withEngine(cmd.Context(), func(e *engine.Engine) error {
+				var w io.Writer = a.stdout
+				if out != "" {
+					f, err := os.Create(out)
+					if err != nil {
+						return err
+					}
+					defer f.Close()
+					w = f
+				}
+				buf := make([]byte, store.ArtifactChunk)
+				for off := int64(0); ; {
+					n, _, err := e.Store().ReadArtifact(args[0], off, buf)
+					if err != nil {
+						return err
+					}
+					if n == 0 {
+						return nil
+					}
+					if _, err := w.Write(buf[:n]); err != nil {
+						return err
+					}
+					off += int64(n)
+				}
+			})
+		},
+	}
+	get.Flags().StringVar(&out, "out", "", "write to this file instead of stdout")
+	cmd.AddCommand(get)
+	return cmd
+}
+
+func (a *app) effectsCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "effects ID",
+		Short: "A task's effect journal: intents, outcomes, and effects waiting for a human",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.read(cmd.Context(), func(r *store.Reader) error {
+				t, err := r.FindTask(args[0])
+				if err != nil {
+					return err
+				}
+				es, err := r.Effects(t.ID)
+				if err != nil {
+					return err
+				}
+				if a.json() {
+					if es == nil {
+						es = []store.Effect{}
+					}
+					return a.printJSON(es)
+				}
+				tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "STEP[ITEM]\tKEY\tKIND\tMODE\tSTATE\tPERFORMED\tIDEMPOTENCY KEY\tNOTE")
+				for _, e := range es {
+					fmt.Fprintf(tw, "%s[%d]\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", e.StepName, e.Item, e.Key, e.Kind, e.Mode, e.State, e.Performs, e.IdempotencyKey, e.Note)
+				}
+				return tw.Flush()
+			})
+		},
+	}
+}
+
+func (a *app) effectCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "effect", Short: "Settle an effect whose outcome is unknown (mode manual)"}
+	for _, confirm := range []bool{true, false} {
+		var item int
+		var note string
+		use, short := "retry ID STEP KEY", "The effect did not happen: forget its intent so the next attempt performs it"
+		if confirm {
+			use, short = "confirm ID STEP KEY", "The effect happened: record it as done so it is never performed again"
+		}
+		c := &cobra.Command{
+			Use:   use,
+			Short: short,
+			Args:  cobra.ExactArgs(3),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				return a.withEngine(cmd.Context(), func(e *engine.Engine) error {
+					var t *store.Task
+					if err := e.Store().Read(func(r *store.Reader) error {
+						var err error
+						t, err = r.FindTask(args[0])
+						return err
+					}); err != nil {
+						return err
+					}
+					step := -1
+					for i, s := range t.Steps {
+						if s.Name == args[1] {
+							step = i
+						}
+					}
+					if step < 0 {
+						return fmt.Errorf("task %s has no step %q", t.ID, args[1])
+					}
+					eff, err := e.Store().ResolveEffect(cmd.Context(), t.ID, step, item, args[2], confirm, note)
+					if err != nil {
+						return err
+					}
+					if a.json() {
+						return a.printJSON(eff)
+					}
+					fmt.Fprintf(a.stdout, "effect %q of task %s settled; continue with: lhengine resume %s\n", args[2], t.ID, t.ID)
+					return nil
+				})
+			},
+		}
+		c.Flags().IntVar(&item, "item", 0, "fan-out item index")
+		c.Flags().StringVar(&note, "note", "", "why (kept in the journal)")
+		cmd.AddCommand(c)
+	}
+	return cmd
+}

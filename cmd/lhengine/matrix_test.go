@@ -1,0 +1,166 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lhengine/lhengine/internal/crashpoint"
+	"github.com/lhengine/lhengine/internal/testwasm"
+	"github.com/lhengine/lhengine/plugins/examples/notify/sink/mailsink"
+	"github.com/lhengine/lhengine/store"
+)
+
+// startSink serves a mail sink on a loopback port for the test's lifetime.
+func startSink(t *testing.T) (*mailsink.Sink, string) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	sink := mailsink.New()
+	srv := &http.Server{Handler: sink}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = srv.Serve(ln)
+	}()
+	t.Cleanup(func() {
+		require.NoError(t, srv.Close())
+		<-done
+	})
+	return sink, "http://" + ln.Addr().String()
+}
+
+func notifyTask(mode, base string) string {
+	check := ""
+	if mode == "check" {
+		check = fmt.Sprintf("\n      check_url = %q", base+"/applied")
+	}
+	return fmt.Sprintf(`
+task "notify" {
+  variable "recipients" {
+    type    = list(string)
+    default = ["ana@example.org", "bo@example.org", "cy@example.org"]
+  }
+  step "send" {
+    plugin      = "send.wasm"
+    for_each    = var.recipients
+    concurrency = 1
+    input = {
+      to      = each.value
+      subject = "ready"
+      body    = "the report is ready"
+      sink    = %q
+    }
+    effect "http" {
+      hosts = ["127.0.0.1:*"]
+      mode  = %q%s
+    }
+  }
+}
+`, base+"/mail", mode, check)
+}
+
+// TestCrashMatrix kills a real lhengine process at every durable boundary
+// of a work unit and of the effect journal, for every reconciliation mode,
+// restarts it, and checks against a loopback receiver that counts requests
+// per idempotency key: exactly one applied email per recipient (resend,
+// check), or a task paused for a human (manual) that a confirm or retry
+// then finishes; and no artifact, count or note lost or doubled.
+func TestCrashMatrix(t *testing.T) {
+	t.Parallel()
+	bin := buildBinary(t)
+	plugin := testwasm.BuildGo(t, filepath.Join(testwasm.ModuleRoot(t), "plugins/examples/notify/send"))
+	wasm, err := os.ReadFile(plugin)
+	require.NoError(t, err)
+
+	for _, mode := range []string{"resend", "check", "manual"} {
+		for _, point := range crashpoint.Points {
+			t.Run(mode+"/"+point, func(t *testing.T) {
+				t.Parallel()
+				sink, base := startSink(t)
+				b := setupCLI(t, notifyTask(mode, base))
+				require.NoError(t, os.WriteFile(filepath.Join(b.dir, "send.wasm"), wasm, 0o644))
+
+				// First run: dies at the crash point.
+				cmd := exec.Command(bin, "--home", b.home, "--log-level", "off", "run", filepath.Join(b.dir, "task.hcl"))
+				cmd.Env = append(os.Environ(), "LHENGINE_CRASH_AT="+point)
+				out, err := cmd.Output()
+				var ee *exec.ExitError
+				require.ErrorAs(t, err, &ee, "the process must die at %s; output:\n%s", point, out)
+				ws := ee.Sys().(syscall.WaitStatus)
+				require.True(t, ws.Signaled() && ws.Signal() == syscall.SIGKILL, "want SIGKILL, got %v", err)
+				id := strings.TrimSpace(strings.TrimPrefix(strings.SplitN(string(out), "\n", 2)[0], "task "))
+				require.Len(t, id, 26)
+
+				// Restart.
+				code, rout, rerr := b.lh(t, "resume", id)
+				task := b.task(t, id)
+				if mode == "manual" && (point == crashpoint.EffectAfterIntent || point == crashpoint.EffectAfterPerform) {
+					// The outcome of the first email is unknown: a human decides.
+					require.Equal(t, 1, code, rout+rerr)
+					require.Equal(t, store.Paused, task.Status, task.Reason)
+					require.Contains(t, task.Reason, "outcome unknown")
+					_, ecode := b.effects(t, id)
+					require.Equal(t, 0, ecode)
+					verb := "retry" // after_intent: it was never sent
+					if point == crashpoint.EffectAfterPerform {
+						verb = "confirm" // it was sent
+					}
+					ecode, _, errOut := b.lh(t, "effect", verb, id, "send", "email-ana@example.org")
+					require.Equal(t, 0, ecode, errOut)
+					code, rout, rerr = b.lh(t, "resume", id)
+					task = b.task(t, id)
+				}
+				require.Equal(t, 0, code, rout+rerr)
+				require.Equal(t, store.Succeeded, task.Status, task.Reason)
+
+				st := sink.Stats()
+				require.Len(t, st.Applied, 3, "one applied email per recipient")
+				effects, _ := b.effects(t, id)
+				for _, e := range effects {
+					require.Equal(t, store.EffectDone, e.State)
+					require.Contains(t, st.Applied, e.IdempotencyKey, "the journal's key is the one the receiver applied")
+					if mode != "resend" {
+						// check asks before sending again; manual never re-sends on its own.
+						require.Equal(t, 1, st.Received[e.IdempotencyKey], "key %s sent more than once", e.Key)
+					}
+				}
+				require.Equal(t, int64(3), task.Counters["emails"], "counts are committed with the unit, once")
+				require.EqualValues(t, 3, task.Notes, "notes are committed with the unit, once")
+				code, aout, _ := b.lh(t, "-o", "json", "artifacts", id)
+				require.Equal(t, 0, code)
+				var arts []store.Provenance
+				require.NoError(t, json.Unmarshal([]byte(aout), &arts))
+				require.Len(t, arts, 3, "one message artifact per recipient, never doubled")
+			})
+		}
+	}
+}
+
+func (b *cliBundle) task(t *testing.T, id string) *store.Task {
+	t.Helper()
+	code, out, errOut := b.lh(t, "-o", "json", "status", id)
+	require.Equal(t, 0, code, errOut)
+	var st struct{ Task *store.Task }
+	require.NoError(t, json.Unmarshal([]byte(out), &st))
+	return st.Task
+}
+
+func (b *cliBundle) effects(t *testing.T, id string) ([]store.Effect, int) {
+	t.Helper()
+	code, out, _ := b.lh(t, "-o", "json", "effects", id)
+	var es []store.Effect
+	if code == 0 {
+		require.NoError(t, json.Unmarshal([]byte(out), &es))
+	}
+	return es, code
+}

@@ -1,0 +1,348 @@
+package hostcall
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/lhengine/lhengine/engine/internal/guest"
+	"github.com/lhengine/lhengine/engine/internal/taskfile"
+	"github.com/lhengine/lhengine/internal/crashpoint"
+	"github.com/lhengine/lhengine/store"
+)
+
+// maxEffectResponse bounds the response body of an http effect kept in the journal.
+const maxEffectResponse = 1 << 20
+
+type effectRequest struct {
+	Key     string          `json:"key"`
+	Kind    string          `json:"kind"`
+	Request json.RawMessage `json:"request"`
+}
+
+type httpRequest struct {
+	Method  string            `json:"method"`
+	URL     string            `json:"url"`
+	Headers map[string]string `json:"headers"`
+	Body    string            `json:"body"`
+}
+
+type fileRequest struct {
+	Path    string `json:"path"`
+	Content string `json:"content"`
+	Append  bool   `json:"append"`
+}
+
+// effect performs a side effect exactly once per (task, step, item, key),
+// through the journal: intent, perform with a stable idempotency key,
+// outcome. A recorded outcome is returned without performing again; an
+// intent with no outcome (a crash in between) is reconciled as the step's
+// effect grant says.
+func (a *Attempt) effect(ctx context.Context, raw []byte) ([]byte, error) {
+	var r effectRequest
+	if err := json.Unmarshal(raw, &r); err != nil || r.Key == "" || r.Kind == "" {
+		return nil, herr(guest.StatusInvalid, "effect.do wants {\"key\": string, \"kind\": string, \"request\": object}")
+	}
+	grant := a.Step.Effects[r.Kind]
+	if grant == nil {
+		return nil, herr(guest.StatusDenied, "step %q may not perform %q effects (declare an effect %q block)", a.Step.Name, r.Kind, r.Kind)
+	}
+	if err := a.checkEffect(grant, r); err != nil {
+		return nil, err
+	}
+	l := a.Lease
+	e, err := a.Store.Effect(l.Task, l.Step, l.Item, r.Key)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		e = &store.Effect{
+			Task: l.Task, Step: l.Step, StepName: a.Step.Name, Item: l.Item, Key: r.Key, Kind: r.Kind, Mode: grant.Mode,
+			IdempotencyKey: store.IdempotencyKey(l.Task, a.Step.Name, l.Item, r.Key),
+			Request:        r.Request, State: store.EffectIntent, Attempt: l.Attempt, IntentAt: time.Now(),
+		}
+		if err := a.record(ctx, e); err != nil {
+			return nil, err
+		}
+		crashpoint.Reached(crashpoint.EffectAfterIntent)
+	case err != nil:
+		return nil, err
+	case !jsonEqual(e.Request, r.Request):
+		return nil, herr(guest.StatusInvalid, "effect key %q was first used with another request; a key names one effect", r.Key)
+	case e.State == store.EffectDone:
+		return respond(e.Outcome, true)
+	case e.State == store.EffectUnknown:
+		return nil, a.pauseFor(e)
+	default: // an intent with no outcome: the effect may or may not have happened
+		switch grant.Mode {
+		case "manual":
+			e.State, e.Note = store.EffectUnknown, "outcome unknown after an interruption; a human must confirm or retry"
+			if err := a.record(ctx, e); err != nil {
+				return nil, err
+			}
+			return nil, a.pauseFor(e)
+		case "check":
+			applied, err := a.checkApplied(ctx, grant, e.IdempotencyKey)
+			if err != nil {
+				return nil, err
+			}
+			if applied {
+				e.State, e.DoneAt, e.Note = store.EffectDone, time.Now(), "receiver reports the key applied"
+				e.Outcome = json.RawMessage(`{"applied":true,"reconciled":"check"}`)
+				if err := a.record(ctx, e); err != nil {
+					return nil, err
+				}
+				return respond(e.Outcome, true)
+			}
+		}
+		// resend (the receiver dedupes by the key), or check said not applied.
+		e.Attempt = l.Attempt
+	}
+	outcome, err := a.perform(ctx, r, e.IdempotencyKey)
+	if err != nil {
+		// The intent stays: the next attempt reconciles it.
+		return nil, err
+	}
+	crashpoint.Reached(crashpoint.EffectAfterPerform)
+	e.State, e.Outcome, e.DoneAt = store.EffectDone, outcome, time.Now()
+	e.Performs++
+	if err := a.record(ctx, e); err != nil {
+		return nil, err
+	}
+	crashpoint.Reached(crashpoint.EffectAfterOutcome)
+	return respond(outcome, false)
+}
+
+func (a *Attempt) record(ctx context.Context, e *store.Effect) error {
+	err := a.Store.RecordEffect(ctx, a.Lease, e)
+	if errors.Is(err, store.ErrLeaseLost) {
+		return herr(guest.StatusLeaseLost, "%v", err)
+	}
+	return err
+}
+
+func (a *Attempt) pauseFor(e *store.Effect) error {
+	reason := fmt.Sprintf("effect %q (%s) of step %q item %d: outcome unknown; confirm with `lhengine effect confirm %s %s %s` or retry with `lhengine effect retry ...`",
+		e.Key, e.Kind, e.StepName, e.Item, e.Task, e.StepName, e.Key)
+	a.mu.Lock()
+	a.pause = reason
+	a.mu.Unlock()
+	return herr(guest.StatusPaused, "%s", reason)
+}
+
+func respond(outcome json.RawMessage, replayed bool) ([]byte, error) {
+	return json.Marshal(struct {
+		Result   json.RawMessage `json:"result"`
+		Replayed bool            `json:"replayed"`
+	}{orNull(outcome), replayed})
+}
+
+func jsonEqual(a, b json.RawMessage) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return bytes.Equal(a, b)
+	}
+	xa, _ := json.Marshal(x)
+	ya, _ := json.Marshal(y)
+	return bytes.Equal(xa, ya)
+}
+
+// checkEffect refuses an effect request the grant does not allow.
+func (a *Attempt) checkEffect(g *taskfile.EffectGrant, r effectRequest) error {
+	switch r.Kind {
+	case "http":
+		var hr httpRequest
+		if err := json.Unmarshal(r.Request, &hr); err != nil {
+			return herr(guest.StatusInvalid, "http effect request: %v", err)
+		}
+		u, err := url.Parse(hr.URL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return herr(guest.StatusInvalid, "http effect url %q: want an absolute http(s) URL", hr.URL)
+		}
+		if !taskfile.HostAllowed(g.Hosts, hostPort(u)) {
+			return herr(guest.StatusDenied, "http effect to %s is not allowed for step %q (hosts: %s)", hostPort(u), a.Step.Name, strings.Join(g.Hosts, ", "))
+		}
+	case "file":
+		var fr fileRequest
+		if err := json.Unmarshal(r.Request, &fr); err != nil {
+			return herr(guest.StatusInvalid, "file effect request: %v", err)
+		}
+		if fr.Append {
+			// A replay after a crash would append twice: a file effect
+			// writes the whole file, which a replay leaves the same.
+			return herr(guest.StatusInvalid, "file effects write whole files; append is not supported (a replay would append twice)")
+		}
+		if _, err := a.workspacePath(fr.Path); err != nil {
+			return err
+		}
+	default:
+		return herr(guest.StatusDenied, "unknown effect kind %q", r.Kind)
+	}
+	return nil
+}
+
+func (a *Attempt) perform(ctx context.Context, r effectRequest, idem string) (json.RawMessage, error) {
+	switch r.Kind {
+	case "http":
+		var hr httpRequest
+		_ = json.Unmarshal(r.Request, &hr)
+		if hr.Method == "" {
+			hr.Method = http.MethodPost
+		}
+		req, err := http.NewRequestWithContext(ctx, hr.Method, hr.URL, strings.NewReader(hr.Body))
+		if err != nil {
+			return nil, herr(guest.StatusInvalid, "http effect: %v", err)
+		}
+		for k, v := range hr.Headers {
+			req.Header.Set(k, v)
+		}
+		req.Header.Set("Idempotency-Key", idem)
+		resp, err := a.client().Do(req)
+		if err != nil {
+			return nil, herr(guest.StatusInternal, "http effect: %v", err)
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(io.LimitReader(resp.Body, maxEffectResponse))
+		if err != nil {
+			return nil, herr(guest.StatusInternal, "http effect: reading the response: %v", err)
+		}
+		return json.Marshal(map[string]any{"status": resp.StatusCode, "headers": firstValues(resp.Header), "body": string(body)})
+	case "file":
+		var fr fileRequest
+		_ = json.Unmarshal(r.Request, &fr)
+		p, err := a.workspacePath(fr.Path)
+		if err != nil {
+			return nil, err
+		}
+		if err := writeAtomic(p, []byte(fr.Content)); err != nil {
+			return nil, herr(guest.StatusInternal, "file effect: %v", err)
+		}
+		sum := sha256.Sum256([]byte(fr.Content))
+		return json.Marshal(map[string]any{"path": fr.Path, "bytes": len(fr.Content), "sha256": hex.EncodeToString(sum[:])})
+	}
+	return nil, herr(guest.StatusDenied, "unknown effect kind %q", r.Kind)
+}
+
+// checkApplied asks the receiver whether an idempotency key was applied:
+// GET check_url?key=K, 200 applied, 404 not applied.
+func (a *Attempt) checkApplied(ctx context.Context, g *taskfile.EffectGrant, idem string) (bool, error) {
+	u, err := url.Parse(g.CheckURL)
+	if err != nil {
+		return false, herr(guest.StatusInternal, "check_url: %v", err)
+	}
+	q := u.Query()
+	q.Set("key", idem)
+	u.RawQuery = q.Encode()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return false, herr(guest.StatusInternal, "check_url: %v", err)
+	}
+	resp, err := a.client().Do(req)
+	if err != nil {
+		return false, herr(guest.StatusInternal, "asking %s whether the effect was applied: %v", g.CheckURL, err)
+	}
+	resp.Body.Close()
+	switch resp.StatusCode {
+	case http.StatusOK:
+		return true, nil
+	case http.StatusNotFound:
+		return false, nil
+	}
+	return false, herr(guest.StatusInternal, "check_url answered %s; want 200 (applied) or 404 (not applied)", resp.Status)
+}
+
+// workspacePath resolves a path a plugin gave, relative to the task
+// workspace, refusing anything that would leave it: absolute paths, "..",
+// and symlinks pointing out.
+func (a *Attempt) workspacePath(p string) (string, error) {
+	if a.Workspace == "" || a.Step.Workspace == "none" {
+		return "", herr(guest.StatusDenied, "step %q has no workspace", a.Step.Name)
+	}
+	if a.Step.Workspace == "ro" {
+		return "", herr(guest.StatusDenied, "step %q has a read-only workspace", a.Step.Name)
+	}
+	if p == "" || filepath.IsAbs(p) || !filepath.IsLocal(p) {
+		return "", herr(guest.StatusDenied, "path %q is not inside the workspace", p)
+	}
+	full := filepath.Join(a.Workspace, p)
+	dir, err := filepath.EvalSymlinks(filepath.Dir(full))
+	if errors.Is(err, os.ErrNotExist) {
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			return "", herr(guest.StatusInternal, "%v", err)
+		}
+		dir, err = filepath.EvalSymlinks(filepath.Dir(full))
+	}
+	if err != nil {
+		return "", herr(guest.StatusInternal, "%v", err)
+	}
+	root, err := filepath.EvalSymlinks(a.Workspace)
+	if err != nil {
+		return "", herr(guest.StatusInternal, "%v", err)
+	}
+	if rel, err := filepath.Rel(root, dir); err != nil || !filepath.IsLocal(rel) && rel != "." {
+		return "", herr(guest.StatusDenied, "path %q leaves the workspace through a symlink", p)
+	}
+	if fi, err := os.Lstat(full); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+		return "", herr(guest.StatusDenied, "path %q is a symlink", p)
+	}
+	return filepath.Join(dir, filepath.Base(full)), nil
+}
+
+// writeAtomic writes a file through a temporary file, sync and rename.
+func writeAtomic(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), ".effect-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
+}
+
+func (a *Attempt) client() *http.Client {
+	if a.Client != nil {
+		return a.Client
+	}
+	return http.DefaultClient
+}
+
+func hostPort(u *url.URL) string {
+	if u.Port() != "" {
+		return u.Host
+	}
+	port := "80"
+	if u.Scheme == "https" {
+		port = "443"
+	}
+	return net.JoinHostPort(u.Hostname(), port)
+}
+
+func firstValues(h http.Header) map[string]string {
+	out := make(map[string]string, len(h))
+	for k, v := range h {
+		if len(v) > 0 {
+			out[k] = v[0]
+		}
+	}
+	return out
+}

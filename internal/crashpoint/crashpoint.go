@@ -1,0 +1,66 @@
+// Package crashpoint makes the process die abruptly at named durable
+// boundaries, so tests can prove that a crash at any of them loses and
+// repeats nothing. It is switched on by the environment variable
+// LHENGINE_CRASH_AT, read once at start-up:
+//
+//	LHENGINE_CRASH_AT=effect.after_perform       die the first time the point is reached
+//	LHENGINE_CRASH_AT=unit.after_commit@3        die the third time
+//
+// Dying is SIGKILL sent to the process itself: no deferred function, no
+// flush, no goodbye, exactly like a machine losing power as far as the store
+// is concerned (Badger's files are what the kernel has).
+package crashpoint
+
+import (
+	"os"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+)
+
+// The named points. Each sits at a durable boundary of a work unit or of
+// the effect journal.
+const (
+	UnitBeforeCommit   = "unit.before_commit"   // attempt finished, outcome not committed
+	UnitAfterCommit    = "unit.after_commit"    // commit synced
+	EffectAfterIntent  = "effect.after_intent"  // intent synced, effect not performed
+	EffectAfterPerform = "effect.after_perform" // effect performed, outcome not recorded
+	EffectAfterOutcome = "effect.after_outcome" // outcome synced, unit not committed
+	ArtifactAfterPut   = "artifact.after_put"   // artifact and provenance synced
+)
+
+// Points lists every point, for tests that run a matrix over them.
+var Points = []string{UnitBeforeCommit, UnitAfterCommit, EffectAfterIntent, EffectAfterPerform, EffectAfterOutcome, ArtifactAfterPut}
+
+var (
+	armed string
+	after int64 = 1
+	hits  atomic.Int64
+)
+
+func init() {
+	v := os.Getenv("LHENGINE_CRASH_AT")
+	if v == "" {
+		return
+	}
+	name, n, ok := strings.Cut(v, "@")
+	if ok {
+		if k, err := strconv.ParseInt(n, 10, 64); err == nil && k > 0 {
+			after = k
+		}
+	}
+	armed = name
+}
+
+// Reached marks that the process reached point; if the point is armed and
+// this is the chosen hit, the process dies here.
+func Reached(point string) {
+	if armed == "" || point != armed {
+		return
+	}
+	if hits.Add(1) == after {
+		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		select {} // never returns: the signal is on its way
+	}
+}
