@@ -11,7 +11,7 @@
 //	   │ queued │ ─────────────▶ │ running │ ◀──────────┐
 //	   └────────┘                └─────────┘            │ resume
 //	       │                      │  │  │  │            │
-//	cancel │          last step ──┘  │  │  └─ budget/approval (reserved)
+//	cancel │          last step ──┘  │  │  └─ manual effect unknown
 //	       │             done        │  │        ▼
 //	       ▼               ▼         │  │   ┌──────────────────┐
 //	 ┌───────────┐  ┌───────────┐    │  │   │ paused /          │

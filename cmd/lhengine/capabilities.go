@@ -133,12 +133,8 @@ func (a *app) effectCmd() *cobra.Command {
 			Args:  cobra.ExactArgs(3),
 			RunE: func(cmd *cobra.Command, args []string) error {
 				return a.withEngine(cmd.Context(), func(e *engine.Engine) error {
-					var t *store.Task
-					if err := e.Store().Read(func(r *store.Reader) error {
-						var err error
-						t, err = r.FindTask(args[0])
-						return err
-					}); err != nil {
+					t, err := findTask(e, args[0])
+					if err != nil {
 						return err
 					}
 					step := -1

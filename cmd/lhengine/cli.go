@@ -155,6 +155,17 @@ func (a *app) read(ctx context.Context, fn func(*store.Reader) error) error {
 	return a.withEngine(ctx, func(e *engine.Engine) error { return e.Store().Read(fn) })
 }
 
+// findTask resolves a task id or unique id prefix on an open engine.
+func findTask(e *engine.Engine, ref string) (*store.Task, error) {
+	var t *store.Task
+	err := e.Store().Read(func(r *store.Reader) error {
+		var err error
+		t, err = r.FindTask(ref)
+		return err
+	})
+	return t, err
+}
+
 func (a *app) printJSON(v any) error {
 	enc := json.NewEncoder(a.stdout)
 	enc.SetIndent("", "  ")

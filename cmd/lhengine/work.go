@@ -134,12 +134,7 @@ func (a *app) resumeCmd() *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.withEngine(cmd.Context(), func(e *engine.Engine) error {
-				var t *store.Task
-				err := e.Store().Read(func(r *store.Reader) error {
-					var err error
-					t, err = r.FindTask(args[0])
-					return err
-				})
+				t, err := findTask(e, args[0])
 				if err != nil {
 					return err
 				}
@@ -293,17 +288,11 @@ func (a *app) cancelCmd() *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.withEngine(cmd.Context(), func(e *engine.Engine) error {
-				var id string
-				if err := e.Store().Read(func(r *store.Reader) error {
-					t, err := r.FindTask(args[0])
-					if t != nil {
-						id = t.ID
-					}
-					return err
-				}); err != nil {
+				t, err := findTask(e, args[0])
+				if err != nil {
 					return err
 				}
-				t, err := e.Store().Cancel(cmd.Context(), id, reason)
+				t, err = e.Store().Cancel(cmd.Context(), t.ID, reason)
 				if err != nil {
 					return err
 				}
