@@ -371,3 +371,55 @@ task "bad" {
 	require.NotEmpty(t, inv.Diagnostics)
 	require.Equal(t, 5, inv.Diagnostics[0].Subject.Start.Line)
 }
+
+func TestStepsShareTheTaskWorkspaceAndReadOnlyMounts(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "")
+	files := testwasm.BuildC(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/c/files.c"))
+	bin, err := os.ReadFile(files)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(b.dir, "files.wasm"), bin, 0o644))
+	require.NoError(t, os.MkdirAll(filepath.Join(b.dir, "data"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(b.dir, "data", "pages.txt"), []byte("a b c"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(b.dir, "task.hcl"), []byte(`
+task "files" {
+  step "write" {
+    plugin = "files.wasm"
+    input  = { mode = "write", path = "/workspace/notes.txt", content = "kept" }
+  }
+  step "read" {
+    plugin    = "files.wasm"
+    workspace = "ro"
+    input     = { mode = "read", path = "/workspace/notes.txt" }
+  }
+  step "readonly" {
+    plugin    = "files.wasm"
+    workspace = "ro"
+    input     = { mode = "write", path = "/workspace/other.txt", content = "no" }
+  }
+  step "mount" {
+    plugin = "files.wasm"
+    input  = { mode = "read", path = "/mnt/data/pages.txt" }
+    mount "data" {
+      source = "data"
+    }
+  }
+  step "isolated" {
+    plugin    = "files.wasm"
+    workspace = "none"
+    input     = { mode = "read", path = "/workspace/notes.txt" }
+  }
+}`), 0o644))
+	task := b.submit(t, nil)
+	got := b.work(t, task.ID)
+	require.Equal(t, store.Succeeded, got.Status, got.Reason)
+	require.JSONEq(t, `{"ok":true,"data":"kept"}`, b.output(t, task.ID, "read"), "a later step sees an earlier step's files")
+	require.Contains(t, b.output(t, task.ID, "readonly"), `"ok":false`)
+	require.JSONEq(t, `{"ok":true,"data":"a b c"}`, b.output(t, task.ID, "mount"))
+	require.Contains(t, b.output(t, task.ID, "isolated"), `"ok":false`)
+	kept, err := os.ReadFile(filepath.Join(b.dir, "home", "workspaces", task.ID, "notes.txt"))
+	require.NoError(t, err)
+	require.Equal(t, "kept", string(kept))
+	_, err = os.Stat(filepath.Join(b.dir, "home", "workspaces", task.ID, "other.txt"))
+	require.ErrorIs(t, err, os.ErrNotExist)
+}
