@@ -59,6 +59,9 @@ func NewRuntime(ctx context.Context, cfg Config) (*Runtime, error) {
 // newRuntime is NewRuntime with the choice of stopping guests when their
 // context is done, which only benchmarks turn off: without it a guest that
 // never returns cannot be stopped.
+// newRuntimeMu serialises the construction of wazero runtimes (see newRuntime).
+var newRuntimeMu sync.Mutex
+
 func newRuntime(ctx context.Context, cfg Config, closeOnContextDone bool) (*Runtime, error) {
 	logger := cfg.Logger
 	if logger == nil {
@@ -66,6 +69,12 @@ func newRuntime(ctx context.Context, cfg Config, closeOnContextDone bool) (*Runt
 	}
 	rc := wazero.NewRuntimeConfig().WithCloseOnContextDone(closeOnContextDone)
 	var cache wazero.CompilationCache
+	// wazero caches its own version string lazily and without a lock the
+	// first time a compilation cache or compiler engine is built; two
+	// runtimes created at once race on it. Building them one at a time
+	// costs nothing: runtimes are created once per process.
+	newRuntimeMu.Lock()
+	defer newRuntimeMu.Unlock()
 	if cfg.CacheDir != "" {
 		var err error
 		if cache, err = wazero.NewCompilationCacheWithDir(cfg.CacheDir); err != nil {
