@@ -389,13 +389,20 @@ func (s *Store) unpause(t *tx, task *Task) error {
 		return err
 	}
 	var refs []unitRef
+	leases := map[unitRef]leaseRec{}
 	err := t.scan(unitStepPrefix(task.ID, task.Cursor), func(_, val []byte) (bool, error) {
 		u := new(Unit)
 		if err := json.Unmarshal(val, u); err != nil {
 			return false, err
 		}
-		if u.State == UnitReady {
-			refs = append(refs, unitRef{task.ID, u.Step, u.Item})
+		r := unitRef{task.ID, u.Step, u.Item}
+		switch u.State {
+		case UnitReady:
+			refs = append(refs, r)
+		case UnitLeased:
+			// Still in flight, or left by a process that died while the
+			// task was paused: either way the lease must be reclaimable.
+			leases[r] = leaseRec{owner: u.Owner, until: u.LeaseUntil}
 		}
 		return true, nil
 	})
@@ -407,6 +414,9 @@ func (s *Store) unpause(t *tx, task *Task) error {
 		x.addActive(id)
 		for _, r := range refs {
 			x.addReady(r, time.Time{})
+		}
+		for r, l := range leases {
+			x.leases[r] = l
 		}
 	})
 	return s.event(t, task, Event{Type: EvResumed})

@@ -131,3 +131,21 @@ func TestIdempotencyKeyIsStable(t *testing.T) {
 	require.NotEqual(t, a, IdempotencyKey("T", "send", 4, "mail"))
 	require.Len(t, a, 32)
 }
+
+func TestLeaseOfAUnitInFlightWhenPausedIsReclaimedAfterResume(t *testing.T) {
+	t.Parallel()
+	b := setup(t, fanOutPlanner(2))
+	task := b.submit(t, []StepState{{Name: "each", FanOut: true, Limit: 2}})
+	c, err := b.s.Claim(b.ctx, ClaimRequest{Owner: b.s.Owner("w"), Max: 2, LeaseFor: 30 * time.Second})
+	require.NoError(t, err)
+	require.Len(t, c.Leases, 2)
+	_, err = b.s.Pause(b.ctx, c.Leases[0], "waiting for a human")
+	require.NoError(t, err)
+	// The worker running item 1 dies; the task is resumed later.
+	_, err = b.s.Resume(b.ctx, task.ID)
+	require.NoError(t, err)
+	b.clock.Add(time.Minute)
+	c, err = b.s.Claim(b.ctx, ClaimRequest{Owner: b.s.Owner("w2"), Max: 2})
+	require.NoError(t, err)
+	require.Len(t, c.Leases, 2, "the paused unit and the dead worker's unit both run again")
+}
