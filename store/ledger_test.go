@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -485,4 +486,44 @@ func TestCommitAndClaimTakesTheNextUnitButNotABackingOffRetry(t *testing.T) {
 	got = b.done(t, c.Leases[0], `2`)
 	require.Equal(t, Succeeded, got.Status)
 	_ = task
+}
+
+func TestSyncerCoalescesConcurrentSyncs(t *testing.T) {
+	t.Parallel()
+	var y syncer
+	release := make(chan struct{})
+	entered := make(chan struct{}, 1)
+	calls := 0
+	fn := func() error {
+		calls++
+		if calls == 1 {
+			entered <- struct{}{}
+			<-release
+		}
+		return nil
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); require.NoError(t, y.sync(fn)) }()
+	<-entered // the first sync is running: everyone arriving now shares the next one
+	const waiters = 8
+	for range waiters {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			require.NoError(t, y.sync(fn))
+		}()
+	}
+	for { // until every waiter is parked behind the running sync
+		y.mu.Lock()
+		n := y.waiting
+		y.mu.Unlock()
+		if n == waiters {
+			break
+		}
+		runtime.Gosched()
+	}
+	close(release)
+	wg.Wait()
+	require.Equal(t, 2, calls, "eight callers that arrived during one sync share the next")
 }
