@@ -114,6 +114,9 @@ task "fan" {
 			}
 			b.StopTimer()
 			b.ReportMetric(float64(b.N*items)/b.Elapsed().Seconds(), "units/s")
+			if syncs, ops := e.Store().SyncStats(); syncs > 0 {
+				b.ReportMetric(float64(ops)/float64(syncs), "ops/sync")
+			}
 			b.ReportMetric(0, "ns/op")
 		})
 	}

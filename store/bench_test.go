@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -38,5 +39,23 @@ func BenchmarkClaimCommit(b *testing.B) {
 				require.NoError(b, err)
 			}
 		})
+	}
+}
+
+// BenchmarkSync measures one durable write on its own: a transaction and
+// the disk sync every commit waits for. It is the floor of a serial step.
+func BenchmarkSync(b *testing.B) {
+	s, err := Open(b.TempDir(), Options{})
+	require.NoError(b, err)
+	defer s.Close()
+	ctx := context.Background()
+	val := make([]byte, 512)
+	b.ResetTimer()
+	for i := range b.N {
+		err := s.update(ctx, func(t *tx) error {
+			t.durable = true
+			return t.put(fmt.Appendf(nil, "x/%d", i), val)
+		})
+		require.NoError(b, err)
 	}
 }

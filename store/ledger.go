@@ -143,6 +143,7 @@ func (s *Store) claim(t *tx, req ClaimRequest, held *Task) (Claimed, error) {
 	s.idx.mu.Lock()
 	defer s.idx.mu.Unlock()
 	tasks := map[string]*Task{}
+	loaded := map[string]claimMark{} // what each task looked like when read
 	if held != nil {
 		tasks[held.ID] = held
 	}
@@ -155,6 +156,7 @@ func (s *Store) claim(t *tx, req ClaimRequest, held *Task) (Claimed, error) {
 			return nil, err
 		}
 		tasks[id] = task
+		loaded[id] = claimMark{task.Epoch, task.Reclaims, task.Status}
 		return task, nil
 	}
 	// Units made ready by this very transaction are not in the index yet.
@@ -234,15 +236,24 @@ func (s *Store) claim(t *tx, req ClaimRequest, held *Task) (Claimed, error) {
 			})
 		}
 	}
-	for _, task := range tasks {
-		if task == held {
-			continue
+	for id, task := range tasks {
+		if task == held || loaded[id] == (claimMark{task.Epoch, task.Reclaims, task.Status}) {
+			continue // the caller saves held; an unchanged task needs no write
 		}
-		if err := s.saveIfChanged(t, task); err != nil {
+		task.UpdatedAt = now
+		if err := t.putJSON(taskKey(id), task); err != nil {
 			return out, err
 		}
 	}
 	return out, nil
+}
+
+// claimMark is what a claim can change in a task: a lease grant takes an
+// epoch, a reclaim counts, a first lease starts the task.
+type claimMark struct {
+	epoch    uint64
+	reclaims int
+	status   Status
 }
 
 // reclaim returns expired leases (and leases of earlier sessions) to the
@@ -715,19 +726,6 @@ func (s *Store) event(t *tx, task *Task, e Event) error {
 	}
 	task.UpdatedAt = e.Time
 	return t.putJSON(eventKey(task.ID, e.Seq), e)
-}
-
-// saveIfChanged writes a task loaded during Claim back if Claim changed it.
-func (s *Store) saveIfChanged(t *tx, task *Task) error {
-	old := new(Task)
-	if err := t.getJSON(taskKey(task.ID), old); err != nil {
-		return err
-	}
-	if old.Epoch == task.Epoch && old.Reclaims == task.Reclaims && old.Status == task.Status {
-		return nil
-	}
-	task.UpdatedAt = s.now()
-	return t.putJSON(taskKey(task.ID), task)
 }
 
 func earliest(a, b time.Time) time.Time {

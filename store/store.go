@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -63,7 +64,16 @@ type Store struct {
 	queue   []*op
 	leading bool
 
-	syncer syncer
+	syncer     syncer
+	durableOps atomic.Int64 // operations released only after a sync
+}
+
+// SyncStats reports how many disk syncs the store performed and how many
+// operations waited for one: their ratio is how well commits are grouped.
+func (s *Store) SyncStats() (syncs, ops int64) {
+	s.syncer.mu.Lock()
+	defer s.syncer.mu.Unlock()
+	return s.syncer.calls, s.durableOps.Load()
 }
 
 // syncer coalesces disk syncs. A caller needs a sync that starts after its
@@ -79,6 +89,7 @@ type syncer struct {
 	done    uint64 // the latest sync that finished
 	err     error  // its error
 	waiting int    // callers waiting for a running sync (tests observe it)
+	calls   int64  // syncs performed
 }
 
 // sync returns once a call of fn that started after sync was called has
@@ -100,6 +111,7 @@ func (y *syncer) sync(fn func() error) error {
 		y.running = true
 		y.started++
 		mine := y.started
+		y.calls++
 		y.mu.Unlock()
 		err := fn()
 		y.mu.Lock()
@@ -271,6 +283,7 @@ func (s *Store) update(ctx context.Context, fn func(*tx) error) error {
 // its callers. A failed sync fails every operation of the batch.
 func (s *Store) complete(batch []*op, sync bool) {
 	if sync && s.sync {
+		s.durableOps.Add(int64(len(batch)))
 		if err := s.syncer.sync(s.db.Sync); err != nil {
 			for _, o := range batch {
 				if o.err == nil {
