@@ -166,16 +166,7 @@ func (e *Engine) CheckPlugins(id string) error {
 // Validate parses and validates a task file, checking its plugin files.
 // files holds the sources the diagnostics refer to.
 func Validate(path string) (files map[string][]byte, diags hcl.Diagnostics) {
-	t, diags := taskfile.ParseFile(path, taskfile.Options{CheckPlugins: true})
-	if !diags.HasErrors() {
-		diags = append(diags, plan.CheckModules(context.Background(), t, nil)...)
-	}
-	files = map[string][]byte{}
-	if t != nil {
-		files[t.Filename] = t.Source
-	} else if src, err := os.ReadFile(path); err == nil {
-		files[path] = src
-	}
+	_, files, diags = plan.Validate(path, nil)
 	return files, diags
 }
 

@@ -66,16 +66,7 @@ func Prepare(path string, vars map[string]string, check ModuleCheck) (*Submissio
 	if err != nil {
 		return nil, err
 	}
-	t, diags := taskfile.ParseFile(abs, taskfile.Options{CheckPlugins: true})
-	files := map[string][]byte{}
-	if t != nil {
-		files[t.Filename] = t.Source
-	} else if src, err := os.ReadFile(abs); err == nil {
-		files[abs] = src
-	}
-	if !diags.HasErrors() {
-		diags = append(diags, CheckModules(context.Background(), t, check)...)
-	}
+	t, files, diags := Validate(abs, check)
 	if diags.HasErrors() {
 		return nil, &InvalidTaskError{Diagnostics: diags, Files: files}
 	}
@@ -166,6 +157,24 @@ func CheckModules(ctx context.Context, t *taskfile.Task, check ModuleCheck) hcl.
 		})
 	}
 	return diags
+}
+
+// Validate parses and validates the task file at path, checking that its
+// plugin files exist, match any pinned sha256 and are modules lhengine can
+// run (with check; nil means Inspect). files holds the sources the
+// diagnostics refer to, for rendering.
+func Validate(path string, check ModuleCheck) (*taskfile.Task, map[string][]byte, hcl.Diagnostics) {
+	t, diags := taskfile.ParseFile(path, taskfile.Options{CheckPlugins: true})
+	files := map[string][]byte{}
+	if t != nil {
+		files[t.Filename] = t.Source
+	} else if src, err := os.ReadFile(path); err == nil {
+		files[path] = src
+	}
+	if !diags.HasErrors() {
+		diags = append(diags, CheckModules(context.Background(), t, check)...)
+	}
+	return t, files, diags
 }
 
 // HashFile returns the lower-case hex sha256 of a file.

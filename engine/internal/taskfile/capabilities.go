@@ -100,23 +100,11 @@ func decodeCapabilities(s *Step, attrs hcl.Attributes, blocks hcl.Blocks) hcl.Di
 		case "effect":
 			kind := b.Labels[0]
 			if !slices.Contains(effectKinds, kind) {
-				diags = append(diags, &hcl.Diagnostic{
-					Severity: hcl.DiagError,
-					Summary:  "Unknown effect kind",
-					Detail:   fmt.Sprintf("The effect kinds are \"http\" and \"file\"; %q is not one.%s", kind, didYouMean(kind, effectKinds)),
-					Subject:  b.LabelRanges[0].Ptr(),
-					Context:  b.DefRange.Ptr(),
-				})
+				diags = append(diags, labelDiag(b, "Unknown effect kind", fmt.Sprintf("The effect kinds are \"http\" and \"file\"; %q is not one.%s", kind, didYouMean(kind, effectKinds))))
 				continue
 			}
 			if first, dup := effectBlocks[kind]; dup {
-				diags = append(diags, &hcl.Diagnostic{
-					Severity: hcl.DiagError,
-					Summary:  "Duplicate effect kind",
-					Detail:   fmt.Sprintf("A step has at most one effect block per kind; effect %q was already declared at %s.", kind, first.DefRange),
-					Subject:  b.LabelRanges[0].Ptr(),
-					Context:  b.DefRange.Ptr(),
-				})
+				diags = append(diags, labelDiag(b, "Duplicate effect kind", fmt.Sprintf("A step has at most one effect block per kind; effect %q was already declared at %s.", kind, first.DefRange)))
 				continue
 			}
 			effectBlocks[kind] = b
@@ -130,13 +118,7 @@ func decodeCapabilities(s *Step, attrs hcl.Attributes, blocks hcl.Blocks) hcl.Di
 			m, d := decodeMountBlock(b)
 			diags = append(diags, d...)
 			if first, dup := mountBlocks[m.Name]; dup {
-				diags = append(diags, &hcl.Diagnostic{
-					Severity: hcl.DiagError,
-					Summary:  "Duplicate mount",
-					Detail:   fmt.Sprintf("A mount named %q was already declared at %s. Mount names must be unique within a step: each is preopened at /mnt/<name>.", m.Name, first.DefRange),
-					Subject:  b.LabelRanges[0].Ptr(),
-					Context:  b.DefRange.Ptr(),
-				})
+				diags = append(diags, labelDiag(b, "Duplicate mount", fmt.Sprintf("A mount named %q was already declared at %s. Mount names must be unique within a step: each is preopened at /mnt/<name>.", m.Name, first.DefRange)))
 				continue
 			}
 			mountBlocks[m.Name] = b

@@ -74,6 +74,18 @@ var repairSchema = &hcl.BodySchema{
 	},
 }
 
+// labelDiag is an error on a block's first label (a duplicate or unknown
+// name), shown inside the block's header.
+func labelDiag(b *hcl.Block, summary, detail string) *hcl.Diagnostic {
+	return &hcl.Diagnostic{
+		Severity: hcl.DiagError,
+		Summary:  summary,
+		Detail:   detail,
+		Subject:  b.LabelRanges[0].Ptr(),
+		Context:  b.DefRange.Ptr(),
+	}
+}
+
 // decodeFile parses src and decodes its one task block. The task it returns
 // may be partial when diags has errors.
 func decodeFile(filename string, src []byte, dir string) (*Task, hcl.Diagnostics) {
@@ -178,13 +190,7 @@ func decodeTaskBlock(block *hcl.Block) (*Task, hcl.Diagnostics) {
 			v, d := decodeVariableBlock(b)
 			diags = append(diags, d...)
 			if prev, dup := variables[v.Name]; dup {
-				diags = append(diags, &hcl.Diagnostic{
-					Severity: hcl.DiagError,
-					Summary:  "Duplicate variable",
-					Detail:   fmt.Sprintf("A variable named %q was already declared at %s. Variable names must be unique within a task.", v.Name, prev.DeclRange),
-					Subject:  b.LabelRanges[0].Ptr(),
-					Context:  b.DefRange.Ptr(),
-				})
+				diags = append(diags, labelDiag(b, "Duplicate variable", fmt.Sprintf("A variable named %q was already declared at %s. Variable names must be unique within a task.", v.Name, prev.DeclRange)))
 				continue
 			}
 			variables[v.Name] = v
@@ -193,13 +199,7 @@ func decodeTaskBlock(block *hcl.Block) (*Task, hcl.Diagnostics) {
 			s, d := decodeStepBlock(b)
 			diags = append(diags, d...)
 			if prev, dup := steps[s.Name]; dup {
-				diags = append(diags, &hcl.Diagnostic{
-					Severity: hcl.DiagError,
-					Summary:  "Duplicate step",
-					Detail:   fmt.Sprintf("A step named %q was already declared at %s. Step names must be unique within a task.", s.Name, prev.DeclRange),
-					Subject:  b.LabelRanges[0].Ptr(),
-					Context:  b.DefRange.Ptr(),
-				})
+				diags = append(diags, labelDiag(b, "Duplicate step", fmt.Sprintf("A step named %q was already declared at %s. Step names must be unique within a task.", s.Name, prev.DeclRange)))
 				continue
 			}
 			s.Index = len(task.Steps)
