@@ -175,7 +175,7 @@ func TestOneClaimAdvancesExactlyOneUnit(t *testing.T) {
 func TestRepairBudgetStopsEndlessVerifyFailure(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	task := b.submit(t, plainSteps("draft", "verify", "finalize"))
+	b.submit(t, plainSteps("draft", "verify", "finalize"))
 	for pass := 0; ; pass++ {
 		require.Less(t, pass, 10, "the repair budget must end the loop")
 		l := b.claim1(t, "w")
@@ -197,7 +197,6 @@ func TestRepairBudgetStopsEndlessVerifyFailure(t *testing.T) {
 	c, err := b.s.Claim(b.ctx, ClaimRequest{Owner: b.s.Owner("w"), Max: 10})
 	require.NoError(t, err)
 	require.Empty(t, c.Leases)
-	_ = task
 }
 
 func TestRepairRunsLaterStepsWithNewOutputs(t *testing.T) {
@@ -379,14 +378,13 @@ func TestPlanningFailureFailsTheTask(t *testing.T) {
 	t.Parallel()
 	bad := func(*Reader, *Task, int) ([]Item, error) { return nil, errors.New("for_each is a string") }
 	b := setup(t, bad)
-	task := b.submit(t, []StepState{{Name: "a"}, {Name: "each", FanOut: true}})
+	b.submit(t, []StepState{{Name: "a"}, {Name: "each", FanOut: true}})
 	l := b.claim1(t, "w")
 	got, err := b.s.Commit(b.ctx, Result{Lease: l, Output: json.RawMessage(`1`)})
 	require.NoError(t, err)
 	require.Equal(t, Failed, got.Status)
 	require.Equal(t, fault.Input, got.Failure.Kind)
 	require.Contains(t, got.Reason, "for_each is a string")
-	_ = task
 }
 
 func TestRetryWaitsForBackoff(t *testing.T) {
@@ -485,7 +483,6 @@ func TestCommitAndClaimTakesTheNextUnitButNotABackingOffRetry(t *testing.T) {
 	require.Equal(t, 1, got.Leases, "the commit's task record counts the new lease")
 	got = b.done(t, c.Leases[0], `2`)
 	require.Equal(t, Succeeded, got.Status)
-	_ = task
 }
 
 func TestSyncerCoalescesConcurrentSyncs(t *testing.T) {

@@ -19,11 +19,7 @@ func (a *app) artifactsCmd() *cobra.Command {
 		Short: "A task's artifacts with their provenance",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.read(cmd.Context(), func(r *store.Reader) error {
-				t, err := r.FindTask(args[0])
-				if err != nil {
-					return err
-				}
+			return a.readTask(cmd.Context(), args[0], func(r *store.Reader, t *store.Task) error {
 				ps, err := r.Artifacts(t.ID)
 				if err != nil {
 					return err
@@ -92,11 +88,7 @@ func (a *app) effectsCmd() *cobra.Command {
 		Short: "A task's effect journal: intents, outcomes, and effects waiting for a human",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.read(cmd.Context(), func(r *store.Reader) error {
-				t, err := r.FindTask(args[0])
-				if err != nil {
-					return err
-				}
+			return a.readTask(cmd.Context(), args[0], func(r *store.Reader, t *store.Task) error {
 				es, err := r.Effects(t.ID)
 				if err != nil {
 					return err

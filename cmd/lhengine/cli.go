@@ -155,6 +155,18 @@ func (a *app) read(ctx context.Context, fn func(*store.Reader) error) error {
 	return a.withEngine(ctx, func(e *engine.Engine) error { return e.Store().Read(fn) })
 }
 
+// readTask opens the store and runs fn with a reader and the task ref names
+// (an id or a unique id prefix).
+func (a *app) readTask(ctx context.Context, ref string, fn func(*store.Reader, *store.Task) error) error {
+	return a.read(ctx, func(r *store.Reader) error {
+		t, err := r.FindTask(ref)
+		if err != nil {
+			return err
+		}
+		return fn(r, t)
+	})
+}
+
 // findTask resolves a task id or unique id prefix on an open engine.
 func findTask(e *engine.Engine, ref string) (*store.Task, error) {
 	var t *store.Task

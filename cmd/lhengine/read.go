@@ -55,11 +55,7 @@ func (a *app) statusCmd() *cobra.Command {
 		Short: "One task's progress report: where it is, what it did, why it stopped",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.read(cmd.Context(), func(r *store.Reader) error {
-				t, err := r.FindTask(args[0])
-				if err != nil {
-					return err
-				}
+			return a.readTask(cmd.Context(), args[0], func(r *store.Reader, t *store.Task) error {
 				m, err := r.Manifest(t.ID)
 				if err != nil {
 					return err
@@ -170,11 +166,7 @@ func (a *app) outputsCmd() *cobra.Command {
 		Short: "Recorded step outputs (current pass); --attempts lists every attempt with its failure and log",
 		Args:  cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.read(cmd.Context(), func(r *store.Reader) error {
-				t, err := r.FindTask(args[0])
-				if err != nil {
-					return err
-				}
+			return a.readTask(cmd.Context(), args[0], func(r *store.Reader, t *store.Task) error {
 				steps := []int{}
 				for i, s := range t.Steps {
 					if len(args) == 1 || s.Name == args[1] {
