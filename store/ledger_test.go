@@ -462,7 +462,7 @@ func TestTaskIDsSortByCreation(t *testing.T) {
 func TestCommitAndClaimTakesTheNextUnitButNotABackingOffRetry(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	task := b.submit(t, plainSteps("a", "b"))
+	b.submit(t, plainSteps("a", "b"))
 	l := b.claim1(t, "w")
 	next := ClaimRequest{Owner: b.s.Owner("w"), Max: 1}
 	// A failure with a retry later: the same transaction must not lease it,
