@@ -46,6 +46,7 @@ type Runtime struct {
 type compiledEntry struct {
 	ready    chan struct{}
 	compiled wazero.CompiledModule
+	size     int // bytes of the module
 	info     Info
 	sec      sections
 	err      error
@@ -149,6 +150,40 @@ func (r *Runtime) LoadBytes(ctx context.Context, name string, wasm []byte) (*Plu
 	return r.load(ctx, name, hex.EncodeToString(sum[:]), wasm)
 }
 
+// LoadPinned loads the module whose sha256 is sum (lower-case hex), calling
+// fetch for its bytes only when the Runtime has not compiled it yet: a
+// module pinned by many tasks is fetched and compiled once. The bytes fetch
+// returns are checked against sum; name is what errors and logs call the
+// module.
+//
+// Errors are those of fetch (returned as they are), a *fault.StepError of
+// kind HashMismatch when the bytes do not have the sha256 sum, or those of
+// Load.
+func (r *Runtime) LoadPinned(ctx context.Context, name, sum string, fetch func() ([]byte, error)) (*Plugin, error) {
+	r.mu.Lock()
+	e, ok := r.modules[sum]
+	r.mu.Unlock()
+	if ok {
+		select {
+		case <-e.ready:
+			if e.err == nil {
+				return &Plugin{Name: name, SHA256: sum, Size: e.size, Info: e.info, r: r, compiled: e.compiled, sec: e.sec, cfg: moduleConfig(name)}, nil
+			}
+		case <-ctx.Done():
+			return nil, fault.Wrap(fault.Internal, ctx.Err(), "loading "+name+": "+ctx.Err().Error())
+		}
+	}
+	wasm, err := fetch()
+	if err != nil {
+		return nil, err
+	}
+	got := sha256.Sum256(wasm)
+	if hex.EncodeToString(got[:]) != sum {
+		return nil, fault.New(fault.HashMismatch, "plugin %s has sha256 %s, want %s", name, hex.EncodeToString(got[:]), sum)
+	}
+	return r.load(ctx, name, sum, wasm)
+}
+
 func (r *Runtime) load(ctx context.Context, name, sum string, wasm []byte) (*Plugin, error) {
 	r.mu.Lock()
 	if r.closed {
@@ -182,6 +217,7 @@ func (r *Runtime) load(ctx context.Context, name, sum string, wasm []byte) (*Plu
 // bytes and is kept.
 func (r *Runtime) compile(ctx context.Context, e *compiledEntry, name, sum string, wasm []byte) {
 	defer close(e.ready)
+	e.size = len(wasm)
 	log := r.logger.With("plugin", name, "sha256", sum[:12])
 	compiled, err := compilePacked(ctx, r.rt, wasm)
 	if err == nil {

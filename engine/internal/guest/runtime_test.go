@@ -2,9 +2,13 @@ package guest
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -148,4 +152,38 @@ func TestInspect(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, info, p.Info)
 	})
+}
+
+// TestLoadPinned loads a module by its sha256: the bytes are fetched only
+// until it is compiled, and bytes with another sha256 are refused.
+func TestLoadPinned(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	r, err := NewRuntime(ctx, Config{})
+	require.NoError(t, err)
+	defer r.Close(ctx)
+	wasm, err := os.ReadFile(buildC(t, "conformance"))
+	require.NoError(t, err)
+	sum := sha256.Sum256(wasm)
+	hexSum := hex.EncodeToString(sum[:])
+
+	_, err = r.LoadPinned(ctx, "conformance", hexSum, func() ([]byte, error) { return append(wasm[:len(wasm):len(wasm)], 0), nil })
+	requireKind(t, err, fault.HashMismatch, hexSum)
+
+	fetches := 0
+	fetch := func() ([]byte, error) { fetches++; return wasm, nil }
+	for range 3 {
+		p, err := r.LoadPinned(ctx, "conformance", hexSum, fetch)
+		require.NoError(t, err)
+		require.Equal(t, hexSum, p.SHA256)
+		require.Equal(t, len(wasm), p.Size)
+		res, err := p.Run(ctx, Request{Step: "s", Attempt: 1, Input: json.RawMessage(`{"mode":"echo"}`)}, Limits{}, nil)
+		require.NoError(t, err)
+		require.Contains(t, string(res.Output), `"step":"s"`)
+	}
+	require.Equal(t, 1, fetches, "a compiled module is not fetched again")
+
+	want := errors.New("no such module")
+	_, err = r.LoadPinned(ctx, "other", strings.Repeat("0", 64), func() ([]byte, error) { return nil, want })
+	require.ErrorIs(t, err, want)
 }
