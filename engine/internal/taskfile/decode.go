@@ -27,6 +27,7 @@ var taskSchema = &hcl.BodySchema{
 	Blocks: []hcl.BlockHeaderSchema{
 		{Type: "variable", LabelNames: []string{"name"}},
 		{Type: "step", LabelNames: []string{"name"}},
+		{Type: "limits"},
 	},
 }
 
@@ -130,6 +131,7 @@ func decodeFile(filename string, src []byte, dir string) (*Task, hcl.Diagnostics
 	task.Source = src
 	for _, s := range task.Steps {
 		s.taskName = task.Name
+		s.Limits = &task.Limits
 		for _, m := range s.Mounts {
 			m.SourcePath = resolvePath(dir, m.Source)
 		}
@@ -157,6 +159,7 @@ func decodeTaskBlock(block *hcl.Block) (*Task, hcl.Diagnostics) {
 	task := &Task{
 		Name:      block.Labels[0],
 		DeclRange: block.DefRange,
+		Limits:    DefaultLimits(),
 	}
 	var diags hcl.Diagnostics
 	if strings.TrimSpace(task.Name) == "" {
@@ -186,6 +189,19 @@ func decodeTaskBlock(block *hcl.Block) (*Task, hcl.Diagnostics) {
 	steps := map[string]*Step{}
 	for _, b := range content.Blocks {
 		switch b.Type {
+		case "limits":
+			if task.Limits.DeclRange != (hcl.Range{}) {
+				diags = append(diags, &hcl.Diagnostic{
+					Severity: hcl.DiagError,
+					Summary:  "Duplicate limits block",
+					Detail:   fmt.Sprintf("A task has at most one limits block; one was already declared at %s.", task.Limits.DeclRange),
+					Subject:  b.DefRange.Ptr(),
+				})
+				continue
+			}
+			l, d := decodeLimitsBlock(b)
+			diags = append(diags, d...)
+			task.Limits = l
 		case "variable":
 			v, d := decodeVariableBlock(b)
 			diags = append(diags, d...)

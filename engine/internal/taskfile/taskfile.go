@@ -86,6 +86,7 @@ type Task struct {
 	Dir         string // directory plugin paths are relative to
 	Source      []byte
 	DeclRange   hcl.Range // the task block's header
+	Limits      Limits    // the limits block over DefaultLimits
 }
 
 // Variable is a declared input of a task.
@@ -126,6 +127,7 @@ type Step struct {
 	Workspace string                  // WorkspaceRW, WorkspaceRO or WorkspaceNone
 	Mounts    []*Mount                // extra read-only directories, in declaration order
 	HostCalls int                     // host calls allowed per attempt; 0 means unlimited
+	Limits    *Limits                 // the task's limits; nil (a Step not from Parse) means DefaultLimits
 
 	taskName string    // for task.name
 	shaRange hcl.Range // the plugin_sha256 expression, for a mismatch found later
