@@ -64,34 +64,10 @@ func (s *Store) PutArtifact(ctx context.Context, p Provenance, data []byte) (str
 	if p.Policies == nil {
 		p.Policies = []string{}
 	}
-	exists := false
-	if err := s.view(func(t *tx) error {
-		_, err := t.getRaw(blobKey(hexSum))
-		exists = err == nil
-		if errors.Is(err, ErrNotFound) {
-			return nil
-		}
-		return err
-	}); err != nil {
+	// Held until the provenance record refers to the blob (see holdBlobs).
+	defer holdBlobs()()
+	if _, err := s.putBlob(ctx, hexSum, data); err != nil {
 		return "", err
-	}
-	if !exists {
-		chunks := 0
-		for off := 0; off < len(data) || chunks == 0; off += ArtifactChunk {
-			end := min(off+ArtifactChunk, len(data))
-			chunk, n := data[off:end], chunks
-			if err := s.update(ctx, func(t *tx) error { return t.put(chunkKey(hexSum, n), chunk) }); err != nil {
-				return "", fmt.Errorf("storing artifact chunk %d: %w", n, err)
-			}
-			chunks++
-			if end == len(data) {
-				break
-			}
-		}
-		meta := blobMeta{Size: int64(len(data)), Chunks: chunks}
-		if err := s.update(ctx, func(t *tx) error { return t.putJSON(blobKey(hexSum), meta) }); err != nil {
-			return "", err
-		}
 	}
 	err := s.update(ctx, func(t *tx) error {
 		t.durable = true
@@ -228,9 +204,46 @@ type Effect struct {
 	Outcome        json.RawMessage `json:"outcome,omitempty"`
 	Attempt        int             `json:"attempt"`
 	Performs       int             `json:"performs"` // times this engine performed it
-	Note           string          `json:"note,omitempty"`
-	IntentAt       time.Time       `json:"intent_at"`
-	DoneAt         time.Time       `json:"done_at,omitzero"`
+	// Resend, on an intent, says why the next attempt sends the effect again
+	// without reconciling it first: ResendRetryable or ResendRetry.
+	Resend   string    `json:"resend,omitempty"`
+	Note     string    `json:"note,omitempty"`
+	IntentAt time.Time `json:"intent_at"`
+	DoneAt   time.Time `json:"done_at,omitzero"`
+}
+
+// Reasons an intent is sent again as it is (Effect.Resend).
+const (
+	// ResendRetryable: the receiver's last answer was one that leaves the
+	// effect open (5xx, 408, 429): it did not apply it for good.
+	ResendRetryable = "retryable"
+	// ResendRetry: a person asked for the effect to be performed again.
+	ResendRetry = "retry"
+)
+
+// ConfirmedOutcome is the outcome recorded for an effect a person confirmed
+// (or a receiver's check_url reported applied) when its own response was
+// lost: the kind's documented result shape (specs/abi.md), with
+// "reconciled" set to how. An http effect reports status 200, no headers and
+// an empty body; a file effect reports the path, size and sha256 of the
+// content its request wrote.
+func ConfirmedOutcome(kind string, request json.RawMessage, how string) json.RawMessage {
+	var out map[string]any
+	switch kind {
+	case "file":
+		var r struct {
+			Path    string `json:"path"`
+			Content string `json:"content"`
+		}
+		_ = json.Unmarshal(request, &r) // a bad request was refused before its intent was recorded
+		sum := sha256.Sum256([]byte(r.Content))
+		out = map[string]any{"path": r.Path, "bytes": len(r.Content), "sha256": hex.EncodeToString(sum[:])}
+	default:
+		out = map[string]any{"status": 200, "headers": map[string]string{}, "body": ""}
+	}
+	out["reconciled"] = how
+	b, _ := json.Marshal(out) // strings, numbers and maps of strings: cannot fail
+	return b
 }
 
 // IdempotencyKey is the stable key sent with an effect: derived from
@@ -278,9 +291,11 @@ func (r *Reader) Effects(id string) ([]Effect, error) {
 }
 
 // ResolveEffect settles an effect whose outcome is unknown, as a human
-// decided: confirmed (it was applied: outcome is recorded and never
-// performed again) or retry (forget the intent: the next attempt performs it
-// again). A task paused for it becomes runnable again.
+// decided: confirmed (it was applied: the outcome ConfirmedOutcome(kind,
+// request, "confirmed") is recorded and it is never performed again) or retry
+// (the intent stays, marked ResendRetry: the next attempt performs it again
+// under the same idempotency key). A task paused for it becomes runnable
+// again.
 func (s *Store) ResolveEffect(ctx context.Context, task string, step, item int, key string, confirmed bool, note string) (*Effect, error) {
 	var out *Effect
 	err := s.update(ctx, func(t *tx) error {
@@ -294,11 +309,11 @@ func (s *Store) ResolveEffect(ctx context.Context, task string, step, item int, 
 		t.durable = true
 		if confirmed {
 			e.State, e.DoneAt, e.Note = EffectDone, s.now(), note
-			e.Outcome = json.RawMessage(`{"confirmed":true}`)
-			if err := t.putJSON(effectKey(task, step, item, key), e); err != nil {
-				return err
-			}
-		} else if err := t.del(effectKey(task, step, item, key)); err != nil {
+			e.Outcome = ConfirmedOutcome(e.Kind, e.Request, "confirmed")
+		} else {
+			e.State, e.Resend, e.Note = EffectIntent, ResendRetry, note
+		}
+		if err := t.putJSON(effectKey(task, step, item, key), e); err != nil {
 			return err
 		}
 		out = e

@@ -121,7 +121,8 @@ func TestPausedTaskIsNotClaimedUntilItsEffectIsResolved(t *testing.T) {
 	require.Equal(t, 2, l.Attempt, "pausing gave the attempt back without counting it as failed")
 	e2, err := b.s.Effect(task.ID, 0, 0, "mail-1")
 	require.NoError(t, err)
-	require.JSONEq(t, `{"confirmed":true}`, string(e2.Outcome))
+	require.JSONEq(t, `{"status":200,"headers":{},"body":"","reconciled":"confirmed"}`, string(e2.Outcome),
+		"a confirmed effect has its kind's result shape")
 }
 
 func TestIdempotencyKeyIsStable(t *testing.T) {

@@ -49,7 +49,10 @@ type fileRequest struct {
 // through the journal: intent, perform with a stable idempotency key,
 // outcome. A recorded outcome is returned without performing again; an
 // intent with no outcome (a crash in between) is reconciled as the step's
-// effect grant says.
+// effect grant says. An http answer that leaves the effect open (5xx, 408,
+// 429) or a transport error records no outcome: the call fails with
+// StatusInternal and the step's next attempt sends the effect again under
+// the same idempotency key (specs/abi.md, "effect.do").
 func (a *Attempt) effect(ctx context.Context, raw []byte) ([]byte, error) {
 	var r effectRequest
 	if err := json.Unmarshal(raw, &r); err != nil || r.Key == "" || r.Kind == "" {
@@ -63,6 +66,7 @@ func (a *Attempt) effect(ctx context.Context, raw []byte) ([]byte, error) {
 		return nil, err
 	}
 	l := a.Lease
+	reconciled := "" // how an intent found without outcome was settled
 	e, err := a.Store.Effect(l.Task, l.Step, l.Item, r.Key)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
@@ -80,9 +84,20 @@ func (a *Attempt) effect(ctx context.Context, raw []byte) ([]byte, error) {
 	case !jsonEqual(e.Request, r.Request):
 		return nil, herr(guest.StatusInvalid, "effect key %q was first used with another request; a key names one effect", r.Key)
 	case e.State == store.EffectDone:
-		return respond(e.Outcome, true)
+		return respond(shapeOutcome(e), true)
 	case e.State == store.EffectUnknown:
 		return nil, a.pauseFor(e)
+	case e.Resend != "":
+		// The receiver answered, and not for good, or a person asked for a
+		// retry: send it again as is. The mark is cleared first, so that an
+		// interruption of this send is reconciled as the mode says.
+		if e.Resend == store.ResendRetry {
+			reconciled = "retried"
+		}
+		e.Resend, e.Attempt = "", l.Attempt
+		if err := a.record(ctx, e); err != nil {
+			return nil, err
+		}
 	default: // an intent with no outcome: the effect may or may not have happened
 		switch grant.Mode {
 		case "manual":
@@ -92,35 +107,118 @@ func (a *Attempt) effect(ctx context.Context, raw []byte) ([]byte, error) {
 			}
 			return nil, a.pauseFor(e)
 		case "check":
-			applied, err := a.checkApplied(ctx, grant, e.IdempotencyKey)
+			applied, answer, err := a.checkApplied(ctx, grant, e.IdempotencyKey)
 			if err != nil {
 				return nil, err
 			}
 			if applied {
 				e.State, e.DoneAt, e.Note = store.EffectDone, time.Now(), "receiver reports the key applied"
-				e.Outcome = json.RawMessage(`{"applied":true,"reconciled":"check"}`)
+				e.Outcome = checkedOutcome(e, answer)
 				if err := a.record(ctx, e); err != nil {
 					return nil, err
 				}
 				return respond(e.Outcome, true)
 			}
+			reconciled = "check_not_applied"
+		default:
+			reconciled = "resent"
 		}
-		// resend (the receiver dedupes by the key), or check said not applied.
-		e.Attempt = l.Attempt
 	}
+	e.Attempt = l.Attempt
 	outcome, err := a.perform(ctx, r, e.IdempotencyKey)
+	var open *openError
+	if errors.As(err, &open) {
+		// The receiver answered and the effect stays open: the next attempt
+		// sends it again without reconciling. The answer is not an outcome.
+		e.Performs++
+		e.Resend = store.ResendRetryable
+		e.Note = fmt.Sprintf("attempt %d: the receiver answered %d; the effect stays open and is sent again under the same key", l.Attempt, open.status)
+		if rerr := a.record(ctx, e); rerr != nil {
+			return nil, rerr
+		}
+		return nil, herr(guest.StatusInternal, "http effect %q: the receiver answered %d, which leaves the effect open; fail this attempt and the step's retry sends it again under the same Idempotency-Key", r.Key, open.status)
+	}
 	if err != nil {
 		// The intent stays: the next attempt reconciles it.
 		return nil, err
 	}
 	crashpoint.Reached(crashpoint.EffectAfterPerform)
-	e.State, e.Outcome, e.DoneAt = store.EffectDone, outcome, time.Now()
+	if reconciled != "" {
+		outcome = withField(outcome, "reconciled", reconciled)
+	}
+	e.State, e.Outcome, e.DoneAt, e.Resend = store.EffectDone, outcome, time.Now(), ""
 	e.Performs++
 	if err := a.record(ctx, e); err != nil {
 		return nil, err
 	}
 	crashpoint.Reached(crashpoint.EffectAfterOutcome)
 	return respond(outcome, false)
+}
+
+// openError is an http effect's answer that leaves the effect open: 5xx,
+// 408 Request Timeout or 429 Too Many Requests.
+type openError struct{ status int }
+
+func (e *openError) Error() string { return fmt.Sprintf("receiver answered %d", e.status) }
+
+// finalStatus reports whether an http effect's response status settles the
+// effect: 2xx, 3xx (redirects are never followed) and 4xx other than 408 and
+// 429. The others (5xx, 408, 429) leave it open.
+func finalStatus(code int) bool {
+	return code < 500 && code != http.StatusRequestTimeout && code != http.StatusTooManyRequests
+}
+
+// shapeOutcome is a recorded outcome in its kind's documented shape. An
+// outcome a person confirmed, or one a check_url reported applied, written
+// by an older engine lacks the shape and is given it.
+func shapeOutcome(e *store.Effect) json.RawMessage {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(e.Outcome, &m) != nil {
+		return e.Outcome
+	}
+	field := "status"
+	if e.Kind == "file" {
+		field = "sha256"
+	}
+	if _, ok := m[field]; ok {
+		return e.Outcome
+	}
+	how := "confirmed"
+	if _, ok := m["applied"]; ok {
+		how = "check_applied"
+	}
+	return store.ConfirmedOutcome(e.Kind, e.Request, how)
+}
+
+// checkedOutcome is the outcome of an effect its receiver's check_url
+// reported applied: the result shape of its kind, "reconciled":
+// "check_applied", and for http the check_url's own answer (status 200, its
+// headers and body), since the effect's response was lost.
+func checkedOutcome(e *store.Effect, answer map[string]any) json.RawMessage {
+	out := store.ConfirmedOutcome(e.Kind, e.Request, "check_applied")
+	if e.Kind != "http" {
+		return out
+	}
+	answer["reconciled"] = "check_applied"
+	b, err := json.Marshal(answer)
+	if err != nil {
+		return out
+	}
+	return b
+}
+
+// withField sets a top-level field of a JSON object.
+func withField(obj json.RawMessage, name string, v any) json.RawMessage {
+	var m map[string]any
+	if json.Unmarshal(obj, &m) != nil || m == nil {
+		return obj
+	}
+	m[name] = v
+	b, err := json.Marshal(m)
+	if err != nil {
+		return obj
+	}
+	return b
 }
 
 func (a *Attempt) record(ctx context.Context, e *store.Effect) error {
@@ -207,11 +305,14 @@ func (a *Attempt) perform(ctx context.Context, r effectRequest, idem string) (js
 			req.Header.Set(k, v)
 		}
 		req.Header.Set("Idempotency-Key", idem)
-		resp, err := a.client().Do(req)
+		resp, err := a.effectClient().Do(req)
 		if err != nil {
 			return nil, herr(guest.StatusInternal, "http effect: %v", err)
 		}
 		defer resp.Body.Close()
+		if !finalStatus(resp.StatusCode) {
+			return nil, &openError{status: resp.StatusCode}
+		}
 		body, err := io.ReadAll(io.LimitReader(resp.Body, maxEffectResponse))
 		if err != nil {
 			return nil, herr(guest.StatusInternal, "http effect: reading the response: %v", err)
@@ -234,31 +335,37 @@ func (a *Attempt) perform(ctx context.Context, r effectRequest, idem string) (js
 }
 
 // checkApplied asks the receiver whether an idempotency key was applied:
-// GET check_url?key=K, 200 applied, 404 not applied.
-func (a *Attempt) checkApplied(ctx context.Context, g *taskfile.EffectGrant, idem string) (bool, error) {
+// GET check_url?key=K, 200 applied, 404 not applied. A redirect is not
+// followed (it is neither answer). With 200 it returns the answer as an
+// http effect result: status, headers and body (at most maxEffectResponse).
+func (a *Attempt) checkApplied(ctx context.Context, g *taskfile.EffectGrant, idem string) (bool, map[string]any, error) {
 	u, err := url.Parse(g.CheckURL)
 	if err != nil {
-		return false, herr(guest.StatusInternal, "check_url: %v", err)
+		return false, nil, herr(guest.StatusInternal, "check_url: %v", err)
 	}
 	q := u.Query()
 	q.Set("key", idem)
 	u.RawQuery = q.Encode()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
-		return false, herr(guest.StatusInternal, "check_url: %v", err)
+		return false, nil, herr(guest.StatusInternal, "check_url: %v", err)
 	}
-	resp, err := a.client().Do(req)
+	resp, err := a.effectClient().Do(req)
 	if err != nil {
-		return false, herr(guest.StatusInternal, "asking %s whether the effect was applied: %v", g.CheckURL, err)
+		return false, nil, herr(guest.StatusInternal, "asking %s whether the effect was applied: %v", g.CheckURL, err)
 	}
-	resp.Body.Close()
+	defer resp.Body.Close()
 	switch resp.StatusCode {
 	case http.StatusOK:
-		return true, nil
+		body, err := io.ReadAll(io.LimitReader(resp.Body, maxEffectResponse))
+		if err != nil {
+			return false, nil, herr(guest.StatusInternal, "check_url: reading the answer: %v", err)
+		}
+		return true, map[string]any{"status": resp.StatusCode, "headers": firstValues(resp.Header), "body": string(body)}, nil
 	case http.StatusNotFound:
-		return false, nil
+		return false, nil, nil
 	}
-	return false, herr(guest.StatusInternal, "check_url answered %s; want 200 (applied) or 404 (not applied)", resp.Status)
+	return false, nil, herr(guest.StatusInternal, "check_url answered %s; want 200 (applied) or 404 (not applied)", resp.Status)
 }
 
 // workspacePath resolves a path a plugin gave, relative to the task
@@ -324,6 +431,15 @@ func (a *Attempt) client() *http.Client {
 		return a.Client
 	}
 	return http.DefaultClient
+}
+
+// effectClient is client() that never follows a redirect: an effect's
+// request (its body, its Idempotency-Key) goes to the URL the allowlist
+// checked and nowhere else. A 3xx answer is the effect's outcome.
+func (a *Attempt) effectClient() *http.Client {
+	base := a.client()
+	return &http.Client{Transport: base.Transport, Jar: base.Jar, Timeout: base.Timeout,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 }
 
 func hostPort(u *url.URL) string {
