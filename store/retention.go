@@ -1,0 +1,272 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+// Retention: Remove deletes a finished task's records, GC deletes the blobs
+// no record refers to and gives the space of deleted values back.
+
+// removeBatch bounds the keys one transaction of Remove or GC deletes.
+const removeBatch = 1000
+
+// NotFinishedError is returned by Remove for a task that may still run.
+type NotFinishedError struct {
+	ID     string
+	Status Status
+}
+
+func (e *NotFinishedError) Error() string {
+	return fmt.Sprintf("task %s is %s, not finished: only succeeded, failed or cancelled tasks can be removed (cancel it first: lhengine cancel %s)", e.ID, e.Status, e.ID)
+}
+
+// taskTables are the tables whose keys of one task share the prefix
+// "<table>/<task>/". The task's own records (t/, m/, a/ and the idempotency
+// key) are deleted apart.
+var taskTables = []string{"u", "o", "e", "p", "j", "v", "n", "q"}
+
+// Remove deletes a finished task and every record of it: units, attempts,
+// events, notes, effect journal, key/value entries, artifact provenance,
+// quota keys, its idempotency key, manifest and task record. The artifacts
+// and modules it referred to stay until GC finds nothing else refers to them.
+//
+// Deletion runs in transactions of at most 1,000 keys, the task record last:
+// a Remove cut short (a crash, ctx) leaves a finished task with fewer records,
+// which a later Remove finishes. It returns an error wrapping ErrNotFound for
+// an unknown task and a *NotFinishedError for one that is not finished.
+func (s *Store) Remove(ctx context.Context, id string) error {
+	task := new(Task)
+	if err := s.view(func(t *tx) error { return t.getJSON(taskKey(id), task) }); err != nil {
+		return fmt.Errorf("task %s: %w", id, err)
+	}
+	if !task.Status.Terminal() {
+		return &NotFinishedError{ID: id, Status: task.Status}
+	}
+	// First, what would let anyone find the task anew: a submit with its
+	// idempotency key now creates another task.
+	if err := s.update(ctx, func(t *tx) error {
+		if task.IdempotencyKey != "" {
+			owner, err := t.getRaw(idemKey(task.IdempotencyKey))
+			if err == nil && string(owner) == id {
+				if err := t.del(idemKey(task.IdempotencyKey)); err != nil {
+					return err
+				}
+			} else if err != nil && !errors.Is(err, ErrNotFound) {
+				return err
+			}
+		}
+		return t.del(activeKey(id))
+	}); err != nil {
+		return err
+	}
+	for _, table := range taskTables {
+		if _, _, err := s.deleteAll(ctx, []byte(table+"/"+id+"/")); err != nil {
+			return fmt.Errorf("removing task %s: %w", id, err)
+		}
+	}
+	return s.update(ctx, func(t *tx) error {
+		t.durable = true
+		// A table may also key a task's single record as <table>/<task>.
+		for _, table := range taskTables {
+			if err := t.del([]byte(table + "/" + id)); err != nil {
+				return err
+			}
+		}
+		if err := t.del(manifestKey(id)); err != nil {
+			return err
+		}
+		return t.del(taskKey(id))
+	})
+}
+
+// deleteAll deletes every key under prefix, removeBatch keys per
+// transaction, and returns how many it deleted and the bytes of their values.
+func (s *Store) deleteAll(ctx context.Context, prefix []byte) (n int, size int64, err error) {
+	return s.deleteAllLimit(ctx, prefix, 0)
+}
+
+// deleteAllLimit is deleteAll stopping after maxBatches transactions (0: no
+// limit); tests use it to cut a deletion short.
+func (s *Store) deleteAllLimit(ctx context.Context, prefix []byte, maxBatches int) (n int, size int64, err error) {
+	for batch := 0; maxBatches == 0 || batch < maxBatches; batch++ {
+		var keys [][]byte
+		if err := s.view(func(t *tx) error {
+			keys, size = t.keysLimit(prefix, removeBatch, size)
+			return nil
+		}); err != nil {
+			return n, size, err
+		}
+		if len(keys) == 0 {
+			return n, size, nil
+		}
+		if err := s.update(ctx, func(t *tx) error {
+			for _, k := range keys {
+				if err := t.del(k); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			return n, size, err
+		}
+		n += len(keys)
+	}
+	return n, size, nil
+}
+
+// keysLimit returns up to limit keys under prefix and adds the sizes of
+// their values to size.
+func (t *tx) keysLimit(prefix []byte, limit int, size int64) ([][]byte, int64) {
+	opts := badger.DefaultIteratorOptions
+	opts.PrefetchValues = false
+	opts.Prefix = prefix
+	it := t.txn.NewIterator(opts)
+	defer it.Close()
+	var out [][]byte
+	for it.Rewind(); it.Valid() && len(out) < limit; it.Next() {
+		out = append(out, it.Item().KeyCopy(nil))
+		size += it.Item().ValueSize()
+	}
+	return out, size
+}
+
+// GCStats says what GC freed.
+type GCStats struct {
+	// Blobs is the number of artifact and module blobs deleted because no
+	// provenance record or manifest referred to them any more; BlobBytes
+	// their size.
+	Blobs     int   `json:"blobs"`
+	BlobBytes int64 `json:"blob_bytes"`
+	// Orphans counts the blobs whose chunks were deleted because their put
+	// never finished (a crash or cancel before the blob record was written);
+	// OrphanBytes their size.
+	Orphans     int   `json:"orphans"`
+	OrphanBytes int64 `json:"orphan_bytes"`
+	// VlogFiles is the number of value-log files Badger rewrote to give back
+	// the space of deleted values.
+	VlogFiles int `json:"vlog_files"`
+}
+
+// GC deletes the blobs (artifacts and modules) that no provenance record and
+// no manifest refers to, the chunks left by puts that never finished, and
+// then runs Badger's value-log GC until it has nothing left to rewrite.
+//
+// It is safe while workers of the same store run: blob writers hold blobMu
+// shared from their existence check until their referring record is
+// committed, and GC holds it exclusively while it decides and deletes, so
+// every chunk without a blob record that GC sees was left by a put that is
+// over. Puts wait while GC deletes.
+func (s *Store) GC(ctx context.Context) (GCStats, error) {
+	var st GCStats
+	if err := s.collectBlobs(ctx, &st); err != nil {
+		return st, err
+	}
+	for {
+		if err := ctx.Err(); err != nil {
+			return st, err
+		}
+		err := s.db.RunValueLogGC(0.5)
+		if errors.Is(err, badger.ErrNoRewrite) || errors.Is(err, badger.ErrGCInMemoryMode) {
+			return st, nil
+		}
+		if err != nil {
+			return st, fmt.Errorf("value log gc: %w", err)
+		}
+		st.VlogFiles++
+	}
+}
+
+func (s *Store) collectBlobs(ctx context.Context, st *GCStats) error {
+	blobMu.Lock()
+	defer blobMu.Unlock()
+	used := map[string]bool{}
+	blobs := map[string]blobMeta{}
+	chunked := map[string]bool{}
+	err := s.view(func(t *tx) error {
+		if err := t.scan([]byte("m/"), func(_, val []byte) (bool, error) {
+			var m Manifest
+			if err := json.Unmarshal(val, &m); err != nil {
+				return false, err
+			}
+			for _, pin := range m.Plugins {
+				used[pin.SHA256] = true
+			}
+			return true, nil
+		}); err != nil {
+			return err
+		}
+		if err := t.scan([]byte("p/"), func(_, val []byte) (bool, error) {
+			var p Provenance
+			if err := json.Unmarshal(val, &p); err != nil {
+				return false, err
+			}
+			used[strings.TrimPrefix(p.Ref, "sha256:")] = true
+			return true, nil
+		}); err != nil {
+			return err
+		}
+		if err := t.scan([]byte("B/"), func(key, val []byte) (bool, error) {
+			var m blobMeta
+			if err := json.Unmarshal(val, &m); err != nil {
+				return false, err
+			}
+			blobs[string(key[2:])] = m
+			return true, nil
+		}); err != nil {
+			return err
+		}
+		// Chunk keys are b/<sha256>/<n>: one seek per blob.
+		opts := badger.DefaultIteratorOptions
+		opts.PrefetchValues = false
+		opts.Prefix = []byte("b/")
+		it := t.txn.NewIterator(opts)
+		defer it.Close()
+		for it.Rewind(); it.Valid(); {
+			k := it.Item().Key()
+			sum, _, ok := strings.Cut(string(k[2:]), "/")
+			if !ok {
+				it.Next()
+				continue
+			}
+			chunked[sum] = true
+			it.Seek([]byte("b/" + sum + "/\xff"))
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for sum, m := range blobs {
+		if used[sum] {
+			continue
+		}
+		// The record goes first: a GC cut short leaves chunks without a
+		// record, which the next GC collects as orphans.
+		if err := s.update(ctx, func(t *tx) error { return t.del(blobKey(sum)) }); err != nil {
+			return err
+		}
+		if _, _, err := s.deleteAll(ctx, []byte("b/"+sum+"/")); err != nil {
+			return err
+		}
+		st.Blobs++
+		st.BlobBytes += m.Size
+	}
+	for sum := range chunked {
+		if _, ok := blobs[sum]; ok {
+			continue
+		}
+		_, size, err := s.deleteAll(ctx, []byte("b/"+sum+"/"))
+		if err != nil {
+			return err
+		}
+		st.Orphans++
+		st.OrphanBytes += size
+	}
+	return s.update(ctx, func(t *tx) error { t.durable = true; return nil })
+}
