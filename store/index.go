@@ -21,7 +21,16 @@ type index struct {
 	active []string             // runnable task ids, oldest first
 	ready  map[string]*readyQ   // task id -> its ready units
 	leases map[unitRef]leaseRec // units leased now
+	plans  map[string]*planJob  // tasks whose current fan-out step awaits its items
+	// served is the task that got the last lease: the next claim starts
+	// with the task after it, so runnable tasks take turns (see claim).
+	served string
 }
+
+// planJob is a task's step waiting to be planned. pending: someone must
+// plan it; running: a caller is planning it now. A step entered again while
+// it is being planned (a repair) is pending and running at once.
+type planJob struct{ pending, running bool }
 
 type unitRef struct {
 	task       string
@@ -43,7 +52,56 @@ type readyQ struct {
 }
 
 func newIndex() *index {
-	return &index{ready: map[string]*readyQ{}, leases: map[unitRef]leaseRec{}}
+	return &index{ready: map[string]*readyQ{}, leases: map[unitRef]leaseRec{}, plans: map[string]*planJob{}}
+}
+
+// needPlan records that task id's current step must be planned.
+func (x *index) needPlan(id string) {
+	j := x.plans[id]
+	if j == nil {
+		j = &planJob{}
+		x.plans[id] = j
+	}
+	j.pending = true
+}
+
+// takePlan hands out a pending plan job nobody is running, oldest task first.
+func (x *index) takePlan(only string) (string, bool) {
+	for _, id := range x.active {
+		if only != "" && id != only {
+			continue
+		}
+		if j := x.plans[id]; j != nil && j.pending && !j.running {
+			j.pending, j.running = false, true
+			return id, true
+		}
+	}
+	return "", false
+}
+
+// releasePlan ends a run of a plan job; again makes it pending once more
+// (the run stopped before the step was planned).
+func (x *index) releasePlan(id string, again bool) {
+	j := x.plans[id]
+	if j == nil {
+		return
+	}
+	j.running = false
+	if again {
+		j.pending = true
+	}
+	if !j.pending {
+		delete(x.plans, id)
+	}
+}
+
+// planning reports whether a plan job of task id (any task when id is "")
+// is pending or running.
+func (x *index) planning(id string) bool {
+	if id != "" {
+		return x.plans[id] != nil
+	}
+	return len(x.plans) > 0
 }
 
 // addActive marks a task runnable.
@@ -64,6 +122,11 @@ func (x *index) removeTask(id string) {
 		x.active = append(x.active[:i], x.active[i+1:]...)
 	}
 	delete(x.ready, id)
+	if j := x.plans[id]; j != nil && !j.running {
+		delete(x.plans, id)
+	} else if j != nil {
+		j.pending = false
+	}
 	for r := range x.leases {
 		if r.task == id {
 			delete(x.leases, r)
@@ -105,10 +168,10 @@ func (x *index) dropStep(id string, step int) {
 	}
 }
 
-// candidates returns up to max ready units of task id that are due at now,
-// in queue order, and the earliest not-before of those that are not due yet.
+// candidates returns up to max ready units of task id that are due at now
+// and not skipped, in queue order, and the earliest not-before of those that are not due yet.
 // It compacts the head of the queue as it goes.
-func (x *index) candidates(id string, now time.Time, max int) ([]unitRef, time.Time) {
+func (x *index) candidates(id string, now time.Time, max int, skip func(unitRef) bool) ([]unitRef, time.Time) {
 	q := x.ready[id]
 	if q == nil || max <= 0 {
 		return nil, time.Time{}
@@ -129,7 +192,7 @@ func (x *index) candidates(id string, now time.Time, max int) ([]unitRef, time.T
 	for i := q.head; i < len(q.queue) && len(out) < max; i++ {
 		r := q.queue[i]
 		nb, ok := q.due[r]
-		if !ok || seen[r] {
+		if !ok || seen[r] || skip(r) {
 			continue
 		}
 		if nb.After(now) {

@@ -3,20 +3,28 @@ package store
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
 	"time"
 
+	"github.com/dgraph-io/badger/v4"
+
 	"github.com/lhengine/lhengine/engine/fault"
 )
 
-// Planner produces the items of a fan-out step when the task's cursor reaches
-// it. It runs inside the transaction that completes the previous step, so r
-// sees that step's outputs. An error fails the task; a *fault.StepError keeps
-// its kind, any other error is recorded as kind input.
-type Planner func(r *Reader, t *Task, step int) ([]Item, error)
+// Planner produces the items of a fan-out step once the task's cursor has
+// reached it. It runs after the transaction that completed the previous step
+// committed, in a read-only view (r sees that step's outputs), outside the
+// commit leader, and may take as long as it needs: it should stop when ctx
+// is done. It must be deterministic: after a crash the step is planned again
+// and must give the same list. An error fails the task; a *fault.StepError
+// keeps its kind, any other error is recorded as kind input.
+type Planner func(ctx context.Context, r *Reader, t *Task, step int) ([]Item, error)
 
 // NewTask is what Submit needs to create a task.
 type NewTask struct {
@@ -83,7 +91,7 @@ func (s *Store) Submit(ctx context.Context, nt NewTask) (*Task, bool, error) {
 		if err := s.enterStep(t, task); err != nil {
 			return err
 		}
-		if task.Status == Queued && task.Steps[0].Units == 0 {
+		if task.Status == Queued && task.Steps[0].Planned && task.Steps[0].Units == 0 {
 			if err := s.advance(t, task); err != nil {
 				return err
 			}
@@ -93,6 +101,15 @@ func (s *Store) Submit(ctx context.Context, nt NewTask) (*Task, bool, error) {
 	})
 	if err != nil {
 		return nil, false, err
+	}
+	if created && out.Steps[0].FanOut {
+		// Plan the first step now; if ctx ends first, the next claim does.
+		if _, err := s.planPending(ctx, out.ID); err != nil && ctx.Err() == nil {
+			return nil, false, err
+		}
+		if t, err := s.Task(ctx, out.ID); err == nil {
+			out = t
+		}
 	}
 	return out, created, nil
 }
@@ -127,6 +144,11 @@ func (s *Store) Claim(ctx context.Context, req ClaimRequest) (Claimed, error) {
 	if req.LeaseFor <= 0 {
 		req.LeaseFor = 30 * time.Second
 	}
+	// A step waiting for its items (entered by a commit whose caller went
+	// away, or cut short by a restart) is planned by the next claim.
+	if _, err := s.planPending(ctx, req.Task); err != nil {
+		return out, err
+	}
 	err := s.update(ctx, func(t *tx) error {
 		var err error
 		out, err = s.claim(t, req, nil)
@@ -137,11 +159,17 @@ func (s *Store) Claim(ctx context.Context, req ClaimRequest) (Claimed, error) {
 
 // claim leases up to req.Max units inside t. held, when set, is a task record
 // the calling operation has already changed (and will save itself).
+//
+// Runnable tasks take turns: the claim starts with the task after the one
+// that got the previous lease, and a claim for several units first gives
+// each task an equal share, then fills up greedily, so a long fan-out
+// cannot starve tasks submitted after it.
 func (s *Store) claim(t *tx, req ClaimRequest, held *Task) (Claimed, error) {
 	var out Claimed
 	now := s.now()
 	s.idx.mu.Lock()
 	defer s.idx.mu.Unlock()
+	b := t.batch()
 	tasks := map[string]*Task{}
 	loaded := map[string]claimMark{} // what each task looked like when read
 	if held != nil {
@@ -159,81 +187,113 @@ func (s *Store) claim(t *tx, req ClaimRequest, held *Task) (Claimed, error) {
 		loaded[id] = claimMark{task.Epoch, task.Reclaims, task.Status}
 		return task, nil
 	}
-	// Units made ready by this very transaction are not in the index yet.
+	// Units made ready by this transaction (or an earlier operation of its
+	// batch) are not in the index yet.
 	extra, err := s.reclaim(t, req.Task, now, load, &out.Wake)
 	if err != nil {
 		return out, err
 	}
-	for _, r := range t.ready {
-		extra[r.task] = append(extra[r.task], r)
+	for _, r := range b.ready {
+		if !b.taken[r] {
+			extra[r.task] = append(extra[r.task], r)
+		}
 	}
 	ids := s.idx.active
 	if req.Task != "" {
 		ids = []string{req.Task}
+	} else if len(ids) > 1 {
+		// Start after the task served last.
+		i := sortSearch(ids, s.idx.served)
+		ids = append(append(make([]string, 0, len(ids)), ids[i:]...), ids[:i]...)
 	}
-	for _, id := range ids {
-		if len(out.Leases) >= req.Max {
-			break
-		}
-		if s.idx.ready[id] == nil && len(extra[id]) == 0 {
-			continue
-		}
-		task, err := load(id)
-		if errors.Is(err, ErrNotFound) {
-			continue
-		} else if err != nil {
-			return out, err
-		}
-		if !task.Status.runnable() {
-			continue
-		}
-		st := &task.Steps[task.Cursor]
-		n := min(req.Max-len(out.Leases), st.Limit-st.Leased)
-		refs := extra[id][:min(n, len(extra[id]))]
-		more, wake := s.idx.candidates(id, now, n-len(refs))
-		refs = append(refs, more...)
-		out.Wake = earliest(out.Wake, wake)
-		for _, r := range refs {
-			u := new(Unit)
-			err := t.getJSON(unitKey(id, r.step, r.item), u)
-			if err != nil && !errors.Is(err, ErrNotFound) {
+	if s.idx.planning(req.Task) {
+		// Units appear as a fan-out step is planned: look again soon.
+		out.Wake = earliest(out.Wake, now.Add(planPoll))
+	}
+	skip := func(r unitRef) bool { return b.taken[r] }
+	share := req.Max
+	if len(ids) > 1 {
+		share = max(1, req.Max/len(ids))
+	}
+	for round := 0; round < 2 && len(out.Leases) < req.Max; round++ {
+		for _, id := range ids {
+			if len(out.Leases) >= req.Max {
+				break
+			}
+			if s.idx.ready[id] == nil && len(extra[id]) == 0 {
+				continue
+			}
+			task, err := load(id)
+			if errors.Is(err, ErrNotFound) {
+				continue
+			} else if err != nil {
 				return out, err
 			}
-			if err != nil || r.step != task.Cursor || u.State != UnitReady {
-				stale := r
-				t.after(func(x *index) { x.removeReady(stale) })
+			if !task.Status.runnable() {
 				continue
 			}
-			if u.NotBefore.After(now) { // a retry made ready by this transaction, waiting out its backoff
-				out.Wake = earliest(out.Wake, u.NotBefore)
+			st := &task.Steps[task.Cursor]
+			n := min(req.Max-len(out.Leases), st.Limit-st.Leased)
+			if round == 0 {
+				n = min(n, share)
+			}
+			if n <= 0 {
 				continue
 			}
-			if task.Status == Queued {
-				task.Status = Running
-				task.StartedAt = now
-				if err := s.event(t, task, Event{Type: EvStarted, Owner: req.Owner}); err != nil {
+			var refs []unitRef
+			for len(extra[id]) > 0 && len(refs) < n {
+				if r := extra[id][0]; !b.taken[r] {
+					refs = append(refs, r)
+				}
+				extra[id] = extra[id][1:]
+			}
+			more, wake := s.idx.candidates(id, now, n-len(refs), skip)
+			refs = append(refs, more...)
+			out.Wake = earliest(out.Wake, wake)
+			for _, r := range refs {
+				u := new(Unit)
+				err := t.getJSON(unitKey(id, r.step, r.item), u)
+				if err != nil && !errors.Is(err, ErrNotFound) {
 					return out, err
 				}
+				if err != nil || r.step != task.Cursor || u.State != UnitReady || u.Pass != st.Pass {
+					stale := r
+					t.after(func(x *index) { x.removeReady(stale) })
+					continue
+				}
+				if u.NotBefore.After(now) { // a retry made ready by this transaction, waiting out its backoff
+					out.Wake = earliest(out.Wake, u.NotBefore)
+					continue
+				}
+				if task.Status == Queued {
+					task.Status = Running
+					task.StartedAt = now
+					if err := s.event(t, task, Event{Type: EvStarted, Owner: req.Owner}); err != nil {
+						return out, err
+					}
+				}
+				task.Epoch++
+				task.Attempts++
+				task.Leases++
+				st.Leased++
+				task.LeaseOwner, task.LeaseUntil = req.Owner, now.Add(req.LeaseFor)
+				u.State, u.Owner, u.Epoch, u.LeaseUntil = UnitLeased, req.Owner, task.Epoch, now.Add(req.LeaseFor)
+				u.Attempt++
+				if err := t.putJSON(unitKey(id, r.step, r.item), u); err != nil {
+					return out, err
+				}
+				b.taken[r] = true
+				s.idx.served = id
+				leased, rec := r, leaseRec{owner: u.Owner, until: u.LeaseUntil}
+				t.after(func(x *index) {
+					x.removeReady(leased)
+					x.leases[leased] = rec
+				})
+				out.Leases = append(out.Leases, Lease{
+					Task: id, Step: r.step, Item: r.item, Attempt: u.Attempt,
+					Owner: u.Owner, Epoch: u.Epoch, Until: u.LeaseUntil, Unit: *u,
+				})
 			}
-			task.Epoch++
-			task.Attempts++
-			task.Leases++
-			st.Leased++
-			task.LeaseOwner, task.LeaseUntil = req.Owner, now.Add(req.LeaseFor)
-			u.State, u.Owner, u.Epoch, u.LeaseUntil = UnitLeased, req.Owner, task.Epoch, now.Add(req.LeaseFor)
-			u.Attempt++
-			if err := t.putJSON(unitKey(id, r.step, r.item), u); err != nil {
-				return out, err
-			}
-			leased, rec := r, leaseRec{owner: u.Owner, until: u.LeaseUntil}
-			t.after(func(x *index) {
-				x.removeReady(leased)
-				x.leases[leased] = rec
-			})
-			out.Leases = append(out.Leases, Lease{
-				Task: id, Step: r.step, Item: r.item, Attempt: u.Attempt,
-				Owner: u.Owner, Epoch: u.Epoch, Until: u.LeaseUntil, Unit: *u,
-			})
 		}
 	}
 	for id, task := range tasks {
@@ -246,6 +306,23 @@ func (s *Store) claim(t *tx, req ClaimRequest, held *Task) (Claimed, error) {
 		}
 	}
 	return out, nil
+}
+
+// planPoll is how soon a claim that found a fan-out step being planned
+// suggests looking again.
+const planPoll = 5 * time.Millisecond
+
+// sortSearch returns the index of the first id after after in the sorted
+// ids (0 when there is none).
+func sortSearch(ids []string, after string) int {
+	i := sort.SearchStrings(ids, after)
+	if i < len(ids) && ids[i] == after {
+		i++
+	}
+	if i >= len(ids) {
+		i = 0
+	}
+	return i
 }
 
 // claimMark is what a claim can change in a task: a lease grant takes an
@@ -262,9 +339,10 @@ type claimMark struct {
 func (s *Store) reclaim(t *tx, only string, now time.Time, load func(string) (*Task, error), wake *time.Time) (map[string][]unitRef, error) {
 	back := map[string][]unitRef{}
 	var deads []unitRef
+	taken := t.batch().taken
 	for r, l := range s.idx.leases {
-		if only != "" && r.task != only {
-			continue
+		if only != "" && r.task != only || taken[r] {
+			continue // taken: leased by an earlier operation of this batch
 		}
 		if ownerSession(l.owner) == s.session && !l.until.Before(now) {
 			*wake = earliest(*wake, l.until)
@@ -281,9 +359,10 @@ func (s *Store) reclaim(t *tx, only string, now time.Time, load func(string) (*T
 	})
 	for _, d := range deads {
 		dead := d
-		t.after(func(x *index) { delete(x.leases, dead) })
+		forget := func() { t.after(func(x *index) { delete(x.leases, dead) }) }
 		task, err := load(d.task)
 		if errors.Is(err, ErrNotFound) {
+			forget()
 			continue
 		} else if err != nil {
 			return nil, err
@@ -291,13 +370,28 @@ func (s *Store) reclaim(t *tx, only string, now time.Time, load func(string) (*T
 		u := new(Unit)
 		if err := t.getJSON(unitKey(d.task, d.step, d.item), u); err != nil {
 			if errors.Is(err, ErrNotFound) {
+				forget()
 				continue
 			}
 			return nil, err
 		}
-		if u.State != UnitLeased || !task.Status.runnable() {
+		if u.State != UnitLeased || !task.Status.runnable() || u.Pass != task.Steps[d.step].Pass {
+			forget()
 			continue
 		}
+		// The index may be behind the record (a heartbeat earlier in this
+		// batch): only a lease the record says is dead goes back.
+		if ownerSession(u.Owner) == s.session && !u.LeaseUntil.Before(now) {
+			rec := leaseRec{owner: u.Owner, until: u.LeaseUntil}
+			t.after(func(x *index) {
+				if _, ok := x.leases[dead]; ok {
+					x.leases[dead] = rec
+				}
+			})
+			*wake = earliest(*wake, u.LeaseUntil)
+			continue
+		}
+		forget()
 		item := d.item
 		if err := s.event(t, task, Event{Type: EvLeaseExpired, Step: task.Steps[d.step].Name, Item: &item,
 			Attempt: u.Attempt, Epoch: u.Epoch, Owner: u.Owner,
@@ -352,12 +446,19 @@ func (s *Store) leased(t *tx, l Lease) (*Unit, *Task, error) {
 	if task.Status.Terminal() {
 		return nil, nil, fmt.Errorf("%w: task %s is %s", ErrLeaseLost, task.ID, task.Status)
 	}
+	if l.Step < 0 || l.Step >= len(task.Steps) {
+		return nil, nil, fmt.Errorf("%w: task %s has no step %d", ErrLeaseLost, task.ID, l.Step)
+	}
 	u := new(Unit)
 	if err := t.getJSON(unitKey(l.Task, l.Step, l.Item), u); err != nil {
 		if errors.Is(err, ErrNotFound) {
 			return nil, nil, fmt.Errorf("%w: unit %s/%d/%d no longer exists", ErrLeaseLost, l.Task, l.Step, l.Item)
 		}
 		return nil, nil, err
+	}
+	if u.Pass != task.Steps[l.Step].Pass {
+		return nil, nil, fmt.Errorf("%w: unit %s/%d/%d belongs to pass %d of its step, which a repair replaced",
+			ErrLeaseLost, l.Task, l.Step, l.Item, u.Pass)
 	}
 	if u.State != UnitLeased || u.Owner != l.Owner || u.Epoch != l.Epoch {
 		return nil, nil, fmt.Errorf("%w: unit %s/%d/%d is %s by %q at epoch %d; presented %q epoch %d",
@@ -440,7 +541,8 @@ func (s *Store) CommitAndClaim(ctx context.Context, r Result, next ClaimRequest)
 			if !r.RetryAt.IsZero() {
 				u.State, u.NotBefore, ev.Type = UnitReady, r.RetryAt, EvUnitRetry
 				at := r.RetryAt
-				t.ready = append(t.ready, ref)
+				b := t.batch()
+				b.ready = append(b.ready, ref)
 				t.after(func(x *index) { x.addReady(ref, at) })
 			} else {
 				u.State, ev.Type = UnitFailed, EvUnitFailed
@@ -522,8 +624,32 @@ func (s *Store) CommitAndClaim(ctx context.Context, r Result, next ClaimRequest)
 		out = task
 		return t.putJSON(taskKey(task.ID), task)
 	})
+	if errors.Is(err, badger.ErrTxnTooBig) && r.Failure == nil {
+		// Everything the attempt wrote does not fit one transaction: that
+		// will not change on another try, so fail the unit instead of
+		// letting its lease expire and running it forever.
+		f := &Failure{Kind: fault.TooLarge, Message: fmt.Sprintf(
+			"the attempt's commit is too large for one transaction (output %d bytes, %d notes, %d counters): %v",
+			len(r.Output), len(r.Notes), len(r.Counts), err)}
+		fr := Result{Lease: r.Lease, Failure: f, Log: r.Log, Started: r.Started}
+		return s.CommitAndClaim(ctx, fr, next)
+	}
 	if err != nil {
 		return nil, Claimed{}, err
+	}
+	// Completing a step may have entered a fan-out step: plan it here, in
+	// the committing worker's goroutine, then take a unit of it.
+	if ran, err := s.planPending(ctx, out.ID); err != nil {
+		return out, claimed, nil // planning goes on at the next claim
+	} else if ran {
+		if t, err := s.Task(ctx, out.ID); err == nil {
+			out = t
+		}
+		if next.Max > 0 && len(claimed.Leases) == 0 {
+			if c, err := s.Claim(ctx, next); err == nil {
+				claimed = c
+			}
+		}
 	}
 	return out, claimed, nil
 }
@@ -553,63 +679,281 @@ func (s *Store) advance(t *tx, task *Task) error {
 			return err
 		}
 		if !task.Status.runnable() {
-			return nil // planning failed the task
-		}
-		if task.Steps[task.Cursor].Units > 0 {
 			return nil
+		}
+		if st := task.Steps[task.Cursor]; !st.Planned || st.Units > 0 {
+			return nil // units to run, or items still to plan
 		}
 	}
 }
 
-// enterStep plans the step under the cursor: it creates its units, ready to
-// be leased. A planning failure fails the task.
+// enterStep starts a new pass of the step under the cursor. A plain step
+// gets its one unit here; a fan-out step is only marked for planning: its
+// items are evaluated and written by planPending, outside the commit leader
+// and in bounded batches, once this transaction has committed.
 func (s *Store) enterStep(t *tx, task *Task) error {
 	idx := task.Cursor
 	st := &task.Steps[idx]
-	items := []Item{{}}
+	st.Pass++
+	st.Planned, st.Units, st.Written, st.PlanHash, st.Done, st.Leased = false, 0, 0, "", 0, 0
+	id := task.ID
 	if st.FanOut {
-		var err error
 		if s.plan == nil {
-			err = errors.New("no planner for a fan-out step")
-		} else {
-			items, err = s.plan(&Reader{t: t}, task, idx)
-		}
-		if err != nil {
-			var se *fault.StepError
-			f := &Failure{Kind: fault.Input, Message: err.Error(), Step: st.Name}
-			if errors.As(err, &se) {
-				f.Kind, f.Message = se.Kind, se.Message
-			}
+			f := &Failure{Kind: fault.Input, Message: "no planner for a fan-out step", Step: st.Name}
 			return s.fail(t, task, f, fmt.Sprintf("step %q: planning for_each: %s", st.Name, f.Message))
 		}
+		t.after(func(x *index) { x.needPlan(id) })
+		return nil
 	}
-	st.Pass++
-	st.Planned, st.Units, st.Done, st.Leased = true, len(items), 0, 0
+	if err := s.writeUnits(t, task, idx, []Item{{}}); err != nil {
+		return err
+	}
+	st.Planned, st.Units = true, 1
+	return s.event(t, task, Event{Type: EvStepStarted, Step: st.Name, Message: fmt.Sprintf("pass %d, 1 units", st.Pass)})
+}
+
+// writeUnits creates ready units for items, numbered from the step's
+// Written count on, and advances it.
+func (s *Store) writeUnits(t *tx, task *Task, idx int, items []Item) error {
+	st := &task.Steps[idx]
+	id, from := task.ID, st.Written
+	b := t.batch()
 	for i, it := range items {
-		u := &Unit{Task: task.ID, Step: idx, Item: i, Pass: st.Pass, Key: it.Key, Value: it.Value, State: UnitReady}
+		n := from + i
+		u := &Unit{Task: id, Step: idx, Item: n, Pass: st.Pass, Key: it.Key, Value: it.Value, State: UnitReady}
 		if st.Pass > 1 {
+			// Attempt numbers go on across passes: attempt records are keyed by them.
 			old := new(Unit)
-			if err := t.getJSON(unitKey(task.ID, idx, i), old); err == nil {
+			if err := t.getJSON(unitKey(id, idx, n), old); err == nil {
 				u.Attempt = old.Attempt
 			} else if !errors.Is(err, ErrNotFound) {
 				return err
 			}
 		}
-		if err := t.putJSON(unitKey(task.ID, idx, i), u); err != nil {
+		if err := t.putJSON(unitKey(id, idx, n), u); err != nil {
 			return err
 		}
+		b.ready = append(b.ready, unitRef{id, idx, n})
 	}
-	id, n := task.ID, len(items)
-	for i := range n {
-		t.ready = append(t.ready, unitRef{id, idx, i})
-	}
+	st.Written += len(items)
+	to := st.Written
 	t.after(func(x *index) {
-		for i := range n {
+		for i := from; i < to; i++ {
 			x.addReady(unitRef{id, idx, i}, time.Time{})
 		}
 	})
-	return s.event(t, task, Event{Type: EvStepStarted, Step: st.Name,
-		Message: fmt.Sprintf("pass %d, %d units", st.Pass, len(items))})
+	return nil
+}
+
+// Planning batches: a batch of units is written in one transaction of at
+// most planBatch units and about planBatchBytes of item keys and values, so
+// a step of any size is planned in transactions Badger accepts.
+const (
+	planBatch      = 1000
+	planBatchBytes = 512 << 10
+)
+
+// MaxItemBytes bounds one for_each item (its key and value as JSON): every
+// unit record carries its item, and is read at every claim and commit.
+const MaxItemBytes = 1 << 20
+
+// planPending plans the fan-out steps that wait for their items (only task
+// only's, when set): it evaluates each step's for_each through the Planner
+// in a read-only view, outside the commit leader, then writes the units in
+// bounded batches. Units are claimable as soon as their batch commits.
+// Callers run it after their own operation committed, in their own
+// goroutine, so planning never stalls other commits, claims or heartbeats.
+//
+// Planning is resumable: the first batch records the number of items and a
+// digest of the list; after a crash the step is planned again from the
+// records, the batches already written are skipped, and a list that came out
+// different fails the task instead of mixing two lists.
+//
+// It reports whether it planned anything.
+func (s *Store) planPending(ctx context.Context, only string) (ran bool, err error) {
+	for {
+		s.idx.mu.Lock()
+		id, ok := s.idx.takePlan(only)
+		s.idx.mu.Unlock()
+		if !ok {
+			return ran, nil
+		}
+		ran = true
+		done, err := s.planTask(ctx, id)
+		s.idx.mu.Lock()
+		s.idx.releasePlan(id, !done)
+		s.idx.mu.Unlock()
+		if err != nil {
+			return ran, err
+		}
+	}
+}
+
+// planTask plans task id's current step. done reports that nothing is left
+// to plan (the step is planned, or the task moved on or failed).
+func (s *Store) planTask(ctx context.Context, id string) (done bool, err error) {
+	var task *Task
+	var items []Item
+	var perr error
+	err = s.view(func(t *tx) error {
+		task = new(Task)
+		if err := t.getJSON(taskKey(id), task); err != nil {
+			return err
+		}
+		if st := task.Steps[task.Cursor]; !task.Status.runnable() || st.Planned || !st.FanOut {
+			task = nil
+			return nil
+		}
+		items, perr = s.plan(ctx, &Reader{t: t}, task, task.Cursor)
+		return nil
+	})
+	if errors.Is(err, ErrNotFound) {
+		return true, nil
+	}
+	if err != nil || task == nil {
+		return err == nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	step, pass := task.Cursor, task.Steps[task.Cursor].Pass
+	// current loads the task if it is still at the step and pass planned.
+	current := func(t *tx) (*Task, error) {
+		cur := new(Task)
+		if err := t.getJSON(taskKey(id), cur); err != nil {
+			return nil, err
+		}
+		if !cur.Status.runnable() || cur.Cursor != step || cur.Steps[step].Pass != pass || cur.Steps[step].Planned {
+			return nil, nil
+		}
+		return cur, nil
+	}
+	if perr != nil {
+		var se *fault.StepError
+		f := &Failure{Kind: fault.Input, Message: perr.Error(), Step: task.Steps[step].Name}
+		if errors.As(perr, &se) {
+			f.Kind, f.Message = se.Kind, se.Message
+		}
+		return true, s.update(ctx, func(t *tx) error {
+			cur, err := current(t)
+			if cur == nil || err != nil {
+				return err
+			}
+			t.durable = true
+			if err := s.fail(t, cur, f, fmt.Sprintf("step %q: planning for_each: %s", f.Step, f.Message)); err != nil {
+				return err
+			}
+			return t.putJSON(taskKey(id), cur)
+		})
+	}
+	for i, it := range items {
+		if n := len(it.Key) + len(it.Value); n > MaxItemBytes {
+			return true, s.failPlanning(ctx, id, step, pass, fmt.Sprintf(
+				"item %d of the for_each list is %d bytes; an item may have at most %d (pass large data as an artifact ref)", i, n, MaxItemBytes))
+		}
+	}
+	sum := digestItems(items)
+	limit := planBatch
+	for {
+		finished := false
+		err := s.update(ctx, func(t *tx) error {
+			finished = false
+			cur, err := current(t)
+			if err != nil {
+				return err
+			}
+			if cur == nil {
+				finished = true
+				return nil
+			}
+			st := &cur.Steps[step]
+			if st.Written == 0 && st.PlanHash == "" {
+				st.Units, st.PlanHash = len(items), sum
+				if err := s.event(t, cur, Event{Type: EvStepStarted, Step: st.Name,
+					Message: fmt.Sprintf("pass %d, %d units", st.Pass, len(items))}); err != nil {
+					return err
+				}
+			} else if st.PlanHash != sum || st.Units != len(items) {
+				finished = true
+				t.durable = true
+				f := &Failure{Kind: fault.Input, Step: st.Name, Message: fmt.Sprintf(
+					"for_each gave a different list when planning resumed (%d items; the first batch had %d)", len(items), st.Units)}
+				if err := s.fail(t, cur, f, fmt.Sprintf("step %q: planning for_each: %s", st.Name, f.Message)); err != nil {
+					return err
+				}
+				return t.putJSON(taskKey(id), cur)
+			}
+			from, to, size := st.Written, st.Written, 0
+			for to < len(items) && to-from < limit && (to == from || size < planBatchBytes) {
+				size += len(items[to].Key) + len(items[to].Value)
+				to++
+			}
+			if err := s.writeUnits(t, cur, step, items[from:to]); err != nil {
+				return err
+			}
+			if st.Written == st.Units {
+				st.Planned, finished = true, true
+				if st.Units == 0 {
+					t.durable = true
+					if err := s.advance(t, cur); err != nil {
+						return err
+					}
+				}
+			}
+			cur.UpdatedAt = s.now()
+			return t.putJSON(taskKey(id), cur)
+		})
+		if err == nil && !finished && s.planHook != nil {
+			s.planHook()
+		}
+		switch {
+		case errors.Is(err, badger.ErrTxnTooBig) && limit > 1:
+			limit /= 4 // large items: smaller batches
+			continue
+		case errors.Is(err, badger.ErrTxnTooBig):
+			return true, s.failPlanning(ctx, id, step, pass, fmt.Sprintf("an item of the for_each list is too large to store (%v)", err))
+		case err != nil:
+			return false, err
+		}
+		if finished {
+			return true, nil
+		}
+	}
+}
+
+// failPlanning fails a task whose step could not be planned.
+func (s *Store) failPlanning(ctx context.Context, id string, step, pass int, msg string) error {
+	return s.update(ctx, func(t *tx) error {
+		task := new(Task)
+		if err := t.getJSON(taskKey(id), task); err != nil {
+			return err
+		}
+		if !task.Status.runnable() || task.Cursor != step || task.Steps[step].Pass != pass {
+			return nil
+		}
+		t.durable = true
+		st := task.Steps[step]
+		f := &Failure{Kind: fault.TooLarge, Step: st.Name, Message: msg}
+		if err := s.fail(t, task, f, fmt.Sprintf("step %q: planning for_each: %s", st.Name, msg)); err != nil {
+			return err
+		}
+		return t.putJSON(taskKey(id), task)
+	})
+}
+
+// digestItems is the digest of a for_each list that planning resumed after
+// a crash compares.
+func digestItems(items []Item) string {
+	h := sha256.New()
+	var n [8]byte
+	for _, it := range items {
+		for _, b := range [][]byte{it.Key, it.Value} {
+			binary.LittleEndian.PutUint64(n[:], uint64(len(b)))
+			h.Write(n[:])
+			h.Write(b)
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil)[:16])
 }
 
 // repair sends the task back to r.RestartFrom, or fails it when the repair
@@ -648,23 +992,28 @@ func (s *Store) repair(t *tx, task *Task, l Lease, r Repair) error {
 // ready and lease indexes.
 func (s *Store) resetStep(t *tx, task *Task, step int) error {
 	st := &task.Steps[step]
-	if !st.Planned {
+	if st.Written == 0 {
 		return nil
 	}
-	for i := 0; i < st.Units; i++ {
-		u := new(Unit)
-		if err := t.getJSON(unitKey(task.ID, step, i), u); err != nil {
-			return err
-		}
-		u.State, u.Owner, u.LeaseUntil = UnitStale, "", time.Time{}
-		if err := t.putJSON(unitKey(task.ID, step, i), u); err != nil {
-			return err
+	// Units of an earlier pass are dead whatever their record says (claims,
+	// commits and heartbeats compare the pass); marking them stale is for
+	// readers, and only done where it fits a transaction easily.
+	if st.Written <= planBatch {
+		for i := 0; i < st.Written; i++ {
+			u := new(Unit)
+			if err := t.getJSON(unitKey(task.ID, step, i), u); err != nil {
+				return err
+			}
+			u.State, u.Owner, u.LeaseUntil = UnitStale, "", time.Time{}
+			if err := t.putJSON(unitKey(task.ID, step, i), u); err != nil {
+				return err
+			}
 		}
 	}
 	id := task.ID
 	t.after(func(x *index) { x.dropStep(id, step) })
 	task.Leases -= st.Leased
-	st.Planned, st.Units, st.Done, st.Leased = false, 0, 0, 0
+	st.Planned, st.Units, st.Written, st.PlanHash, st.Done, st.Leased = false, 0, 0, "", 0, 0
 	return nil
 }
 

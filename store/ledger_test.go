@@ -310,7 +310,7 @@ func TestStoreDirectoryIsExclusive(t *testing.T) {
 }
 
 func fanOutPlanner(n int) Planner {
-	return func(_ *Reader, _ *Task, _ int) ([]Item, error) {
+	return func(_ context.Context, _ *Reader, _ *Task, _ int) ([]Item, error) {
 		items := make([]Item, n)
 		for i := range items {
 			items[i] = Item{Key: json.RawMessage(fmt.Sprint(i)), Value: json.RawMessage(fmt.Sprintf(`"item-%d"`, i))}
@@ -376,7 +376,7 @@ func TestEmptyFanOutCompletesAtOnce(t *testing.T) {
 
 func TestPlanningFailureFailsTheTask(t *testing.T) {
 	t.Parallel()
-	bad := func(*Reader, *Task, int) ([]Item, error) { return nil, errors.New("for_each is a string") }
+	bad := func(context.Context, *Reader, *Task, int) ([]Item, error) { return nil, errors.New("for_each is a string") }
 	b := setup(t, bad)
 	b.submit(t, []StepState{{Name: "a"}, {Name: "each", FanOut: true}})
 	l := b.claim1(t, "w")

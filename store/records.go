@@ -83,11 +83,19 @@ type StepState struct {
 	// Limit bounds how many units of this step may be leased at once.
 	Limit int `json:"limit"`
 	// Pass counts how often the step was entered (repairs enter it again).
-	Pass    int  `json:"pass"`
-	Planned bool `json:"planned"`
-	Units   int  `json:"units"`
-	Done    int  `json:"done"`
-	Leased  int  `json:"leased"`
+	Pass int `json:"pass"`
+	// Planned is set once every unit of the current pass exists. A fan-out
+	// step is planned outside the commit that entered it, in bounded
+	// batches: Units is the number of items from the first batch on,
+	// Written how many units exist so far, and PlanHash the digest of the
+	// item list, so that planning resumed after a crash continues the same
+	// list or fails the task, never mixes two.
+	Planned  bool   `json:"planned"`
+	Units    int    `json:"units"`
+	Written  int    `json:"written,omitempty"`
+	PlanHash string `json:"plan_hash,omitempty"`
+	Done     int    `json:"done"`
+	Leased   int    `json:"leased"`
 }
 
 // Progress returns the number of committed units of the current pass and the
@@ -95,7 +103,7 @@ type StepState struct {
 func (t *Task) Progress() (done, total int) {
 	for _, s := range t.Steps {
 		done += s.Done
-		if s.Planned {
+		if s.Planned || s.Units > 0 {
 			total += s.Units
 		} else {
 			total++

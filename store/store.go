@@ -58,6 +58,7 @@ type Store struct {
 	sync     bool // fsync after transactions that must be durable
 	log      hclog.Logger
 	plan     Planner
+	planHook func() // tests: called after each planning batch that left items to plan
 	idx      *index
 
 	mu      sync.Mutex // guards queue and leading
@@ -176,10 +177,17 @@ func (s *Store) rebuildIndex() error {
 				continue
 			}
 			s.idx.addActive(id)
+			st := task.Steps[task.Cursor]
+			if !st.Planned {
+				s.idx.needPlan(id) // planning was cut short: it resumes
+			}
 			err := t.scan(unitStepPrefix(id, task.Cursor), func(_, val []byte) (bool, error) {
 				u := new(Unit)
 				if err := json.Unmarshal(val, u); err != nil {
 					return false, err
+				}
+				if u.Pass != st.Pass {
+					return true, nil // a unit of an earlier pass
 				}
 				r := unitRef{id, u.Step, u.Item}
 				switch u.State {
@@ -319,8 +327,9 @@ func (s *Store) tryBatch(batch []*op) (sync, ok bool) {
 	defer txn.Discard()
 	errs := make([]error, len(batch))
 	txs := make([]*tx, len(batch))
+	shared := &batchState{}
 	for i, o := range batch {
-		txs[i] = &tx{txn: txn, s: s}
+		txs[i] = &tx{txn: txn, s: s, b: shared}
 		errs[i] = o.fn(txs[i])
 		if errs[i] != nil && txs[i].wrote {
 			return false, false
@@ -384,7 +393,28 @@ type tx struct {
 	wrote   bool
 	durable bool           // the operation must be on disk before it returns
 	afters  []func(*index) // index changes to apply once committed
-	ready   []unitRef      // units this transaction made ready (not in the index yet)
+	b       *batchState    // shared by the operations of one transaction
+}
+
+// batchState is what the operations sharing one transaction must see of
+// each other that the index does not show yet: the index changes only once
+// the transaction commits, so without it two claims of one batch would both
+// offer the same ready unit (one wins, the other claims nothing) or both
+// take back the same expired lease.
+type batchState struct {
+	taken map[unitRef]bool // units leased by an operation of the batch
+	ready []unitRef        // units made ready by an operation of the batch
+}
+
+// batch returns the transaction's batch state.
+func (t *tx) batch() *batchState {
+	if t.b == nil {
+		t.b = &batchState{}
+	}
+	if t.b.taken == nil {
+		t.b.taken = map[unitRef]bool{}
+	}
+	return t.b
 }
 
 // after queues an index change to apply if and when the transaction commits.

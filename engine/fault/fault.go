@@ -45,6 +45,11 @@ const (
 	Internal Kind = "internal"
 	// Budget: a budget of the task ran out (for example the repair budget).
 	Budget Kind = "budget"
+	// TooLarge: something the step needs or produced is larger than the
+	// store or the engine accepts: its assembled input, a for_each item, or
+	// everything its commit would write in one transaction. The same
+	// attempt would fail the same way again.
+	TooLarge Kind = "too_large"
 )
 
 // Retryable reports whether a failure of this kind may succeed on another
@@ -53,7 +58,7 @@ const (
 // burns budget.
 func (k Kind) Retryable() bool {
 	switch k {
-	case ABIMismatch, PluginMissing, HashMismatch, BadModule, Input, Budget:
+	case ABIMismatch, PluginMissing, HashMismatch, BadModule, Input, Budget, TooLarge:
 		return false
 	}
 	return true

@@ -315,7 +315,7 @@ func (c *Cache) scope(r *store.Reader, sp *Spec, task *store.Task, step *taskfil
 
 // Planner returns the store.Planner that evaluates for_each expressions.
 func (c *Cache) Planner() store.Planner {
-	return func(r *store.Reader, task *store.Task, idx int) ([]store.Item, error) {
+	return func(ctx context.Context, r *store.Reader, task *store.Task, idx int) ([]store.Item, error) {
 		sp, err := c.Spec(r, task.ID)
 		if err != nil {
 			return nil, err
@@ -331,6 +331,11 @@ func (c *Cache) Planner() store.Planner {
 		}
 		items := make([]store.Item, len(each))
 		for i, e := range each {
+			if i%1024 == 0 {
+				if err := ctx.Err(); err != nil {
+					return nil, err
+				}
+			}
 			k, err := taskfile.ToJSON(e.Key)
 			if err != nil {
 				return nil, fault.New(fault.Input, "for_each key %d: %v", i, err)

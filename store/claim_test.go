@@ -1,0 +1,249 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lhengine/lhengine/engine/fault"
+)
+
+// claimOps runs claims as the operations of one group-commit batch, the way
+// concurrent callers of Claim share a transaction.
+func claimOps(t *testing.T, s *Store, reqs ...ClaimRequest) []Claimed {
+	t.Helper()
+	out := make([]Claimed, len(reqs))
+	batch := make([]*op, len(reqs))
+	for i, req := range reqs {
+		i, req := i, req
+		batch[i] = &op{done: make(chan struct{}), fn: func(t *tx) error {
+			var err error
+			out[i], err = s.claim(t, req, nil)
+			return err
+		}}
+	}
+	_, ok := s.tryBatch(batch)
+	require.True(t, ok, "the claims committed as one batch")
+	for _, o := range batch {
+		require.NoError(t, o.err)
+	}
+	return out
+}
+
+func TestClaimsInOneBatchNeverShareAnExpiredUnit(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.submit(t, plainSteps("a"))
+	first := b.claim1(t, "worker-a")
+	b.clock.Add(31 * time.Second)
+
+	req := func(w string) ClaimRequest {
+		return ClaimRequest{Owner: b.s.Owner(w), Max: 1, LeaseFor: 30 * time.Second}
+	}
+	got := claimOps(t, b.s, req("worker-b"), req("worker-c"))
+	leases := append(got[0].Leases, got[1].Leases...)
+	require.Len(t, leases, 1, "one unit, one new lease, whatever shares the transaction")
+	require.Greater(t, leases[0].Epoch, first.Epoch)
+
+	task, err := b.s.Task(b.ctx, first.Task)
+	require.NoError(t, err)
+	require.Equal(t, 1, task.Reclaims)
+	require.Equal(t, 1, task.Leases)
+	_, err = b.s.Heartbeat(b.ctx, leases[0], time.Minute)
+	require.NoError(t, err, "the one lease granted is the unit's lease")
+}
+
+func TestClaimsInOneBatchTakeDifferentUnits(t *testing.T) {
+	t.Parallel()
+	b := setup(t, fanOutPlanner(10))
+	b.submit(t, []StepState{{Name: "each", FanOut: true, Limit: 16}})
+	var reqs []ClaimRequest
+	for i := range 4 {
+		reqs = append(reqs, ClaimRequest{Owner: b.s.Owner(fmt.Sprint("w", i)), Max: 1, LeaseFor: time.Minute})
+	}
+	got := claimOps(t, b.s, reqs...)
+	seen := map[int]bool{}
+	for i, c := range got {
+		require.Len(t, c.Leases, 1, "claim %d of the batch found a unit", i)
+		require.False(t, seen[c.Leases[0].Item], "item %d handed out twice", c.Leases[0].Item)
+		seen[c.Leases[0].Item] = true
+	}
+}
+
+func TestRunnableTasksTakeTurns(t *testing.T) {
+	t.Parallel()
+	b := setup(t, fanOutPlanner(100))
+	long := b.submit(t, []StepState{{Name: "each", FanOut: true, Limit: 16}})
+	b.clock.Add(time.Millisecond)
+	short := b.submit(t, []StepState{{Name: "each", FanOut: true, Limit: 16}})
+
+	perTask := map[string]int{}
+	for range 10 {
+		l := b.claim1(t, "w")
+		perTask[l.Task]++
+	}
+	require.Equal(t, 5, perTask[long.ID])
+	require.Equal(t, 5, perTask[short.ID], "a task submitted later is not starved by a long fan-out")
+
+	c, err := b.s.Claim(b.ctx, ClaimRequest{Owner: b.s.Owner("w"), Max: 8, LeaseFor: time.Minute})
+	require.NoError(t, err)
+	perTask = map[string]int{}
+	for _, l := range c.Leases {
+		perTask[l.Task]++
+	}
+	require.Equal(t, map[string]int{long.ID: 4, short.ID: 4}, perTask, "a claim of several units shares them out")
+}
+
+func TestStaticFanOutOf40000ItemsIsPlannedInBatches(t *testing.T) {
+	t.Parallel()
+	b := setup(t, fanOutPlanner(40_000))
+	task := b.submit(t, []StepState{{Name: "each", FanOut: true, Limit: 4}, {Name: "after"}})
+	st := task.Steps[0]
+	require.True(t, st.Planned)
+	require.Equal(t, 40_000, st.Units)
+	require.Equal(t, 40_000, st.Written)
+	require.Equal(t, Queued, task.Status)
+
+	c, err := b.s.Claim(b.ctx, ClaimRequest{Owner: b.s.Owner("w"), Max: 4, LeaseFor: time.Minute})
+	require.NoError(t, err)
+	require.Len(t, c.Leases, 4)
+	var units int
+	require.NoError(t, b.s.Read(func(r *Reader) error {
+		us, err := r.Units(task.ID, 0)
+		units = len(us)
+		return err
+	}))
+	require.Equal(t, 40_000, units)
+}
+
+// bigItems plans n items whose values are size bytes each.
+func bigItems(n, size int) Planner {
+	return func(context.Context, *Reader, *Task, int) ([]Item, error) {
+		items := make([]Item, n)
+		v, _ := json.Marshal(strings.Repeat("x", size))
+		for i := range items {
+			items[i] = Item{Key: json.RawMessage(fmt.Sprint(i)), Value: v}
+		}
+		return items, nil
+	}
+}
+
+func TestFanOutPlannedAtRunTimeAfterACommit(t *testing.T) {
+	t.Parallel()
+	b := setup(t, bigItems(2_000, 3<<10))
+	task := b.submit(t, []StepState{{Name: "list"}, {Name: "each", FanOut: true, Limit: 2}})
+	l := b.claim1(t, "w")
+	got, claimed, err := b.s.CommitAndClaim(b.ctx, Result{Lease: l, Output: json.RawMessage(`"listed"`)},
+		ClaimRequest{Owner: b.s.Owner("w"), Max: 1, LeaseFor: time.Minute})
+	require.NoError(t, err)
+	require.Equal(t, Running, got.Status)
+	require.Equal(t, 1, got.Cursor)
+	require.True(t, got.Steps[1].Planned, "the committing caller planned the next step")
+	require.Equal(t, 2_000, got.Steps[1].Units)
+	require.Len(t, claimed.Leases, 1, "and took its first unit")
+	require.Equal(t, 1, claimed.Leases[0].Step)
+	require.Equal(t, task.ID, claimed.Leases[0].Task)
+}
+
+func TestPlanningOversizedItemFailsTheTask(t *testing.T) {
+	t.Parallel()
+	b := setup(t, bigItems(1, 2<<20))
+	task, _, err := b.s.Submit(b.ctx, NewTask{Name: "t", Steps: []StepState{{Name: "each", FanOut: true}}})
+	require.NoError(t, err)
+	require.Equal(t, Failed, task.Status)
+	require.Equal(t, fault.TooLarge, task.Failure.Kind)
+	require.Contains(t, task.Reason, "an item may have at most")
+}
+
+func TestCommitTooLargeForATransactionFailsTheUnit(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.submit(t, plainSteps("a"))
+	l := b.claim1(t, "w")
+	notes := make([]Note, 60_000)
+	for i := range notes {
+		notes[i] = Note{Kind: "finding", Text: fmt.Sprint("note ", i)}
+	}
+	got, err := b.s.Commit(b.ctx, Result{Lease: l, Output: json.RawMessage(`1`), Notes: notes})
+	require.NoError(t, err, "a commit that can never fit is a failed unit, not an error the worker retries forever")
+	require.Equal(t, Failed, got.Status)
+	require.Equal(t, fault.TooLarge, got.Failure.Kind)
+	require.Zero(t, got.Leases)
+}
+
+func TestPlanningResumesAfterACrash(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	items := 2_500
+	planner := func(context.Context, *Reader, *Task, int) ([]Item, error) {
+		out := make([]Item, items)
+		for i := range out {
+			out[i] = Item{Key: json.RawMessage(fmt.Sprint(i)), Value: json.RawMessage(fmt.Sprintf(`"v%d"`, i))}
+		}
+		return out, nil
+	}
+	s, err := Open(dir, Options{Planner: planner})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	batches := 0
+	s.planHook = func() {
+		batches++
+		cancel() // the process stops after the first batch
+	}
+	task, _, err := s.Submit(ctx, NewTask{Name: "t", Steps: []StepState{{Name: "each", FanOut: true, Limit: 8}}})
+	require.NoError(t, err)
+	require.Equal(t, 1, batches)
+	require.False(t, task.Steps[0].Planned)
+	require.Equal(t, items, task.Steps[0].Units)
+	require.Equal(t, planBatch, task.Steps[0].Written)
+	require.NoError(t, s.Close())
+
+	s, err = Open(dir, Options{Planner: planner})
+	require.NoError(t, err)
+	defer s.Close()
+	c, err := s.Claim(context.Background(), ClaimRequest{Owner: s.Owner("w"), Max: 8, LeaseFor: time.Minute})
+	require.NoError(t, err)
+	require.Len(t, c.Leases, 8)
+	got, err := s.Task(context.Background(), task.ID)
+	require.NoError(t, err)
+	require.True(t, got.Steps[0].Planned)
+	require.Equal(t, items, got.Steps[0].Written)
+	require.NoError(t, s.Read(func(r *Reader) error {
+		us, err := r.Units(task.ID, 0)
+		require.NoError(t, err)
+		require.Len(t, us, items)
+		for i, u := range us {
+			require.Equal(t, i, u.Item)
+			require.Equal(t, fmt.Sprintf(`"v%d"`, i), string(u.Value))
+		}
+		return nil
+	}))
+}
+
+func TestPlanningResumedWithADifferentListFailsTheTask(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	s, err := Open(dir, Options{Planner: fanOutPlanner(2_500)})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	s.planHook = cancel
+	task, _, err := s.Submit(ctx, NewTask{Name: "t", Steps: []StepState{{Name: "each", FanOut: true}}})
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+
+	s, err = Open(dir, Options{Planner: fanOutPlanner(2_400)})
+	require.NoError(t, err)
+	defer s.Close()
+	c, err := s.Claim(context.Background(), ClaimRequest{Owner: s.Owner("w"), Max: 1, LeaseFor: time.Minute})
+	require.NoError(t, err)
+	require.Empty(t, c.Leases)
+	got, err := s.Task(context.Background(), task.ID)
+	require.NoError(t, err)
+	require.Equal(t, Failed, got.Status)
+	require.Contains(t, got.Reason, "different list")
+}
