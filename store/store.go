@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/badger/v4/options"
 	"github.com/hashicorp/go-hclog"
 )
 
@@ -27,7 +29,27 @@ var (
 	ErrLeaseLost = errors.New("lease lost")
 	// ErrTerminal: the task already succeeded, failed or was cancelled.
 	ErrTerminal = errors.New("task is finished")
+	// ErrStoreFailed: a disk sync failed. The kernel may have dropped the
+	// data it could not write, so nothing written since the previous sync
+	// can be trusted to be on disk, nor to be absent: the store refuses
+	// every later write and must be reopened (the reopened store reads what
+	// really is on disk). Reads still work.
+	ErrStoreFailed = errors.New("store failed")
+	// ErrReadOnly: the store was opened read-only.
+	ErrReadOnly = errors.New("store is read-only")
 )
+
+// failedError is ErrStoreFailed with its cause.
+type failedError struct{ cause error }
+
+func (e *failedError) Error() string {
+	return fmt.Sprintf("%v: disk sync failed (%v); the outcome of the writes that waited for it is unknown "+
+		"(they may or may not be on disk) and no write is accepted any more: close and reopen the store "+
+		"(restart lhengine), then check the task", ErrStoreFailed, e.cause)
+}
+
+func (e *failedError) Is(target error) bool { return target == ErrStoreFailed }
+func (e *failedError) Unwrap() error        { return e.cause }
 
 // Options configure Open. The zero value is a durable on-disk store.
 type Options struct {
@@ -36,7 +58,8 @@ type Options struct {
 	// NoSync skips the fsync at each commit. Only for benchmarks that want to
 	// measure everything but the disk.
 	NoSync bool
-	// Logger receives Badger's own messages (warnings and errors only).
+	// Logger receives Badger's own messages: errors and warnings at their
+	// level, the rest at debug and trace.
 	Logger hclog.Logger
 	// Now is the clock; nil means time.Now. Tests inject one.
 	Now func() time.Time
@@ -45,6 +68,25 @@ type Options struct {
 	// Planner plans fan-out steps when a task's cursor reaches them. A store
 	// without one fails tasks that reach a fan-out step.
 	Planner Planner
+	// AllowDamaged opens a store that failed an integrity check (see
+	// ErrDamaged) instead of refusing it, with a warning on Logger. What is
+	// missing stays missing; the high-water mark moves on with the next sync.
+	AllowDamaged bool
+	// ReadOnly opens the store without taking the write lock: every write
+	// fails with ErrReadOnly. Badger refuses it for a store whose log must be
+	// replayed (one that was not closed).
+	ReadOnly bool
+	// MinFreeBytes is the free-space floor: writes fail with ErrNoSpace
+	// while the store's file system has less free space. 0 means
+	// DefaultMinFreeBytes; negative disables the check.
+	MinFreeBytes int64
+
+	markEvery time.Duration // high-water mark interval; 0 = one second
+	memTable  int64         // memtable size; 0 = 16 MiB (tests use less)
+	syncFn    func() error  // replaces the disk sync (tests inject failures)
+	freeFn    func(string) (int64, error)
+	// filesChecked skips checkFiles (Verify has just run it).
+	filesChecked bool
 }
 
 // Store is the ledger. It is safe for concurrent use. Badger's directory lock
@@ -67,6 +109,24 @@ type Store struct {
 
 	syncer     syncer
 	durableOps atomic.Int64 // operations released only after a sync
+
+	dir      string
+	readOnly bool
+	syncFn   func() error  // the disk sync: db.Sync unless a test replaces it
+	seq      uint64        // number of the latest sync (only syncDisk changes it)
+	synced   atomic.Uint64 // number of the latest sync that succeeded
+	roErr    error         // why writes are refused (read-only store)
+	mark     *marker       // high-water mark; nil for in-memory or unsynced stores
+	space    *diskSpace
+	failure  atomic.Pointer[failedError] // set once a sync failed
+}
+
+// failed returns the store's failure, or nil.
+func (s *Store) failed() error {
+	if f := s.failure.Load(); f != nil {
+		return f
+	}
+	return nil
 }
 
 // SyncStats reports how many disk syncs the store performed and how many
@@ -82,19 +142,25 @@ func (s *Store) SyncStats() (syncs, ops int64) {
 // meanwhile waits for it to end and then shares the next one. Without this,
 // overlapping batches each paid a sync of their own (two operations per sync
 // on a 10,000-unit fan-out).
+//
+// A failed sync is final: no sync runs after it, and it is the answer of
+// every caller whose sync is that one or a later one. A caller whose sync
+// succeeded before it hears success, whatever happened since.
 type syncer struct {
-	mu      sync.Mutex
-	cond    *sync.Cond
-	running bool
-	started uint64 // syncs started
-	done    uint64 // the latest sync that finished
-	err     error  // its error
-	waiting int    // callers waiting for a running sync (tests observe it)
-	calls   int64  // syncs performed
+	mu       sync.Mutex
+	cond     *sync.Cond
+	running  bool
+	started  uint64 // syncs started
+	done     uint64 // the latest sync that finished
+	failedAt uint64 // the sync that failed, 0 if none did
+	err      error  // its error
+	waiting  int    // callers waiting for a running sync (tests observe it)
+	calls    int64  // syncs performed
 }
 
 // sync returns once a call of fn that started after sync was called has
-// finished, calling fn itself if no such call is running.
+// finished, calling fn itself if no such call is running. It returns the
+// error of that call, or of the failed call before it.
 func (y *syncer) sync(fn func() error) error {
 	y.mu.Lock()
 	defer y.mu.Unlock()
@@ -102,7 +168,7 @@ func (y *syncer) sync(fn func() error) error {
 		y.cond = sync.NewCond(&y.mu)
 	}
 	target := y.started + 1
-	for y.done < target {
+	for y.done < target && y.failedAt == 0 {
 		if y.running {
 			y.waiting++
 			y.cond.Wait()
@@ -116,13 +182,27 @@ func (y *syncer) sync(fn func() error) error {
 		y.mu.Unlock()
 		err := fn()
 		y.mu.Lock()
-		y.running, y.done, y.err = false, mine, err
+		y.running, y.done = false, mine
+		if err != nil {
+			y.failedAt, y.err = mine, err
+		}
 		y.cond.Broadcast()
 	}
-	return y.err
+	if y.failedAt != 0 && y.failedAt <= target {
+		return y.err
+	}
+	return nil
 }
 
 // Open opens (creating if needed) the store in dir.
+//
+// It refuses, with a *DamagedError (ErrDamaged), a store whose files show
+// committed data missing: data files but no MANIFEST, a MANIFEST naming
+// missing tables, a table or log failing its checksum, or a sync sequence
+// behind the high-water mark kept beside the directory (dir + ".highwater").
+// Options.AllowDamaged opens it anyway. A store on a file system with less
+// free space than the floor is opened read-only if it can be (writes fail
+// with ErrNoSpace), so that it can still be read.
 func Open(dir string, o Options) (*Store, error) {
 	if o.Logger == nil {
 		o.Logger = hclog.NewNullLogger()
@@ -133,33 +213,178 @@ func Open(dir string, o Options) (*Store, error) {
 	if o.MaxBatch <= 0 {
 		o.MaxBatch = 256
 	}
+	if o.MinFreeBytes == 0 {
+		o.MinFreeBytes = DefaultMinFreeBytes
+	}
+	if o.markEvery <= 0 {
+		o.markEvery = time.Second
+	}
+	if o.memTable <= 0 {
+		o.memTable = 16 << 20
+	}
+	if o.freeFn == nil {
+		o.freeFn = freeBytes
+	}
+	s := &Store{now: o.Now, session: newSessionID(), maxBatch: o.MaxBatch, log: o.Logger,
+		plan: o.Planner, idx: newIndex(), sync: !o.NoSync && !o.InMemory && !o.ReadOnly,
+		dir: dir, readOnly: o.ReadOnly}
+	var found []Finding
+	if !o.InMemory && !o.filesChecked {
+		var orphans []string
+		var err error
+		found, orphans, err = checkFiles(dir)
+		if err != nil {
+			return nil, fmt.Errorf("open store %s: %w", dir, err)
+		}
+		if len(found) > 0 && !o.AllowDamaged {
+			return nil, &DamagedError{Dir: dir, Findings: found}
+		}
+		for _, f := range found {
+			o.Logger.Warn("opening a damaged store", "dir", dir, "finding", f.String())
+			if f.Check == "manifest" && !o.ReadOnly {
+				aside, err := setAside(dir)
+				if err != nil {
+					return nil, fmt.Errorf("open store %s: setting its tables aside: %w", dir, err)
+				}
+				o.Logger.Warn("tables without a MANIFEST set aside; the store starts without them", "dir", aside)
+			}
+		}
+		if len(orphans) > 0 {
+			o.Logger.Warn("tables not named in the MANIFEST (left by an interrupted flush or compaction) will be deleted",
+				"dir", dir, "tables", abbreviate(orphans))
+		}
+	}
+	if !o.InMemory {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("open store %s: %w", dir, err)
+		}
+		if o.MinFreeBytes > 0 {
+			s.space = &diskSpace{dir: dir, floor: o.MinFreeBytes, free: o.freeFn}
+			if err := s.space.check(); err != nil && !o.ReadOnly {
+				s.roErr = err
+				// Badger creates and maps a new log file at open: on a
+				// full disk that faults. Read-only needs no new file.
+				o.Logger.Warn("opening the store read-only", "reason", err)
+				o.ReadOnly, s.readOnly, s.sync = true, true, false
+			}
+		}
+	}
 	bo := badger.DefaultOptions(dir).
 		WithLogger(badgerLogger{o.Logger.Named("badger")}).
 		// Durability is by an explicit Sync after each transaction that
 		// needs it (see update), not Badger's per-write sync.
 		WithSyncWrites(false).
 		WithNumVersionsToKeep(1).
-		WithMemTableSize(16 << 20).
+		WithMemTableSize(o.memTable).
 		WithValueThreshold(64 << 10).
 		WithNumCompactors(2).
-		WithValueLogFileSize(16 << 20)
+		WithValueLogFileSize(16 << 20).
+		// Every block is checked when read from disk, values in the value
+		// log too. Whole tables are checked before Badger opens them
+		// (checkFiles), where a damaged one cannot make Badger skip it.
+		WithChecksumVerificationMode(options.OnBlockRead).
+		WithVerifyValueChecksum(true).
+		WithReadOnly(o.ReadOnly)
 	if o.InMemory {
 		bo = bo.WithInMemory(true).WithDir("").WithValueDir("")
 	}
-	db, err := badger.Open(bo)
+	db, err := openBadger(bo)
 	if err != nil {
-		if strings.Contains(err.Error(), "Cannot acquire directory lock") {
+		switch {
+		case strings.Contains(err.Error(), "Cannot acquire directory lock"):
 			return nil, fmt.Errorf("store %s is in use by another lhengine process: %w", dir, err)
+		case s.readOnly && s.space != nil && s.space.check() != nil:
+			return nil, fmt.Errorf("open store %s read-only (%v): %w", dir, s.space.check(), err)
+		case isCorruption(err):
+			return nil, &DamagedError{Dir: dir, Findings: append(found, Finding{Check: "open", Detail: err.Error()})}
 		}
 		return nil, fmt.Errorf("open store %s: %w", dir, err)
 	}
-	s := &Store{db: db, now: o.Now, session: newSessionID(), maxBatch: o.MaxBatch, log: o.Logger,
-		plan: o.Planner, idx: newIndex(), sync: !o.NoSync && !o.InMemory}
+	s.db = db
+	if s.readOnly && s.roErr == nil {
+		s.roErr = fmt.Errorf("%w: opened read-only", ErrReadOnly)
+	}
+	s.syncFn = db.Sync
+	if o.syncFn != nil {
+		s.syncFn = o.syncFn
+	}
+	if !o.InMemory {
+		if err := s.checkHighWater(o); err != nil {
+			db.Close()
+			return nil, err
+		}
+	}
 	if err := s.rebuildIndex(); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: reading runnable tasks: %w", dir, err)
 	}
 	return s, nil
+}
+
+// openBadger opens Badger, turning a panic (some corrupt files make it
+// panic) into an error.
+func openBadger(bo badger.Options) (db *badger.DB, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			db, err = nil, fmt.Errorf("%w: Badger failed reading its files: %s", errCorrupt, strings.Join(strings.Fields(fmt.Sprint(r)), " "))
+		}
+	}()
+	return badger.Open(bo)
+}
+
+var errCorrupt = errors.New("corrupt store files")
+
+// isCorruption tells errors that mean damaged files from others (a lock, a
+// permission).
+func isCorruption(err error) bool {
+	if errors.Is(err, errCorrupt) {
+		return true
+	}
+	msg := strings.ToLower(err.Error())
+	for _, p := range []string{"checksum", "does not exist for table", "corrupt", "bad magic", "truncate", "manifest"} {
+		if strings.Contains(msg, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// checkHighWater compares the store's sync sequence with the high-water
+// mark and sets up the marker.
+func (s *Store) checkHighWater(o Options) error {
+	var stored uint64
+	err := s.view(func(t *tx) error {
+		b, err := t.getRaw(syncSeqKey)
+		if errors.Is(err, ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		stored, err = decodeSeq(b)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("open store %s: reading its sync sequence: %w", s.dir, err)
+	}
+	path := markPath(s.dir)
+	mark, err := readMark(path)
+	if err != nil {
+		return fmt.Errorf("open store %s: %w", s.dir, err)
+	}
+	if f := checkMark(path, stored, mark); f != nil {
+		if !o.AllowDamaged {
+			return &DamagedError{Dir: s.dir, Findings: []Finding{*f}}
+		}
+		s.log.Warn("opening a damaged store", "dir", s.dir, "finding", f.String())
+	}
+	// Syncs go on from the higher of the two, so the mark never goes back.
+	s.seq = max(stored, mark)
+	s.synced.Store(s.seq)
+	if s.sync {
+		s.mark = &marker{path: path, every: o.markEvery, written: mark}
+	}
+	return nil
 }
 
 // rebuildIndex fills the claim index from the records: every runnable task,
@@ -206,8 +431,17 @@ func (s *Store) rebuildIndex() error {
 	})
 }
 
-// Close closes the database. Operations in flight must have returned.
-func (s *Store) Close() error { return s.db.Close() }
+// Close closes the database and brings the high-water mark up to the last
+// sync. Operations in flight must have returned.
+func (s *Store) Close() error {
+	err := s.db.Close()
+	if s.mark != nil {
+		if merr := s.mark.advance(s.synced.Load(), true); err == nil {
+			err = merr
+		}
+	}
+	return err
+}
 
 // Session identifies this opening of the store. Lease owners are prefixed with
 // it, so leases left by an earlier process are recognised as dead.
@@ -244,6 +478,9 @@ type op struct {
 // everything from what it reads through tx.
 func (s *Store) update(ctx context.Context, fn func(*tx) error) error {
 	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := s.writable(); err != nil {
 		return err
 	}
 	o := &op{fn: fn, done: make(chan struct{}), lead: make(chan struct{}, 1)}
@@ -287,15 +524,30 @@ func (s *Store) update(ctx context.Context, fn func(*tx) error) error {
 	}
 }
 
+// writable returns why the store refuses writes now, or nil: it failed, it
+// is read-only, or its disk is below the free-space floor.
+func (s *Store) writable() error {
+	if err := s.failed(); err != nil {
+		return err
+	}
+	if s.roErr != nil {
+		return s.roErr
+	}
+	return s.space.check()
+}
+
 // complete makes a committed batch durable when it must be, then releases
-// its callers. A failed sync fails every operation of the batch.
+// its callers. A failed sync fails the store: every operation of the batch
+// that had succeeded gets ErrStoreFailed, since whether it is on disk is
+// unknown.
 func (s *Store) complete(batch []*op, sync bool) {
 	if sync && s.sync {
 		s.durableOps.Add(int64(len(batch)))
-		if err := s.syncer.sync(s.db.Sync); err != nil {
+		if err := s.syncer.sync(s.syncDisk); err != nil {
+			f := s.failStore(err)
 			for _, o := range batch {
 				if o.err == nil {
-					o.err = fmt.Errorf("sync: %w", err)
+					o.err = f
 				}
 			}
 		}
@@ -305,9 +557,46 @@ func (s *Store) complete(batch []*op, sync bool) {
 	}
 }
 
+// syncDisk is one disk sync (the syncer runs one at a time). It first
+// writes the sync's number, so the store's sequence says which sync its
+// files reached, and once synced, advances the high-water mark.
+func (s *Store) syncDisk() error {
+	n := s.seq + 1
+	err := s.db.Update(func(txn *badger.Txn) error { return txn.Set(syncSeqKey, encodeSeq(n)) })
+	if err != nil {
+		return err
+	}
+	if err := s.syncFn(); err != nil {
+		return err
+	}
+	s.seq = n
+	s.synced.Store(n)
+	if err := s.mark.advance(n, false); err != nil {
+		// The data is on disk; only the mark lags, which is safe: it is
+		// never ahead of the store. Close tries again.
+		s.log.Warn("high-water mark not updated", "error", err)
+	}
+	return nil
+}
+
+// failStore makes the store failed (the first cause wins) and returns the failure.
+func (s *Store) failStore(cause error) error {
+	if s.failure.CompareAndSwap(nil, &failedError{cause: cause}) {
+		s.log.Error("store failed: disk sync error; writes are refused until the store is reopened", "dir", s.dir, "error", cause)
+	}
+	return s.failure.Load()
+}
+
 // runBatch runs the ops' transactions and records each op's error. It
-// reports whether any op that succeeded must be synced to disk.
+// reports whether any op that succeeded must be synced to disk. Once the
+// store failed, nothing more is written.
 func (s *Store) runBatch(batch []*op) (sync bool) {
+	if err := s.failed(); err != nil {
+		for _, o := range batch {
+			o.err = err
+		}
+		return false
+	}
 	if len(batch) > 1 {
 		if sync, ok := s.tryBatch(batch); ok {
 			return sync
@@ -500,10 +789,21 @@ func (t *tx) scan(prefix []byte, fn func(key, val []byte) (bool, error)) error {
 	return nil
 }
 
-// badgerLogger adapts hclog to Badger's logger, keeping warnings and errors.
+// badgerLogger adapts hclog to Badger's logger: errors and warnings at
+// their level, infos at debug (they include log replays and truncations),
+// debug messages at trace.
 type badgerLogger struct{ l hclog.Logger }
 
 func (b badgerLogger) Errorf(f string, a ...any)   { b.l.Error(strings.TrimSpace(fmt.Sprintf(f, a...))) }
 func (b badgerLogger) Warningf(f string, a ...any) { b.l.Warn(strings.TrimSpace(fmt.Sprintf(f, a...))) }
-func (b badgerLogger) Infof(string, ...any)        {}
-func (b badgerLogger) Debugf(string, ...any)       {}
+func (b badgerLogger) Infof(f string, a ...any) {
+	if b.l.IsDebug() {
+		b.l.Debug(strings.TrimSpace(fmt.Sprintf(f, a...)))
+	}
+}
+
+func (b badgerLogger) Debugf(f string, a ...any) {
+	if b.l.IsTrace() {
+		b.l.Trace(strings.TrimSpace(fmt.Sprintf(f, a...)))
+	}
+}

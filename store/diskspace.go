@@ -1,0 +1,64 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"syscall"
+)
+
+// ErrNoSpace: the file system holding the store has less free space than
+// the floor (Options.MinFreeBytes). Writes are refused; reads still work.
+var ErrNoSpace = errors.New("no space left on device")
+
+// DefaultMinFreeBytes is the free-space floor when Options.MinFreeBytes is 0.
+// Badger writes its write-ahead log, value log and tables through memory
+// maps of files it extends without allocating them; if the disk fills up,
+// the first write to an unallocated page kills the process with SIGBUS. The
+// floor covers what Badger may allocate on its own after one more write: a
+// memtable flush (16 MiB) and a level-0 compaction (up to five flushed tables
+// and the level-1 tables they overlap).
+const DefaultMinFreeBytes = 128 << 20
+
+// spaceError is ErrNoSpace with the figures.
+type spaceError struct {
+	dir         string
+	free, floor int64
+}
+
+func (e *spaceError) Error() string {
+	return fmt.Sprintf("%v: %d MiB free in %s, floor %d MiB; the store refuses writes until space is freed (reads still work)",
+		ErrNoSpace, e.free>>20, e.dir, e.floor>>20)
+}
+
+func (e *spaceError) Is(target error) bool { return target == ErrNoSpace }
+
+// diskSpace checks the free space of the store's file system against the
+// floor. A nil *diskSpace checks nothing (in-memory stores).
+type diskSpace struct {
+	dir   string
+	floor int64
+	free  func(dir string) (int64, error) // tests replace it
+}
+
+func freeBytes(dir string) (int64, error) {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return 0, fmt.Errorf("free space of %s: %w", dir, err)
+	}
+	return int64(st.Bavail) * int64(st.Bsize), nil
+}
+
+// check returns a *spaceError if free space is below the floor.
+func (d *diskSpace) check() error {
+	if d == nil || d.floor <= 0 {
+		return nil
+	}
+	free, err := d.free(d.dir)
+	if err != nil {
+		return err
+	}
+	if free < d.floor {
+		return &spaceError{dir: d.dir, free: free, floor: d.floor}
+	}
+	return nil
+}

@@ -1,0 +1,331 @@
+package store
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/badger/v4/options"
+	"github.com/dgraph-io/badger/v4/table"
+	"github.com/dgraph-io/ristretto/v2/z"
+)
+
+// ErrDamaged: the store's files show that committed data is missing or
+// corrupt. Open refuses such a store unless Options.AllowDamaged is set.
+var ErrDamaged = errors.New("store is damaged")
+
+// Finding is one problem an integrity check found.
+type Finding struct {
+	// Check names the check: "manifest", "tables", "high-water", "open",
+	// "checksum", "record", "invariant".
+	Check string `json:"check"`
+	// File is the file concerned, or the key for a record.
+	File string `json:"file,omitempty"`
+	// Detail says what was found.
+	Detail string `json:"detail"`
+}
+
+func (f Finding) String() string {
+	if f.File != "" {
+		return fmt.Sprintf("%s check: %s: %s", f.Check, f.File, f.Detail)
+	}
+	return fmt.Sprintf("%s check: %s", f.Check, f.Detail)
+}
+
+// DamagedError is returned by Open for a store that failed an integrity
+// check. It matches ErrDamaged.
+type DamagedError struct {
+	Dir      string
+	Findings []Finding
+}
+
+func (e *DamagedError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "store %s is damaged, committed data is missing or corrupt: ", e.Dir)
+	for i, f := range e.Findings {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(f.String())
+	}
+	b.WriteString(". Restore the home directory from a backup; `lhengine store verify` lists every problem; " +
+		"--allow-damaged opens the store as it is (what is missing stays missing)")
+	return b.String()
+}
+
+func (e *DamagedError) Is(target error) bool { return target == ErrDamaged }
+
+// ---- files ----
+
+const manifestName = "MANIFEST"
+
+// checkFiles looks at the store directory before Badger opens it: data files
+// with no MANIFEST (Badger would start an empty store and delete the
+// tables), or a MANIFEST naming tables that are gone. orphans are tables the
+// MANIFEST does not name: an interrupted flush or compaction leaves them and
+// Badger deletes them at open.
+func checkFiles(dir string) (findings []Finding, orphans []string, err error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	var data []string
+	tables := map[uint64]string{}
+	hasManifest := false
+	for _, e := range entries {
+		name := e.Name()
+		switch {
+		case name == manifestName:
+			hasManifest = true
+		case strings.HasSuffix(name, ".sst"):
+			if id, err := strconv.ParseUint(strings.TrimSuffix(name, ".sst"), 10, 64); err == nil {
+				tables[id] = name
+			}
+			data = append(data, name)
+		case strings.HasSuffix(name, ".vlog"), strings.HasSuffix(name, ".mem"):
+			data = append(data, name)
+		}
+	}
+	if !hasManifest {
+		if len(tables) > 0 {
+			return []Finding{{Check: "manifest", File: filepath.Join(dir, manifestName),
+				Detail: fmt.Sprintf("missing, but %d data files are present (%s); Badger would start an empty store and delete the tables", len(data), abbreviate(data))}}, nil, nil
+		}
+		return nil, nil, nil
+	}
+	fp, err := os.Open(filepath.Join(dir, manifestName))
+	if err != nil {
+		return nil, nil, err
+	}
+	defer fp.Close()
+	m, _, err := badger.ReplayManifestFile(fp, 0, badger.DefaultOptions(dir))
+	if err != nil {
+		return []Finding{{Check: "manifest", File: fp.Name(), Detail: fmt.Sprintf("unreadable: %v", err)}}, nil, nil
+	}
+	var missing []string
+	for id := range m.Tables {
+		if _, ok := tables[id]; !ok {
+			missing = append(missing, fmt.Sprintf("%06d.sst", id))
+		}
+	}
+	for id, name := range tables {
+		if _, ok := m.Tables[id]; !ok {
+			orphans = append(orphans, name)
+		}
+	}
+	slices.Sort(missing)
+	slices.Sort(orphans)
+	if len(missing) > 0 {
+		findings = append(findings, Finding{Check: "tables", File: fp.Name(),
+			Detail: fmt.Sprintf("names %d tables that are missing (%s)", len(missing), abbreviate(missing))})
+	}
+	ids := make([]uint64, 0, len(m.Tables))
+	for id := range m.Tables {
+		if _, ok := tables[id]; ok {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		path := filepath.Join(dir, tables[id])
+		if err := verifyTable(path, m.Tables[id].Compression); err != nil {
+			findings = append(findings, Finding{Check: "checksum", File: path, Detail: err.Error()})
+		}
+	}
+	return findings, orphans, nil
+}
+
+// verifyTable reads a whole table and checks the checksums of its index and
+// of every block. Badger, given the same damage, may skip the table with a
+// log line, or panic in a goroutine of its own where no caller can recover.
+func verifyTable(path string, c options.CompressionType) (err error) {
+	mf, err := z.OpenMmapFile(path, os.O_RDONLY, 0)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			_ = mf.Close(-1)
+			err = fmt.Errorf("unreadable table: %s", strings.Join(strings.Fields(fmt.Sprint(r)), " "))
+		}
+	}()
+	bo := badger.DefaultOptions("")
+	t, err := table.OpenTable(mf, table.Options{
+		ReadOnly: true, BlockSize: bo.BlockSize, BloomFalsePositive: bo.BloomFalsePositive,
+		ChkMode: options.OnTableRead, Compression: c,
+	})
+	if err != nil {
+		return firstLine(err)
+	}
+	return t.Close(-1)
+}
+
+// firstLine drops the stack trace Badger's errors carry.
+func firstLine(err error) error {
+	msg, _, _ := strings.Cut(err.Error(), "\n")
+	return errors.New(msg)
+}
+
+func abbreviate(names []string) string {
+	if len(names) > 5 {
+		return strings.Join(names[:5], ", ") + fmt.Sprintf(" and %d more", len(names)-5)
+	}
+	return strings.Join(names, ", ")
+}
+
+// setAside moves the tables of a store without MANIFEST into a subdirectory,
+// where Badger does not look, so that opening a damaged store with
+// AllowDamaged does not delete them.
+func setAside(dir string) (string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return "", err
+	}
+	aside := filepath.Join(dir, "damaged-"+time.Now().UTC().Format("20060102T150405Z"))
+	if err := os.MkdirAll(aside, 0o755); err != nil {
+		return "", err
+	}
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), ".sst") {
+			if err := os.Rename(filepath.Join(dir, e.Name()), filepath.Join(aside, e.Name())); err != nil {
+				return "", err
+			}
+		}
+	}
+	return aside, syncDir(dir)
+}
+
+// ---- high-water mark ----
+
+// syncSeqKey holds the number of the store's latest disk sync. Every sync
+// writes it first, so the store's value is the last sync whose data is on
+// disk. The high-water mark file, outside Badger, remembers the highest
+// value ever synced: a store whose value is lower lost synced writes.
+var syncSeqKey = []byte("h/sync")
+
+func encodeSeq(n uint64) []byte { return binary.BigEndian.AppendUint64(nil, n) }
+
+func decodeSeq(b []byte) (uint64, error) {
+	if len(b) != 8 {
+		return 0, fmt.Errorf("sync sequence is %d bytes, want 8", len(b))
+	}
+	return binary.BigEndian.Uint64(b), nil
+}
+
+// markPath is where the high-water mark of the store in dir is kept: a
+// sibling of the directory, so that restoring or losing the directory does
+// not take the mark with it.
+func markPath(dir string) string {
+	dir = filepath.Clean(dir)
+	return filepath.Join(filepath.Dir(dir), filepath.Base(dir)+".highwater")
+}
+
+const markHeader = "lhengine store high-water mark: the highest sync of the store known to be on disk\n"
+
+// readMark returns the mark, 0 if there is none.
+func readMark(path string) (uint64, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	s := strings.TrimSpace(strings.TrimPrefix(string(b), markHeader))
+	n, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("high-water mark %s is unreadable (%q); delete it if the store is known to be whole", path, s)
+	}
+	return n, nil
+}
+
+// writeMark replaces the mark atomically: temporary file, fsync, rename,
+// fsync of the directory.
+func writeMark(path string, n uint64) error {
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(f, "%s%d\n", markHeader, n)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("write high-water mark %s: %w", path, err)
+	}
+	return syncDir(filepath.Dir(path))
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// marker writes the high-water mark after syncs, at most once per interval
+// (and at close), never ahead of what a sync has made durable.
+type marker struct {
+	path    string
+	every   time.Duration
+	mu      sync.Mutex // held while writing
+	written uint64     // the value in the file
+	last    time.Time  // when it was written
+}
+
+// advance records that sync n is on disk, writing the mark if the interval
+// has passed. A write already under way makes it skip: the next sync or
+// Close catches up.
+func (m *marker) advance(n uint64, force bool) error {
+	if m == nil {
+		return nil
+	}
+	if force {
+		m.mu.Lock()
+	} else if !m.mu.TryLock() {
+		return nil
+	}
+	defer m.mu.Unlock()
+	if n <= m.written || (!force && time.Since(m.last) < m.every) {
+		return nil
+	}
+	if err := writeMark(m.path, n); err != nil {
+		return err
+	}
+	m.written, m.last = n, time.Now()
+	return nil
+}
+
+// checkMark compares the store's sync sequence with the mark.
+func checkMark(path string, stored, mark uint64) *Finding {
+	if stored >= mark {
+		return nil
+	}
+	return &Finding{Check: "high-water", File: path, Detail: fmt.Sprintf(
+		"the store is %d syncs behind its high-water mark (store at sync %d, mark %d): writes that were synced to disk are missing (files rolled back, restored from an older copy, or lost); if the store was replaced on purpose, delete the mark file",
+		mark-stored, stored, mark)}
+}

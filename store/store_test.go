@@ -1,0 +1,544 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/stretchr/testify/require"
+)
+
+// diskFixture is a store directory on disk inside its own home, so that the
+// high-water mark beside it belongs to the test.
+type diskFixture struct {
+	home string
+	dir  string
+	ctx  context.Context
+}
+
+func newDiskFixture(t *testing.T) *diskFixture {
+	t.Helper()
+	home := t.TempDir()
+	return &diskFixture{home: home, dir: filepath.Join(home, "store"), ctx: context.Background()}
+}
+
+// open opens the fixture's store with small files and a high-water mark
+// written after every sync.
+func (f *diskFixture) open(t *testing.T, o Options) (*Store, error) {
+	t.Helper()
+	if o.markEvery == 0 {
+		o.markEvery = time.Nanosecond
+	}
+	if o.memTable == 0 {
+		o.memTable = 1 << 20
+	}
+	return Open(f.dir, o)
+}
+
+func (f *diskFixture) mustOpen(t *testing.T, o Options) *Store {
+	t.Helper()
+	s, err := f.open(t, o)
+	require.NoError(t, err)
+	return s
+}
+
+// commitTasks submits n two-step tasks and commits the first step of each.
+func (f *diskFixture) commitTasks(t *testing.T, s *Store, n int) []string {
+	t.Helper()
+	var ids []string
+	for range n {
+		task, _, err := s.Submit(f.ctx, NewTask{Name: "t", Steps: plainSteps("a", "b")})
+		require.NoError(t, err)
+		c, err := s.Claim(f.ctx, ClaimRequest{Owner: s.Owner("w"), Max: 1, Task: task.ID})
+		require.NoError(t, err)
+		require.Len(t, c.Leases, 1)
+		_, err = s.Commit(f.ctx, Result{Lease: c.Leases[0], Output: json.RawMessage(`{"ok":true}`)})
+		require.NoError(t, err)
+		ids = append(ids, task.ID)
+	}
+	return ids
+}
+
+// build makes a closed store holding n committed tasks.
+func (f *diskFixture) build(t *testing.T, n int) []string {
+	t.Helper()
+	s := f.mustOpen(t, Options{})
+	ids := f.commitTasks(t, s, n)
+	require.NoError(t, s.Close())
+	return ids
+}
+
+func countTasks(t *testing.T, s *Store) int {
+	t.Helper()
+	var n int
+	require.NoError(t, s.Read(func(r *Reader) error {
+		tasks, err := r.Tasks()
+		n = len(tasks)
+		return err
+	}))
+	return n
+}
+
+func filesWithSuffix(t *testing.T, dir, suffix string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	var out []string
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), suffix) {
+			out = append(out, filepath.Join(dir, e.Name()))
+		}
+	}
+	return out
+}
+
+// copyDir copies the regular files of src into dst (the image of a store at
+// one moment: what a crash, a backup or a restore leaves).
+func copyDir(t *testing.T, src, dst string) {
+	t.Helper()
+	require.NoError(t, os.MkdirAll(dst, 0o755))
+	entries, err := os.ReadDir(src)
+	require.NoError(t, err)
+	for _, e := range entries {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		copyFile(t, filepath.Join(src, e.Name()), filepath.Join(dst, e.Name()))
+	}
+}
+
+func copyFile(t *testing.T, src, dst string) {
+	t.Helper()
+	in, err := os.Open(src)
+	require.NoError(t, err)
+	defer in.Close()
+	out, err := os.Create(dst)
+	require.NoError(t, err)
+	_, err = io.Copy(out, in)
+	require.NoError(t, err)
+	require.NoError(t, out.Close())
+}
+
+func flipByte(t *testing.T, path string, off int64) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	require.NoError(t, err)
+	defer f.Close()
+	b := make([]byte, 1)
+	_, err = f.ReadAt(b, off)
+	require.NoError(t, err)
+	b[0] ^= 0xff
+	_, err = f.WriteAt(b, off)
+	require.NoError(t, err)
+}
+
+// requireDamaged checks that err is a *DamagedError with a finding of check.
+func requireDamaged(t *testing.T, err error, check string) *DamagedError {
+	t.Helper()
+	require.ErrorIs(t, err, ErrDamaged)
+	var de *DamagedError
+	require.ErrorAs(t, err, &de)
+	var checks []string
+	for _, f := range de.Findings {
+		checks = append(checks, f.Check)
+	}
+	require.Contains(t, checks, check, "%v", err)
+	return de
+}
+
+func TestOpenRefusesDataFilesWithoutManifest(t *testing.T) {
+	t.Parallel()
+	f := newDiskFixture(t)
+	f.build(t, 3)
+	require.NoError(t, os.Remove(filepath.Join(f.dir, "MANIFEST")))
+
+	_, err := f.open(t, Options{})
+	requireDamaged(t, err, "manifest")
+	require.Contains(t, err.Error(), "MANIFEST")
+	require.Contains(t, err.Error(), "--allow-damaged")
+	require.NotEmpty(t, filesWithSuffix(t, f.dir, ".sst"), "a refused open deletes nothing")
+
+	// Allowed, it opens (the tables set aside, not deleted), and says so.
+	var logs bytes.Buffer
+	s, err := f.open(t, Options{AllowDamaged: true, Logger: hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Warn})})
+	require.NoError(t, err)
+	require.Equal(t, 0, countTasks(t, s))
+	require.NoError(t, s.Close())
+	require.Contains(t, logs.String(), "damaged")
+	aside, err := filepath.Glob(filepath.Join(f.dir, "damaged-*", "*.sst"))
+	require.NoError(t, err)
+	require.NotEmpty(t, aside)
+}
+
+func TestOpenRefusesManifestNamingMissingTable(t *testing.T) {
+	t.Parallel()
+	f := newDiskFixture(t)
+	f.build(t, 3)
+	ssts := filesWithSuffix(t, f.dir, ".sst")
+	require.NotEmpty(t, ssts)
+	require.NoError(t, os.Remove(ssts[0]))
+
+	_, err := f.open(t, Options{})
+	requireDamaged(t, err, "tables")
+	require.Contains(t, err.Error(), filepath.Base(ssts[0]))
+}
+
+func TestOpenRefusesCorruptTable(t *testing.T) {
+	t.Parallel()
+	f := newDiskFixture(t)
+	f.build(t, 3)
+	ssts := filesWithSuffix(t, f.dir, ".sst")
+	require.NotEmpty(t, ssts)
+	fi, err := os.Stat(ssts[0])
+	require.NoError(t, err)
+	for _, off := range []int64{10, fi.Size() / 2} {
+		flipByte(t, ssts[0], off)
+		_, err = f.open(t, Options{})
+		requireDamaged(t, err, "checksum")
+		require.Contains(t, err.Error(), ssts[0])
+		flipByte(t, ssts[0], off)
+	}
+	s := f.mustOpen(t, Options{})
+	require.Equal(t, 3, countTasks(t, s))
+	require.NoError(t, s.Close())
+}
+
+func TestOpenRefusesTruncatedTable(t *testing.T) {
+	t.Parallel()
+	f := newDiskFixture(t)
+	f.build(t, 3)
+	ssts := filesWithSuffix(t, f.dir, ".sst")
+	require.NotEmpty(t, ssts)
+	fi, err := os.Stat(ssts[0])
+	require.NoError(t, err)
+	require.NoError(t, os.Truncate(ssts[0], fi.Size()/2))
+	_, err = f.open(t, Options{})
+	requireDamaged(t, err, "checksum")
+	require.Contains(t, err.Error(), ssts[0])
+	require.NotContains(t, err.Error(), "\n")
+}
+
+// crashImage copies the files of an open store (and its high-water mark)
+// into a new home: what the disk holds if the machine stops now, provided
+// the kernel wrote its cache.
+func crashImage(t *testing.T, f *diskFixture) *diskFixture {
+	t.Helper()
+	g := newDiskFixture(t)
+	copyDir(t, f.dir, g.dir)
+	copyFile(t, markPath(f.dir), markPath(g.dir))
+	return g
+}
+
+func TestDamagedWriteAheadLogIsDetected(t *testing.T) {
+	t.Parallel()
+	cases := map[string]func(t *testing.T, mem string){
+		"truncated": func(t *testing.T, mem string) { require.NoError(t, os.Truncate(mem, 600)) },
+		"flipped":   func(t *testing.T, mem string) { flipByte(t, mem, 600) },
+	}
+	for name, damage := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			f := newDiskFixture(t)
+			s := f.mustOpen(t, Options{})
+			f.commitTasks(t, s, 5)
+			img := crashImage(t, f)
+			require.NoError(t, s.Close())
+			mems := filesWithSuffix(t, img.dir, ".mem")
+			require.Len(t, mems, 1, "the commits are in the write-ahead log")
+
+			intact := crashImage(t, img)
+			s2 := intact.mustOpen(t, Options{})
+			require.Equal(t, 5, countTasks(t, s2), "an undamaged crash image loses nothing")
+			require.NoError(t, s2.Close())
+
+			damage(t, mems[0])
+			s3, err := img.open(t, Options{})
+			if err == nil {
+				n := countTasks(t, s3)
+				require.NoError(t, s3.Close())
+				require.FailNow(t, "a damaged log opened silently", "%d of 5 tasks", n)
+			}
+			de := requireDamaged(t, err, "high-water")
+			require.Contains(t, de.Error(), "syncs behind")
+		})
+	}
+}
+
+func TestRollbackIsRefused(t *testing.T) {
+	t.Parallel()
+	f := newDiskFixture(t)
+	f.build(t, 1)
+	old := filepath.Join(t.TempDir(), "old")
+	copyDir(t, f.dir, old)
+
+	s := f.mustOpen(t, Options{})
+	f.commitTasks(t, s, 2)
+	require.NoError(t, s.Close())
+
+	require.NoError(t, os.RemoveAll(f.dir))
+	copyDir(t, old, f.dir)
+	_, err := f.open(t, Options{})
+	de := requireDamaged(t, err, "high-water")
+	require.Regexp(t, `store is \d+ syncs behind its high-water mark`, de.Error())
+	require.Contains(t, de.Error(), markPath(f.dir))
+
+	var logs bytes.Buffer
+	s, err = f.open(t, Options{AllowDamaged: true, Logger: hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Warn})})
+	require.NoError(t, err)
+	require.Contains(t, logs.String(), "syncs behind")
+	require.Equal(t, 1, countTasks(t, s))
+	f.commitTasks(t, s, 1)
+	require.NoError(t, s.Close())
+
+	// Writing to it accepted the damage: the mark moved on from there.
+	s = f.mustOpen(t, Options{})
+	require.Equal(t, 2, countTasks(t, s))
+	require.NoError(t, s.Close())
+}
+
+func TestCleanReopenKeepsMarkAndData(t *testing.T) {
+	t.Parallel()
+	f := newDiskFixture(t)
+	ids := f.build(t, 2)
+	mark, err := readMark(markPath(f.dir))
+	require.NoError(t, err)
+	require.Positive(t, mark)
+	s := f.mustOpen(t, Options{})
+	require.Equal(t, len(ids), countTasks(t, s))
+	require.NoError(t, s.Close())
+}
+
+// ---- failed syncs ----
+
+func TestSyncFailureFailsTheStore(t *testing.T) {
+	t.Parallel()
+	f := newDiskFixture(t)
+	var failing sync.Mutex // held: syncs fail
+	fail := false
+	s := f.mustOpen(t, Options{syncFn: func() error {
+		failing.Lock()
+		defer failing.Unlock()
+		if fail {
+			return errors.New("input/output error")
+		}
+		return nil
+	}})
+	t.Cleanup(func() { _ = s.Close() })
+	task, _, err := s.Submit(f.ctx, NewTask{Name: "t", Steps: plainSteps("a", "b")})
+	require.NoError(t, err)
+	c, err := s.Claim(f.ctx, ClaimRequest{Owner: s.Owner("w"), Max: 1})
+	require.NoError(t, err)
+
+	failing.Lock()
+	fail = true
+	failing.Unlock()
+	_, err = s.Commit(f.ctx, Result{Lease: c.Leases[0], Output: json.RawMessage(`1`)})
+	require.ErrorIs(t, err, ErrStoreFailed)
+	require.Contains(t, err.Error(), "input/output error")
+	require.Contains(t, err.Error(), "unknown")
+	require.Contains(t, err.Error(), "reopen")
+	require.NotContains(t, err.Error(), "not committed")
+
+	// A later sync would succeed: the store must refuse anyway.
+	failing.Lock()
+	fail = false
+	failing.Unlock()
+	_, _, err = s.Submit(f.ctx, NewTask{Name: "t2", Steps: plainSteps("a")})
+	require.ErrorIs(t, err, ErrStoreFailed)
+	_, err = s.Claim(f.ctx, ClaimRequest{Owner: s.Owner("w"), Max: 1})
+	require.ErrorIs(t, err, ErrStoreFailed)
+
+	// Reads still work.
+	got, err := s.Task(f.ctx, task.ID)
+	require.NoError(t, err)
+	require.Equal(t, task.ID, got.ID)
+	require.NoError(t, s.Close())
+
+	// Reopened, the store is usable, and the unit is not left leased.
+	s = f.mustOpen(t, Options{})
+	defer s.Close()
+	c, err = s.Claim(f.ctx, ClaimRequest{Owner: s.Owner("w"), Max: 1})
+	require.NoError(t, err)
+	require.Len(t, c.Leases, 1)
+}
+
+func TestSyncerFailureIsFinalAndEachCallerGetsItsOwnSync(t *testing.T) {
+	t.Parallel()
+	var y syncer
+	boom := errors.New("boom")
+	ran := 0
+	ok := func() error { ran++; return nil }
+	require.NoError(t, y.sync(ok))
+	require.ErrorIs(t, y.sync(func() error { return boom }), boom)
+	require.ErrorIs(t, y.sync(ok), boom, "a sync after a failed one does not run")
+	require.Equal(t, 1, ran)
+
+	// A caller whose own sync succeeded hears success even if a later
+	// sync fails before it wakes up.
+	var z syncer
+	release := make(chan error)
+	inFirst := make(chan struct{})
+	first := make(chan error, 1)
+	go func() {
+		first <- z.sync(func() error { close(inFirst); return <-release })
+	}()
+	<-inFirst
+	second := make(chan error, 1)
+	go func() { second <- z.sync(func() error { return <-release }) }()
+	waitFor(t, func() bool { z.mu.Lock(); defer z.mu.Unlock(); return z.waiting == 1 })
+	release <- nil  // sync 1 succeeds
+	release <- boom // sync 2, run by the second caller, fails
+	require.NoError(t, <-first)
+	require.ErrorIs(t, <-second, boom)
+}
+
+// waitFor polls cond until it holds or the test's deadline nears.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline, ok := t.Deadline()
+	if !ok {
+		deadline = time.Now().Add(time.Minute)
+	}
+	for !cond() {
+		if time.Now().After(deadline.Add(-time.Second)) {
+			require.FailNow(t, "condition not reached before the test deadline")
+		}
+		runtime.Gosched()
+	}
+}
+
+// ---- group commit on disk ----
+
+// runWorkers has n goroutines claim and commit units until none is left or
+// one fails; it returns the first error.
+func runWorkers(ctx context.Context, s *Store, n int) error {
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for w := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			owner := s.Owner(fmt.Sprint("w", w))
+			for {
+				c, err := s.Claim(ctx, ClaimRequest{Owner: owner, Max: 1, LeaseFor: time.Hour})
+				if err != nil {
+					errs <- err
+					return
+				}
+				if len(c.Leases) == 0 {
+					return
+				}
+				l := c.Leases[0]
+				if _, err := s.Commit(ctx, Result{Lease: l, Output: json.RawMessage(fmt.Sprint(l.Item))}); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	return <-errs
+}
+
+func TestGroupCommitOnDisk(t *testing.T) {
+	t.Parallel()
+	const items = 300
+	f := newDiskFixture(t)
+	s := f.mustOpen(t, Options{Planner: fanOutPlanner(items), markEvery: time.Hour})
+	defer s.Close()
+	task, _, err := s.Submit(f.ctx, NewTask{Name: "fan", Steps: []StepState{{Name: "each", FanOut: true, Limit: 16}}})
+	require.NoError(t, err)
+
+	require.NoError(t, runWorkers(f.ctx, s, 16))
+
+	got, err := s.Task(f.ctx, task.ID)
+	require.NoError(t, err)
+	require.Equal(t, Succeeded, got.Status)
+	require.Equal(t, items, got.Steps[0].Done)
+	require.Equal(t, items, got.Attempts)
+	syncs, ops := s.SyncStats()
+	require.Greater(t, ops, syncs, "commits shared syncs (%d ops, %d syncs)", ops, syncs)
+	require.NoError(t, s.Read(func(r *Reader) error {
+		out, err := r.StepOutput(task.ID, 0)
+		require.NoError(t, err)
+		var vals []int
+		require.NoError(t, json.Unmarshal(out, &vals))
+		require.Len(t, vals, items)
+		return nil
+	}))
+}
+
+func TestGroupCommitSyncFailureFailsEveryWaiter(t *testing.T) {
+	t.Parallel()
+	const items = 200
+	f := newDiskFixture(t)
+	var mu sync.Mutex
+	syncs := 0
+	s := f.mustOpen(t, Options{Planner: fanOutPlanner(items), markEvery: time.Hour, syncFn: func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		syncs++
+		if syncs > 20 {
+			return errors.New("input/output error")
+		}
+		return nil
+	}})
+	defer s.Close()
+	task, _, err := s.Submit(f.ctx, NewTask{Name: "fan", Steps: []StepState{{Name: "each", FanOut: true, Limit: 16}}})
+	require.NoError(t, err)
+
+	err = runWorkers(f.ctx, s, 16)
+	require.ErrorIs(t, err, ErrStoreFailed)
+	_, err = s.Commit(f.ctx, Result{Lease: Lease{Task: task.ID}})
+	require.ErrorIs(t, err, ErrStoreFailed, "every later write fails at once")
+	mu.Lock()
+	require.Equal(t, 21, syncs, "no sync runs after the failed one")
+	mu.Unlock()
+	got, err := s.Task(f.ctx, task.ID)
+	require.NoError(t, err)
+	require.Less(t, got.Steps[0].Done, items)
+}
+
+// ---- free space ----
+
+func TestWritesStopAtTheFreeSpaceFloor(t *testing.T) {
+	t.Parallel()
+	f := newDiskFixture(t)
+	var mu sync.Mutex
+	free := int64(1 << 30)
+	freeFn := func(string) (int64, error) { mu.Lock(); defer mu.Unlock(); return free, nil }
+	setFree := func(n int64) { mu.Lock(); free = n; mu.Unlock() }
+	s := f.mustOpen(t, Options{MinFreeBytes: 64 << 20, freeFn: freeFn})
+	ids := f.commitTasks(t, s, 2)
+
+	setFree(10 << 20)
+	_, _, err := s.Submit(f.ctx, NewTask{Name: "t", Steps: plainSteps("a")})
+	require.ErrorIs(t, err, ErrNoSpace)
+	require.Contains(t, err.Error(), "10 MiB free in "+f.dir+", floor 64 MiB")
+	require.Equal(t, 2, countTasks(t, s), "reads still work")
+	setFree(1 << 30)
+	f.commitTasks(t, s, 1)
+	require.NoError(t, s.Close())
+
+	// Below the floor at open: read-only, readable.
+	setFree(10 << 20)
+	s = f.mustOpen(t, Options{MinFreeBytes: 64 << 20, freeFn: freeFn})
+	require.Equal(t, 3, countTasks(t, s))
+	_, err = s.Task(f.ctx, ids[0])
+	require.NoError(t, err)
+	_, _, err = s.Submit(f.ctx, NewTask{Name: "t", Steps: plainSteps("a")})
+	require.ErrorIs(t, err, ErrNoSpace)
+	require.NoError(t, s.Close())
+}
