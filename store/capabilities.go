@@ -50,14 +50,30 @@ type blobMeta struct {
 	Chunks int   `json:"chunks"`
 }
 
-// PutArtifact stores data (deduplicated by its sha256) and records its
+// PutArtifact is PutArtifactQuota under the default artifact quota,
+// DefaultArtifactQuota.
+func (s *Store) PutArtifact(ctx context.Context, p Provenance, data []byte) (string, error) {
+	return s.PutArtifactQuota(ctx, p, data, DefaultArtifactQuota)
+}
+
+// DefaultArtifactQuota is the artifact quota of PutArtifact: 1 GiB.
+const DefaultArtifactQuota = 1 << 30
+
+// PutArtifactQuota stores data (deduplicated by its sha256) and records its
 // provenance; it returns the ref "sha256:<hex>". The same unit putting the
 // same content under the same name again (a retry) updates one provenance
 // record instead of adding another.
-func (s *Store) PutArtifact(ctx context.Context, p Provenance, data []byte) (string, error) {
+//
+// Each distinct content counts once against the task's artifact quota of
+// limit bytes (artifact_bytes); content that does not fit is refused with a
+// *QuotaError before anything is written.
+func (s *Store) PutArtifactQuota(ctx context.Context, p Provenance, data []byte, limit int64) (string, error) {
 	sum := sha256.Sum256(data)
 	hexSum := hex.EncodeToString(sum[:])
 	p.Ref, p.Size = "sha256:"+hexSum, int64(len(data))
+	if err := s.precheckArtifact(p.Task, hexSum, p.Size, limit); err != nil {
+		return "", err
+	}
 	if p.Time.IsZero() {
 		p.Time = s.now()
 	}
@@ -71,9 +87,15 @@ func (s *Store) PutArtifact(ctx context.Context, p Provenance, data []byte) (str
 	}
 	err := s.update(ctx, func(t *tx) error {
 		t.durable = true
+		if err := t.chargeArtifact(p.Task, hexSum, p.Size, limit); err != nil {
+			return err
+		}
 		return t.putJSON(provKey(p.Task, p.Step, p.Item, hexSum, p.Name), p)
 	})
-	return p.Ref, err
+	if err != nil {
+		return "", err
+	}
+	return p.Ref, nil
 }
 
 // ReadArtifact copies up to len(buf) bytes of the artifact ref, starting at
@@ -136,16 +158,48 @@ func (s *Store) KVGet(task string, step, item int, key string) (json.RawMessage,
 	return out, err == nil, err
 }
 
-// KVPut writes a unit's own key/value entry, durably, if the lease is still
-// the unit's current one: a zombie cannot move the cursor of the worker that
-// took over.
+// KVPut is KVPutQuota under the default kv quota, DefaultKVQuota.
 func (s *Store) KVPut(ctx context.Context, l Lease, key string, value json.RawMessage) error {
+	return s.KVPutQuota(ctx, l, key, value, DefaultKVQuota)
+}
+
+// DefaultKVQuota is the kv quota of KVPut: 64 MiB.
+const DefaultKVQuota = 64 << 20
+
+// KVPutQuota writes a unit's own key/value entry, durably, if the lease is
+// still the unit's current one: a zombie cannot move the cursor of the worker
+// that took over. The entry's key and value count against the task's kv
+// quota of limit bytes (kv_bytes; an overwrite counts the difference); an
+// entry that does not fit is refused with a *QuotaError and nothing is
+// written.
+func (s *Store) KVPutQuota(ctx context.Context, l Lease, key string, value json.RawMessage, limit int64) error {
 	return s.update(ctx, func(t *tx) error {
 		if _, _, err := s.leased(t, l); err != nil {
 			return err
 		}
+		k := kvKey(l.Task, l.Step, l.Item, key)
+		size := kvSize(key, value)
+		if size > limit {
+			return &QuotaError{What: "kv_bytes", Add: size, Limit: limit}
+		}
+		u, err := t.usage(l.Task)
+		if err != nil {
+			return err
+		}
+		delta := size
+		if old, err := t.getRaw(k); err == nil {
+			delta -= kvSize(key, old)
+		} else if !errors.Is(err, ErrNotFound) {
+			return err
+		}
+		if err := charge("kv_bytes", &u.KV, delta, limit); err != nil {
+			return err
+		}
 		t.durable = true
-		return t.put(kvKey(l.Task, l.Step, l.Item, key), value)
+		if err := t.putJSON(quotaKey(l.Task), u); err != nil {
+			return err
+		}
+		return t.put(k, value)
 	})
 }
 

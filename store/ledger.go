@@ -530,6 +530,11 @@ func (s *Store) CommitAndClaim(ctx context.Context, r Result, next ClaimRequest)
 		u.Owner, u.LeaseUntil = "", time.Time{}
 		ev := Event{Step: st.Name, Item: &item, Attempt: l.Attempt, Epoch: l.Epoch, Owner: l.Owner}
 		saveUnit := func() error { return t.putJSON(unitKey(l.Task, l.Step, l.Item), u) }
+		// A success's output counts against the task's output quota; one
+		// that does not fit becomes a budget failure (quota.go).
+		if err := s.chargeOutput(t, &r); err != nil {
+			return err
+		}
 		switch {
 		case r.Failure != nil:
 			f := *r.Failure

@@ -33,11 +33,21 @@ type Attempt struct {
 	// Client performs http effects and fetches; nil means a default client.
 	Client *http.Client
 
-	mu     sync.Mutex
-	counts map[string]int64
-	notes  []store.Note
-	pause  string
+	mu        sync.Mutex
+	counts    map[string]int64
+	notes     []store.Note
+	noteBytes uint64
+	pause     string
+	owned     map[string]bool // artifact refs this task is known to own
 }
+
+// limits are the task's limits the attempt runs under.
+func (a *Attempt) limits() taskfile.Limits { return a.Step.LimitsOf() }
+
+// LogPassthrough is the most bytes of plugin log messages the attempt
+// passes on to the engine's logger (the task's limits.log_passthrough); the
+// guest package asks for it (guest.LogPassthroughLimiter).
+func (a *Attempt) LogPassthrough() int64 { return int64(a.limits().LogPassthrough) }
 
 // Progress returns the counts and notes the attempt reported, to be
 // committed with its outcome.
@@ -74,12 +84,9 @@ func (a *Attempt) Call(ctx context.Context, name string, req []byte) ([]byte, er
 		if err := json.Unmarshal(req, &r); err != nil || r.Name == "" {
 			return nil, herr(guest.StatusInvalid, "progress.count wants {\"name\": string, \"delta\": integer}")
 		}
-		a.mu.Lock()
-		if a.counts == nil {
-			a.counts = map[string]int64{}
+		if err := a.count(r.Name, r.Delta); err != nil {
+			return nil, err
 		}
-		a.counts[r.Name] += r.Delta
-		a.mu.Unlock()
 		return []byte("{}"), nil
 	case "progress.note":
 		var r struct{ Kind, Text string }
@@ -91,9 +98,9 @@ func (a *Attempt) Call(ctx context.Context, name string, req []byte) ([]byte, er
 		default:
 			return nil, herr(guest.StatusInvalid, "progress.note kind %q: want finding, decision or blocker", r.Kind)
 		}
-		a.mu.Lock()
-		a.notes = append(a.notes, store.Note{Kind: r.Kind, Text: r.Text})
-		a.mu.Unlock()
+		if err := a.note(r.Kind, r.Text); err != nil {
+			return nil, err
+		}
 		return []byte("{}"), nil
 	case "kv.get":
 		var r struct{ Key string }
@@ -116,11 +123,11 @@ func (a *Attempt) Call(ctx context.Context, name string, req []byte) ([]byte, er
 		if err := json.Unmarshal(req, &r); err != nil || r.Key == "" {
 			return nil, herr(guest.StatusInvalid, "kv.put wants {\"key\": string, \"value\": any}")
 		}
-		if err := a.Store.KVPut(ctx, a.Lease, r.Key, orNull(r.Value)); err != nil {
+		if err := a.Store.KVPutQuota(ctx, a.Lease, r.Key, orNull(r.Value), int64(a.limits().KVBytes)); err != nil {
 			if errors.Is(err, store.ErrLeaseLost) {
 				return nil, herr(guest.StatusLeaseLost, "%v", err)
 			}
-			return nil, err
+			return nil, quotaStatus("kv.put", err)
 		}
 		return []byte("{}"), nil
 	}
@@ -136,19 +143,45 @@ func (a *Attempt) PutArtifact(ctx context.Context, meta, data []byte) ([]byte, e
 	if err := json.Unmarshal(meta, &m); err != nil || m.Name == "" {
 		return nil, herr(guest.StatusInvalid, "artifact meta wants {\"name\": string, \"media_type\": string}")
 	}
-	ref, err := a.Store.PutArtifact(ctx, store.Provenance{
+	ref, err := a.Store.PutArtifactQuota(ctx, store.Provenance{
 		Name: m.Name, MediaType: m.MediaType, Task: a.Lease.Task, Step: a.Step.Name, Item: a.Lease.Item,
 		Attempt: a.Lease.Attempt, PluginSHA256: a.PluginSHA256, InputSHA256: a.InputSHA256,
-	}, data)
+	}, data, int64(a.limits().ArtifactBytes))
 	if err != nil {
-		return nil, err
+		return nil, quotaStatus("artifact_put", err)
 	}
+	a.mu.Lock()
+	if a.owned == nil {
+		a.owned = map[string]bool{}
+	}
+	a.owned[ref] = true
+	a.mu.Unlock()
 	crashpoint.Reached(crashpoint.ArtifactAfterPut)
 	return json.Marshal(map[string]any{"ref": ref, "size": len(data)})
 }
 
-// ReadArtifact reads part of an artifact by ref.
+// ReadArtifact reads part of an artifact by ref. A plugin reads only its
+// own task's artifacts: a ref no unit of the task stored is StatusNotFound,
+// whether or not another task stored it.
 func (a *Attempt) ReadArtifact(_ context.Context, ref string, offset int64, buf []byte) (int, error) {
+	a.mu.Lock()
+	owned := a.owned[ref]
+	a.mu.Unlock()
+	if !owned {
+		ok, err := a.Store.OwnsArtifact(a.Lease.Task, ref)
+		if err != nil {
+			return 0, err
+		}
+		if !ok {
+			return 0, herr(guest.StatusNotFound, "artifact %s: this task stored no such artifact", ref)
+		}
+		a.mu.Lock()
+		if a.owned == nil {
+			a.owned = map[string]bool{}
+		}
+		a.owned[ref] = true
+		a.mu.Unlock()
+	}
 	n, _, err := a.Store.ReadArtifact(ref, offset, buf)
 	if errors.Is(err, store.ErrNotFound) {
 		return 0, herr(guest.StatusNotFound, "%v", err)
@@ -161,4 +194,84 @@ func orNull(b json.RawMessage) json.RawMessage {
 		return json.RawMessage("null")
 	}
 	return b
+}
+
+// quotaStatus turns a store quota refusal into the status a plugin sees:
+// TooLarge for a value larger than the whole quota, Budget otherwise.
+func quotaStatus(fn string, err error) error {
+	var qe *store.QuotaError
+	if !errors.As(err, &qe) {
+		return err
+	}
+	if qe.TooLarge() {
+		return herr(guest.StatusTooLarge, "%s: %v", fn, qe)
+	}
+	return herr(guest.StatusBudget, "%s: %v", fn, qe)
+}
+
+// count adds delta to the attempt's counter name, within the task's limits
+// on distinct counter names: per attempt, and over the task (the names its
+// committed units reported and this attempt's new ones).
+func (a *Attempt) count(name string, delta int64) error {
+	lim := a.limits()
+	a.mu.Lock()
+	_, known := a.counts[name]
+	n := len(a.counts)
+	a.mu.Unlock()
+	if !known {
+		if n >= lim.CounterNamesPerAttempt {
+			return herr(guest.StatusBudget, "progress.count %q: this attempt already reported %d distinct counter names, its limit (limits.counter_names_per_attempt)", name, lim.CounterNamesPerAttempt)
+		}
+		var committed map[string]int64
+		if err := a.Store.Read(func(r *store.Reader) error {
+			t, err := r.Task(a.Lease.Task)
+			if err == nil {
+				committed = t.Counters
+			}
+			return err
+		}); err != nil {
+			return err
+		}
+		if _, ok := committed[name]; !ok {
+			total := len(committed)
+			a.mu.Lock()
+			for c := range a.counts {
+				if _, ok := committed[c]; !ok {
+					total++
+				}
+			}
+			a.mu.Unlock()
+			if total >= lim.CounterNames {
+				return herr(guest.StatusBudget, "progress.count %q: the task has %d distinct counter names, its limit (limits.counter_names)", name, lim.CounterNames)
+			}
+		}
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.counts == nil {
+		a.counts = map[string]int64{}
+	}
+	a.counts[name] += delta
+	return nil
+}
+
+// note keeps a progress note, within the attempt's limits on notes and on
+// their bytes.
+func (a *Attempt) note(kind, text string) error {
+	lim := a.limits()
+	size := uint64(len(text))
+	if size > lim.NoteBytes {
+		return herr(guest.StatusTooLarge, "progress.note: a note of %d bytes is larger than the attempt's whole note allowance of %d bytes (limits.note_bytes)", size, lim.NoteBytes)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.notes) >= lim.Notes {
+		return herr(guest.StatusBudget, "progress.note: this attempt already made %d notes, its limit (limits.notes)", lim.Notes)
+	}
+	if a.noteBytes+size > lim.NoteBytes {
+		return herr(guest.StatusBudget, "progress.note: this attempt's notes already hold %d of %d bytes (limits.note_bytes)", a.noteBytes, lim.NoteBytes)
+	}
+	a.noteBytes += size
+	a.notes = append(a.notes, store.Note{Kind: kind, Text: text})
+	return nil
 }

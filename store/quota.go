@@ -1,0 +1,202 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/lhengine/lhengine/engine/fault"
+)
+
+// Storage quotas. What a task's plugins make the store keep is counted per
+// task, in a record of its own that every write it limits updates in the
+// same transaction (never in the task record, which every commit rewrites):
+//
+//	q/<task>/usage            Usage: bytes of key/value entries, artifacts and outputs
+//	q/<task>/blob/<sha256>    an artifact blob counted in the task's usage (once per task)
+//	q/<task>/output_limit     the task's output_bytes quota, when not the default
+//
+// A write that would take the usage past its limit is refused with a
+// *QuotaError and changes nothing.
+
+// Usage is what a task keeps in the store, in bytes.
+type Usage struct {
+	KV        int64 `json:"kv"`        // keys and values of its units' key/value entries
+	Artifacts int64 `json:"artifacts"` // distinct artifact blobs it stored or stored again
+	Outputs   int64 `json:"outputs"`   // committed outputs of its units
+}
+
+// ErrQuota is matched (errors.Is) by every *QuotaError.
+var ErrQuota = errors.New("quota exceeded")
+
+// QuotaError is a write refused by a task's quota.
+type QuotaError struct {
+	What  string // "kv_bytes", "artifact_bytes" or "output_bytes": the limit's name in a limits block
+	Used  int64  // bytes already counted
+	Add   int64  // bytes the write would add
+	Limit int64
+}
+
+// TooLarge reports whether the write alone is larger than the whole quota,
+// as opposed to not fitting in what is left of it.
+func (e *QuotaError) TooLarge() bool { return e.Add > e.Limit }
+
+func (e *QuotaError) Error() string {
+	if e.TooLarge() {
+		return fmt.Sprintf("%d bytes are more than the task's whole %s quota of %d (raise it in the task's limits block)", e.Add, e.What, e.Limit)
+	}
+	return fmt.Sprintf("the task's %s quota is exhausted: %d of %d bytes used, %d more refused (raise it in the task's limits block)", e.What, e.Used, e.Limit, e.Add)
+}
+
+// Is makes errors.Is(err, ErrQuota) hold.
+func (e *QuotaError) Is(target error) bool { return target == ErrQuota }
+
+func quotaKey(task string) []byte { return []byte("q/" + task + "/usage") }
+
+func chargedKey(task, sum string) []byte { return []byte("q/" + task + "/blob/" + sum) }
+
+// usage reads a task's usage; zero when nothing was counted yet.
+func (t *tx) usage(task string) (Usage, error) {
+	var u Usage
+	err := t.getJSON(quotaKey(task), &u)
+	if errors.Is(err, ErrNotFound) {
+		err = nil
+	}
+	return u, err
+}
+
+// charge adds n bytes to the counter *used of a task's usage u, or refuses
+// with a *QuotaError when that passes limit. The caller saves u.
+func charge(what string, used *int64, n, limit int64) error {
+	if n > 0 && *used+n > limit {
+		return &QuotaError{What: what, Used: *used, Add: n, Limit: limit}
+	}
+	*used += n
+	if *used < 0 {
+		*used = 0
+	}
+	return nil
+}
+
+// Usage returns what task id keeps in the store.
+func (r *Reader) Usage(id string) (Usage, error) { return r.t.usage(id) }
+
+// OwnsArtifact reports whether task has stored the artifact ref: a unit of
+// it put that content (a provenance record of the task names it). Plugins
+// read only their own task's artifacts.
+func (s *Store) OwnsArtifact(task, ref string) (bool, error) {
+	hexSum, ok := strings.CutPrefix(ref, "sha256:")
+	if !ok || len(hexSum) != 64 {
+		return false, nil
+	}
+	owned := false
+	err := s.view(func(t *tx) error {
+		_, err := t.getRaw(chargedKey(task, hexSum))
+		if err == nil {
+			owned = true
+			return nil
+		}
+		if !errors.Is(err, ErrNotFound) {
+			return err
+		}
+		// Artifacts stored before usage was counted have provenance only.
+		mid := []byte("/" + hexSum + "/")
+		return t.scan([]byte("p/"+task+"/"), func(key, _ []byte) (bool, error) {
+			owned = bytes.Contains(key, mid)
+			return !owned, nil
+		})
+	})
+	return owned, err
+}
+
+// kvSize is what a key/value entry counts against the kv quota.
+func kvSize(key string, value []byte) int64 { return int64(len(key) + len(value)) }
+
+// precheckArtifact refuses, before any chunk is written, an artifact of n
+// bytes that cannot fit the task's quota; PutArtifact checks again in the
+// transaction that counts it.
+func (s *Store) precheckArtifact(task, hexSum string, n, limit int64) error {
+	if n > limit {
+		return &QuotaError{What: "artifact_bytes", Add: n, Limit: limit}
+	}
+	return s.view(func(t *tx) error {
+		if _, err := t.getRaw(chargedKey(task, hexSum)); err == nil {
+			return nil // counted already
+		} else if !errors.Is(err, ErrNotFound) {
+			return err
+		}
+		u, err := t.usage(task)
+		if err != nil {
+			return err
+		}
+		return charge("artifact_bytes", &u.Artifacts, n, limit)
+	})
+}
+
+// chargeArtifact counts a blob of n bytes in the task's usage, once.
+func (t *tx) chargeArtifact(task, hexSum string, n, limit int64) error {
+	if _, err := t.getRaw(chargedKey(task, hexSum)); err == nil {
+		return nil
+	} else if !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	u, err := t.usage(task)
+	if err != nil {
+		return err
+	}
+	if err := charge("artifact_bytes", &u.Artifacts, n, limit); err != nil {
+		return err
+	}
+	if err := t.put(chargedKey(task, hexSum), nil); err != nil {
+		return err
+	}
+	return t.putJSON(quotaKey(task), u)
+}
+
+// SetOutputQuota sets the output_bytes quota of task id (DefaultOutputQuota
+// when never set), as its task file's limits block says.
+func (s *Store) SetOutputQuota(ctx context.Context, id string, limit int64) error {
+	return s.update(ctx, func(t *tx) error {
+		t.durable = true
+		return t.putJSON(outputLimitKey(id), limit)
+	})
+}
+
+// DefaultOutputQuota is the output_bytes quota of a task whose quota was not
+// set with SetOutputQuota.
+const DefaultOutputQuota = 256 << 20
+
+func outputLimitKey(task string) []byte { return []byte("q/" + task + "/output_limit") }
+
+// chargeOutput counts a successful result's output in its task's usage. An
+// output that does not fit the task's output_bytes quota turns the result
+// into a failure of kind budget (not retried: the same output would not fit
+// again) and is not kept.
+func (s *Store) chargeOutput(t *tx, r *Result) error {
+	if r.Failure != nil || r.Repair != nil {
+		return nil
+	}
+	task := r.Lease.Task
+	limit := int64(DefaultOutputQuota)
+	if err := t.getJSON(outputLimitKey(task), &limit); err != nil && !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	u, err := t.usage(task)
+	if err != nil {
+		return err
+	}
+	n := int64(len(r.Output))
+	if n == 0 {
+		n = int64(len("null"))
+	}
+	var qe *QuotaError
+	if err := charge("output_bytes", &u.Outputs, n, limit); errors.As(err, &qe) {
+		r.Failure = &Failure{Kind: fault.Budget, Message: "step output refused: " + qe.Error()}
+		r.Output, r.RetryAt, r.Counts, r.Notes = nil, time.Time{}, nil, nil
+		return nil
+	}
+	return t.putJSON(quotaKey(task), u)
+}

@@ -1,0 +1,86 @@
+package store
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lhengine/lhengine/engine/fault"
+)
+
+func (b *testBundle) usage(t *testing.T, id string) Usage {
+	t.Helper()
+	var u Usage
+	require.NoError(t, b.s.Read(func(r *Reader) (err error) { u, err = r.Usage(id); return err }))
+	return u
+}
+
+func TestOutputQuotaFailsTheUnit(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	task := b.submit(t, plainSteps("a", "b"))
+	require.NoError(t, b.s.SetOutputQuota(b.ctx, task.ID, 100))
+	l := b.claim1(t, "w")
+	out := `"` + strings.Repeat("x", 60) + `"`
+	b.done(t, l, out)
+	require.Equal(t, int64(62), b.usage(t, task.ID).Outputs)
+
+	l = b.claim1(t, "w")
+	got, err := b.s.Commit(b.ctx, Result{Lease: l, Output: json.RawMessage(out), Counts: map[string]int64{"n": 1}})
+	require.NoError(t, err)
+	require.Equal(t, Failed, got.Status, "the output does not fit: the unit fails, not retried")
+	require.Equal(t, fault.Budget, got.Failure.Kind)
+	require.Contains(t, got.Failure.Message, "output_bytes quota is exhausted: 62 of 100 bytes used")
+	require.Empty(t, got.Counters, "nothing of the refused success is kept")
+	require.Equal(t, int64(62), b.usage(t, task.ID).Outputs)
+}
+
+func TestKVQuotaCountsInTheSameTransaction(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	task := b.submit(t, plainSteps("a"))
+	l := b.claim1(t, "w")
+	require.NoError(t, b.s.KVPutQuota(b.ctx, l, "k", json.RawMessage(`"abc"`), 10))
+	err := b.s.KVPutQuota(b.ctx, l, "j", json.RawMessage(`"abcd"`), 10)
+	var qe *QuotaError
+	require.ErrorAs(t, err, &qe)
+	require.ErrorIs(t, err, ErrQuota)
+	require.False(t, qe.TooLarge())
+	_, found, err := b.s.KVGet(task.ID, 0, 0, "j")
+	require.NoError(t, err)
+	require.False(t, found, "a refused entry is not written")
+	require.Equal(t, int64(6), b.usage(t, task.ID).KV)
+	err = b.s.KVPutQuota(b.ctx, l, "k", json.RawMessage(`"0123456789"`), 10)
+	require.ErrorAs(t, err, &qe)
+	require.True(t, qe.TooLarge())
+}
+
+func TestArtifactQuotaCountsEachBlobOncePerTask(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	a := b.submit(t, plainSteps("a"))
+	other := b.submit(t, plainSteps("a"))
+	data := []byte(strings.Repeat("d", 300))
+	ref, err := b.s.PutArtifactQuota(b.ctx, Provenance{Name: "1", Task: a.ID, Step: "a"}, data, 500)
+	require.NoError(t, err)
+	_, err = b.s.PutArtifactQuota(b.ctx, Provenance{Name: "2", Task: a.ID, Step: "a"}, data, 500)
+	require.NoError(t, err)
+	_, err = b.s.PutArtifactQuota(b.ctx, Provenance{Name: "3", Task: a.ID, Step: "a"}, []byte(strings.Repeat("e", 300)), 500)
+	require.ErrorIs(t, err, ErrQuota)
+	require.Equal(t, int64(300), b.usage(t, a.ID).Artifacts)
+
+	owns, err := b.s.OwnsArtifact(a.ID, ref)
+	require.NoError(t, err)
+	require.True(t, owns)
+	owns, err = b.s.OwnsArtifact(other.ID, ref)
+	require.NoError(t, err)
+	require.False(t, owns, "another task's artifact")
+	_, err = b.s.PutArtifactQuota(b.ctx, Provenance{Name: "x", Task: other.ID, Step: "a"}, data, 500)
+	require.NoError(t, err)
+	owns, err = b.s.OwnsArtifact(other.ID, ref)
+	require.NoError(t, err)
+	require.True(t, owns)
+	require.Equal(t, int64(300), b.usage(t, other.ID).Artifacts)
+}
