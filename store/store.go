@@ -340,8 +340,11 @@ func isCorruption(err error) bool {
 	if errors.Is(err, errCorrupt) {
 		return true
 	}
+	if errors.Is(err, badger.ErrTruncateNeeded) {
+		return false // read-only open of a store that was not closed
+	}
 	msg := strings.ToLower(err.Error())
-	for _, p := range []string{"checksum", "does not exist for table", "corrupt", "bad magic", "truncate", "manifest"} {
+	for _, p := range []string{"checksum", "does not exist for table", "corrupt", "bad magic", "manifest"} {
 		if strings.Contains(msg, p) {
 			return true
 		}

@@ -1,0 +1,195 @@
+package store
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/hashicorp/go-hclog"
+)
+
+// Report is what Verify found in a store.
+type Report struct {
+	Dir      string    `json:"dir"`
+	Tables   int       `json:"tables"`   // tables whose checksums were verified
+	Keys     int       `json:"keys"`     // records read
+	Bytes    int64     `json:"bytes"`    // bytes of values read
+	Tasks    int       `json:"tasks"`    // task records
+	Sync     uint64    `json:"sync"`     // the store's sync sequence
+	Mark     uint64    `json:"mark"`     // the high-water mark beside it
+	Findings []Finding `json:"findings"` // empty for a whole store
+}
+
+// Damaged reports whether any check failed.
+func (r *Report) Damaged() bool { return len(r.Findings) > 0 }
+
+// Verify scrubs the store in dir: it checks the files against the MANIFEST
+// and every table's checksums, opens the store (read-only if it can, else
+// taking its lock, so not while an engine has it open), compares its sync
+// sequence with the high-water mark, reads every record (so every block
+// and value checksum is checked) and decodes it, and checks the ledger's
+// cross-references: every runnable task has a runnable task record, every
+// unit and effect journal entry belongs to a task. A store without MANIFEST
+// or with missing or damaged tables is not opened: Badger would drop them.
+func Verify(dir string, logger hclog.Logger) (*Report, error) {
+	if logger == nil {
+		logger = hclog.NewNullLogger()
+	}
+	if _, err := os.Stat(dir); err != nil {
+		return nil, fmt.Errorf("verify store: %w", err)
+	}
+	rep := &Report{Dir: dir}
+	found, _, err := checkFiles(dir)
+	if err != nil {
+		return nil, fmt.Errorf("verify store %s: %w", dir, err)
+	}
+	rep.Tables = countSuffix(dir, ".sst")
+	rep.Findings = append(rep.Findings, found...)
+	if len(found) > 0 {
+		return rep, nil
+	}
+	// Read-only when the store was closed; a store that was not has a
+	// write-ahead log to replay, which needs the lock (and Badger, refusing
+	// a read-only open for it, leaves goroutines behind).
+	o := Options{Logger: logger, AllowDamaged: true, ReadOnly: true, MinFreeBytes: -1, filesChecked: true}
+	if countSuffix(dir, ".mem") > 0 {
+		o.ReadOnly, o.NoSync = false, true
+	}
+	s, err := Open(dir, o)
+	var de *DamagedError
+	if errors.As(err, &de) {
+		rep.Findings = append(rep.Findings, de.Findings...)
+		return rep, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("verify store: %w", err)
+	}
+	defer s.Close()
+
+	if err := s.view(func(t *tx) error {
+		b, err := t.getRaw(syncSeqKey)
+		if err == nil {
+			rep.Sync, err = decodeSeq(b)
+		}
+		if errors.Is(err, ErrNotFound) {
+			err = nil
+		}
+		return err
+	}); err != nil {
+		rep.Findings = append(rep.Findings, Finding{Check: "record", File: string(syncSeqKey), Detail: err.Error()})
+	}
+	path := markPath(dir)
+	if rep.Mark, err = readMark(path); err != nil {
+		rep.Findings = append(rep.Findings, Finding{Check: "high-water", File: path, Detail: err.Error()})
+	} else if f := checkMark(path, rep.Sync, rep.Mark); f != nil {
+		rep.Findings = append(rep.Findings, *f)
+	}
+	rep.Findings = append(rep.Findings, s.scrub(rep)...)
+	return rep, nil
+}
+
+func countSuffix(dir, suffix string) int {
+	entries, _ := os.ReadDir(dir)
+	n := 0
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), suffix) {
+			n++
+		}
+	}
+	return n
+}
+
+// scrub reads and decodes every record and checks cross-references.
+func (s *Store) scrub(rep *Report) (findings []Finding) {
+	add := func(check, key, format string, a ...any) {
+		findings = append(findings, Finding{Check: check, File: key, Detail: fmt.Sprintf(format, a...)})
+	}
+	tasks := map[string]*Task{}
+	var active []string
+	owned := map[string][]string{} // task id -> first key of each kind that names it
+	err := s.db.View(func(txn *badger.Txn) (err error) {
+		opts := badger.DefaultIteratorOptions
+		opts.PrefetchValues = false
+		it := txn.NewIterator(opts)
+		defer it.Close()
+		var key string
+		defer func() {
+			if r := recover(); r != nil {
+				err = fmt.Errorf("reading after %q: %s", key, strings.Join(strings.Fields(fmt.Sprint(r)), " "))
+			}
+		}()
+		for it.Rewind(); it.Valid(); it.Next() {
+			item := it.Item()
+			key = string(item.KeyCopy(nil))
+			val, err := item.ValueCopy(nil)
+			if err != nil {
+				add("checksum", key, "value unreadable: %s", firstLine(err))
+				continue
+			}
+			rep.Keys++
+			rep.Bytes += int64(len(val))
+			table, rest, _ := strings.Cut(key, "/")
+			id, _, _ := strings.Cut(rest, "/")
+			var v any
+			switch table {
+			case "t":
+				task := new(Task)
+				v, tasks[id] = task, task
+			case "m":
+				v = new(Manifest)
+			case "u":
+				v = new(Unit)
+				owned[id] = append(owned[id], key)
+			case "o":
+				v = new(Attempt)
+			case "e":
+				v = new(Event)
+			case "j":
+				v = new(Effect)
+				owned[id] = append(owned[id], key)
+			case "n":
+				v = new(Note)
+			case "p":
+				v = new(Provenance)
+			case "B":
+				v = new(blobMeta)
+			case "a":
+				active = append(active, id)
+			}
+			if v != nil {
+				if err := json.Unmarshal(val, v); err != nil {
+					add("record", key, "does not decode: %v", err)
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		add("checksum", "", "scan stopped: %s", firstLine(err))
+	}
+	rep.Tasks = len(tasks)
+	for _, id := range active {
+		t, ok := tasks[id]
+		switch {
+		case !ok:
+			add("invariant", string(activeKey(id)), "task is marked runnable but has no task record")
+		case !t.Status.runnable():
+			add("invariant", string(activeKey(id)), "task is marked runnable but its record says %s", t.Status)
+		}
+	}
+	ids := make([]string, 0, len(owned))
+	for id := range owned {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		if _, ok := tasks[id]; !ok {
+			add("invariant", owned[id][0], "%d unit or effect journal records belong to task %s, which has no task record", len(owned[id]), id)
+		}
+	}
+	return findings
+}

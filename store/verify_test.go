@@ -1,0 +1,101 @@
+package store
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func checksOf(r *Report) []string {
+	var out []string
+	for _, f := range r.Findings {
+		out = append(out, f.Check)
+	}
+	return out
+}
+
+func TestVerifyWholeStore(t *testing.T) {
+	t.Parallel()
+	f := newDiskFixture(t)
+	f.build(t, 3)
+	rep, err := Verify(f.dir, nil)
+	require.NoError(t, err)
+	require.False(t, rep.Damaged(), "%v", rep.Findings)
+	require.Equal(t, 3, rep.Tasks)
+	require.Positive(t, rep.Keys)
+	require.Positive(t, rep.Tables)
+	require.Positive(t, rep.Mark)
+	require.Equal(t, rep.Mark, rep.Sync)
+
+	// A store that was not closed (its log must be replayed) is verified too.
+	s := f.mustOpen(t, Options{})
+	f.commitTasks(t, s, 2)
+	img := crashImage(t, f)
+	require.NoError(t, s.Close())
+	rep, err = Verify(img.dir, nil)
+	require.NoError(t, err)
+	require.False(t, rep.Damaged(), "%v", rep.Findings)
+	require.Equal(t, 5, rep.Tasks)
+}
+
+func TestVerifyReportsDamage(t *testing.T) {
+	t.Parallel()
+	cases := map[string]struct {
+		damage func(t *testing.T, f *diskFixture)
+		check  string
+	}{
+		"no manifest": {func(t *testing.T, f *diskFixture) {
+			require.NoError(t, os.Remove(filepath.Join(f.dir, "MANIFEST")))
+		}, "manifest"},
+		"missing table": {func(t *testing.T, f *diskFixture) {
+			require.NoError(t, os.Remove(filesWithSuffix(t, f.dir, ".sst")[0]))
+		}, "tables"},
+		"flipped table": {func(t *testing.T, f *diskFixture) {
+			flipByte(t, filesWithSuffix(t, f.dir, ".sst")[0], 100)
+		}, "checksum"},
+		"rolled back": {func(t *testing.T, f *diskFixture) {
+			require.NoError(t, writeMark(markPath(f.dir), 1000))
+		}, "high-water"},
+		"undecodable record and orphan unit": {func(t *testing.T, f *diskFixture) {
+			s := f.mustOpen(t, Options{})
+			require.NoError(t, s.update(f.ctx, func(t *tx) error {
+				t.durable = true
+				if err := t.put(taskKey("zz"), []byte("{not json")); err != nil {
+					return err
+				}
+				return t.putJSON(unitKey("gone", 0, 0), &Unit{})
+			}))
+			require.NoError(t, s.Close())
+		}, "invariant"},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			f := newDiskFixture(t)
+			f.build(t, 3)
+			c.damage(t, f)
+			rep, err := Verify(f.dir, nil)
+			require.NoError(t, err)
+			require.True(t, rep.Damaged())
+			require.Contains(t, checksOf(rep), c.check, "%v", rep.Findings)
+		})
+	}
+}
+
+func TestVerifyFindsUndecodableRecord(t *testing.T) {
+	t.Parallel()
+	f := newDiskFixture(t)
+	f.build(t, 1)
+	s := f.mustOpen(t, Options{})
+	require.NoError(t, s.update(f.ctx, func(t *tx) error {
+		t.durable = true
+		return t.put(effectKey("x", 0, 0, "k"), []byte("\x00\x01"))
+	}))
+	require.NoError(t, s.Close())
+	rep, err := Verify(f.dir, nil)
+	require.NoError(t, err)
+	require.Contains(t, checksOf(rep), "record")
+	require.Contains(t, checksOf(rep), "invariant")
+}
