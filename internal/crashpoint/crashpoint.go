@@ -8,7 +8,9 @@
 //
 // Dying is SIGKILL sent to the process itself: no deferred function, no
 // flush, no goodbye, exactly like a machine losing power as far as the store
-// is concerned (Badger's files are what the kernel has).
+// is concerned (Badger's files are what the kernel has). Where there is no
+// SIGKILL (Windows), the process terminates itself (TerminateProcess), or
+// failing that exits at once with status 137; see crashpoint_other.go.
 package crashpoint
 
 import (
@@ -16,7 +18,6 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"syscall"
 )
 
 // The named points. Each sits at a durable boundary of a work unit or of
@@ -60,7 +61,6 @@ func Reached(point string) {
 		return
 	}
 	if hits.Add(1) == after {
-		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
-		select {} // never returns: the signal is on its way
+		die() // crashpoint_unix.go, crashpoint_other.go; never returns
 	}
 }
