@@ -3,7 +3,7 @@ GO      ?= go
 EXAMPLE := plugins/examples/report
 STEPS   := draft verify finalize
 
-.PHONY: all build plugins demo notify-demo deps test bench fuzz clean
+.PHONY: all build plugins demo notify-demo deps test sdk-test cross bench fuzz clean
 
 all: build plugins
 
@@ -30,15 +30,36 @@ notify-demo: build
 	until curl -sf http://127.0.0.1:8025/stats >/dev/null; do sleep 0.1; done; \
 	./bin/lhengine run plugins/examples/notify/task.hcl && curl -s http://127.0.0.1:8025/stats; echo
 
-# Toolchains for the C test guests (Debian packages; needs root or sudo).
+# Toolchains for the C and Rust test guests (Debian packages; needs root or sudo).
 deps:
 	./scripts/deps.sh
 
-# The full test suite: formatting, vet, and every test with the race detector.
-test: deps
+# The full test suite: formatting, vet, and every test with the race detector,
+# of the engine's module and of the Go SDK's own module (plugins/sdk/go, which
+# ./... does not reach), then the cross-builds.
+test: deps sdk-test cross
 	@test -z "$$(gofmt -l .)" || { echo "gofmt would change:"; gofmt -l .; exit 1; }
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 20m ./...
+
+# The Go SDK is its own module with no dependencies: vet it (natively and for
+# wasip1), test it, and check that it imports nothing outside the standard
+# library and itself.
+sdk-test:
+	cd plugins/sdk/go && $(GO) vet ./... && GOOS=wasip1 GOARCH=wasm $(GO) vet ./...
+	cd plugins/sdk/go && $(GO) test -race -count=1 ./...
+	@cd plugins/sdk/go && for goos in linux wasip1; do \
+		deps=$$(GOOS=$$goos GOARCH=$$([ $$goos = wasip1 ] && echo wasm || $(GO) env GOARCH) \
+			$(GO) list -deps -f '{{if not .Standard}}{{.ImportPath}}{{end}}' ./... \
+			| grep -v '^github.com/lhengine/lhengine/plugins/sdk/go' || true); \
+		test -z "$$deps" || { echo "the SDK imports non-standard packages ($$goos): $$deps"; exit 1; }; \
+	done
+
+# The CLI builds wherever Badger and wazero do.
+cross:
+	GOOS=darwin GOARCH=arm64 $(GO) build ./...
+	GOOS=windows GOARCH=amd64 $(GO) build ./...
+	GOOS=linux GOARCH=arm64 $(GO) build ./...
 
 # Benchmarks recorded in docs/BENCHMARKS.md.
 bench: deps

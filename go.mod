@@ -6,6 +6,7 @@ require (
 	github.com/dgraph-io/badger/v4 v4.9.6
 	github.com/hashicorp/go-hclog v1.6.3
 	github.com/hashicorp/hcl/v2 v2.25.0
+	github.com/lhengine/lhengine/plugins/sdk/go v0.0.0-00010101000000-000000000000
 	github.com/spf13/cobra v1.10.2
 	github.com/stretchr/testify v1.12.1
 	github.com/tetratelabs/wazero v1.12.0
@@ -42,3 +43,7 @@ require (
 	golang.org/x/tools v0.38.0 // indirect
 	google.golang.org/protobuf v1.36.7 // indirect
 )
+
+// The plugin SDK is its own module, so plugins that import it depend on
+// nothing else; the engine builds against the copy in this repository.
+replace github.com/lhengine/lhengine/plugins/sdk/go => ./plugins/sdk/go

@@ -19,10 +19,12 @@ import (
 	"github.com/lhengine/lhengine/store"
 )
 
-// Versions of this engine and of the plugin ABI it speaks.
+// Versions of this engine and of the plugin ABI it speaks. ABIVersion is
+// the ABI's major version, defined once in the SDK's leaf package
+// github.com/lhengine/lhengine/plugins/sdk/go/abi.
 const (
 	Version    = plan.EngineVersion
-	ABIVersion = plan.ABIVersion
+	ABIVersion = guest.ABIVersion
 )
 
 // InvalidTaskError is returned for a task file that does not validate. Its

@@ -15,15 +15,18 @@ import (
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
 	"github.com/lhengine/lhengine/engine/fault"
+	"github.com/lhengine/lhengine/plugins/sdk/go/abi"
 )
 
-// ABIVersion is the major version of the plugin ABI this engine speaks.
-const ABIVersion = 1
+// ABIVersion is the major version of the plugin ABI this engine speaks,
+// defined once in the SDK's leaf package abi (which the SDK also imports).
+const ABIVersion = abi.Version
 
 // HostModule is the name of the module the host functions of ABI v1 are
-// imported from. The name carries the major version, so a module built for
-// another major version fails to load instead of misbehaving.
-const HostModule = "lhengine_v1"
+// imported from (abi.HostModule). The name carries the major version, so a
+// module built for another major version fails to load instead of
+// misbehaving.
+const HostModule = abi.HostModule
 
 // wasiModule is the name of the WASI preview 1 host module.
 const wasiModule = wasi_snapshot_preview1.ModuleName

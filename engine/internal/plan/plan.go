@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"sync"
 
 	"github.com/hashicorp/hcl/v2"
@@ -26,11 +27,9 @@ import (
 	"github.com/lhengine/lhengine/store"
 )
 
-// Versions recorded in every run manifest.
-const (
-	EngineVersion = "0.1.0"
-	ABIVersion    = "1"
-)
+// EngineVersion is recorded in every run manifest, with the plugin ABI
+// version (guest.ABIVersion, written in decimal).
+const EngineVersion = "0.1.0"
 
 // Submission is a validated task file with its variables resolved and its
 // plugins hashed: everything store.Submit needs.
@@ -82,7 +81,7 @@ func Prepare(path string, vars map[string]string, check ModuleCheck) (*Submissio
 		Vars:          map[string]json.RawMessage{},
 		Plugins:       map[string]store.PluginPin{},
 		EngineVersion: EngineVersion,
-		ABI:           ABIVersion,
+		ABI:           strconv.Itoa(guest.ABIVersion),
 	}
 	for name, v := range values {
 		b, err := taskfile.ToJSON(v)

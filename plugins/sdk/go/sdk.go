@@ -36,11 +36,14 @@ import (
 	"runtime/debug"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/lhengine/lhengine/plugins/sdk/go/abi"
 )
 
-// ABI is the major version of the plugin ABI this SDK speaks. Its host
-// functions are imported from the module "lhengine_v1".
-const ABI = 1
+// ABI is the major version of the plugin ABI this SDK speaks (abi.Version).
+// Its host functions are imported from the module abi.HostModule,
+// "lhengine_v1".
+const ABI = abi.Version
 
 // LogMax is the largest message the host accepts in one log call, in bytes.
 // Longer messages are truncated by Log.
