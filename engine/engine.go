@@ -41,6 +41,9 @@ type Config struct {
 	Logger hclog.Logger
 	// NoSync skips fsync at commits (benchmarks of everything but the disk).
 	NoSync bool
+	// AllowDamaged opens a store that failed an integrity check
+	// (store.ErrDamaged) instead of refusing it.
+	AllowDamaged bool
 }
 
 // Engine is an open home directory: ledger, compiled-module cache and the
@@ -67,7 +70,7 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	}
 	specs := plan.NewCache()
 	st, err := store.Open(filepath.Join(cfg.Home, "store"), store.Options{
-		Logger: cfg.Logger, Planner: specs.Planner(), NoSync: cfg.NoSync,
+		Logger: cfg.Logger, Planner: specs.Planner(), NoSync: cfg.NoSync, AllowDamaged: cfg.AllowDamaged,
 	})
 	if err != nil {
 		return nil, err

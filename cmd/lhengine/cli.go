@@ -42,6 +42,7 @@ type app struct {
 	home     string
 	output   string
 	logLevel string
+	damaged  bool // --allow-damaged
 	stdout   io.Writer
 	stderr   io.Writer
 }
@@ -118,10 +119,12 @@ Exit codes: 0 success; 1 error, invalid task file, or a task that did not succee
 	root.PersistentFlags().StringVar(&a.home, "home", home, "home directory of the store and caches (env LHENGINE_HOME)")
 	root.PersistentFlags().StringVarP(&a.output, "output", "o", "text", "output format: text or json")
 	root.PersistentFlags().StringVar(&a.logLevel, "log-level", "warn", "engine log level on stderr: trace, debug, info, warn, error, off")
+	root.PersistentFlags().BoolVar(&a.damaged, "allow-damaged", false, "open a store that failed an integrity check (see: lhengine store verify)")
 	root.AddCommand(
 		a.validateCmd(), a.runCmd(), a.submitCmd(), a.workerCmd(), a.resumeCmd(),
 		a.lsCmd(), a.statusCmd(), a.outputsCmd(), a.eventsCmd(), a.cancelCmd(), a.pluginCmd(),
 		a.artifactsCmd(), a.artifactCmd(), a.effectsCmd(), a.effectCmd(),
+		a.storeCmd(),
 	)
 	return root
 }
@@ -137,7 +140,7 @@ func (a *app) logger() hclog.Logger {
 
 // open opens the engine on --home.
 func (a *app) open(ctx context.Context) (*engine.Engine, error) {
-	return engine.Open(ctx, engine.Config{Home: a.home, Logger: a.logger()})
+	return engine.Open(ctx, engine.Config{Home: a.home, Logger: a.logger(), AllowDamaged: a.damaged})
 }
 
 // withEngine opens the engine, runs fn and closes it.
