@@ -108,7 +108,7 @@ func (e *Engine) Submit(ctx context.Context, path string, o SubmitOptions) (*sto
 		_, err := e.rt.Load(ctx, p, "")
 		return err
 	}
-	sub, err := plan.Prepare(path, o.Vars, check)
+	sub, err := plan.Prepare(ctx, path, o.Vars, check)
 	if err != nil {
 		return nil, false, err
 	}
@@ -170,8 +170,8 @@ func (e *Engine) CheckPlugins(id string) error {
 
 // Validate parses and validates a task file, checking its plugin files.
 // files holds the sources the diagnostics refer to.
-func Validate(path string) (files map[string][]byte, diags hcl.Diagnostics) {
-	_, files, diags = plan.Validate(path, nil)
+func Validate(ctx context.Context, path string) (files map[string][]byte, diags hcl.Diagnostics) {
+	_, files, diags = plan.Validate(ctx, path, nil)
 	return files, diags
 }
 

@@ -53,6 +53,16 @@ func (r *Reader) StepOutput(id string, step int) (json.RawMessage, error) {
 // StepOutputOf is StepOutput for a task record the caller already holds (a
 // Planner must use the record it was given: it is newer than the stored one).
 func (r *Reader) StepOutputOf(task *Task, step int) (json.RawMessage, error) {
+	return r.StepOutputLimited(task, step, -1)
+}
+
+// ErrTooLarge: a read would assemble more bytes than its caller allows.
+var ErrTooLarge = errors.New("too large")
+
+// StepOutputLimited is StepOutputOf that gives up with ErrTooLarge as soon
+// as the output would exceed max bytes (max < 0: no limit), before holding
+// more than that in memory.
+func (r *Reader) StepOutputLimited(task *Task, step int, max int64) (json.RawMessage, error) {
 	st := task.Steps[step]
 	if !st.Planned || st.Done < st.Units {
 		return nil, fmt.Errorf("step %q of task %s has not completed: %w", st.Name, task.ID, ErrNotFound)
@@ -73,6 +83,9 @@ func (r *Reader) StepOutputOf(task *Task, step int) (json.RawMessage, error) {
 		a, err := r.Attempt(task.ID, step, u.Item, u.Committed)
 		if err != nil {
 			return nil, err
+		}
+		if max >= 0 && int64(buf.Len()+len(a.Output)+2) > max {
+			return nil, fmt.Errorf("%w: the output of step %q is more than %d bytes (%d of %d units read)", ErrTooLarge, st.Name, max, n, st.Units)
 		}
 		if n > 0 {
 			buf.WriteByte(',')

@@ -23,7 +23,7 @@ func (a *app) validateCmd() *cobra.Command {
 		Short: "Check a task file; errors show file:line:col with a source excerpt",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			files, diags := engine.Validate(args[0])
+			files, diags := engine.Validate(cmd.Context(), args[0])
 			if a.json() {
 				type diag struct {
 					Severity string `json:"severity"`

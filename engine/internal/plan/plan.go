@@ -4,6 +4,8 @@
 package plan
 
 import (
+	"cmp"
+	"container/list"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -60,12 +62,12 @@ func (e *InvalidTaskError) Error() string {
 //
 // check, when set, loads each plugin module the way it will be run (see
 // CheckModules); nil uses Inspect.
-func Prepare(path string, vars map[string]string, check ModuleCheck) (*Submission, error) {
+func Prepare(ctx context.Context, path string, vars map[string]string, check ModuleCheck) (*Submission, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, err
 	}
-	t, files, diags := Validate(abs, check)
+	t, files, diags := Validate(ctx, abs, check)
 	if diags.HasErrors() {
 		return nil, &InvalidTaskError{Diagnostics: diags, Files: files}
 	}
@@ -162,7 +164,7 @@ func CheckModules(ctx context.Context, t *taskfile.Task, check ModuleCheck) hcl.
 // plugin files exist, match any pinned sha256 and are modules lhengine can
 // run (with check; nil means Inspect). files holds the sources the
 // diagnostics refer to, for rendering.
-func Validate(path string, check ModuleCheck) (*taskfile.Task, map[string][]byte, hcl.Diagnostics) {
+func Validate(ctx context.Context, path string, check ModuleCheck) (*taskfile.Task, map[string][]byte, hcl.Diagnostics) {
 	t, diags := taskfile.ParseFile(path, taskfile.Options{CheckPlugins: true})
 	files := map[string][]byte{}
 	if t != nil {
@@ -171,7 +173,7 @@ func Validate(path string, check ModuleCheck) (*taskfile.Task, map[string][]byte
 		files[path] = src
 	}
 	if !diags.HasErrors() {
-		diags = append(diags, CheckModules(context.Background(), t, check)...)
+		diags = append(diags, CheckModules(ctx, t, check)...)
 	}
 	return t, files, diags
 }
@@ -227,11 +229,30 @@ func FromManifest(m *store.Manifest) (*Spec, error) {
 // Cache keeps parsed specs and completed step outputs of the tasks this
 // process works on. Outputs are keyed by the step's pass, so a repair that
 // runs a step again is never served a stale output. Safe for concurrent use.
+//
+// It is bounded, so that a process that works through tasks for weeks keeps
+// a flat footprint: at most MaxSpecs specs and about MaxOutputBytes of
+// outputs (counted as their JSON size), the least recently used going first.
+// Anything evicted is read from the store again when needed.
 type Cache struct {
-	mu      sync.Mutex
-	specs   map[string]*Spec
-	outputs map[outputKey]cty.Value
+	mu          sync.Mutex
+	specs       *lru[string, *Spec]
+	outputs     *lru[outputKey, cty.Value]
+	MaxSpecs    int   // 0 = DefaultMaxSpecs
+	MaxOutputs  int64 // bytes; 0 = DefaultMaxOutputBytes
+	maxInputLen int64
 }
+
+// Cache bounds.
+const (
+	DefaultMaxSpecs       = 1024
+	DefaultMaxOutputBytes = 64 << 20
+)
+
+// MaxInputBytes bounds the input a unit's plugin receives, and the step
+// outputs read to assemble it (a fan-in of many large outputs is refused
+// with a too_large failure before it is held in memory).
+const MaxInputBytes = 64 << 20
 
 type outputKey struct {
 	task       string
@@ -240,13 +261,21 @@ type outputKey struct {
 
 // NewCache returns an empty cache.
 func NewCache() *Cache {
-	return &Cache{specs: map[string]*Spec{}, outputs: map[outputKey]cty.Value{}}
+	return &Cache{specs: newLRU[string, *Spec](), outputs: newLRU[outputKey, cty.Value](), maxInputLen: MaxInputBytes}
+}
+
+// Len reports how many specs and outputs the cache holds, and the outputs'
+// size in bytes.
+func (c *Cache) Len() (specs, outputs int, outputBytes int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.specs.len(), c.outputs.len(), c.outputs.size
 }
 
 // Spec returns the parsed spec of a task.
 func (c *Cache) Spec(r *store.Reader, id string) (*Spec, error) {
 	c.mu.Lock()
-	sp, ok := c.specs[id]
+	sp, ok := c.specs.get(id)
 	c.mu.Unlock()
 	if ok {
 		return sp, nil
@@ -260,7 +289,8 @@ func (c *Cache) Spec(r *store.Reader, id string) (*Spec, error) {
 		return nil, err
 	}
 	c.mu.Lock()
-	c.specs[id] = sp
+	c.specs.put(id, sp, 1)
+	c.specs.trim(int64(cmp.Or(c.MaxSpecs, DefaultMaxSpecs)))
 	c.mu.Unlock()
 	return sp, nil
 }
@@ -269,18 +299,15 @@ func (c *Cache) Spec(r *store.Reader, id string) (*Spec, error) {
 func (c *Cache) Forget(id string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	delete(c.specs, id)
-	for k := range c.outputs {
-		if k.task == id {
-			delete(c.outputs, k)
-		}
-	}
+	c.specs.remove(id)
+	c.outputs.removeIf(func(k outputKey) bool { return k.task == id })
 }
 
 // scope builds the evaluation scope of a step: the outputs of the earlier
 // steps it references, read through r.
 func (c *Cache) scope(r *store.Reader, sp *Spec, task *store.Task, step *taskfile.Step) (taskfile.Scope, error) {
 	sc := taskfile.Scope{TaskID: task.ID, Vars: sp.Vars, Outputs: map[string]cty.Value{}}
+	var read int64 // bytes of outputs read from the store for this scope
 	for _, name := range step.References() {
 		idx := -1
 		for i, s := range task.Steps {
@@ -293,18 +320,26 @@ func (c *Cache) scope(r *store.Reader, sp *Spec, task *store.Task, step *taskfil
 		}
 		k := outputKey{task.ID, idx, task.Steps[idx].Pass}
 		c.mu.Lock()
-		v, ok := c.outputs[k]
+		v, ok := c.outputs.get(k)
 		c.mu.Unlock()
 		if !ok {
-			raw, err := r.StepOutputOf(task, idx)
+			raw, err := r.StepOutputLimited(task, idx, c.maxInputLen-read)
+			if errors.Is(err, store.ErrTooLarge) {
+				return sc, fault.Wrap(fault.TooLarge, err, fmt.Sprintf(
+					"step %q reads the outputs of earlier steps, which together exceed the input limit of %d bytes: %v", step.Name, c.maxInputLen, err))
+			}
 			if err != nil {
 				return sc, err
 			}
+			read += int64(len(raw))
 			if v, err = taskfile.FromJSON(raw); err != nil {
 				return sc, fmt.Errorf("output of step %q: %w", name, err)
 			}
 			c.mu.Lock()
-			c.outputs[k] = v
+			if max := cmp.Or(c.MaxOutputs, DefaultMaxOutputBytes); int64(len(raw)) <= max/4 {
+				c.outputs.put(k, v, int64(len(raw)))
+				c.outputs.trim(max)
+			}
 			c.mu.Unlock()
 		}
 		sc.Outputs[name] = v
@@ -359,7 +394,11 @@ func (c *Cache) Input(r *store.Reader, task *store.Task, l store.Lease) (json.Ra
 	step := sp.Task.Steps[l.Step]
 	sc, err := c.scope(r, sp, task, step)
 	if err != nil {
-		if errors.Is(err, store.ErrNotFound) {
+		var se *fault.StepError
+		switch {
+		case errors.As(err, &se):
+			return nil, se
+		case errors.Is(err, store.ErrNotFound):
 			return nil, fault.Wrap(fault.Internal, err, err.Error())
 		}
 		return nil, fault.Wrap(fault.Input, err, err.Error())
@@ -383,6 +422,9 @@ func (c *Cache) Input(r *store.Reader, task *store.Task, l store.Lease) (json.Ra
 	if err != nil {
 		return nil, fault.Wrap(fault.Input, err, "input: "+err.Error())
 	}
+	if int64(len(b)) > c.maxInputLen {
+		return nil, fault.New(fault.TooLarge, "the input of step %q is %d bytes; the limit is %d", step.Name, len(b), c.maxInputLen)
+	}
 	return b, nil
 }
 
@@ -402,4 +444,69 @@ func diagText(diags hcl.Diagnostics) string {
 		out += l
 	}
 	return out
+}
+
+// lru is a least-recently-used map whose entries have a size. Not safe for
+// concurrent use: Cache guards it.
+type lru[K comparable, V any] struct {
+	order *list.List // front: most recently used
+	items map[K]*list.Element
+	size  int64
+}
+
+type lruEntry[K comparable, V any] struct {
+	key  K
+	val  V
+	size int64
+}
+
+func newLRU[K comparable, V any]() *lru[K, V] {
+	return &lru[K, V]{order: list.New(), items: map[K]*list.Element{}}
+}
+
+func (l *lru[K, V]) len() int { return len(l.items) }
+
+func (l *lru[K, V]) get(k K) (V, bool) {
+	e, ok := l.items[k]
+	if !ok {
+		var zero V
+		return zero, false
+	}
+	l.order.MoveToFront(e)
+	return e.Value.(*lruEntry[K, V]).val, true
+}
+
+func (l *lru[K, V]) put(k K, v V, size int64) {
+	l.remove(k)
+	l.items[k] = l.order.PushFront(&lruEntry[K, V]{key: k, val: v, size: size})
+	l.size += size
+}
+
+func (l *lru[K, V]) remove(k K) {
+	if e, ok := l.items[k]; ok {
+		l.drop(e)
+	}
+}
+
+func (l *lru[K, V]) drop(e *list.Element) {
+	en := e.Value.(*lruEntry[K, V])
+	l.order.Remove(e)
+	delete(l.items, en.key)
+	l.size -= en.size
+}
+
+func (l *lru[K, V]) removeIf(match func(K) bool) {
+	for k, e := range l.items {
+		if match(k) {
+			l.drop(e)
+		}
+	}
+}
+
+// trim drops the least recently used entries until the total size is at
+// most max.
+func (l *lru[K, V]) trim(max int64) {
+	for l.size > max && l.order.Len() > 0 {
+		l.drop(l.order.Back())
+	}
 }
