@@ -83,7 +83,7 @@ type Options struct {
 
 	markEvery time.Duration // high-water mark interval; 0 = one second
 	memTable  int64         // memtable size; 0 = 16 MiB (tests use less)
-	syncFn    func() error  // replaces the disk sync (tests inject failures)
+	syncFn    func(sync func() error) error // wraps the disk sync (tests inject failures, record images)
 	freeFn    func(string) (int64, error)
 	// filesChecked skips checkFiles (Verify has just run it).
 	filesChecked bool
@@ -306,7 +306,7 @@ func Open(dir string, o Options) (*Store, error) {
 	}
 	s.syncFn = db.Sync
 	if o.syncFn != nil {
-		s.syncFn = o.syncFn
+		s.syncFn = func() error { return o.syncFn(db.Sync) }
 	}
 	if !o.InMemory {
 		if err := s.checkHighWater(o); err != nil {

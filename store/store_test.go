@@ -326,13 +326,13 @@ func TestSyncFailureFailsTheStore(t *testing.T) {
 	f := newDiskFixture(t)
 	var failing sync.Mutex // held: syncs fail
 	fail := false
-	s := f.mustOpen(t, Options{syncFn: func() error {
+	s := f.mustOpen(t, Options{syncFn: func(sync func() error) error {
 		failing.Lock()
 		defer failing.Unlock()
 		if fail {
 			return errors.New("input/output error")
 		}
-		return nil
+		return sync()
 	}})
 	t.Cleanup(func() { _ = s.Close() })
 	task, _, err := s.Submit(f.ctx, NewTask{Name: "t", Steps: plainSteps("a", "b")})
@@ -486,14 +486,14 @@ func TestGroupCommitSyncFailureFailsEveryWaiter(t *testing.T) {
 	f := newDiskFixture(t)
 	var mu sync.Mutex
 	syncs := 0
-	s := f.mustOpen(t, Options{Planner: fanOutPlanner(items), markEvery: time.Hour, syncFn: func() error {
+	s := f.mustOpen(t, Options{Planner: fanOutPlanner(items), markEvery: time.Hour, syncFn: func(sync func() error) error {
 		mu.Lock()
 		defer mu.Unlock()
 		syncs++
 		if syncs > 20 {
 			return errors.New("input/output error")
 		}
-		return nil
+		return sync()
 	}})
 	defer s.Close()
 	task, _, err := s.Submit(f.ctx, NewTask{Name: "fan", Steps: []StepState{{Name: "each", FanOut: true, Limit: 16}}})
@@ -541,4 +541,66 @@ func TestWritesStopAtTheFreeSpaceFloor(t *testing.T) {
 	_, _, err = s.Submit(f.ctx, NewTask{Name: "t", Steps: plainSteps("a")})
 	require.ErrorIs(t, err, ErrNoSpace)
 	require.NoError(t, s.Close())
+}
+
+// ---- durability ----
+
+// TestCommitIsInTheLastSyncedImage checks durability, not persistence: a
+// reopen after Close proves only that Badger flushed at close, and a
+// SIGKILL keeps the kernel's page cache, so neither notices a missing sync.
+// Here every sync copies the store's files right after it: the latest copy
+// is what a power loss would leave. A commit must be in the copy made
+// before it returned; a claim, which is not synced on its own, need not be.
+func TestCommitIsInTheLastSyncedImage(t *testing.T) {
+	t.Parallel()
+	f := newDiskFixture(t)
+	var mu sync.Mutex
+	images := 0
+	image := func(n int) string { return filepath.Join(f.home, fmt.Sprintf("image-%d", n)) }
+	s := f.mustOpen(t, Options{syncFn: func(sync func() error) error {
+		if err := sync(); err != nil {
+			return err
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		images++
+		copyDir(t, f.dir, filepath.Join(image(images), "store"))
+		return nil
+	}})
+	defer s.Close()
+	latest := func() *Store {
+		mu.Lock()
+		n := images
+		mu.Unlock()
+		img, err := Open(filepath.Join(image(n), "store"), Options{NoSync: true})
+		require.NoError(t, err)
+		return img
+	}
+
+	task, _, err := s.Submit(f.ctx, NewTask{Name: "t", Steps: plainSteps("a", "b")})
+	require.NoError(t, err)
+	c, err := s.Claim(f.ctx, ClaimRequest{Owner: s.Owner("w"), Max: 1})
+	require.NoError(t, err)
+	img := latest()
+	require.NoError(t, img.Read(func(r *Reader) error {
+		units, err := r.Units(task.ID, 0)
+		require.NoError(t, err)
+		require.Len(t, units, 1)
+		require.Equal(t, UnitReady, units[0].State, "the image holds only what was synced: the claim was not")
+		return nil
+	}))
+	require.NoError(t, img.Close())
+
+	_, err = s.Commit(f.ctx, Result{Lease: c.Leases[0], Output: json.RawMessage(`{"draft":"hello"}`)})
+	require.NoError(t, err)
+	img = latest()
+	defer img.Close()
+	require.NoError(t, img.Read(func(r *Reader) error {
+		out, err := r.StepOutput(task.ID, 0)
+		if err != nil {
+			return err
+		}
+		require.JSONEq(t, `{"draft":"hello"}`, string(out))
+		return nil
+	}))
 }
