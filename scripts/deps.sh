@@ -1,7 +1,14 @@
 #!/usr/bin/env bash
-# Installs, from Debian's packages, the toolchain the C test guests are built
-# with: clang-14 targeting wasm32-wasi, its linker, WASI libc and builtins,
-# and wabt (wat2wasm). Go plugins need only the Go toolchain.
+# Installs, from Debian's packages, the toolchains the test guests are built
+# with:
+#   - C: clang-14 targeting wasm32-wasi, its linker, WASI libc and builtins;
+#   - Rust: Debian's rustc (/usr/bin/rustc, 1.63 on bookworm) and its
+#     wasm32-wasi standard library;
+#   - wabt (wat2wasm) for the WebAssembly text fixtures.
+# Go plugins need only the Go toolchain.
+#
+# The checks look for Debian's files, not for whatever is first on PATH: a
+# rustc installed by rustup (~/.cargo/bin) is not the one the tests use.
 set -euo pipefail
 
 need=()
@@ -10,6 +17,8 @@ command -v wasm-ld-14 >/dev/null 2>&1 || need+=(lld-14)
 [ -f /usr/lib/wasm32-wasi/libc.a ] || need+=(wasi-libc)
 ls /usr/lib/llvm-14/lib/clang/*/lib/wasi/libclang_rt.builtins-wasm32.a >/dev/null 2>&1 || need+=(libclang-rt-14-dev-wasm32)
 command -v wat2wasm >/dev/null 2>&1 || need+=(wabt)
+[ -x /usr/bin/rustc ] || need+=(rustc)
+ls /usr/lib/rustlib/wasm32-wasi/lib/libstd-*.rlib >/dev/null 2>&1 || need+=(libstd-rust-dev-wasm32)
 
 if [ ${#need[@]} -eq 0 ]; then
 	exit 0

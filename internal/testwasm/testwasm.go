@@ -12,7 +12,10 @@
 //
 // When a toolchain is missing the test is skipped with an install hint, unless
 // the environment variable CI is "true", in which case it fails: CI must run
-// every guest test.
+// every guest test. The toolchains are Debian's packages, which
+// scripts/deps.sh installs: C guests need clang-14, lld-14, wasi-libc and
+// libclang-rt-14-dev-wasm32; Rust guests need rustc and
+// libstd-rust-dev-wasm32; WebAssembly text needs wabt.
 package testwasm
 
 import (
@@ -26,6 +29,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -95,6 +99,82 @@ func BuildCWith(t testing.TB, flags []string, src ...string) string {
 		cmd := exec.Command(clang, args...)
 		return cmd.CombinedOutput()
 	})
+}
+
+// RustInstallHint is the command that installs the Rust toolchain used by
+// BuildRust.
+const RustInstallHint = "apt-get install rustc libstd-rust-dev-wasm32"
+
+// Rustc is the compiler BuildRust runs: Debian's, by its path. A rustc
+// earlier on PATH (one installed by rustup in ~/.cargo/bin, say) is not
+// used, since its version and standard library are not the ones a clean
+// machine gets from scripts/deps.sh.
+const Rustc = "/usr/bin/rustc"
+
+// rustFlags are the flags every Rust guest is built with. Debian bookworm's
+// rustc is 1.63, whose WASI preview 1 target is wasm32-wasi (later releases
+// call it wasm32-wasip1). Stripping debug info takes the module from
+// megabytes to about 100 KiB and keeps function names for trap frames.
+var rustFlags = []string{"--target", "wasm32-wasi", "-O", "--edition", "2021", "-C", "strip=debuginfo"}
+
+// BuildRust compiles the Rust program whose crate root is src (a path
+// relative to the test's working directory, usually DIR/main.rs) into a WASI
+// command module and returns the path of the .wasm file. The program uses
+// std only: there is no cargo and no crate beyond the standard library. The
+// .rs files next to src (its modules) are part of the cache key; the module
+// is named after src's directory when src is main.rs.
+//
+// The build command is:
+//
+//	/usr/bin/rustc --target wasm32-wasi -O --edition 2021 -C strip=debuginfo SRC -o OUT.wasm
+func BuildRust(t testing.TB, src string) string {
+	t.Helper()
+	rustc := findRustc(t)
+	abs, err := filepath.Abs(src)
+	if err != nil {
+		t.Fatalf("testwasm.BuildRust: %v", err)
+	}
+	h := sha256.New()
+	fmt.Fprintf(h, "rust\x00%s\x00%s\x00", toolVersion(t, rustc, "--version"), strings.Join(rustFlags, "\x01"))
+	files, _ := filepath.Glob(filepath.Join(filepath.Dir(abs), "*.rs"))
+	if !slices.Contains(files, abs) {
+		files = append(files, abs)
+	}
+	sort.Strings(files)
+	for _, f := range files {
+		hashFile(t, h, f)
+	}
+	fmt.Fprintf(h, "root\x00%s", filepath.Base(abs))
+	name := strings.TrimSuffix(filepath.Base(abs), ".rs")
+	if name == "main" {
+		name = filepath.Base(filepath.Dir(abs))
+	}
+	return cached(t, hex.EncodeToString(h.Sum(nil)), name, func(out string) ([]byte, error) {
+		args := append(append([]string{}, rustFlags...), abs, "-o", out)
+		cmd := exec.Command(rustc, args...)
+		cmd.Dir = filepath.Dir(out) // rustc's temporary files go next to the output
+		return cmd.CombinedOutput()
+	})
+}
+
+// findRustc returns Rustc when it and its wasm32-wasi standard library are
+// installed, or skips (fails on CI).
+func findRustc(t testing.TB) string {
+	t.Helper()
+	if _, err := os.Stat(Rustc); err != nil {
+		missing(t, fmt.Sprintf("%s not found; install Debian's Rust toolchain with: %s", Rustc, RustInstallHint))
+		return ""
+	}
+	sysroot, err := exec.Command(Rustc, "--print", "sysroot").Output()
+	if err != nil {
+		t.Fatalf("testwasm: %s --print sysroot: %v", Rustc, err)
+	}
+	std := filepath.Join(strings.TrimSpace(string(sysroot)), "lib", "rustlib", "wasm32-wasi", "lib", "libstd-*.rlib")
+	if libs, _ := filepath.Glob(std); len(libs) == 0 {
+		missing(t, fmt.Sprintf("no wasm32-wasi standard library for %s (%s); install it with: %s", Rustc, std, RustInstallHint))
+		return ""
+	}
+	return Rustc
 }
 
 // BuildWat assembles a module from WebAssembly text with wat2wasm (Debian

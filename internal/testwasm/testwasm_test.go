@@ -55,3 +55,36 @@ func TestBuildWat(t *testing.T) {
 		t.Fatal("same source, different output")
 	}
 }
+
+func TestBuildRust(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "hello")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	src := filepath.Join(dir, "main.rs")
+	if err := os.WriteFile(src, []byte("fn main() { println!(\"hello\"); }\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := testwasm.BuildRust(t, src)
+	if filepath.Base(p) != "hello.wasm" {
+		t.Fatalf("built %s, want it named after the crate's directory", p)
+	}
+	wasm, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(wasm[:4]) != "\x00asm" {
+		t.Fatalf("%s is not a Wasm module", p)
+	}
+	if again := testwasm.BuildRust(t, src); again != p {
+		t.Fatalf("same source, different output: %s and %s", p, again)
+	}
+	// A module next to the crate root is part of the cache key.
+	if err := os.WriteFile(filepath.Join(dir, "util.rs"), []byte("pub fn f() {}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if changed := testwasm.BuildRust(t, src); changed == p {
+		t.Fatal("the crate's other .rs files are not part of the cache key")
+	}
+}
