@@ -25,10 +25,14 @@ demo: build plugins
 notify-demo: build
 	GOOS=wasip1 GOARCH=wasm $(GO) build -o plugins/examples/notify/send.wasm ./plugins/examples/notify/send
 	$(GO) build -o bin/mailsink ./plugins/examples/notify/sink
-	./bin/mailsink -addr 127.0.0.1:8025 & sink=$$!; \
-	trap "kill $$sink" EXIT; \
-	until curl -sf http://127.0.0.1:8025/stats >/dev/null; do sleep 0.1; done; \
-	./bin/lhengine run plugins/examples/notify/task.hcl && curl -s http://127.0.0.1:8025/stats; echo
+	@tmp=$$(mktemp -d) && addr_file=$$tmp/addr; \
+	./bin/mailsink -addr 127.0.0.1:0 -addr-file $$addr_file & sink=$$!; \
+	trap 'kill $$sink 2>/dev/null; rm -rf $$tmp' EXIT; \
+	for i in $$(seq 100); do [ -s $$addr_file ] && break; kill -0 $$sink 2>/dev/null || break; sleep 0.1; done; \
+	[ -s $$addr_file ] || { echo "notify-demo: the mail sink did not start (it failed, see above, or took over 10s)" >&2; exit 1; }; \
+	addr=$$(cat $$addr_file); \
+	./bin/lhengine run plugins/examples/notify/task.hcl --var sink=http://$$addr/mail && curl -sf http://$$addr/stats; \
+	status=$$?; echo; exit $$status
 
 # Toolchains for the C and Rust test guests (Debian packages; needs root or sudo).
 deps:

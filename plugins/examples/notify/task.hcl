@@ -3,16 +3,17 @@
 #
 # From the module root:
 #   make notify-demo
-# which builds the plugin, starts the sink (go run ./plugins/examples/notify/sink),
-# runs this task, and prints what the sink received.
+# which builds the plugin, starts the sink on a free loopback port
+# (./bin/mailsink -addr 127.0.0.1:0 -addr-file FILE), runs this task with
+# --var sink=http://ADDRESS/mail, and prints what the sink received.
 
 task "notify" {
   objective   = "Tell every recipient that the report is ready"
   constraints = ["one email per recipient, never two"]
 
+  # The sink's URL: no default, since the sink's port is picked when it starts.
   variable "sink" {
-    type    = string
-    default = "http://127.0.0.1:8025/mail"
+    type = string
   }
   variable "recipients" {
     type    = list(string)
