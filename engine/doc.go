@@ -10,9 +10,20 @@
 //  3. ../store           the ledger: submit, claim a unit (lease + fencing epoch),
 //     heartbeat, commit output + checkpoint + advance + event in one transaction
 //  4. internal/worker    claim, run, renew, commit, repeat
-//  5. internal/guest     one attempt in a fresh wazero instance under budgets;
-//     host calls (log, heartbeat) through the lhengine_v1 module
-//  6. fault              the one vocabulary of step failures
+//  5. internal/guest     one attempt in a fresh wazero instance under budgets
+//     (wall time, memory, stdout, host calls), with a deterministic clock
+//     (a guest's sleep returns at once) and random source; the host module
+//     lhengine_v1: version, log, heartbeat, call, result, artifact_put,
+//     artifact_read, last_error (specs/abi.md)
+//  6. internal/hostcall  the capabilities behind call and the artifact
+//     functions: the effect journal (effect.do), http.fetch, progress.count
+//     and progress.note, kv.get and kv.put (a work unit's own entries),
+//     artifacts with provenance; each one granted per step by the task file
+//  7. fault              the one vocabulary of step failures
+//
+// The ABI's version and host module name are defined once, in the Go SDK's
+// leaf package github.com/lhengine/lhengine/plugins/sdk/go/abi, which both
+// the engine and the SDK import.
 //
 // An Engine ties them to a home directory: the store under home/store and the
 // compiled-module cache under home/cache.

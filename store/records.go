@@ -16,7 +16,7 @@ const (
 	Queued          Status = "queued"
 	Running         Status = "running"
 	WaitingApproval Status = "waiting_approval" // reserved: approvals
-	Paused          Status = "paused"           // reserved: budgets and drift
+	Paused          Status = "paused"           // waits for a human decision (Store.Pause, Store.Resume)
 	Succeeded       Status = "succeeded"
 	Failed          Status = "failed"
 	Cancelled       Status = "cancelled"
@@ -36,7 +36,8 @@ type Task struct {
 	Name   string `json:"name"`
 	Status Status `json:"status"`
 	// Reason says why the task is in its status when that is not obvious:
-	// the failure of a failed task, the reason of a cancel.
+	// the failure of a failed task, the reason of a cancel, the decision a
+	// paused task waits for.
 	Reason  string   `json:"reason,omitempty"`
 	Failure *Failure `json:"failure,omitempty"`
 

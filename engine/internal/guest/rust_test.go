@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -81,6 +82,21 @@ func TestRustGuest(t *testing.T) {
 		require.NoError(t, err)
 		require.True(t, res.NeedsRepair)
 		require.Equal(t, "requested repair", res.RepairReason)
+	})
+	t.Run("clock", func(t *testing.T) {
+		t.Parallel()
+		// The guest sleeps 30 s; the attempt's 20 s limit would stop it if
+		// the sleep were real.
+		res, err := p.Run(context.Background(), Request{Step: "s", Attempt: 1, Input: json.RawMessage(`{"mode":"clock"}`)},
+			Limits{Timeout: 20 * time.Second}, nil)
+		require.NoError(t, err)
+		var out struct {
+			WallSecs int64 `json:"wall_secs"`
+			SleptMS  int64 `json:"slept_ms"`
+		}
+		require.NoError(t, json.Unmarshal(res.Output, &out))
+		require.Equal(t, int64(1640995200), out.WallSecs, "the guest's wall clock starts at 2022-01-01T00:00:00Z")
+		require.Less(t, out.SleptMS, int64(1000), "the guest's monotonic clock does not advance while it sleeps")
 	})
 	t.Run("panic traps", func(t *testing.T) {
 		t.Parallel()

@@ -152,8 +152,12 @@ type HTTPEffectResult struct {
 	Body    string            `json:"body"`
 }
 
-// FileEffect is the request of a "file" effect: write (or append) content
-// to path in the task's workspace.
+// FileEffect is the request of a "file" effect: write content as the whole
+// file at path in the task's workspace, creating or replacing it.
+//
+// Append must stay false: the host refuses an appending file effect
+// (ErrInvalid), since replaying it after a crash would append twice, while
+// writing the whole file again leaves it the same.
 type FileEffect struct {
 	Path    string `json:"path"`
 	Content string `json:"content"`
@@ -265,8 +269,12 @@ func (c *Context) Note(kind, text string) error {
 	}{kind, text}, nil)
 }
 
-// KVGet reads key of the task's key-value state into v ("kv.get"). It
+// KVGet reads key of the work unit's key-value state into v ("kv.get"). It
 // reports false, leaving v alone, when the key is not set.
+//
+// The state belongs to this step and fan-out item of this task: other steps
+// and items have their own. It outlives the attempt, so a retry or a later
+// repair pass of the same step and item reads what an earlier attempt put.
 func (c *Context) KVGet(key string, v any) (bool, error) {
 	var resp struct {
 		Found bool            `json:"found"`
@@ -288,8 +296,11 @@ func (c *Context) KVGet(key string, v any) (bool, error) {
 	return true, nil
 }
 
-// KVPut sets key of the task's key-value state to v, encoded as JSON
-// ("kv.put").
+// KVPut sets key of the work unit's key-value state (see KVGet) to v,
+// encoded as JSON ("kv.put"). The entry is durable when KVPut returns, even
+// if the attempt later fails. It returns ErrLeaseLost when this attempt no
+// longer holds the unit's lease, and ErrBudget or ErrTooLarge when the
+// entry does not fit the task's kv quota.
 func (c *Context) KVPut(key string, v any) error {
 	raw, err := json.Marshal(v)
 	if err != nil {

@@ -9,12 +9,16 @@
 //   error   {"error": "requested error"}
 //   repair  {"needs_repair": true, "reason": "requested repair"}
 //   panic   panics: std aborts, which traps
+//   clock   reads the wall clock, sleeps 30 s and reports the wall time and
+//           how much the monotonic clock advanced across the sleep (the
+//           engine's guest clock is deterministic: the sleep returns at once)
 //
 // Build (Debian bookworm: rustc 1.63 and libstd-rust-dev-wasm32):
 //
 //   rustc --target wasm32-wasi -O --edition 2021 -C strip=debuginfo main.rs -o conformance.wasm
 
 use std::io::{Read, Write};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 #[link(wasm_import_module = "lhengine_v1")]
 extern "C" {
@@ -266,6 +270,19 @@ fn run(req: &Json) -> Json {
             ("reason".to_string(), Json::Str("requested repair".to_string())),
         ]),
         "panic" => panic!("requested panic"),
+        "clock" => {
+            let wall = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+            let start = Instant::now();
+            std::thread::sleep(Duration::from_secs(30));
+            let slept = start.elapsed().as_millis();
+            Json::Obj(vec![(
+                "output".to_string(),
+                Json::Obj(vec![
+                    ("wall_secs".to_string(), Json::Num(wall.to_string())),
+                    ("slept_ms".to_string(), Json::Num(slept.to_string())),
+                ]),
+            )])
+        }
         _ => Json::Obj(vec![("error".to_string(), Json::Str(format!("unknown mode {:?}", mode)))]),
     }
 }
