@@ -3,7 +3,6 @@ package store
 import (
 	"errors"
 	"fmt"
-	"syscall"
 )
 
 // ErrNoSpace: the file system holding the store has less free space than
@@ -38,14 +37,6 @@ type diskSpace struct {
 	dir   string
 	floor int64
 	free  func(dir string) (int64, error) // tests replace it
-}
-
-func freeBytes(dir string) (int64, error) {
-	var st syscall.Statfs_t
-	if err := syscall.Statfs(dir, &st); err != nil {
-		return 0, fmt.Errorf("free space of %s: %w", dir, err)
-	}
-	return int64(st.Bavail) * int64(st.Bsize), nil
 }
 
 // check returns a *spaceError if free space is below the floor.

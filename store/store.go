@@ -81,8 +81,8 @@ type Options struct {
 	// DefaultMinFreeBytes; negative disables the check.
 	MinFreeBytes int64
 
-	markEvery time.Duration // high-water mark interval; 0 = one second
-	memTable  int64         // memtable size; 0 = 16 MiB (tests use less)
+	markEvery time.Duration                 // high-water mark interval; 0 = one second
+	memTable  int64                         // memtable size; 0 = 16 MiB (tests use less)
 	syncFn    func(sync func() error) error // wraps the disk sync (tests inject failures, record images)
 	freeFn    func(string) (int64, error)
 	// filesChecked skips checkFiles (Verify has just run it).

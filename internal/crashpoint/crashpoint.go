@@ -7,10 +7,16 @@
 //	LHENGINE_CRASH_AT=unit.after_commit@3        die the third time
 //
 // Dying is SIGKILL sent to the process itself: no deferred function, no
-// flush, no goodbye, exactly like a machine losing power as far as the store
-// is concerned (Badger's files are what the kernel has). Where there is no
-// SIGKILL (Windows), the process terminates itself (TerminateProcess), or
-// failing that exits at once with status 137; see crashpoint_other.go.
+// flush, no goodbye. It is a process crash, not a power loss: the kernel
+// keeps every write the process made, synced or not, and Badger's files are
+// what the kernel has. So a crash point proves that a restarted process
+// loses and repeats nothing, but it cannot catch a missing fsync; the
+// store's own tests do that (store.TestCommitIsInTheLastSyncedImage copies
+// the files at each sync, which is what a power loss would leave).
+//
+// Where there is no SIGKILL (Windows), the process terminates itself
+// (TerminateProcess), or failing that exits at once with status 137; see
+// crashpoint_other.go.
 package crashpoint
 
 import (
