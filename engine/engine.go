@@ -104,17 +104,33 @@ type SubmitOptions struct {
 func (e *Engine) Submit(ctx context.Context, path string, o SubmitOptions) (*store.Task, bool, error) {
 	// Loading through the runtime compiles each module once per process
 	// (and once per machine, with the on-disk cache); the worker reuses it.
+	// The bytes checked are the bytes kept: the task runs from them.
+	modules := map[string][]byte{}
 	check := func(ctx context.Context, p string) error {
-		_, err := e.rt.Load(ctx, p, "")
-		return err
+		wasm, err := os.ReadFile(p)
+		if err != nil {
+			_, err = e.rt.Load(ctx, p, "") // the same error a worker would see
+			return err
+		}
+		pl, err := e.rt.LoadBytes(ctx, filepath.Base(p), wasm)
+		if err != nil {
+			return err
+		}
+		modules[pl.SHA256] = wasm
+		return nil
 	}
 	sub, err := plan.Prepare(ctx, path, o.Vars, check)
 	if err != nil {
 		return nil, false, err
 	}
-	return e.store.Submit(ctx, store.NewTask{
+	for step, pin := range sub.Manifest.Plugins {
+		if _, ok := modules[pin.SHA256]; !ok {
+			return nil, false, fmt.Errorf("step %q: plugin %s changed while the task was being submitted; submit again", step, pin.Path)
+		}
+	}
+	return e.store.SubmitWithModules(ctx, store.NewTask{
 		Name: sub.Task.Name, Steps: sub.Steps, Manifest: sub.Manifest, IdempotencyKey: o.IdempotencyKey,
-	})
+	}, modules)
 }
 
 // WorkOptions configure Work.
@@ -138,14 +154,17 @@ func (e *Engine) Work(ctx context.Context, o WorkOptions) error {
 	return w.Run(ctx)
 }
 
-// ErrPluginChanged is returned by CheckPlugins when a pinned plugin file is
-// missing or differs from the hash pinned at submission.
+// ErrPluginChanged is returned by CheckPlugins when a pinned module is
+// neither in the store nor on disk with the sha256 pinned at submission.
 var ErrPluginChanged = errors.New("plugin changed since the task was submitted")
 
-// CheckPlugins verifies that every plugin pinned in the task's run manifest
-// is still on disk with the same sha256. A resume that skipped this would
-// fail the task at its next step; checking first lets the user restore the
-// file and resume again.
+// CheckPlugins verifies that every module pinned in the task's run manifest
+// can still be loaded: the store keeps the module bytes of every task
+// submitted by this engine, so files on disk do not matter. Tasks submitted
+// by older engines, whose modules are not in the store, run from the pinned
+// path: for those the file must still be on disk with the same sha256. A
+// resume that skipped this would fail the task at its next step; checking
+// first lets the user restore the file and resume again.
 func (e *Engine) CheckPlugins(id string) error {
 	var m *store.Manifest
 	if err := e.store.Read(func(r *store.Reader) error {
@@ -157,6 +176,16 @@ func (e *Engine) CheckPlugins(id string) error {
 	}
 	var errs []error
 	for step, pin := range m.Plugins {
+		_, err := e.store.Module(pin.SHA256)
+		if err == nil {
+			continue
+		}
+		if !errors.Is(err, store.ErrNotFound) {
+			errs = append(errs, fmt.Errorf("%w: step %q: %v", ErrPluginChanged, step, err))
+			continue
+		}
+		// Submitted before modules were kept in the store: the worker
+		// loads the pinned path.
 		sum, err := plan.HashFile(pin.Path)
 		switch {
 		case err != nil:

@@ -319,30 +319,45 @@ task "long" {
 	require.LessOrEqual(t, got.Attempts, 15, "at most the one abandoned attempt runs twice")
 }
 
-func TestResumeRefusesAChangedPlugin(t *testing.T) {
+// TestTaskRunsFromPinnedModuleAfterTheFileChanges deletes, or overwrites,
+// the plugin file of a queued task: the task still runs, from the module
+// bytes kept in the store at submit, and a resume check does not object.
+func TestTaskRunsFromPinnedModuleAfterTheFileChanges(t *testing.T) {
 	t.Parallel()
-	b := setup(t, `
+	for _, change := range []string{"delete", "overwrite"} {
+		t.Run(change, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, `
 task "pinned" {
   step "a" {
     plugin = "step.wasm"
-    input  = { mode = "echo" }
+    input  = { mode = "echo", n = 1 }
+  }
+  step "b" {
+    plugin = "step.wasm"
+    input  = { mode = "echo", n = step.a.output.n + 1 }
   }
 }`)
-	task := b.submit(t, nil)
-	require.NoError(t, b.e.CheckPlugins(task.ID))
-	f, err := os.OpenFile(filepath.Join(b.dir, "step.wasm"), os.O_APPEND|os.O_WRONLY, 0)
-	require.NoError(t, err)
-	_, err = f.Write([]byte{0})
-	require.NoError(t, err)
-	require.NoError(t, f.Close())
-	err = b.e.CheckPlugins(task.ID)
-	require.ErrorIs(t, err, engine.ErrPluginChanged)
-	require.ErrorContains(t, err, `step "a"`)
-
-	got := b.work(t, task.ID)
-	require.Equal(t, store.Failed, got.Status)
-	require.Equal(t, fault.HashMismatch, got.Failure.Kind)
-	require.Equal(t, 1, got.Attempts, "a hash mismatch is not retried")
+			task := b.submit(t, nil)
+			path := filepath.Join(b.dir, "step.wasm")
+			if change == "delete" {
+				require.NoError(t, os.Remove(path))
+			} else {
+				require.NoError(t, os.WriteFile(path, []byte("\x00asm not the same module"), 0o644))
+			}
+			require.NoError(t, b.e.CheckPlugins(task.ID))
+			b.reopen(t) // a fresh process: nothing compiled yet
+			got := b.work(t, task.ID)
+			require.Equal(t, store.Succeeded, got.Status, got.Reason)
+			require.JSONEq(t, `{"mode":"echo","n":2}`, string(got.Output))
+			require.NoError(t, b.e.Store().Read(func(r *store.Reader) error {
+				m, err := r.Manifest(task.ID)
+				require.NoError(t, err)
+				require.Equal(t, path, m.Plugins["a"].Path, "the manifest keeps the path for display")
+				return nil
+			}))
+		})
+	}
 }
 
 func TestInvalidTaskIsRejectedWithDiagnostics(t *testing.T) {

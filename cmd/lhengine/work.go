@@ -142,7 +142,7 @@ func (a *app) resumeCmd() *cobra.Command {
 					return fmt.Errorf("task %s is %s; nothing to resume%s", t.ID, t.Status, reasonSuffix(t))
 				}
 				if err := e.CheckPlugins(t.ID); err != nil {
-					return fmt.Errorf("cannot resume task %s: %w\nrestore the plugin file(s) the task was submitted with and resume again", t.ID, err)
+					return fmt.Errorf("cannot resume task %s: %w\na task submitted before modules were kept in the store runs from its plugin files: restore the file(s) it was submitted with and resume again", t.ID, err)
 				}
 				if t.Status == store.Paused {
 					if t, err = e.Store().Resume(cmd.Context(), t.ID); err != nil {

@@ -335,8 +335,28 @@ func (w *Worker) execute(ctx context.Context, l store.Lease, log hclog.Logger) (
 	return res, step, h.Attempt, err
 }
 
-// plugin loads a pinned plugin, once per process unless the file changed.
+// plugin loads a pinned plugin from the module bytes the store keeps under
+// its sha256 (the Runtime compiles each sha256 once and fetches its bytes
+// only until then), never from the path, which may have changed or gone
+// since the task was submitted.
+//
+// Tasks submitted by engines that did not keep module bytes in the store
+// fall back to the pinned path, checked against the pinned sha256, once per
+// process unless the file changed.
 func (w *Worker) plugin(ctx context.Context, pin store.PluginPin) (*guest.Plugin, error) {
+	var fromPath bool
+	p, err := w.cfg.Runtime.LoadPinned(ctx, filepath.Base(pin.Path), pin.SHA256, func() ([]byte, error) {
+		b, err := w.cfg.Store.Module(pin.SHA256)
+		if errors.Is(err, store.ErrNotFound) {
+			fromPath = true
+		} else if err != nil {
+			return nil, fault.Wrap(fault.HashMismatch, err, "plugin "+pin.Path+": the module pinned in the store cannot be read: "+err.Error())
+		}
+		return b, err
+	})
+	if !fromPath {
+		return p, err
+	}
 	key := pin.Path + "@" + pin.SHA256
 	fi, statErr := os.Stat(pin.Path)
 	w.mu.Lock()
@@ -345,7 +365,7 @@ func (w *Worker) plugin(ctx context.Context, pin store.PluginPin) (*guest.Plugin
 	if ok && statErr == nil && fi.Size() == c.size && fi.ModTime().Equal(c.mod) {
 		return c.p, nil
 	}
-	p, err := w.cfg.Runtime.Load(ctx, pin.Path, pin.SHA256)
+	p, err = w.cfg.Runtime.Load(ctx, pin.Path, pin.SHA256)
 	if err != nil {
 		var se *fault.StepError
 		if errors.As(err, &se) && se.Kind == fault.HashMismatch {
@@ -360,6 +380,10 @@ func (w *Worker) plugin(ctx context.Context, pin store.PluginPin) (*guest.Plugin
 	}
 	return p, nil
 }
+
+// errLeaseRanOut is why an attempt stops when its lease ran out while
+// every heartbeat failed.
+var errLeaseRanOut = errors.New("lease ran out: heartbeats failed until it expired")
 
 // renew heartbeats the lease every third of its length until stop is called.
 // The goroutine it starts is owned by the attempt and ends before stop returns.
