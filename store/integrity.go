@@ -147,8 +147,8 @@ func checkFiles(dir string) (findings []Finding, orphans []string, err error) {
 }
 
 // verifyTable reads a whole table and checks the checksums of its index and
-// of every block. Badger, given the same damage, may skip the table with a
-// log line, or panic in a goroutine of its own where no caller can recover.
+// of every block. Badger, checking tables at open, does it in goroutines of
+// its own, where a damaged index makes it panic beyond any caller's recover.
 func verifyTable(path string, c options.CompressionType) (err error) {
 	mf, err := z.OpenMmapFile(path, os.O_RDONLY, 0)
 	if err != nil {
