@@ -167,18 +167,36 @@ func (s *Store) GC(ctx context.Context) (GCStats, error) {
 	if err := s.collectBlobs(ctx, &st); err != nil {
 		return st, err
 	}
+	var err error
+	st.VlogFiles, err = s.ReclaimSpace(ctx)
+	return st, err
+}
+
+// ReclaimSpace compacts the store and rewrites the value-log files whose
+// values were mostly deleted, until Badger finds none left; it returns how
+// many files it rewrote.
+//
+// Badger counts a deleted value only when a compaction drops the record
+// that pointed to it, and records deleted since the store was opened are
+// still in the in-memory table, which is written out when full or at
+// Close. So the space of the values GC itself deletes comes back at the
+// next ReclaimSpace after the store was reopened: lhengine gc does that.
+func (s *Store) ReclaimSpace(ctx context.Context) (files int, err error) {
+	if err := s.db.Flatten(1); err != nil {
+		return 0, fmt.Errorf("compacting: %w", err)
+	}
 	for {
 		if err := ctx.Err(); err != nil {
-			return st, err
+			return files, err
 		}
 		err := s.db.RunValueLogGC(0.5)
 		if errors.Is(err, badger.ErrNoRewrite) || errors.Is(err, badger.ErrGCInMemoryMode) {
-			return st, nil
+			return files, nil
 		}
 		if err != nil {
-			return st, fmt.Errorf("value log gc: %w", err)
+			return files, fmt.Errorf("value log gc: %w", err)
 		}
-		st.VlogFiles++
+		files++
 	}
 }
 

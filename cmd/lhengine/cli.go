@@ -125,6 +125,7 @@ Exit codes: 0 success; 1 error, invalid task file, or a task that did not succee
 		a.lsCmd(), a.statusCmd(), a.outputsCmd(), a.eventsCmd(), a.cancelCmd(), a.pluginCmd(),
 		a.artifactsCmd(), a.artifactCmd(), a.effectsCmd(), a.effectCmd(),
 		a.storeCmd(),
+		a.rmCmd(), a.gcCmd(),
 	)
 	return root
 }

@@ -1,0 +1,142 @@
+package engine_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lhengine/lhengine/engine"
+	"github.com/lhengine/lhengine/engine/fault"
+	"github.com/lhengine/lhengine/store"
+)
+
+const workspaceTask = `
+task "tiny" {
+  step "a" {
+    plugin = "step.wasm"
+    input  = { mode = "echo", n = 0 }
+  }
+  step "b" {
+    plugin = "step.wasm"
+    input  = { mode = "echo", n = 1 }
+  }
+}`
+
+// TestRemoveAndGCReclaimTheStore runs 25 tiny tasks, removes them all and
+// collects garbage: nothing is listed, the workspaces and the module are
+// gone. (The CLI test of rm and gc measures the store files, as Badger gives
+// space back only once its in-memory table was written out at a close.)
+func TestRemoveAndGCReclaimTheStore(t *testing.T) {
+	t.Parallel()
+	b := setup(t, workspaceTask)
+	home := filepath.Join(b.dir, "home")
+	ids := make([]string, 25)
+	for i := range ids {
+		ids[i] = b.submit(t, nil).ID
+	}
+	require.NoError(t, b.e.Work(b.ctx, engine.WorkOptions{Concurrency: 4, ExitWhenIdle: true}))
+	for _, id := range ids {
+		require.DirExists(t, filepath.Join(home, "workspaces", id))
+		require.NoError(t, b.e.Remove(b.ctx, id))
+		require.NoDirExists(t, filepath.Join(home, "workspaces", id))
+	}
+	rep, err := b.e.GC(b.ctx, engine.GCOptions{})
+	require.NoError(t, err)
+	require.Equal(t, 1, rep.Blobs, "the one module the tasks shared")
+	require.Zero(t, rep.Orphans)
+	require.NoError(t, b.e.Store().Read(func(r *store.Reader) error {
+		tasks, err := r.Tasks()
+		require.NoError(t, err)
+		require.Empty(t, tasks)
+		return nil
+	}))
+}
+
+func TestRemoveRefusesATaskThatIsNotFinished(t *testing.T) {
+	t.Parallel()
+	b := setup(t, workspaceTask)
+	task := b.submit(t, nil)
+	err := b.e.Remove(b.ctx, task.ID)
+	var nf *engine.NotFinishedError
+	require.ErrorAs(t, err, &nf)
+	require.Equal(t, store.Queued, nf.Status)
+	got, err := b.e.Store().Task(b.ctx, task.ID)
+	require.NoError(t, err)
+	require.Equal(t, store.Queued, got.Status)
+}
+
+// TestGCWorkspaces keeps the workspace of a finished task unless asked, and
+// always removes one whose task is gone; a live task's is never touched.
+func TestGCWorkspaces(t *testing.T) {
+	t.Parallel()
+	b := setup(t, workspaceTask)
+	home := filepath.Join(b.dir, "home")
+	done := b.submit(t, nil)
+	require.Equal(t, store.Succeeded, b.work(t, done.ID).Status)
+	live := b.submit(t, nil)
+	for _, id := range []string{live.ID, "01GONE0000000000000000000A"} {
+		require.NoError(t, os.MkdirAll(filepath.Join(home, "workspaces", id), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(home, "workspaces", id, "f"), []byte("12345"), 0o644))
+	}
+	rep, err := b.e.GC(b.ctx, engine.GCOptions{})
+	require.NoError(t, err)
+	require.Equal(t, 1, rep.Workspaces)
+	require.Equal(t, int64(5), rep.WorkspaceBytes)
+	require.DirExists(t, filepath.Join(home, "workspaces", done.ID))
+
+	rep, err = b.e.GC(b.ctx, engine.GCOptions{Workspaces: true, OlderThan: 1 << 40})
+	require.NoError(t, err)
+	require.Zero(t, rep.Workspaces, "finished too recently")
+	rep, err = b.e.GC(b.ctx, engine.GCOptions{Workspaces: true})
+	require.NoError(t, err)
+	require.Equal(t, 1, rep.Workspaces)
+	require.NoDirExists(t, filepath.Join(home, "workspaces", done.ID))
+	require.DirExists(t, filepath.Join(home, "workspaces", live.ID))
+}
+
+// TestTaskOfAnOlderEngineRunsFromItsPath: a task whose module is not in the
+// store (submitted before modules were kept) runs from the pinned path,
+// checked against the pinned sha256.
+func TestTaskOfAnOlderEngineRunsFromItsPath(t *testing.T) {
+	t.Parallel()
+	b := setup(t, workspaceTask)
+	first := b.submit(t, nil)
+	var m *store.Manifest
+	var steps []store.StepState
+	require.NoError(t, b.e.Store().Read(func(r *store.Reader) error {
+		var err error
+		m, err = r.Manifest(first.ID)
+		return err
+	}))
+	for _, s := range first.Steps {
+		steps = append(steps, store.StepState{Name: s.Name, Limit: s.Limit})
+	}
+	_, err := b.e.Store().Cancel(b.ctx, first.ID, "")
+	require.NoError(t, err)
+	require.NoError(t, b.e.Remove(b.ctx, first.ID))
+	rep, err := b.e.GC(b.ctx, engine.GCOptions{})
+	require.NoError(t, err)
+	require.Equal(t, 1, rep.Blobs)
+
+	old, _, err := b.e.Store().Submit(b.ctx, store.NewTask{Name: "old", Steps: steps, Manifest: *m})
+	require.NoError(t, err)
+	_, err = b.e.Store().Module(m.Plugins["a"].SHA256)
+	require.ErrorIs(t, err, store.ErrNotFound)
+	require.NoError(t, b.e.CheckPlugins(old.ID))
+
+	f, err := os.OpenFile(filepath.Join(b.dir, "step.wasm"), os.O_APPEND|os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = f.Write([]byte{0})
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	err = b.e.CheckPlugins(old.ID)
+	require.ErrorIs(t, err, engine.ErrPluginChanged)
+	require.ErrorContains(t, err, `step "a"`)
+	b.reopen(t) // a fresh process, which has not compiled the module
+	got := b.work(t, old.ID)
+	require.Equal(t, store.Failed, got.Status)
+	require.Equal(t, fault.HashMismatch, got.Failure.Kind)
+	require.Equal(t, 1, got.Attempts, "a hash mismatch is not retried")
+}
