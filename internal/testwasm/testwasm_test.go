@@ -3,7 +3,7 @@ package testwasm_test
 import (
 	"os"
 	"path/filepath"
-	"sync"
+	"strconv"
 	"testing"
 
 	"github.com/lhengine/lhengine/internal/testwasm"
@@ -15,16 +15,18 @@ func TestBuildCached(t *testing.T) {
 	if err := os.WriteFile(src, []byte("int main(void) { return 0; }\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// Parallel subtests build the same guest at once; each has its own t, so
+	// a failed build fails from its own test goroutine. The group returns
+	// when all of them have.
 	paths := make([]string, 8)
-	var wg sync.WaitGroup
-	for i := range paths {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			paths[i] = testwasm.BuildC(t, src)
-		}()
-	}
-	wg.Wait()
+	t.Run("parallel", func(t *testing.T) {
+		for i := range paths {
+			t.Run(strconv.Itoa(i), func(t *testing.T) {
+				t.Parallel()
+				paths[i] = testwasm.BuildC(t, src)
+			})
+		}
+	})
 	for _, p := range paths {
 		if p != paths[0] {
 			t.Fatalf("parallel builds gave %s and %s", paths[0], p)
