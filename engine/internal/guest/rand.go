@@ -1,46 +1,52 @@
 package guest
 
 import (
-	"math/rand"
-	"sync"
+	"crypto/sha256"
+	"encoding/binary"
+	"math/rand/v2"
 )
 
-// fakeRand is the deterministic source behind a guest's random_get
-// (specs/abi.md: "a seeded source"). It yields exactly the bytes wazero's
-// default source does, a math/rand source seeded with 42, without seeding
-// one (a 5 KB table and about 10 µs) for every attempt: the first
-// fakeRandShared bytes of the stream are computed once and shared, and only
-// a guest that reads past them gets a source of its own. The byte stream of
-// a math/rand Rand does not depend on how reads are split, so the two parts
-// join up exactly.
-type fakeRand struct {
-	off int        // bytes of the shared prefix read
-	src *rand.Rand // the stream past the prefix, once needed
+// Seed is the seed of an attempt's random_get stream: the sha256 of what
+// identifies the attempt in its request (task id, step name, fan-out item
+// index or -1 for a step that does not fan out, attempt number, repair
+// count). Every work unit, and every attempt of it, gets bytes of its own,
+// so identifiers a plugin makes do not collide across units and tasks; a
+// replay of the same attempt gets the same bytes (specs/abi.md, "Clocks
+// and randomness").
+func Seed(req Request) [32]byte {
+	item, repairs := -1, 0
+	if req.Item != nil {
+		item = req.Item.Index
+	}
+	if req.Repair != nil {
+		repairs = req.Repair.Count
+	}
+	h := sha256.New()
+	h.Write([]byte("lhengine random_get v1\x00"))
+	h.Write([]byte(req.TaskID))
+	h.Write([]byte{0})
+	h.Write([]byte(req.Step))
+	h.Write([]byte{0})
+	var b [8]byte
+	for _, n := range []int{item, req.Attempt, repairs} {
+		binary.BigEndian.PutUint64(b[:], uint64(int64(n)))
+		h.Write(b[:])
+	}
+	var s [32]byte
+	h.Sum(s[:0])
+	return s
 }
 
-// fakeRandSeed is wazero's seed for its default random source.
-const fakeRandSeed = 42
-
-const fakeRandShared = 1024
-
-var fakeRandPrefix = sync.OnceValue(func() []byte {
-	b := make([]byte, fakeRandShared)
-	rand.New(rand.NewSource(fakeRandSeed)).Read(b)
-	return b
-})
+// fakeRand is the deterministic source behind a guest's random_get: a
+// ChaCha8 stream keyed by the attempt's Seed, made on the first read.
+type fakeRand struct {
+	seed [32]byte
+	src  *rand.ChaCha8
+}
 
 func (r *fakeRand) Read(p []byte) (int, error) {
-	n := 0
 	if r.src == nil {
-		prefix := fakeRandPrefix()
-		n = copy(p, prefix[r.off:])
-		r.off += n
-		if n == len(p) {
-			return n, nil
-		}
-		r.src = rand.New(rand.NewSource(fakeRandSeed))
-		r.src.Read(make([]byte, len(prefix))) // skip what was shared
+		r.src = rand.NewChaCha8(r.seed)
 	}
-	m, err := r.src.Read(p[n:])
-	return n + m, err
+	return r.src.Read(p)
 }

@@ -259,7 +259,7 @@ func (p *Plugin) Run(ctx context.Context, req Request, lim Limits, host Host) (*
 		runCtx, stop = context.WithTimeoutCause(runCtx, lim.Timeout, errStepTimeout)
 		defer stop()
 	}
-	att := &attempt{host: host, log: newLogBuffer(lim.MaxStderr), maxCalls: lim.MaxHostCalls, cancel: cancel}
+	att := &attempt{host: host, log: newLogBuffer(lim.MaxStderr), maxCalls: lim.MaxHostCalls, cancel: cancel, rand: fakeRand{seed: Seed(req)}}
 	mem := &memoryCap{pool: linearMemories, limit: lim.MemoryBytes}
 	// The memory goes back to the pool only once the instance is closed
 	// (or never made): nothing runs on it then.

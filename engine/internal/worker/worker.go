@@ -56,6 +56,14 @@ type Config struct {
 	// OnCommit, when set, is called after every committed attempt with the
 	// task as committed (for progress displays). Called from unit goroutines.
 	OnCommit func(*store.Task)
+	// Clock is the worker's time; nil = RealClock. Give the store the same
+	// one (store.Options.Now) or lease times will not agree.
+	Clock Clock
+
+	// Seams for tests of failures the store cannot be made to produce on
+	// demand; nil uses the Store.
+	heartbeat func(context.Context, store.Lease, time.Duration) (time.Time, error)
+	claim     func(context.Context, store.ClaimRequest) (store.Claimed, error)
 }
 
 // Worker runs work units. Create with New, then Run.
@@ -63,6 +71,7 @@ type Worker struct {
 	cfg   Config
 	owner string
 	log   hclog.Logger
+	clock Clock
 
 	mu      sync.Mutex
 	plugins map[string]*loaded // by pinned path+sha256
@@ -91,10 +100,20 @@ func New(cfg Config) *Worker {
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.NewNullLogger()
 	}
+	if cfg.Clock == nil {
+		cfg.Clock = RealClock{}
+	}
+	if cfg.heartbeat == nil {
+		cfg.heartbeat = cfg.Store.Heartbeat
+	}
+	if cfg.claim == nil {
+		cfg.claim = cfg.Store.Claim
+	}
 	return &Worker{
 		cfg:     cfg,
 		owner:   cfg.Store.Owner(cfg.Name),
 		log:     cfg.Logger.Named("worker"),
+		clock:   cfg.Clock,
 		plugins: map[string]*loaded{},
 	}
 }
@@ -109,9 +128,14 @@ func (w *Worker) Owner() string { return w.owner }
 // in that case, and nil when it ran out of work.
 func (w *Worker) Run(ctx context.Context) error {
 	runCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	var wg sync.WaitGroup
-	defer wg.Wait()
+	// Whatever ends Run (ctx, a claim that failed, no work left), attempts
+	// still running are cancelled first and then waited for: waiting first
+	// would keep a failed worker's units busy until they finish.
+	defer func() {
+		cancel()
+		wg.Wait()
+	}()
 	finished := make(chan struct{}, w.cfg.Concurrency)
 	running := 0
 	for {
@@ -121,7 +145,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		}
 		var wake time.Time
 		if free := w.cfg.Concurrency - running; free > 0 {
-			c, err := w.cfg.Store.Claim(runCtx, store.ClaimRequest{
+			c, err := w.cfg.claim(runCtx, store.ClaimRequest{
 				Owner: w.owner, Max: free, LeaseFor: w.cfg.LeaseFor, Task: w.cfg.Task,
 			})
 			if err != nil {
@@ -158,13 +182,13 @@ func (w *Worker) Run(ctx context.Context) error {
 		}
 		wait := w.cfg.PollEvery
 		if !wake.IsZero() {
-			wait = min(wait, max(time.Until(wake), time.Millisecond))
+			wait = min(wait, max(wake.Sub(w.clock.Now()), time.Millisecond))
 		}
-		timer := time.NewTimer(wait)
+		timer := w.clock.NewTimer(wait)
 		select {
 		case <-finished:
 			running--
-		case <-timer.C:
+		case <-timer.C():
 		case <-ctx.Done():
 		}
 		timer.Stop()
@@ -192,10 +216,16 @@ func (w *Worker) idle() (bool, error) {
 // unit in the same transaction; it returns that unit's lease, if any.
 func (w *Worker) attempt(ctx context.Context, l store.Lease) []store.Lease {
 	log := w.log.With("task", l.Task, "step", l.Step, "item", l.Item, "attempt", l.Attempt, "epoch", l.Epoch)
-	started := time.Now()
+	started := w.clock.Now()
 	res, step, hc, stepErr := w.execute(ctx, l, log)
 	if ctx.Err() != nil {
 		log.Debug("attempt abandoned: worker stopping")
+		return nil
+	}
+	if errors.Is(stepErr, errLeaseRanOut) {
+		// The unit is no longer this worker's to commit: the next claim,
+		// here or elsewhere, takes it back and runs it again.
+		log.Warn("attempt abandoned", "error", stepErr)
 		return nil
 	}
 	if hc != nil && hc.PauseReason() != "" {
@@ -229,7 +259,7 @@ func (w *Worker) attempt(ctx context.Context, l store.Lease) []store.Lease {
 		}
 		r.Failure = &store.Failure{Kind: kind, Message: msg}
 		if step != nil && kind.Retryable() && l.Attempt < step.Retry.Attempts {
-			r.RetryAt = time.Now().Add(step.Retry.Delay(l.Attempt))
+			r.RetryAt = w.clock.Now().Add(step.Retry.Delay(l.Attempt))
 		}
 		log.Warn("attempt failed", "kind", kind, "error", msg, "retry", !r.RetryAt.IsZero())
 	case res.NeedsRepair:
@@ -304,6 +334,15 @@ func (w *Worker) execute(ctx context.Context, l store.Lease, log hclog.Logger) (
 	if task.Repairs > 0 {
 		req.Repair = &guest.Repair{Count: task.Repairs, Reason: task.RepairReason}
 	}
+	// The attempt's log records what its random_get stream derives from,
+	// so a replay of the attempt can be given the same bytes.
+	item := "none"
+	if req.Item != nil {
+		item = fmt.Sprint(l.Item)
+	}
+	seed := guest.Seed(req)
+	seedLine := fmt.Sprintf("[lhengine] random seed %x (task %s, step %q, item %s, attempt %d, repairs %d)\n",
+		seed[:], task.ID, step.Name, item, l.Attempt, task.Repairs)
 	workspace := ""
 	if w.cfg.Workspaces != "" && step.Workspace != "none" {
 		workspace = filepath.Join(w.cfg.Workspaces, task.ID)
@@ -312,7 +351,7 @@ func (w *Worker) execute(ctx context.Context, l store.Lease, log hclog.Logger) (
 		}
 	}
 	inSum := sha256.Sum256(input)
-	h := &host{w: w, lease: l, log: log, Attempt: &hostcall.Attempt{
+	h := &host{w: w, lease: l, until: l.Until, log: log, Attempt: &hostcall.Attempt{
 		Store: w.cfg.Store, Lease: l, TaskName: task.Name, Step: step, Workspace: workspace,
 		PluginSHA256: pin.SHA256, InputSHA256: hex.EncodeToString(inSum[:]), Client: w.cfg.HTTPClient,
 	}}
@@ -329,6 +368,9 @@ func (w *Worker) execute(ctx context.Context, l store.Lease, log hclog.Logger) (
 	stop := w.renew(attemptCtx, h)
 	res, err := p.Run(attemptCtx, req, lim, h)
 	stop()
+	if res != nil {
+		res.Log = append([]byte(seedLine), res.Log...)
+	}
 	if lost := h.lost(); lost != nil && ctx.Err() == nil {
 		return res, step, h.Attempt, fault.Wrap(fault.Internal, lost, "lease lost during the attempt: "+lost.Error())
 	}
@@ -385,26 +427,56 @@ func (w *Worker) plugin(ctx context.Context, pin store.PluginPin) (*guest.Plugin
 // every heartbeat failed.
 var errLeaseRanOut = errors.New("lease ran out: heartbeats failed until it expired")
 
-// renew heartbeats the lease every third of its length until stop is called.
-// The goroutine it starts is owned by the attempt and ends before stop returns.
+// renew heartbeats the lease every third of its length until stop is
+// called. A heartbeat that fails with anything but store.ErrLeaseLost is
+// retried: after LeaseFor/30, then twice as long each time, but never
+// later than half the time left on the lease (and, once less than that
+// first delay is left, exactly when it runs out), so a store that is
+// briefly unavailable costs nothing. Renewal stops when the lease is lost
+// or has run out; either cancels the attempt. The goroutine it starts is
+// owned by the attempt and ends before stop returns.
 func (w *Worker) renew(ctx context.Context, h *host) (stop func()) {
 	done := make(chan struct{})
 	exited := make(chan struct{})
 	go func() {
 		defer close(exited)
-		t := time.NewTicker(w.cfg.LeaseFor / 3)
-		defer t.Stop()
+		every := max(w.cfg.LeaseFor/3, time.Millisecond)
+		first := max(w.cfg.LeaseFor/30, time.Millisecond)
+		wait, backoff := every, time.Duration(0)
 		for {
+			t := w.clock.NewTimer(wait)
 			select {
 			case <-done:
+				t.Stop()
 				return
 			case <-ctx.Done():
+				t.Stop()
 				return
-			case <-t.C:
-				if err := h.Heartbeat(ctx); err != nil {
-					return
-				}
+			case <-t.C():
 			}
+			err := h.beat(ctx)
+			if err == nil {
+				wait, backoff = every, 0
+				continue
+			}
+			if ctx.Err() != nil || h.lost() != nil {
+				return
+			}
+			left := h.leaseUntil().Sub(w.clock.Now())
+			if left <= 0 {
+				h.lose(fmt.Errorf("%w (last error: %v)", errLeaseRanOut, err))
+				return
+			}
+			if backoff == 0 {
+				backoff = first
+			} else {
+				backoff = min(2*backoff, every)
+			}
+			wait = min(backoff, left/2)
+			if wait < first {
+				wait = left // one last try as the lease ends
+			}
+			h.log.Warn("lease heartbeat failed; retrying", "error", err, "retry_in", wait, "lease_left", left)
 		}
 	}()
 	return func() { close(done); <-exited }
@@ -419,24 +491,63 @@ type host struct {
 	cancel            context.CancelFunc
 
 	mu      sync.Mutex
+	until   time.Time // the lease's end as last granted
 	lostErr error
 }
 
 func (h *host) Log(level hclog.Level, msg string) { h.log.Log(level, msg, "from", "plugin") }
 
-// Heartbeat renews the lease. Losing it cancels the attempt.
-func (h *host) Heartbeat(ctx context.Context) error {
+// beat renews the lease once. store.ErrLeaseLost marks it lost and cancels
+// the attempt; other errors change nothing.
+func (h *host) beat(ctx context.Context) error {
 	if err := h.lost(); err != nil {
 		return err
 	}
-	_, err := h.w.cfg.Store.Heartbeat(ctx, h.lease, h.w.cfg.LeaseFor)
-	if errors.Is(err, store.ErrLeaseLost) {
+	until, err := h.w.cfg.heartbeat(ctx, h.lease, h.w.cfg.LeaseFor)
+	switch {
+	case err == nil:
 		h.mu.Lock()
-		h.lostErr = err
+		if until.After(h.until) {
+			h.until = until
+		}
 		h.mu.Unlock()
-		h.cancel()
+	case errors.Is(err, store.ErrLeaseLost):
+		h.lose(err)
 	}
 	return err
+}
+
+// Heartbeat is the guest's heartbeat call. It reports an error only when
+// the lease is lost (which cancels the attempt): a failure to reach the
+// store while the lease still holds is the renewer's to retry.
+func (h *host) Heartbeat(ctx context.Context) error {
+	err := h.beat(ctx)
+	if err == nil || ctx.Err() != nil || h.lost() != nil {
+		return err
+	}
+	if h.w.clock.Now().Before(h.leaseUntil()) {
+		h.log.Warn("lease heartbeat failed; the lease still holds", "error", err)
+		return nil
+	}
+	err = fmt.Errorf("%w (last error: %v)", errLeaseRanOut, err)
+	h.lose(err)
+	return err
+}
+
+// lose records why the lease is gone and cancels the attempt.
+func (h *host) lose(err error) {
+	h.mu.Lock()
+	if h.lostErr == nil {
+		h.lostErr = err
+	}
+	h.mu.Unlock()
+	h.cancel()
+}
+
+func (h *host) leaseUntil() time.Time {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.until
 }
 
 func (h *host) lost() error {
