@@ -126,7 +126,10 @@ func TestOnlyTheOwnerMayHeartbeat(t *testing.T) {
 	require.Empty(t, c.Leases, "a renewed lease is not reclaimed")
 }
 
-func TestStepOutputIsDurableAcrossReopen(t *testing.T) {
+// TestStepOutputPersistsAcrossReopen closes the store before reopening it,
+// so it shows persistence, not durability (Close flushes everything);
+// TestCommitIsInTheLastSyncedImage shows durability.
+func TestStepOutputPersistsAcrossReopen(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	ctx := context.Background()
