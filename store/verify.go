@@ -28,8 +28,9 @@ type Report struct {
 func (r *Report) Damaged() bool { return len(r.Findings) > 0 }
 
 // Verify scrubs the store in dir: it checks the files against the MANIFEST
-// and every table's checksums, opens the store (read-only if it can, else
-// taking its lock, so not while an engine has it open), compares its sync
+// and every table's checksums, opens the store (read-only if it was closed;
+// else taking its lock, so not while an engine has it open, and replaying
+// its write-ahead log as any open does), compares its sync
 // sequence with the high-water mark, reads every record (so every block
 // and value checksum is checked) and decodes it, and checks the ledger's
 // cross-references: every runnable task has a runnable task record, every
@@ -54,10 +55,11 @@ func Verify(dir string, logger hclog.Logger) (*Report, error) {
 	}
 	// Read-only when the store was closed; a store that was not has a
 	// write-ahead log to replay, which needs the lock (and Badger, refusing
-	// a read-only open for it, leaves goroutines behind).
+	// a read-only open for it, leaves goroutines behind). Replaying writes,
+	// so then the free-space floor applies.
 	o := Options{Logger: logger, AllowDamaged: true, ReadOnly: true, MinFreeBytes: -1, filesChecked: true}
 	if countSuffix(dir, ".mem") > 0 {
-		o.ReadOnly, o.NoSync = false, true
+		o.ReadOnly, o.NoSync, o.MinFreeBytes = false, true, 0
 	}
 	s, err := Open(dir, o)
 	var de *DamagedError

@@ -23,12 +23,13 @@ func (a *app) storeVerifyCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "verify",
 		Short: "Scrub the store: checksums of every table and record, the high-water mark, the ledger's references; exit 1 if damaged",
-		Long: `verify checks the store under --home without changing it: the MANIFEST against
-the table files, the checksum of every table, block and value, the store's
-sync sequence against its high-water mark (rollback or lost writes), that
-every record decodes, and that every runnable task, unit and effect journal
-entry belongs to a task record. It takes the store's lock when the store was
-not closed, so it cannot run beside an engine using the same home.
+		Long: `verify checks the store under --home: the MANIFEST against the table files,
+the checksum of every table, block and value, the store's sync sequence
+against its high-water mark (rollback or lost writes), that every record
+decodes, and that every runnable task, unit and effect journal entry belongs
+to a task record. A store that was closed is opened read-only; one that was
+not is opened as any command opens it (taking its lock, so not beside an
+engine using the same home, and replaying its write-ahead log).
 
 Exit codes: 0 the store is whole; 1 damage found (each finding is listed) or
 the store could not be read.`,
