@@ -35,7 +35,9 @@ func constValue(attr *hcl.Attribute) (cty.Value, hcl.Diagnostics) {
 	if diags.HasErrors() {
 		return cty.DynamicVal, diags
 	}
-	v, d := attr.Expr.Value(constCtx)
+	ctx, b := boundedContext(constCtx, nil)
+	v, d := attr.Expr.Value(ctx)
+	d = b.addFailure(d, attr.Expr.Range())
 	diags = append(diags, fillSubject(d, attr.Expr.Range())...)
 	if d.HasErrors() {
 		return cty.DynamicVal, diags

@@ -22,7 +22,10 @@ func WriteDiagnostics(w io.Writer, files map[string][]byte, diags hcl.Diagnostic
 		// Parsing gives the writer the file's structure, so that it can say
 		// which block an excerpt is in. A file that does not parse still
 		// gives an excerpt.
-		f, _ := hclsyntax.ParseConfig(src, name, hcl.InitialPos)
+		var f *hcl.File
+		if checkSource(name, src) == nil { // else the parser could overflow the stack
+			f, _ = hclsyntax.ParseConfig(src, name, hcl.InitialPos)
+		}
 		if f == nil {
 			f = &hcl.File{}
 		}

@@ -32,11 +32,12 @@ func (s *Step) EvalInput(scope Scope) (cty.Value, hcl.Diagnostics) {
 	if s.Input == nil {
 		return cty.NullVal(cty.DynamicPseudoType), nil
 	}
-	ctx, diags := s.runtimeContext(s.Input, scope, true)
+	ctx, b, diags := s.runtimeContext(s.Input, scope, true)
 	if diags.HasErrors() {
 		return cty.DynamicVal, diags
 	}
 	v, d := s.Input.Value(ctx)
+	d = b.addFailure(d, s.Input.Range())
 	diags = append(diags, fillSubject(d, s.Input.Range())...)
 	if d.HasErrors() {
 		return cty.DynamicVal, diags
@@ -64,11 +65,12 @@ func (s *Step) EvalForEach(scope Scope) ([]Each, hcl.Diagnostics) {
 		return nil, nil
 	}
 	scope.Each = nil
-	ctx, diags := s.runtimeContext(s.ForEach, scope, false)
+	ctx, b, diags := s.runtimeContext(s.ForEach, scope, false)
 	if diags.HasErrors() {
 		return nil, diags
 	}
 	v, d := s.ForEach.Value(ctx)
+	d = b.addFailure(d, s.ForEach.Range())
 	diags = append(diags, fillSubject(d, s.ForEach.Range())...)
 	if d.HasErrors() {
 		return nil, diags
@@ -125,9 +127,10 @@ func (s *Step) References() []string {
 	return names
 }
 
-// runtimeContext builds the evaluation context for expr from scope, first
-// checking that everything expr reads is there.
-func (s *Step) runtimeContext(expr hcl.Expression, scope Scope, eachAllowed bool) (*hcl.EvalContext, hcl.Diagnostics) {
+// runtimeContext builds the evaluation context for expr from scope, with
+// the budget its functions share, first checking that everything expr reads
+// is there.
+func (s *Step) runtimeContext(expr hcl.Expression, scope Scope, eachAllowed bool) (*hcl.EvalContext, *budget, hcl.Diagnostics) {
 	var diags hcl.Diagnostics
 	missing := func(tr hcl.Traversal, summary, detail string) {
 		diags = append(diags, &hcl.Diagnostic{
@@ -159,18 +162,30 @@ func (s *Step) runtimeContext(expr hcl.Expression, scope Scope, eachAllowed bool
 		}
 	}
 	if diags.HasErrors() {
-		return nil, diags
+		return nil, nil, diags
 	}
 	var each *Each
 	if eachAllowed {
 		each = scope.Each
 	}
-	return evalContext(scope.Vars, scope.Outputs, cty.StringVal(scope.TaskID), s.taskName, each), nil
+	ctx := scopeContext(scope.Vars, scope.Outputs, cty.StringVal(scope.TaskID), s.taskName, each)
+	// Only the functions expr calls: a step's input is evaluated once per
+	// fan-out item, and wrapping all of them each time would cost more
+	// than the evaluation.
+	ctx, b := boundedContext(ctx, calledFunctions(expr))
+	return ctx, b, nil
 }
 
-// evalContext builds the context expressions are evaluated in. A cty.NilVal
-// anywhere stands for null.
+// evalContext builds the context expressions are evaluated in, for one
+// evaluation: its functions share a fresh budget (boundedContext). A
+// cty.NilVal anywhere stands for null.
 func evalContext(vars, outputs map[string]cty.Value, taskID cty.Value, taskName string, each *Each) *hcl.EvalContext {
+	ctx, _ := boundedContext(scopeContext(vars, outputs, taskID, taskName, each), nil)
+	return ctx
+}
+
+// scopeContext is evalContext without functions.
+func scopeContext(vars, outputs map[string]cty.Value, taskID cty.Value, taskName string, each *Each) *hcl.EvalContext {
 	varVals := make(map[string]cty.Value, len(vars))
 	for name, v := range vars {
 		varVals[name] = orNull(v)
@@ -188,7 +203,6 @@ func evalContext(vars, outputs map[string]cty.Value, taskID cty.Value, taskName 
 				"name": cty.StringVal(taskName),
 			}),
 		},
-		Functions: functions,
 	}
 	if each != nil {
 		ctx.Variables["each"] = cty.ObjectVal(map[string]cty.Value{

@@ -9,11 +9,45 @@ import (
 	"github.com/zclconf/go-cty/cty/function/stdlib"
 )
 
-// functions is every function a task file expression may call, under the
-// names Terraform gives them. All are pure: the same arguments always give
-// the same result, so a step's input is the same when the step is replayed.
-// That is why there is no timestamp, uuid or file function. Read only.
-var functions = map[string]function.Function{
+// functions is the function table of evaluations without a budget (see
+// boundedContext): every function is checked (newFunctions) but nothing is
+// charged. Read only.
+var functions = newFunctions(nil, nil)
+
+// newFunctions returns the functions a task file expression may call, under
+// the names Terraform gives them, each checked (checkedFunc): a result too
+// large is refused, before it is built where its size can be known from the
+// arguments, and what each call builds is charged to b (nil: not charged).
+// With names it returns only those (the others would cost time to wrap for
+// nothing); with nil, all.
+func newFunctions(b *budget, names []string) map[string]function.Function {
+	if names == nil {
+		for name := range baseFunctions {
+			names = append(names, name)
+		}
+	}
+	funcs := make(map[string]function.Function, len(names)+1)
+	funcs[forFunc] = forCollectionFunc(b)
+	for _, name := range names {
+		f, ok := baseFunctions[name]
+		if !ok {
+			continue
+		}
+		switch name {
+		case "can", "try":
+			funcs[name] = checkedTry(f, b)
+		default:
+			funcs[name] = checkedFunc(name, f, estimates[name], b)
+		}
+	}
+	return funcs
+}
+
+// baseFunctions are the functions of the task language, unchecked. All are
+// pure: the same arguments always give the same result, so a step's input is
+// the same when the step is replayed. That is why there is no timestamp,
+// uuid or file function. Read only.
+var baseFunctions = map[string]function.Function{
 	// numbers
 	"abs":      stdlib.AbsoluteFunc,
 	"ceil":     stdlib.CeilFunc,

@@ -5,6 +5,8 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/hcl/v2"
@@ -15,9 +17,16 @@ import (
 // Parse adds, so that a panic fails the test) and checks that every error
 // diagnostic points into the file, that rendering never fails, that the
 // steps of a valid task evaluate with unknown inputs without panicking, and
-// that every host pattern a valid task grants admits the host it names. The
-// seeds are the fixtures under testdata/taskfile/valid and errors.
+// that every host pattern a valid task grants admits the host it names, and
+// that one input, parsed, validated and evaluated, allocates less than
+// fuzzAllocLimit in all (a crash of the stack cannot be caught: it ends the
+// fuzzer, which reports it). The seeds are the fixtures under
+// testdata/taskfile/valid and errors, and sources nested too deeply or
+// computing too much (deepSeeds).
 func FuzzParse(f *testing.F) {
+	for _, src := range deepSeeds() {
+		f.Add(src)
+	}
 	for _, pattern := range []string{"valid/*.hcl", "errors/*.hcl"} {
 		paths, err := filepath.Glob(filepath.Join(testdata, pattern))
 		if err != nil {
@@ -34,6 +43,15 @@ func FuzzParse(f *testing.F) {
 
 	f.Fuzz(func(t *testing.T, src []byte) {
 		const filename = "fuzz.hcl"
+		var before runtime.MemStats
+		runtime.ReadMemStats(&before)
+		defer func() {
+			var after runtime.MemStats
+			runtime.ReadMemStats(&after)
+			if n := after.TotalAlloc - before.TotalAlloc; n > fuzzAllocLimit {
+				t.Fatalf("allocated %d bytes for a %d-byte source", n, len(src))
+			}
+		}()
 		task, diags := parse(filename, src, Options{})
 		for _, d := range diags {
 			if d.Severity != hcl.DiagError {
@@ -94,6 +112,85 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 		_, _ = task.Vars(nil)
+	})
+}
+
+// fuzzAllocLimit bounds what FuzzParse may allocate for one input: the
+// evaluation budget (MaxEvalElements values of a few hundred bytes each,
+// garbage included) with room to spare, and far below what an unbounded
+// product takes (8.5GB for 27 million elements).
+const fuzzAllocLimit = 2 << 30
+
+// deepSeeds are task files that would crash or exhaust an unguarded parser
+// or evaluator: nesting of every kind far past MaxNestingDepth, and products
+// and loops far past the evaluation limits.
+func deepSeeds() [][]byte {
+	const n = 5000
+	var seeds [][]byte
+	for _, expr := range []string{
+		strings.Repeat("[", n) + strings.Repeat("]", n),
+		strings.Repeat("{a=", n) + "1" + strings.Repeat("}", n),
+		strings.Repeat("(", n) + "1" + strings.Repeat(")", n),
+		strings.Repeat("!", n) + "true",
+		"1" + strings.Repeat("+1", n),
+		strings.Repeat("true ? 1 : ", n) + "2",
+		"[1]" + strings.Repeat("[*]", n),
+		strings.Repeat(`"${`, n) + "1" + strings.Repeat(`}"`, n),
+		`"` + strings.Repeat("%{ if true }", n) + strings.Repeat("%{ endif }", n) + `"`,
+		"setproduct(range(300), range(300), range(300))",
+		"[for a in setproduct(range(300), range(300), range(300)) : a]",
+		`format("%999999999d", 1)`,
+		`replace(format("%4000s", "x"), "", format("%5000s", "y"))`,
+		`jsondecode("` + strings.Repeat("[", n) + `")`,
+	} {
+		seeds = append(seeds, []byte("task \"t\" {\n  step \"a\" {\n    plugin = \"a.wasm\"\n    input  = "+expr+"\n  }\n}\n"))
+	}
+	return seeds
+}
+
+// FuzzFromJSON checks that decoding any JSON neither panics nor overflows
+// the stack, and that what decodes encodes again to JSON that decodes to the
+// same value.
+func FuzzFromJSON(f *testing.F) {
+	for _, seed := range []string{
+		`null`, `{"a":[1,2.5,"x",true,null]}`, `[[[[]]]]`, `"\u2028"`, `1e400`,
+		strings.Repeat("[", 100_000) + strings.Repeat("]", 100_000),
+		strings.Repeat(`{"a":`, 2000) + "1" + strings.Repeat("}", 2000),
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		v, err := FromJSON(b)
+		if err != nil {
+			return
+		}
+		out, err := ToJSON(v)
+		if err != nil {
+			t.Fatalf("decoded %q but cannot encode it: %v", b, err)
+		}
+		again, err := FromJSON(out)
+		if err != nil {
+			t.Fatalf("encoded %q as %q, which does not decode: %v", b, out, err)
+		}
+		if !again.RawEquals(v) {
+			t.Fatalf("%q decodes to %#v, encoded as %q decodes to %#v", b, v, out, again)
+		}
+	})
+}
+
+// FuzzVarValue checks that no --var value makes parsing it panic or
+// overflow the stack.
+func FuzzVarValue(f *testing.F) {
+	for _, seed := range []string{
+		`["a", "b"]`, `{a = 1}`, `[[[1]]]`, `3`,
+		strings.Repeat("[", 100_000) + strings.Repeat("]", 100_000),
+		strings.Repeat("-", 100_000) + "1",
+	} {
+		f.Add(seed)
+	}
+	v := &Variable{Name: "v", Type: cty.List(cty.DynamicPseudoType)}
+	f.Fuzz(func(t *testing.T, raw string) {
+		_, _ = v.parseValue(raw)
 	})
 }
 

@@ -16,9 +16,13 @@ import (
 // sets become arrays, maps and objects become objects with sorted keys, and
 // null (of any type, at any depth) becomes null.
 //
-// It is an error for v to be unknown anywhere, marked, or to hold an infinite
-// number or a capsule value.
+// It is an error for v to be unknown anywhere, marked, to hold an infinite
+// number or a capsule value, or to encode to more than MaxJSONBytes, which is
+// found before the encoding is built.
 func ToJSON(v cty.Value) ([]byte, error) {
+	if n := jsonBytes(v, MaxJSONBytes+1); n > MaxJSONBytes {
+		return nil, fmt.Errorf("the value would be more than %d bytes of JSON; the limit is %d", MaxJSONBytes, MaxJSONBytes)
+	}
 	var buf bytes.Buffer
 	if err := writeJSON(&buf, v, nil); err != nil {
 		return nil, err
@@ -105,8 +109,13 @@ func writeJSONString(buf *bytes.Buffer, s string) error {
 // FromJSON decodes plain JSON into a value of the type JSON implies: objects
 // become cty objects, arrays tuples, numbers cty numbers at full precision.
 // The JSON null (at the top level) becomes cty.NullVal(cty.DynamicPseudoType).
-// Input that is not exactly one JSON value is an error.
+// Input that is not exactly one JSON value is an error, and so is one that
+// nests arrays and objects more than MaxJSONDepth levels deep (decoding
+// recurses once per level).
 func FromJSON(b []byte) (cty.Value, error) {
+	if jsonTooDeep(b) {
+		return cty.NilVal, fmt.Errorf("invalid JSON: it nests more than %d levels deep; the limit is %d", MaxJSONDepth, MaxJSONDepth)
+	}
 	if strings.TrimSpace(string(b)) == "null" {
 		return cty.NullVal(cty.DynamicPseudoType), nil
 	}

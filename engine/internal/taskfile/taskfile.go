@@ -221,9 +221,10 @@ type Options struct {
 //
 // Parse reports as many independent mistakes as it can in one call, in file
 // order, each with a Subject range in filename; a syntax error stops it
-// early. Plugin files are only read when opts.CheckPlugins is set. If the
-// returned diagnostics contain errors the task is nil; warnings may come with
-// a valid task. Parse never panics, whatever the input: a bug that would
+// early, and so does a source larger than MaxSourceBytes or nested more
+// deeply than MaxNestingDepth, which is not parsed at all. Plugin files are
+// only read when opts.CheckPlugins is set. If the returned diagnostics
+// contain errors the task is nil; warnings may come with a valid task. Parse never panics, whatever the input: a bug that would
 // panic is reported as an error diagnostic instead.
 func Parse(filename string, src []byte, opts Options) (task *Task, diags hcl.Diagnostics) {
 	defer func() {
@@ -275,6 +276,11 @@ func (t *Task) Variable(name string) *Variable {
 }
 
 func parse(filename string, src []byte, opts Options) (*Task, hcl.Diagnostics) {
+	// The parser recurses once per level of nesting, and a stack overflow
+	// cannot be recovered from: the depth is checked first.
+	if diags := checkSource(filename, src); diags.HasErrors() {
+		return nil, diags
+	}
 	dir := opts.BaseDir
 	if dir == "" {
 		dir = filepath.Dir(filename)

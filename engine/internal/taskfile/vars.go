@@ -91,6 +91,9 @@ func (v *Variable) parseValue(raw string) (cty.Value, hcl.Diagnostics) {
 		return cty.StringVal(raw), nil
 	}
 	typeName := typeexpr.TypeString(v.Type)
+	if checkExpressionSource([]byte(raw)) != nil {
+		return invalid(fmt.Sprintf("The value given for %q is larger than %d bytes or nested more than %d levels deep, which is more than lhengine reads.", v.Name, MaxSourceBytes, MaxNestingDepth))
+	}
 	expr, diags := hclsyntax.ParseExpression([]byte(raw), "--var "+v.Name, hcl.InitialPos)
 	if diags.HasErrors() {
 		return invalid(fmt.Sprintf("The value given for %q, %q, is not an HCL value: %s.", v.Name, raw, diagText(diags)))

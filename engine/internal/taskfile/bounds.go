@@ -1,0 +1,411 @@
+package taskfile
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"unicode/utf8"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/function"
+)
+
+// Limits on the size of what a task file says and of what its expressions
+// compute (specs/task-language.md, "Size and depth limits"). They keep a
+// hostile or mistaken task file from exhausting the stack or the memory of
+// the process that validates or runs it.
+const (
+	// MaxSourceBytes bounds a task file.
+	MaxSourceBytes = 1 << 20 // 1MiB
+
+	// MaxNestingDepth bounds how deeply a task file, or a --var value, nests:
+	// brackets, braces, parentheses, template interpolations and directives,
+	// and operators, indexes and attribute accesses chained in one
+	// expression each count one level. It is checked on the tokens, before
+	// the parser (which recurses once per level) sees them.
+	MaxNestingDepth = 100
+
+	// MaxJSONDepth bounds how deeply a JSON value (a step output, a fan-out
+	// item, the argument of jsondecode) nests.
+	MaxJSONDepth = 1000
+
+	// MaxJSONBytes bounds the JSON encoding of a value (a step's input, a
+	// fan-out item) built by ToJSON.
+	MaxJSONBytes = 64 << 20 // 64MiB
+
+	// MaxCollectionElements bounds the elements of one collection that a
+	// function builds or a for expression iterates over.
+	MaxCollectionElements = 1_000_000
+
+	// MaxStringBytes bounds one string that a function builds.
+	MaxStringBytes = 16 << 20 // 16MiB
+
+	// MaxEvalElements bounds the elements that functions and for
+	// expressions build or iterate over, together, in one evaluation of one
+	// expression (a step's input for one item, or its for_each), so that
+	// nesting them cannot multiply their sizes.
+	MaxEvalElements = 2 * MaxCollectionElements
+
+	// MaxEvalBytes bounds the bytes of the strings that functions build, together,
+	// in one evaluation of one expression.
+	MaxEvalBytes = 4 * MaxStringBytes
+)
+
+// checkSource reports a task file larger than MaxSourceBytes or nested more
+// deeply than MaxNestingDepth, at the place where it crosses the limit. It
+// must pass before src is given to the HCL parser.
+func checkSource(filename string, src []byte) hcl.Diagnostics {
+	if len(src) > MaxSourceBytes {
+		pos := posAt(src, MaxSourceBytes)
+		return hcl.Diagnostics{{
+			Severity: hcl.DiagError,
+			Summary:  "Task file too large",
+			Detail:   fmt.Sprintf("The task file is %d bytes; the limit is %d (1MiB). Move large data out of the task file: pass it as a variable or have a step produce it.", len(src), MaxSourceBytes),
+			Subject:  &hcl.Range{Filename: filename, Start: pos, End: pos},
+		}}
+	}
+	tokens, _ := hclsyntax.LexConfig(src, filename, hcl.InitialPos)
+	if tok := tooDeep(tokens, true); tok != nil {
+		return hcl.Diagnostics{{
+			Severity: hcl.DiagError,
+			Summary:  "Nesting too deep",
+			Detail:   nestingDetail,
+			Subject:  tok.Range.Ptr(),
+		}}
+	}
+	return nil
+}
+
+// nestingDetail explains a "Nesting too deep" diagnostic.
+var nestingDetail = fmt.Sprintf("This is nested more than %d levels deep, counting the enclosing blocks, "+
+	"brackets, braces, parentheses, template interpolations and directives, and the operators, "+
+	"indexes and attribute accesses chained in one expression; the limit is %d. "+
+	"Split the expression into smaller ones, or have a step build the value.", MaxNestingDepth, MaxNestingDepth)
+
+// checkExpressionSource reports a standalone expression (a --var value)
+// nested more deeply than MaxNestingDepth, with the token where it does.
+func checkExpressionSource(src []byte) *hclsyntax.Token {
+	if len(src) > MaxSourceBytes {
+		return &hclsyntax.Token{Type: hclsyntax.TokenEOF}
+	}
+	tokens, _ := hclsyntax.LexExpression(src, "", hcl.InitialPos)
+	return tooDeep(tokens, false)
+}
+
+// posAt returns the position of byte offset off in src, counting columns in
+// characters as HCL does (roughly: in runes).
+func posAt(src []byte, off int) hcl.Pos {
+	line := 1 + bytes.Count(src[:off], []byte("\n"))
+	start := bytes.LastIndexByte(src[:off], '\n') + 1
+	return hcl.Pos{Line: line, Column: 1 + utf8.RuneCount(src[start:off]), Byte: off}
+}
+
+// nestFrame is one open bracket, brace, parenthesis or template sequence
+// while tooDeep scans, with the operators chained inside it since its last
+// separator.
+type nestFrame struct {
+	open hclsyntax.TokenType
+	ops  int
+}
+
+// tooDeep returns the first token at which tokens nest more deeply than
+// MaxNestingDepth, or nil. It follows the recursion of the HCL parser and
+// of the expression tree it builds: every open bracket, brace, parenthesis,
+// "${" and "%{", every open if or for directive, and every operator, "?",
+// ".", and index or splat "[" after an operand count one level, until the
+// bracket closes or a separator (a comma, "=", or a newline where newlines
+// end an item) ends the chain. It over-counts rather than under-counts: a
+// file it accepts cannot make the parser or the evaluator recurse more than
+// a few frames per level. newlinesEnd says whether a newline at the top
+// level ends an item (true for a file, false for a standalone expression).
+func tooDeep(tokens hclsyntax.Tokens, newlinesEnd bool) *hclsyntax.Token {
+	stack := []nestFrame{{open: hclsyntax.TokenNil}}
+	depth := 0 // open frames after the first, plus all ops, plus open directives
+	directives := 0
+	afterOperand := false // the last token ends an operand, so "[" is an index
+	afterControl := false // the last tokens are "%{" and maybe "~"
+
+	reset := func() {
+		top := &stack[len(stack)-1]
+		depth -= top.ops
+		top.ops = 0
+	}
+	newlineEnds := func() bool {
+		top := stack[len(stack)-1].open
+		return top == hclsyntax.TokenOBrace || (top == hclsyntax.TokenNil && newlinesEnd)
+	}
+	for i := range tokens {
+		tok := &tokens[i]
+		top := &stack[len(stack)-1]
+		control := false
+		switch tok.Type {
+		case hclsyntax.TokenComment:
+			// A line comment takes the newline that ends it.
+			if bytes.HasSuffix(tok.Bytes, []byte("\n")) && newlineEnds() {
+				reset()
+				afterOperand = false
+			}
+			continue
+		case hclsyntax.TokenNewline:
+			if newlineEnds() {
+				reset()
+				afterOperand = false
+			}
+			continue
+		case hclsyntax.TokenOBrack, hclsyntax.TokenOBrace, hclsyntax.TokenOParen,
+			hclsyntax.TokenTemplateInterp, hclsyntax.TokenTemplateControl:
+			if tok.Type == hclsyntax.TokenOBrack && afterOperand {
+				top.ops++
+				depth++
+			}
+			stack = append(stack, nestFrame{open: tok.Type})
+			depth++
+			control = tok.Type == hclsyntax.TokenTemplateControl
+		case hclsyntax.TokenCBrack, hclsyntax.TokenCBrace, hclsyntax.TokenCParen, hclsyntax.TokenTemplateSeqEnd:
+			// A closer that does not match is a syntax error the parser
+			// reports; it closes nothing here, so it cannot hide depth.
+			if len(stack) > 1 && closes(top.open, tok.Type) {
+				depth -= 1 + top.ops
+				stack = stack[:len(stack)-1]
+			}
+		case hclsyntax.TokenComma, hclsyntax.TokenEqual:
+			reset()
+		case hclsyntax.TokenPlus, hclsyntax.TokenMinus, hclsyntax.TokenStar, hclsyntax.TokenSlash,
+			hclsyntax.TokenPercent, hclsyntax.TokenAnd, hclsyntax.TokenOr, hclsyntax.TokenBang,
+			hclsyntax.TokenEqualOp, hclsyntax.TokenNotEqual, hclsyntax.TokenLessThan,
+			hclsyntax.TokenLessThanEq, hclsyntax.TokenGreaterThan, hclsyntax.TokenGreaterThanEq,
+			hclsyntax.TokenQuestion, hclsyntax.TokenDot:
+			top.ops++
+			depth++
+		case hclsyntax.TokenBitwiseNot: // "~", a strip marker after "%{"
+			control = afterControl
+		case hclsyntax.TokenIdent:
+			if afterControl {
+				switch string(tok.Bytes) {
+				case "if", "for":
+					directives++
+					depth++
+				case "endif", "endfor":
+					if directives > 0 {
+						directives--
+						depth--
+					}
+				}
+			}
+		}
+		afterControl = control
+		afterOperand = endsOperand(tok.Type)
+		if depth > MaxNestingDepth {
+			return tok
+		}
+	}
+	return nil
+}
+
+func closes(open, closer hclsyntax.TokenType) bool {
+	switch closer {
+	case hclsyntax.TokenCBrack:
+		return open == hclsyntax.TokenOBrack
+	case hclsyntax.TokenCBrace:
+		return open == hclsyntax.TokenOBrace
+	case hclsyntax.TokenCParen:
+		return open == hclsyntax.TokenOParen
+	default: // TokenTemplateSeqEnd
+		return open == hclsyntax.TokenTemplateInterp || open == hclsyntax.TokenTemplateControl
+	}
+}
+
+func endsOperand(t hclsyntax.TokenType) bool {
+	switch t {
+	case hclsyntax.TokenIdent, hclsyntax.TokenNumberLit, hclsyntax.TokenCParen, hclsyntax.TokenCBrack,
+		hclsyntax.TokenCBrace, hclsyntax.TokenCQuote, hclsyntax.TokenCHeredoc, hclsyntax.TokenStar:
+		return true
+	}
+	return false
+}
+
+// jsonTooDeep reports whether the JSON text b nests arrays and objects more
+// deeply than MaxJSONDepth. It looks only at brackets outside strings, so it
+// is linear and does not recurse; b need not be valid JSON.
+func jsonTooDeep(b []byte) bool {
+	depth := 0
+	inString, escaped := false, false
+	for _, c := range b {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '[' || c == '{':
+			depth++
+			if depth > MaxJSONDepth {
+				return true
+			}
+		case c == ']' || c == '}':
+			depth--
+		}
+	}
+	return false
+}
+
+// budget is what one evaluation of one expression may still build: the
+// functions of an evaluation context made by boundedContext and the for
+// expressions evaluated in it charge what they produce. The first charge
+// that does not fit is an error; after it, charges give back unknown values
+// without a second error, so that a loop around an exhausted budget stops
+// cheaply instead of collecting one error per item. Not safe for concurrent
+// use: one evaluation runs on one goroutine.
+type budget struct {
+	elements int64 // left
+	bytes    int64 // left
+	failed   error // the first charge that did not fit
+}
+
+func newBudget() *budget {
+	return &budget{elements: MaxEvalElements, bytes: MaxEvalBytes}
+}
+
+// charge takes n elements and size bytes from b. It returns an error the
+// first time the budget is exceeded, and errExhausted after that.
+func (b *budget) charge(n, size int64) error {
+	if b == nil {
+		return nil
+	}
+	if b.failed != nil {
+		return errExhausted
+	}
+	b.elements -= n
+	b.bytes -= size
+	switch {
+	case b.elements < 0:
+		b.failed = fmt.Errorf("the expression would build or iterate over more than %d elements in all; the limit for one evaluation is %d", MaxEvalElements, MaxEvalElements)
+	case b.bytes < 0:
+		b.failed = fmt.Errorf("the expression would build more than %d bytes of strings in all; the limit for one evaluation is %d", MaxEvalBytes, MaxEvalBytes)
+	}
+	return b.failed
+}
+
+// errExhausted is the error of a charge to a budget that was already
+// exceeded (and reported).
+var errExhausted = errors.New("evaluation budget exhausted")
+
+// boundedContext returns a copy of ctx whose functions are the checked
+// functions of the task language sharing one fresh budget: those named, or
+// all of them when names is nil.
+func boundedContext(ctx *hcl.EvalContext, names []string) (*hcl.EvalContext, *budget) {
+	b := newBudget()
+	out := *ctx
+	out.Functions = newFunctions(b, names)
+	return &out, b
+}
+
+// calledFunctions returns the names of the functions expr calls, or nil if
+// they cannot be found (expr is not native syntax).
+func calledFunctions(expr hcl.Expression) []string {
+	node, ok := expr.(hclsyntax.Node)
+	if !ok {
+		return nil
+	}
+	names := []string{}
+	_ = hclsyntax.VisitAll(node, func(n hclsyntax.Node) hcl.Diagnostics {
+		if call, ok := n.(*hclsyntax.FunctionCallExpr); ok {
+			names = append(names, call.Name)
+		}
+		return nil
+	})
+	return names
+}
+
+// addFailure appends an error on rng when the budget was exceeded but diags
+// has no error: try or can swallowed the first one, leaving only unknown
+// values behind.
+func (b *budget) addFailure(diags hcl.Diagnostics, rng hcl.Range) hcl.Diagnostics {
+	if b == nil || b.failed == nil || diags.HasErrors() {
+		return diags
+	}
+	return append(diags, &hcl.Diagnostic{
+		Severity: hcl.DiagError,
+		Summary:  "Evaluation too large",
+		Detail:   fmt.Sprintf("The value could not be computed: %s.", b.failed),
+		Subject:  rng.Ptr(),
+	})
+}
+
+// forFunc is the name of the function boundFor wraps the collection of
+// every for expression in. The space makes it a name no task file can call.
+const forFunc = "for expression"
+
+// boundFor makes every for expression under body check the size of the
+// collection it iterates over (at most MaxCollectionElements) and charge it
+// to the evaluation's budget, by wrapping the collection in a call of
+// forFunc: a plain syntax node, which every walker of the tree (references,
+// variables) sees through. It changes the tree in place, so it must run
+// before the tree is shared.
+func boundFor(body hcl.Body) {
+	b, ok := body.(*hclsyntax.Body)
+	if !ok {
+		return
+	}
+	_ = hclsyntax.VisitAll(b, func(n hclsyntax.Node) hcl.Diagnostics {
+		fe, ok := n.(*hclsyntax.ForExpr)
+		if !ok {
+			return nil
+		}
+		if call, ok := fe.CollExpr.(*hclsyntax.FunctionCallExpr); ok && call.Name == forFunc {
+			return nil
+		}
+		rng := fe.CollExpr.Range()
+		fe.CollExpr = &hclsyntax.FunctionCallExpr{
+			Name:            forFunc,
+			Args:            []hclsyntax.Expression{fe.CollExpr},
+			NameRange:       rng,
+			OpenParenRange:  rng,
+			CloseParenRange: rng,
+		}
+		return nil
+	})
+}
+
+// forCollectionFunc returns the collection it is given, after checking its
+// size and charging it to b (boundFor).
+func forCollectionFunc(b *budget) function.Function {
+	return function.New(&function.Spec{
+		Description: "Checks and charges the collection of a for expression.",
+		Params: []function.Parameter{{
+			Name:             "collection",
+			Type:             cty.DynamicPseudoType,
+			AllowUnknown:     true,
+			AllowDynamicType: true,
+			AllowNull:        true,
+			AllowMarked:      true,
+		}},
+		Type: func(args []cty.Value) (cty.Type, error) { return args[0].Type(), nil },
+		Impl: func(args []cty.Value, retType cty.Type) (cty.Value, error) {
+			v := args[0]
+			uv, _ := v.Unmark()
+			if !uv.IsKnown() || uv.IsNull() || !uv.CanIterateElements() {
+				return v, nil
+			}
+			if b != nil && b.failed != nil {
+				return cty.UnknownVal(retType), nil
+			}
+			n := uv.LengthInt()
+			if n > MaxCollectionElements {
+				return cty.NilVal, fmt.Errorf("the for expression would iterate over %d elements; the limit is %d", n, MaxCollectionElements)
+			}
+			if err := b.charge(int64(n), 0); err != nil {
+				return cty.NilVal, fmt.Errorf("the for expression iterates over %d elements, and with them %w", n, err)
+			}
+			return v, nil
+		},
+	})
+}

@@ -1,0 +1,306 @@
+package taskfile
+
+import (
+	"bytes"
+	"fmt"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/stretchr/testify/require"
+	"github.com/zclconf/go-cty/cty"
+)
+
+// stepInput is a task file with one step whose input is expr.
+func stepInput(expr string) []byte {
+	return []byte("task \"t\" {\n  step \"a\" {\n    plugin = \"a.wasm\"\n    input  = " + expr + "\n  }\n}\n")
+}
+
+// TestParseRefusesDeepNesting checks that sources nested far deeper than
+// the parser's stack allows are refused with a diagnostic on the line and
+// column where they cross MaxNestingDepth, and that the diagnostic renders
+// (rendering parses the file too). Without the check, the first crashes the
+// process with a fatal stack overflow (so do the others, made that deep).
+func TestParseRefusesDeepNesting(t *testing.T) {
+	t.Parallel()
+	const n = 100_000
+	cases := map[string]string{
+		"brackets":     strings.Repeat("[", n) + strings.Repeat("]", n),
+		"objects":      strings.Repeat("{a=", 2000) + "1" + strings.Repeat("}", 2000),
+		"parentheses":  strings.Repeat("(", 2000) + "1" + strings.Repeat(")", 2000),
+		"unary":        strings.Repeat("!", 1000) + "true",
+		"binary":       "1" + strings.Repeat("+1", 1000),
+		"conditional":  strings.Repeat("true ? 1 : ", 1000) + "2",
+		"splat":        "[1]" + strings.Repeat("[*]", 1000),
+		"index":        "(1)" + strings.Repeat("[0]", 1000),
+		"attribute":    "(1)" + strings.Repeat(".a", 1000),
+		"interpolated": strings.Repeat(`"${`, 1000) + "1" + strings.Repeat(`}"`, 1000),
+		"directives":   `"` + strings.Repeat("%{ if true }", 1000) + strings.Repeat("%{ endif }", 1000) + `"`,
+		"heredoc":      "<<EOT\n" + strings.Repeat("${[", 1000) + "1" + strings.Repeat("]}", 1000) + "\nEOT",
+		"lines":        "(1 +\n" + strings.Repeat("1 +\n", 1000) + "1)",
+	}
+	for name, expr := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			src := stepInput(expr)
+			task, diags := Parse("deep.hcl", src, Options{})
+			require.Nil(t, task)
+			require.Len(t, diags, 1, "%v", diags)
+			d := diags[0]
+			require.Equal(t, "Nesting too deep", d.Summary)
+			require.Equal(t, "deep.hcl", d.Subject.Filename)
+			require.GreaterOrEqual(t, d.Subject.Start.Line, 4)
+			var out bytes.Buffer
+			require.NoError(t, WriteDiagnostics(&out, map[string][]byte{"deep.hcl": src}, diags, 80, false))
+			require.Contains(t, out.String(), fmt.Sprintf("deep.hcl:%d:%d: error: Nesting too deep", d.Subject.Start.Line, d.Subject.Start.Column))
+		})
+	}
+}
+
+// TestNestingLimit checks where the limit falls: the task and step blocks
+// are two levels, so an input may nest 98 brackets and not 99, and that
+// brackets in strings, heredocs and comments do not count.
+func TestNestingLimit(t *testing.T) {
+	t.Parallel()
+	nest := func(k int) string { return strings.Repeat("[", k) + strings.Repeat("]", k) }
+
+	_, diags := Parse("ok.hcl", stepInput(nest(MaxNestingDepth-2)), Options{})
+	require.False(t, diags.HasErrors(), "%v", diags)
+
+	_, diags = Parse("deep.hcl", stepInput(nest(MaxNestingDepth-1)), Options{})
+	require.Len(t, diags, 1)
+	require.Equal(t, "Nesting too deep", diags[0].Summary)
+	require.Equal(t, hcl.Pos{Line: 4, Column: 14 + MaxNestingDepth - 2, Byte: diags[0].Subject.Start.Byte}, diags[0].Subject.Start)
+
+	text := strings.Repeat("[({", 10_000)
+	for _, expr := range []string{
+		`"` + text + `"`,
+		"<<EOT\n" + text + "\nEOT",
+		"1 # " + text,
+		"1 /* " + text + " */",
+		// Items separated by commas or newlines do not chain.
+		"[" + strings.Repeat("1 + 1, ", 1000) + "1]",
+		"{\n" + strings.Repeat("a = 1 + 1 + 1\n", 1000) + "}",
+	} {
+		_, diags := Parse("ok.hcl", stepInput(expr), Options{})
+		require.False(t, diags.HasErrors(), "%.60s: %v", expr, diags)
+	}
+}
+
+// TestParseRefusesLargeFile checks the size limit: a file one byte over it
+// is refused without being parsed (or lexed), pointing at where it crosses
+// the limit.
+func TestParseRefusesLargeFile(t *testing.T) {
+	t.Parallel()
+	src := stepInput(`"` + strings.Repeat("x", MaxSourceBytes) + `"`)
+	task, diags := Parse("big.hcl", src, Options{})
+	require.Nil(t, task)
+	require.Len(t, diags, 1)
+	require.Equal(t, "Task file too large", diags[0].Summary)
+	require.Equal(t, 4, diags[0].Subject.Start.Line)
+	require.Equal(t, MaxSourceBytes, diags[0].Subject.Start.Byte)
+}
+
+// TestVarValueDepth checks that a --var value nested too deeply is an
+// invalid value, not a crash of the parser.
+func TestVarValueDepth(t *testing.T) {
+	t.Parallel()
+	task, diags := Parse("v.hcl", []byte(`task "t" {
+  variable "v" {
+    type = any
+  }
+  step "a" {
+    plugin = "a.wasm"
+    input  = var.v
+  }
+}
+`), Options{})
+	require.False(t, diags.HasErrors(), "%v", diags)
+	task.Variables[0].Type = cty.List(cty.DynamicPseudoType)
+
+	_, diags = task.Vars(map[string]string{"v": strings.Repeat("[", 100_000) + strings.Repeat("]", 100_000)})
+	require.Len(t, diags, 1)
+	require.Equal(t, "Invalid value for variable", diags[0].Summary)
+	require.Contains(t, diags[0].Detail, "nested more than 100 levels deep")
+
+	vals, diags := task.Vars(map[string]string{"v": "[[[1]]]"})
+	require.False(t, diags.HasErrors(), "%v", diags)
+	require.Equal(t, 1, vals["v"].LengthInt())
+}
+
+// TestFromJSONDepth checks that JSON nested deeper than MaxJSONDepth is an
+// error and not a crash (five million levels overflow the decoder's stack),
+// and that brackets inside strings do not count.
+func TestFromJSONDepth(t *testing.T) {
+	t.Parallel()
+	const n = 5_000_000
+	_, err := FromJSON([]byte(strings.Repeat("[", n) + strings.Repeat("]", n)))
+	require.ErrorContains(t, err, "nests more than 1000 levels deep")
+
+	_, err = FromJSON([]byte(strings.Repeat(`{"a":`, MaxJSONDepth+1) + "1" + strings.Repeat("}", MaxJSONDepth+1)))
+	require.Error(t, err)
+
+	v, err := FromJSON([]byte(strings.Repeat("[", MaxJSONDepth) + `"[[[\"{{{"` + strings.Repeat("]", MaxJSONDepth)))
+	require.NoError(t, err)
+	require.True(t, v.Type().IsTupleType())
+}
+
+// TestToJSONSize checks that a value whose JSON would exceed MaxJSONBytes
+// is refused before it is encoded: a thousand references to one 100KB
+// string hold 100KB, but would encode to 100MB.
+func TestToJSONSize(t *testing.T) {
+	t.Parallel()
+	s := cty.StringVal(strings.Repeat("x", 100_000))
+	elems := make([]cty.Value, 1000)
+	for i := range elems {
+		elems[i] = s
+	}
+	_, err := ToJSON(cty.TupleVal(elems))
+	require.ErrorContains(t, err, "more than 67108864 bytes of JSON")
+
+	b, err := ToJSON(cty.TupleVal(elems[:10]))
+	require.NoError(t, err)
+	require.Len(t, b, 10*100_002+11)
+}
+
+// TestSetProductRefusedQuickly checks that a product too large to hold is
+// refused from its arguments' sizes, allocating little: building it took 23s
+// and 8.5GB. It is not parallel, so that it measures its own allocations.
+func TestSetProductRefusedQuickly(t *testing.T) {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, diags := Parse("p.hcl", stepInput("setproduct(range(300), range(300), range(300))"), Options{})
+	runtime.ReadMemStats(&after)
+	require.Len(t, diags, 1)
+	require.Contains(t, diags[0].Detail, "setproduct would produce 27000000 elements; the limit is 1000000")
+	require.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(64<<20))
+}
+
+// evalWith evaluates the step input expr with variables vars, as a run
+// does for one item.
+func evalWith(t *testing.T, expr string, vars map[string]cty.Value) (cty.Value, hcl.Diagnostics) {
+	t.Helper()
+	var decls strings.Builder
+	for name := range vars {
+		fmt.Fprintf(&decls, "  variable %q {\n    type = any\n  }\n", name)
+	}
+	src := "task \"t\" {\n" + decls.String() + "  step \"a\" {\n    plugin = \"a.wasm\"\n    input  = " + expr + "\n  }\n}\n"
+	task, diags := Parse("e.hcl", []byte(src), Options{})
+	require.False(t, diags.HasErrors(), "%v", diags)
+	return task.Steps[0].EvalInput(Scope{TaskID: "t", Vars: vars})
+}
+
+func numbers(n int) cty.Value {
+	elems := make([]cty.Value, n)
+	for i := range elems {
+		elems[i] = cty.NumberIntVal(int64(i))
+	}
+	return cty.ListVal(elems)
+}
+
+// TestRunTimeLimits checks the limits on values known only at run time,
+// where Parse could not see the sizes: each call is refused before its
+// result is built.
+func TestRunTimeLimits(t *testing.T) {
+	t.Parallel()
+	big := cty.StringVal(strings.Repeat("ab,", 400_000)) // 1.2MB, 400,001 fields
+	vars := map[string]cty.Value{"n": numbers(300), "big": big, "m": numbers(1100)}
+	for expr, want := range map[string]string{
+		"setproduct(var.n, var.n, var.n)":                   "setproduct would produce 27000000 elements; the limit is 1000000",
+		"flatten([var.m, [for x in var.m : var.m]])":        "flatten would produce 1211100 elements",
+		"concat(var.m, [for x in var.m : x], var.m)":        "",
+		"join(var.big, var.n)":                              "join would produce 358800790 bytes of strings",
+		"replace(var.big, \",\", var.big)":                  "replace would produce",
+		"indent(100, replace(var.big, \",\", \"\\n\"))":     "indent would produce",
+		"format(\"%s%s%s%s%s%s%s%s%s%s%s%s%s%s\", var.big)": "format would produce",
+		"formatlist(\"%s\", [for x in var.m : var.big])":    "formatlist would produce",
+		"jsonencode([for x in var.m : var.big])":            "jsonencode would produce",
+		"split(\"\", var.big)":                              "split would produce 1200000 elements",
+	} {
+		v, diags := evalWith(t, expr, vars)
+		if want == "" {
+			require.False(t, diags.HasErrors(), "%s: %v", expr, diags)
+			continue
+		}
+		require.True(t, diags.HasErrors(), "%s gave %s", expr, v.GoString()[:min(80, len(v.GoString()))])
+		require.Contains(t, diags.Error(), want, expr)
+		require.Equal(t, "e.hcl", diags[0].Subject.Filename)
+	}
+}
+
+// TestFanOutOfManyItems checks that the limits leave room for large
+// fan-outs: 100,000 items from a product, and from a for expression.
+func TestFanOutOfManyItems(t *testing.T) {
+	t.Parallel()
+	task, diags := Parse("f.hcl", []byte(`task "t" {
+  variable "a" {
+    type = list(number)
+  }
+  variable "b" {
+    type = list(number)
+  }
+  step "product" {
+    plugin   = "a.wasm"
+    for_each = setproduct(var.a, var.b)
+    input    = each.value
+  }
+  step "for" {
+    plugin   = "a.wasm"
+    for_each = [for p in setproduct(var.a, var.b) : p]
+    input    = each.value
+  }
+}
+`), Options{})
+	require.False(t, diags.HasErrors(), "%v", diags)
+	scope := Scope{TaskID: "t", Vars: map[string]cty.Value{"a": numbers(100), "b": numbers(1000)}}
+	for _, s := range task.Steps {
+		items, diags := s.EvalForEach(scope)
+		require.False(t, diags.HasErrors(), "%v", diags)
+		require.Len(t, items, 100_000)
+	}
+
+	// A product of 27 million items is refused, at run time as at
+	// validation: the planner evaluates for_each with the same functions.
+	scope.Vars = map[string]cty.Value{"a": numbers(3000), "b": numbers(9000)}
+	_, diags = task.Steps[0].EvalForEach(scope)
+	require.True(t, diags.HasErrors())
+	require.Contains(t, diags.Error(), "setproduct would produce 27000000 elements")
+}
+
+// TestEvaluationBudget checks the budget shared by one evaluation, with a
+// small budget so that it runs out quickly: nested for expressions, whose
+// collections are each small, and functions called in a loop charge it
+// together; once it is exceeded the loops stop with one error, and try and
+// can do not hide it.
+func TestEvaluationBudget(t *testing.T) {
+	t.Parallel()
+	eval := func(t *testing.T, expr string, elements int64) (cty.Value, hcl.Diagnostics) {
+		t.Helper()
+		file, diags := hclsyntax.ParseConfig([]byte("x = "+expr+"\n"), "b.hcl", hcl.InitialPos)
+		require.False(t, diags.HasErrors(), "%v", diags)
+		boundFor(file.Body)
+		attrs, _ := file.Body.JustAttributes()
+		ctx, b := boundedContext(&hcl.EvalContext{Variables: map[string]cty.Value{"l": numbers(30)}}, nil)
+		b.elements = elements
+		v, diags := attrs["x"].Expr.Value(ctx)
+		return v, b.addFailure(diags, attrs["x"].Expr.Range())
+	}
+	for expr, want := range map[string]string{
+		"[for a in l : [for b in l : [for c in l : 1]]]":              "the for expression iterates over 30 elements, and with them the expression would build or iterate over more than",
+		"[for a in l : range(30)]":                                    `Call to function "range" failed: the expression would build or iterate`,
+		`try([for a in l : [for b in l : 1]], "small")`:               `Call to function "try" failed`,
+		`can([for a in l : [for b in l : 1]])`:                        `Call to function "can" failed`,
+		`"%{for a in l}%{for b in l}x%{endfor}%{endfor}"`:             "the for expression iterates over 30 elements",
+		`{for a in l : a => [for b in l : [for c in l : "${a}"]]...}`: "the for expression iterates over 30 elements",
+	} {
+		v, diags := eval(t, expr, 500)
+		require.True(t, diags.HasErrors(), "%s gave %#v", expr, v)
+		require.Len(t, diags.Errs(), 1, "%s: %v", expr, diags)
+		require.Contains(t, diags.Error(), want, expr)
+
+		_, diags = eval(t, expr, MaxEvalElements)
+		require.False(t, diags.HasErrors(), "%s: %v", expr, diags)
+	}
+}
