@@ -720,7 +720,21 @@ func (t *tx) getJSON(key []byte, v any) error {
 	if err != nil {
 		return err
 	}
-	return item.Value(func(b []byte) error { return json.Unmarshal(b, v) })
+	return itemValue(item, func(b []byte) error { return json.Unmarshal(b, v) })
+}
+
+// itemValue calls fn with the item's value. Badger, when it cannot read a
+// value from its value log (checksum mismatch, short file), logs the error
+// and returns an empty value with no error; itemValue turns that into an
+// ErrDamaged error. A value really empty is stored inline and has size 0.
+func itemValue(item *badger.Item, fn func([]byte) error) error {
+	return item.Value(func(v []byte) error {
+		if len(v) == 0 && item.ValueSize() > 0 {
+			return fmt.Errorf("%w: the value of key %q (about %d bytes) could not be read from the value log (checksum mismatch or short file; see the log)",
+				ErrDamaged, item.Key(), item.ValueSize())
+		}
+		return fn(v)
+	})
 }
 
 func (t *tx) getRaw(key []byte) ([]byte, error) {
@@ -731,7 +745,12 @@ func (t *tx) getRaw(key []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return item.ValueCopy(nil)
+	var out []byte
+	err = itemValue(item, func(v []byte) error {
+		out = slices.Clone(v)
+		return nil
+	})
+	return out, err
 }
 
 func (t *tx) putJSON(key []byte, v any) error {
@@ -777,7 +796,7 @@ func (t *tx) scan(prefix []byte, fn func(key, val []byte) (bool, error)) error {
 	for it.Rewind(); it.Valid(); it.Next() {
 		item := it.Item()
 		var more bool
-		err := item.Value(func(v []byte) error {
+		err := itemValue(item, func(v []byte) error {
 			var err error
 			more, err = fn(item.Key(), v)
 			return err

@@ -127,7 +127,11 @@ func (s *Store) scrub(rep *Report) (findings []Finding) {
 		for it.Rewind(); it.Valid(); it.Next() {
 			item := it.Item()
 			key = string(item.KeyCopy(nil))
-			val, err := item.ValueCopy(nil)
+			var val []byte
+			err := itemValue(item, func(v []byte) error {
+				val = slices.Clone(v)
+				return nil
+			})
 			if err != nil {
 				add("checksum", key, "value unreadable: %s", firstLine(err))
 				continue
