@@ -109,7 +109,7 @@ Exit codes: 0 success; 1 error, invalid task file, or a task that did not succee
 			if a.output != "" && a.output != "json" && a.output != "text" {
 				return fmt.Errorf("-o must be text or json, not %q", a.output)
 			}
-			return nil
+			return checkFlags(cmd)
 		},
 	}
 	home := os.Getenv("LHENGINE_HOME")

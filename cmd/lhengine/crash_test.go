@@ -1,22 +1,20 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/engine"
+	"github.com/lhengine/lhengine/internal/crashpoint"
 	"github.com/lhengine/lhengine/store"
 )
 
@@ -49,67 +47,59 @@ task "crashy" {
 }
 `
 
-// TestSIGKILLAtRandomPointsLosesAndRepeatsNothing runs a 200-unit fan-out in
-// a real lhengine process, kills it with SIGKILL at random moments, resumes
-// it each time, and checks by the committed records that every unit ran to
-// completion exactly once.
-func TestSIGKILLAtRandomPointsLosesAndRepeatsNothing(t *testing.T) {
+// TestSIGKILLAtChosenPointsLosesAndRepeatsNothing runs a 200-unit fan-out
+// in a real lhengine process, kills it with SIGKILL at chosen hits of
+// durable boundaries (after a commit, before one, after another), resumes
+// it each time, and checks by the committed records that it was killed
+// exactly as planned and that every unit ran to completion exactly once.
+func TestSIGKILLAtChosenPointsLosesAndRepeatsNothing(t *testing.T) {
 	t.Parallel()
 	bin := buildBinary(t)
 	b := setupCLI(t, fanOutTask)
-	seed := time.Now().UnixNano()
-	t.Logf("seed %d", seed)
-	rng := rand.New(rand.NewPCG(uint64(seed), 7))
 
-	// start runs lhengine with args and kills it with SIGKILL once it has
-	// printed its first line and a random further delay has passed. It
-	// returns the first line and whether the process was killed.
-	start := func(args ...string) (string, bool) {
+	// lh runs lhengine with LHENGINE_CRASH_AT=crashAt ("" for none) and
+	// returns its stdout and whether it died by SIGKILL. Any other way of
+	// failing fails the test.
+	lh := func(crashAt string, args ...string) (string, bool) {
 		cmd := exec.Command(bin, append([]string{"--home", b.home, "--log-level", "off"}, args...)...)
+		cmd.Env = append(os.Environ(), "LHENGINE_CRASH_AT="+crashAt)
 		var stderr strings.Builder
 		cmd.Stderr = &stderr
-		stdout, err := cmd.StdoutPipe()
-		require.NoError(t, err)
-		require.NoError(t, cmd.Start())
-		first, err := bufio.NewReader(stdout).ReadString('\n')
-		if err != nil {
-			werr := cmd.Wait()
-			t.Fatalf("lhengine %v printed no line: %v (exit: %v)\n%s", args, err, werr, stderr.String())
-		}
-		delay := time.Duration(rng.IntN(400)) * time.Millisecond
-		kill := time.AfterFunc(delay, func() { _ = cmd.Process.Signal(syscall.SIGKILL) })
-		err = cmd.Wait()
-		kill.Stop()
+		out, err := cmd.Output()
 		if err == nil {
-			return first, false
+			return string(out), false
 		}
 		var ee *exec.ExitError
 		require.ErrorAs(t, err, &ee)
 		ws := ee.Sys().(syscall.WaitStatus)
-		require.True(t, ws.Signaled() && ws.Signal() == syscall.SIGKILL, "lhengine failed on its own: %v\n%s", err, stderr.String())
-		return first, true
+		require.True(t, ws.Signaled() && ws.Signal() == syscall.SIGKILL, "lhengine %v failed on its own: %v\n%s", args, err, stderr.String())
+		return string(out), true
+	}
+	done := func(id string) int {
+		d, _ := b.task(t, id).Progress()
+		return d
 	}
 
-	first, killed := start("run", filepath.Join(b.dir, "task.hcl"))
-	id := strings.TrimSpace(strings.TrimPrefix(first, "task "))
-	require.Len(t, id, 26, first)
-	kills := 0
-	if killed {
+	// The first commit is the list step's; then the items'.
+	out, killed := lh(crashpoint.UnitAfterCommit+"@5", "run", filepath.Join(b.dir, "task.hcl"))
+	require.True(t, killed, "the run must die at its 5th commit:\n%s", out)
+	id := strings.TrimSpace(strings.TrimPrefix(strings.SplitN(out, "\n", 2)[0], "task "))
+	require.Len(t, id, 26, out)
+	require.GreaterOrEqual(t, done(id), 5, "the 5th commit was synced before the kill")
+	kills := 1
+
+	for _, at := range []string{crashpoint.UnitBeforeCommit + "@20", crashpoint.UnitAfterCommit + "@30"} {
+		before := done(id)
+		out, killed = lh(at, "resume", id)
+		require.True(t, killed, "resume must die at %s:\n%s", at, out)
 		kills++
+		require.Greater(t, done(id), before, "the resume committed work before dying at %s", at)
+		require.Less(t, done(id), 202, "the task was not finished when killed at %s", at)
 	}
-	finished := func() bool {
-		code, out, errOut := b.lh(t, "-o", "json", "status", id)
-		require.Equal(t, 0, code, errOut)
-		return strings.Contains(out, `"status": "succeeded"`)
-	}
-	for rounds := 0; killed && !finished(); rounds++ {
-		require.Less(t, rounds, 200, "the task must finish")
-		_, killed = start("resume", id)
-		if killed {
-			kills++
-		}
-	}
-	t.Logf("killed %d times", kills)
+	out, killed = lh("", "resume", id)
+	require.False(t, killed)
+	require.Contains(t, out, "succeeded: 202/202 units")
+	require.Equal(t, 3, kills)
 
 	e, err := engine.Open(context.Background(), engine.Config{Home: b.home})
 	require.NoError(t, err)
@@ -147,8 +137,9 @@ func TestSIGKILLAtRandomPointsLosesAndRepeatsNothing(t *testing.T) {
 		for i, it := range items {
 			require.Equal(t, i, it.Item.Index, fmt.Sprintf("output %d out of order", i))
 		}
-		// Attempts beyond one per unit are exactly the ones a kill abandoned.
-		require.GreaterOrEqual(t, task.Attempts, 202)
+		// Attempts beyond one per unit are the ones the kills abandoned:
+		// one at least for the kill before a commit.
+		require.Greater(t, task.Attempts, 202)
 		return nil
 	}))
 }

@@ -6,16 +6,74 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/lhengine/lhengine/engine"
 	"github.com/lhengine/lhengine/store"
 )
 
 const defaultConcurrency = 16
+
+// minLease is the shortest --lease: it is renewed every third of its
+// length, and a renewal must fit a store transaction with room to retry.
+const minLease = time.Second
+
+// flagFloors are the least values of the numeric flags that have one
+// above zero, by flag name, with why.
+var flagFloors = map[string]struct {
+	min int64 // an int, or a duration in nanoseconds
+	why string
+}{
+	"concurrency": {1, "at least one attempt must run at a time"},
+	"lease":       {int64(minLease), "the lease is renewed every third of it"},
+}
+
+// checkFlags checks the numeric flags of cmd before it runs: no count or
+// duration is negative, and those in flagFloors are at least their floor.
+// A value out of range is a usage error (exit status 2) naming the flag,
+// the value and what it takes.
+func checkFlags(cmd *cobra.Command) error {
+	var bad error
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		if bad != nil {
+			return
+		}
+		var v int64
+		var show func(int64) string
+		switch f.Value.Type() {
+		case "int", "int64", "int32":
+			n, err := strconv.ParseInt(f.Value.String(), 10, 64)
+			if err != nil {
+				return
+			}
+			v, show = n, func(n int64) string { return strconv.FormatInt(n, 10) }
+		case "duration":
+			d, err := time.ParseDuration(f.Value.String())
+			if err != nil {
+				return
+			}
+			v, show = int64(d), func(n int64) string { return time.Duration(n).String() }
+		default:
+			return
+		}
+		floor, ok := flagFloors[f.Name]
+		switch {
+		case ok && v < floor.min:
+			bad = fmt.Errorf("--%s %s: want at least %s (%s)", f.Name, f.Value.String(), show(floor.min), floor.why)
+		case !ok && v < 0:
+			bad = fmt.Errorf("--%s %s: must not be negative", f.Name, f.Value.String())
+		}
+	})
+	if bad != nil {
+		return &exitError{code: exitUsage, err: bad}
+	}
+	return nil
+}
 
 func (a *app) validateCmd() *cobra.Command {
 	return &cobra.Command{
@@ -273,10 +331,10 @@ func (a *app) workerCmd() *cobra.Command {
 			})
 		},
 	}
-	cmd.Flags().IntVar(&o.Concurrency, "concurrency", defaultConcurrency, "attempts run at once")
+	cmd.Flags().IntVar(&o.Concurrency, "concurrency", defaultConcurrency, "attempts run at once (at least 1)")
 	cmd.Flags().BoolVar(&o.ExitWhenIdle, "exit-when-idle", false, "exit once no queued or running task is left")
 	cmd.Flags().StringVar(&o.Name, "name", "", "worker name in lease owners (default worker-PID)")
-	cmd.Flags().DurationVar(&o.LeaseFor, "lease", 30*time.Second, "lease length; renewed at a third of it while a step runs")
+	cmd.Flags().DurationVar(&o.LeaseFor, "lease", 30*time.Second, "lease length, at least 1s; renewed at a third of it while a step runs")
 	return cmd
 }
 
