@@ -530,6 +530,7 @@ func (s *Store) CommitAndClaim(ctx context.Context, r Result, next ClaimRequest)
 		u.Owner, u.LeaseUntil = "", time.Time{}
 		ev := Event{Step: st.Name, Item: &item, Attempt: l.Attempt, Epoch: l.Epoch, Owner: l.Owner}
 		saveUnit := func() error { return t.putJSON(unitKey(l.Task, l.Step, l.Item), u) }
+		recSaved := false // the attempt record is written once
 		// A success's output counts against the task's output quota; one
 		// that does not fit becomes a budget failure (quota.go).
 		if err := s.chargeOutput(t, &r); err != nil {
@@ -604,6 +605,7 @@ func (s *Store) CommitAndClaim(ctx context.Context, r Result, next ClaimRequest)
 			if err := t.putJSON(attemptKey(l.Task, l.Step, l.Item, l.Attempt), &rec); err != nil {
 				return err
 			}
+			recSaved = true
 			if err := saveUnit(); err != nil {
 				return err
 			}
@@ -616,8 +618,10 @@ func (s *Store) CommitAndClaim(ctx context.Context, r Result, next ClaimRequest)
 				}
 			}
 		}
-		if err := t.putJSON(attemptKey(l.Task, l.Step, l.Item, l.Attempt), &rec); err != nil {
-			return err
+		if !recSaved {
+			if err := t.putJSON(attemptKey(l.Task, l.Step, l.Item, l.Attempt), &rec); err != nil {
+				return err
+			}
 		}
 		if next.Max > 0 {
 			var err error
