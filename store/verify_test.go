@@ -102,42 +102,51 @@ func TestVerifyFindsUndecodableRecord(t *testing.T) {
 
 func TestCorruptValueLogIsReportedNotRead(t *testing.T) {
 	t.Parallel()
-	f := newDiskFixture(t)
-	f.build(t, 1)
-	s := f.mustOpen(t, Options{})
-	big := make([]byte, 200<<10) // above the value threshold: kept in the value log
-	for i := range big {
-		big[i] = byte(i * 7)
+	cases := map[string]func(t *testing.T, vlog string){
+		"flipped":   func(t *testing.T, vlog string) { flipByte(t, vlog, 100<<10) },
+		"truncated": func(t *testing.T, vlog string) { require.NoError(t, os.Truncate(vlog, 100<<10)) },
 	}
-	key := []byte("b/0000/00000000")
-	require.NoError(t, s.update(f.ctx, func(t *tx) error {
-		t.durable = true
-		return t.put(key, big)
-	}))
-	require.NoError(t, s.Close())
-	var vlog string
-	for _, p := range filesWithSuffix(t, f.dir, ".vlog") {
-		if fi, err := os.Stat(p); err == nil && fi.Size() > 100<<10 {
-			vlog = p
-		}
-	}
-	require.NotEmpty(t, vlog)
-	flipByte(t, vlog, 100<<10)
+	for name, damage := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			f := newDiskFixture(t)
+			f.build(t, 1)
+			s := f.mustOpen(t, Options{})
+			big := make([]byte, 200<<10) // above the value threshold: kept in the value log
+			for i := range big {
+				big[i] = byte(i * 7)
+			}
+			key := []byte("b/0000/00000000")
+			require.NoError(t, s.update(f.ctx, func(t *tx) error {
+				t.durable = true
+				return t.put(key, big)
+			}))
+			require.NoError(t, s.Close())
+			var vlog string
+			for _, p := range filesWithSuffix(t, f.dir, ".vlog") {
+				if fi, err := os.Stat(p); err == nil && fi.Size() > 100<<10 {
+					vlog = p
+				}
+			}
+			require.NotEmpty(t, vlog)
+			damage(t, vlog)
 
-	s, err := f.open(t, Options{})
-	if err == nil {
-		var readErr error
-		require.NoError(t, s.view(func(tx *tx) error {
-			_, readErr = tx.getRaw(key)
-			return nil
-		}))
-		require.ErrorIs(t, readErr, ErrDamaged, "a damaged value is an error, never other bytes")
-		require.ErrorContains(t, readErr, "value log")
-		require.NoError(t, s.Close())
-	} else {
-		require.ErrorIs(t, err, ErrDamaged)
+			s, err := f.open(t, Options{})
+			if err == nil {
+				var readErr error
+				require.NoError(t, s.view(func(tx *tx) error {
+					_, readErr = tx.getRaw(key)
+					return nil
+				}))
+				require.ErrorIs(t, readErr, ErrDamaged, "a damaged value is an error, never other bytes")
+				require.ErrorContains(t, readErr, "value log")
+				require.NoError(t, s.Close())
+			} else {
+				require.ErrorIs(t, err, ErrDamaged)
+			}
+			rep, err := Verify(f.dir, nil)
+			require.NoError(t, err)
+			require.Contains(t, checksOf(rep), "checksum", "%v", rep.Findings)
+		})
 	}
-	rep, err := Verify(f.dir, nil)
-	require.NoError(t, err)
-	require.Contains(t, checksOf(rep), "checksum", "%v", rep.Findings)
 }
