@@ -296,7 +296,8 @@ func Open(dir string, o Options) (*Store, error) {
 		case s.readOnly && s.space != nil && s.space.check() != nil:
 			return nil, fmt.Errorf("open store %s read-only (%v): %w", dir, s.space.check(), err)
 		case isCorruption(err):
-			return nil, &DamagedError{Dir: dir, Findings: append(found, Finding{Check: "open", Detail: err.Error()})}
+			return nil, &DamagedError{Dir: dir, Findings: append(found, Finding{Check: "open",
+				Detail: err.Error() + " (Badger itself refuses these files: not even --allow-damaged opens them)"})}
 		}
 		return nil, fmt.Errorf("open store %s: %w", dir, err)
 	}
