@@ -140,6 +140,7 @@ type WorkOptions struct {
 	Task         string        // only this task
 	ExitWhenIdle bool          // return when no work is left
 	LeaseFor     time.Duration // 0 = 30s
+	PollEvery    time.Duration // longest idle wait before looking for work again; 0 = 1s
 	OnCommit     func(*store.Task)
 }
 
@@ -150,6 +151,7 @@ func (e *Engine) Work(ctx context.Context, o WorkOptions) error {
 		Store: e.store, Runtime: e.rt, Specs: e.specs, Logger: e.log,
 		Name: o.Name, Concurrency: o.Concurrency, LeaseFor: o.LeaseFor, Task: o.Task,
 		ExitWhenIdle: o.ExitWhenIdle, OnCommit: o.OnCommit, Workspaces: filepath.Join(e.home, "workspaces"),
+		PollEvery: o.PollEvery,
 	})
 	return w.Run(ctx)
 }

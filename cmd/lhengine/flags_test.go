@@ -25,6 +25,8 @@ func TestNumericFlagsValidated(t *testing.T) {
 		{[]string{"worker", "--lease", "999ms"}, "--lease 999ms: want at least 1s"},
 		{[]string{"worker", "--lease", "0s"}, "--lease 0s: want at least 1s"},
 		{[]string{"worker", "--lease", "-5s"}, "--lease -5s: want at least 1s"},
+		{[]string{"worker", "--poll", "0s"}, "--poll 0s: want a positive duration"},
+		{[]string{"worker", "--poll", "-1s"}, "--poll -1s: want a positive duration"},
 		{[]string{"worker", "--concurrency", "0"}, "--concurrency 0: want at least 1"},
 		{[]string{"worker", "--concurrency", "-4"}, "--concurrency -4: want at least 1"},
 		{[]string{"run", "task.hcl", "--concurrency", "0"}, "--concurrency 0: want at least 1"},
@@ -41,7 +43,7 @@ func TestNumericFlagsValidated(t *testing.T) {
 
 	// The floors themselves are accepted.
 	for _, args := range [][]string{
-		{"worker", "--lease", "1s", "--concurrency", "1"},
+		{"worker", "--lease", "1s", "--concurrency", "1", "--poll", "1ms"},
 		{"effect", "confirm", "--item", "0"},
 		{"run", "--concurrency", "1"},
 	} {

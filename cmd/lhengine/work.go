@@ -31,6 +31,7 @@ var flagFloors = map[string]struct {
 }{
 	"concurrency": {1, "at least one attempt must run at a time"},
 	"lease":       {int64(minLease), "the lease is renewed every third of it"},
+	"poll":        {1, "an idle worker must wait between looks for work"},
 }
 
 // checkFlags checks the numeric flags of cmd before it runs: no count or
@@ -63,6 +64,8 @@ func checkFlags(cmd *cobra.Command) error {
 		}
 		floor, ok := flagFloors[f.Name]
 		switch {
+		case ok && v < floor.min && floor.min == 1 && f.Value.Type() == "duration":
+			bad = fmt.Errorf("--%s %s: want a positive duration (%s)", f.Name, f.Value.String(), floor.why)
 		case ok && v < floor.min:
 			bad = fmt.Errorf("--%s %s: want at least %s (%s)", f.Name, f.Value.String(), show(floor.min), floor.why)
 		case !ok && v < 0:
@@ -335,6 +338,7 @@ func (a *app) workerCmd() *cobra.Command {
 	cmd.Flags().BoolVar(&o.ExitWhenIdle, "exit-when-idle", false, "exit once no queued or running task is left")
 	cmd.Flags().StringVar(&o.Name, "name", "", "worker name in lease owners (default worker-PID)")
 	cmd.Flags().DurationVar(&o.LeaseFor, "lease", 30*time.Second, "lease length, at least 1s; renewed at a third of it while a step runs")
+	cmd.Flags().DurationVar(&o.PollEvery, "poll", time.Second, "longest wait of an idle worker before it looks for new work; positive")
 	return cmd
 }
 
