@@ -220,7 +220,7 @@ func logCall(ctx context.Context, mod api.Module, level int32, ptr, n uint32) in
 		msg = strings.ToValidUTF8(msg, "\uFFFD")
 	}
 	att.log.line(lvl.String(), msg)
-	att.host.Log(lvl, msg)
+	att.passLog(lvl, msg)
 	return StatusOK
 }
 

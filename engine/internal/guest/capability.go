@@ -9,6 +9,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/tetratelabs/wazero/api"
 )
 
@@ -47,6 +48,40 @@ func (e *HostError) Error() string {
 		return fmt.Sprintf("host status %d", e.Status)
 	}
 	return e.Message
+}
+
+// DefaultLogPassthrough is how many bytes of log messages an attempt passes
+// to Host.Log when the Host does not say (LogPassthroughLimiter).
+const DefaultLogPassthrough = 1 << 20
+
+// LogPassthroughLimiter is an optional interface of a Host: LogPassthrough
+// is the most bytes of log messages of one attempt that Host.Log receives.
+// Past it Host.Log receives one warning, "log passthrough suppressed after N
+// bytes", and nothing more from the attempt; every message is still kept in
+// the attempt's own log (Result.Log), which is bounded apart.
+type LogPassthroughLimiter interface {
+	LogPassthrough() int64
+}
+
+// passLog passes a log message on to the Host within the attempt's log
+// passthrough cap.
+func (a *attempt) passLog(lvl hclog.Level, msg string) {
+	if a == orphan || a.logSent < 0 {
+		return
+	}
+	limit := int64(DefaultLogPassthrough)
+	if l, ok := a.host.(LogPassthroughLimiter); ok {
+		limit = l.LogPassthrough()
+	}
+	if a.logSent+int64(len(msg)) > limit {
+		notice := fmt.Sprintf("log passthrough suppressed after %d bytes", a.logSent)
+		a.logSent = -1
+		a.log.line("warn", notice)
+		a.host.Log(hclog.Warn, notice)
+		return
+	}
+	a.logSent += int64(len(msg))
+	a.host.Log(lvl, msg)
 }
 
 // begin starts a host call other than result: the pending result is
@@ -106,6 +141,11 @@ func (a *attempt) hostStatus(ctx context.Context, fn string, err error) int32 {
 		msg := he.Message
 		if msg == "" {
 			msg = statusNames[rc]
+		}
+		if rc == StatusBudget || rc == StatusTooLarge {
+			// A quota refusal is kept in the attempt's own (bounded) log
+			// too, so the attempt's record shows what was refused.
+			a.log.line("warn", "host refused "+fn+": "+msg)
 		}
 		return a.fail(rc, fn+": "+msg)
 	}

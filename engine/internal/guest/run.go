@@ -193,6 +193,7 @@ type attempt struct {
 	rand     fakeRand // the guest's random_get
 	pending  []byte   // the pending result, nil if none
 	lastErr  string   // the message of the most recent failed call
+	logSent  int64    // bytes of log messages passed to Host.Log; -1 once suppressed (passLog)
 }
 
 var (

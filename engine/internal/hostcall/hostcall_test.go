@@ -27,7 +27,18 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // a step with the given grants.
 func setup(t *testing.T, step *taskfile.Step) *Attempt {
 	t.Helper()
-	s, err := store.Open("", store.Options{InMemory: true})
+	return setupIn(t, step, store.Options{InMemory: true})
+}
+
+// setupIn is setup on a store opened with opts (in t.TempDir() unless
+// opts.InMemory).
+func setupIn(t *testing.T, step *taskfile.Step, opts store.Options) *Attempt {
+	t.Helper()
+	dir := ""
+	if !opts.InMemory {
+		dir = t.TempDir()
+	}
+	s, err := store.Open(dir, opts)
 	require.NoError(t, err)
 	t.Cleanup(func() { s.Close() })
 	ctx := context.Background()
