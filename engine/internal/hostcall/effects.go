@@ -12,8 +12,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -325,8 +323,8 @@ func (a *Attempt) perform(ctx context.Context, r effectRequest, idem string) (js
 		if err != nil {
 			return nil, err
 		}
-		if err := writeAtomic(p, []byte(fr.Content)); err != nil {
-			return nil, herr(guest.StatusInternal, "file effect: %v", err)
+		if err := a.writeAtomic(p, []byte(fr.Content)); err != nil {
+			return nil, err
 		}
 		sum := sha256.Sum256([]byte(fr.Content))
 		return json.Marshal(map[string]any{"path": fr.Path, "bytes": len(fr.Content), "sha256": hex.EncodeToString(sum[:])})
@@ -366,64 +364,6 @@ func (a *Attempt) checkApplied(ctx context.Context, g *taskfile.EffectGrant, ide
 		return false, nil, nil
 	}
 	return false, nil, herr(guest.StatusInternal, "check_url answered %s; want 200 (applied) or 404 (not applied)", resp.Status)
-}
-
-// workspacePath resolves a path a plugin gave, relative to the task
-// workspace, refusing anything that would leave it: absolute paths, "..",
-// and symlinks pointing out.
-func (a *Attempt) workspacePath(p string) (string, error) {
-	if a.Workspace == "" || a.Step.Workspace == "none" {
-		return "", herr(guest.StatusDenied, "step %q has no workspace", a.Step.Name)
-	}
-	if a.Step.Workspace == "ro" {
-		return "", herr(guest.StatusDenied, "step %q has a read-only workspace", a.Step.Name)
-	}
-	if p == "" || filepath.IsAbs(p) || !filepath.IsLocal(p) {
-		return "", herr(guest.StatusDenied, "path %q is not inside the workspace", p)
-	}
-	full := filepath.Join(a.Workspace, p)
-	dir, err := filepath.EvalSymlinks(filepath.Dir(full))
-	if errors.Is(err, os.ErrNotExist) {
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			return "", herr(guest.StatusInternal, "%v", err)
-		}
-		dir, err = filepath.EvalSymlinks(filepath.Dir(full))
-	}
-	if err != nil {
-		return "", herr(guest.StatusInternal, "%v", err)
-	}
-	root, err := filepath.EvalSymlinks(a.Workspace)
-	if err != nil {
-		return "", herr(guest.StatusInternal, "%v", err)
-	}
-	if rel, err := filepath.Rel(root, dir); err != nil || !filepath.IsLocal(rel) && rel != "." {
-		return "", herr(guest.StatusDenied, "path %q leaves the workspace through a symlink", p)
-	}
-	if fi, err := os.Lstat(full); err == nil && fi.Mode()&os.ModeSymlink != 0 {
-		return "", herr(guest.StatusDenied, "path %q is a symlink", p)
-	}
-	return filepath.Join(dir, filepath.Base(full)), nil
-}
-
-// writeAtomic writes a file through a temporary file, sync and rename.
-func writeAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), ".effect-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
 }
 
 func (a *Attempt) client() *http.Client {
