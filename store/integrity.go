@@ -65,7 +65,10 @@ func (e *DamagedError) Is(target error) bool { return target == ErrDamaged }
 
 // ---- files ----
 
-const manifestName = "MANIFEST"
+const (
+	manifestName  = "MANIFEST"
+	logHeaderSize = 20 // key id and IV at the start of every .vlog and .mem file
+)
 
 // checkFiles looks at the store directory before Badger opens it: data files
 // with no MANIFEST (Badger would start an empty store and delete the
@@ -95,14 +98,21 @@ func checkFiles(dir string) (findings []Finding, orphans []string, err error) {
 			data = append(data, name)
 		case strings.HasSuffix(name, ".vlog"), strings.HasSuffix(name, ".mem"):
 			data = append(data, name)
+			// Badger writes a log file's header when it creates it; a
+			// shorter file was cut (and Badger would fail on it, or start
+			// it afresh).
+			if fi, err := e.Info(); err == nil && fi.Size() < logHeaderSize {
+				findings = append(findings, Finding{Check: "log", File: filepath.Join(dir, name),
+					Detail: fmt.Sprintf("%d bytes, shorter than a log file's %d-byte header: the file was truncated", fi.Size(), logHeaderSize)})
+			}
 		}
 	}
 	if !hasManifest {
 		if len(tables) > 0 {
-			return []Finding{{Check: "manifest", File: filepath.Join(dir, manifestName),
-				Detail: fmt.Sprintf("missing, but %d data files are present (%s); Badger would start an empty store and delete the tables", len(data), abbreviate(data))}}, nil, nil
+			return append(findings, Finding{Check: "manifest", File: filepath.Join(dir, manifestName),
+				Detail: fmt.Sprintf("missing, but %d data files are present (%s); Badger would start an empty store and delete the tables", len(data), abbreviate(data))}), nil, nil
 		}
-		return nil, nil, nil
+		return findings, nil, nil
 	}
 	fp, err := os.Open(filepath.Join(dir, manifestName))
 	if err != nil {
@@ -111,7 +121,7 @@ func checkFiles(dir string) (findings []Finding, orphans []string, err error) {
 	defer fp.Close()
 	m, _, err := badger.ReplayManifestFile(fp, 0, badger.DefaultOptions(dir))
 	if err != nil {
-		return []Finding{{Check: "manifest", File: fp.Name(), Detail: fmt.Sprintf("unreadable: %v", err)}}, nil, nil
+		return append(findings, Finding{Check: "manifest", File: fp.Name(), Detail: fmt.Sprintf("unreadable: %v", err)}), nil, nil
 	}
 	var missing []string
 	for id := range m.Tables {
@@ -184,23 +194,38 @@ func abbreviate(names []string) string {
 	return strings.Join(names, ", ")
 }
 
-// setAside moves the tables of a store without MANIFEST into a subdirectory,
-// where Badger does not look, so that opening a damaged store with
-// AllowDamaged does not delete them.
-func setAside(dir string) (string, error) {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return "", err
+// setAside moves files that keep Badger from opening a damaged store into a
+// subdirectory, where Badger does not look: the tables of a store without
+// MANIFEST (Badger would delete them) and log files cut shorter than their
+// header (Badger fails on them). Opening with AllowDamaged keeps them there.
+func setAside(dir string, found []Finding) (string, error) {
+	var move []string
+	for _, f := range found {
+		switch f.Check {
+		case "manifest":
+			entries, err := os.ReadDir(dir)
+			if err != nil {
+				return "", err
+			}
+			for _, e := range entries {
+				if strings.HasSuffix(e.Name(), ".sst") {
+					move = append(move, e.Name())
+				}
+			}
+		case "log":
+			move = append(move, filepath.Base(f.File))
+		}
+	}
+	if len(move) == 0 {
+		return "", nil
 	}
 	aside := filepath.Join(dir, "damaged-"+time.Now().UTC().Format("20060102T150405Z"))
 	if err := os.MkdirAll(aside, 0o755); err != nil {
 		return "", err
 	}
-	for _, e := range entries {
-		if strings.HasSuffix(e.Name(), ".sst") {
-			if err := os.Rename(filepath.Join(dir, e.Name()), filepath.Join(aside, e.Name())); err != nil {
-				return "", err
-			}
+	for _, name := range move {
+		if err := os.Rename(filepath.Join(dir, name), filepath.Join(aside, name)); err != nil {
+			return "", err
 		}
 	}
 	return aside, syncDir(dir)

@@ -241,12 +241,14 @@ func Open(dir string, o Options) (*Store, error) {
 		}
 		for _, f := range found {
 			o.Logger.Warn("opening a damaged store", "dir", dir, "finding", f.String())
-			if f.Check == "manifest" && !o.ReadOnly {
-				aside, err := setAside(dir)
-				if err != nil {
-					return nil, fmt.Errorf("open store %s: setting its tables aside: %w", dir, err)
-				}
-				o.Logger.Warn("tables without a MANIFEST set aside; the store starts without them", "dir", aside)
+		}
+		if len(found) > 0 && !o.ReadOnly {
+			aside, err := setAside(dir, found)
+			if err != nil {
+				return nil, fmt.Errorf("open store %s: setting damaged files aside: %w", dir, err)
+			}
+			if aside != "" {
+				o.Logger.Warn("damaged files set aside; the store opens without them", "dir", aside)
 			}
 		}
 		if len(orphans) > 0 {
