@@ -338,15 +338,18 @@ func TestFanOutRespectsConcurrencyAndOrdersOutputs(t *testing.T) {
 	var wg sync.WaitGroup
 	pending := c.Leases
 	for len(pending) > 0 {
-		for _, l := range pending {
+		errs := make([]error, len(pending))
+		for i, l := range pending {
 			wg.Add(1)
-			go func(l Lease) {
+			go func(i int, l Lease) {
 				defer wg.Done()
-				_, err := b.s.Commit(b.ctx, Result{Lease: l, Output: json.RawMessage(fmt.Sprintf(`{"n":%d}`, l.Item))})
-				require.NoError(t, err)
-			}(l)
+				_, errs[i] = b.s.Commit(b.ctx, Result{Lease: l, Output: json.RawMessage(fmt.Sprintf(`{"n":%d}`, l.Item))})
+			}(i, l)
 		}
 		wg.Wait()
+		for _, err := range errs {
+			require.NoError(t, err)
+		}
 		c, err = b.s.Claim(b.ctx, ClaimRequest{Owner: b.s.Owner("w"), Max: 10})
 		require.NoError(t, err)
 		require.LessOrEqual(t, len(c.Leases), 3)
@@ -503,15 +506,16 @@ func TestSyncerCoalescesConcurrentSyncs(t *testing.T) {
 		return nil
 	}
 	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); require.NoError(t, y.sync(fn)) }()
-	<-entered // the first sync is running: everyone arriving now shares the next one
 	const waiters = 8
+	errs := make(chan error, waiters+1)
+	wg.Add(1)
+	go func() { defer wg.Done(); errs <- y.sync(fn) }()
+	<-entered // the first sync is running: everyone arriving now shares the next one
 	for range waiters {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			require.NoError(t, y.sync(fn))
+			errs <- y.sync(fn)
 		}()
 	}
 	for { // until every waiter is parked behind the running sync
@@ -525,5 +529,9 @@ func TestSyncerCoalescesConcurrentSyncs(t *testing.T) {
 	}
 	close(release)
 	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
 	require.Equal(t, 2, calls, "eight callers that arrived during one sync share the next")
 }

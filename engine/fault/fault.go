@@ -95,7 +95,7 @@ func (e *StepError) Unwrap() error { return e.Err }
 // Internal otherwise.
 func KindOf(err error) Kind {
 	var se *StepError
-	if errors.As(err, &se) {
+	if errors.As(err, &se) && se != nil {
 		return se.Kind
 	}
 	return Internal

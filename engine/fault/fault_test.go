@@ -87,3 +87,9 @@ func TestStepErrorChain(t *testing.T) {
 	require.Nil(t, errors.Unwrap(n))
 	require.False(t, errors.Is(n, io.EOF))
 }
+
+func TestKindOfTypedNilIsInternal(t *testing.T) {
+	var se *fault.StepError
+	var err error = se
+	require.Equal(t, fault.Internal, fault.KindOf(err))
+}
