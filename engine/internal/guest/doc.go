@@ -28,8 +28,9 @@
 // the Host the engine passes to Run; a failed call leaves a message for
 // last_error, and a result larger than the guest's buffer waits as the
 // pending result for result. Limits.Mounts gives the guest host directories
-// as WASI preopens, confined so that neither ".." nor a symbolic link leads
-// out of them (mounts.go).
+// as WASI preopens, confined so that neither "..", a symbolic link nor a
+// concurrent change of the tree leads out of them: every path is resolved
+// and used through directory descriptors (mounts.go, package confine).
 //
 // Instances are cheap to make (tens of microseconds for a small C plugin)
 // because the per-attempt work is kept small: linear memories come from a
