@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/engine/fault"
+	sdk "github.com/lhengine/lhengine/plugins/sdk/go"
 )
 
 // TestGoSDKHostCalls runs the Go SDK's Heartbeat and Log against this host
@@ -58,4 +59,25 @@ func TestGoSDKHostCalls(t *testing.T) {
 		require.JSONEq(t, `{"logged":true}`, string(res.Output))
 		require.Equal(t, []string{"warn: " + strings.Repeat("é", LogMax/2), "info: step s attempt 2"}, host.logs)
 	})
+}
+
+// TestGoSDKConstants: the SDK's copies of the host's status codes and size
+// limits are the host's (the C header is checked against the SDK in
+// plugins/sdk/c), and both speak the one ABI version.
+func TestGoSDKConstants(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, ABIVersion, sdk.ABI)
+	statuses := map[int32]sdk.Errno{
+		StatusRange: sdk.ErrRange, StatusTooLarge: sdk.ErrTooLarge, StatusInvalid: sdk.ErrInvalid,
+		StatusDenied: sdk.ErrDenied, StatusNotFound: sdk.ErrNotFound, StatusLeaseLost: sdk.ErrLeaseLost,
+		StatusBudget: sdk.ErrBudget, StatusUnavailable: sdk.ErrUnavailable, StatusInternal: sdk.ErrInternal,
+		StatusPaused: sdk.ErrPaused,
+	}
+	for host, s := range statuses {
+		require.Equal(t, host, int32(s), "status %v", s)
+	}
+	require.Equal(t, LogMax, sdk.LogMax)
+	require.Equal(t, CallRequestMax, sdk.CallRequestMax)
+	require.Equal(t, ArtifactMetaMax, sdk.ArtifactMetaMax)
+	require.Equal(t, ArtifactDataMax, sdk.ArtifactDataMax)
 }
