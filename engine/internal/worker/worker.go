@@ -282,6 +282,12 @@ func (w *Worker) attempt(ctx context.Context, l store.Lease) []store.Lease {
 	case errors.Is(err, store.ErrLeaseLost):
 		log.Warn("commit refused: lease lost", "error", err)
 		return nil
+	case errors.Is(err, store.ErrStoreFailed):
+		log.Error("commit outcome unknown: the store failed and accepts no more writes; restart lhengine, then check the task", "error", err)
+		return nil
+	case errors.Is(err, store.ErrNoSpace):
+		log.Error("commit refused: the disk is below the free-space floor; nothing was written, and the unit runs again once space is freed", "error", err)
+		return nil
 	case err != nil:
 		log.Error("commit failed; the lease will expire and the unit run again", "error", err)
 		return nil
