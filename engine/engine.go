@@ -182,8 +182,13 @@ func (e *Engine) CheckPlugins(id string) error {
 		return err
 	}
 	var errs []error
+	inStore := map[string]error{} // steps often share a module
 	for step, pin := range m.Plugins {
-		_, err := e.store.Module(pin.SHA256)
+		err, ok := inStore[pin.SHA256]
+		if !ok {
+			_, err = e.store.Module(pin.SHA256)
+			inStore[pin.SHA256] = err
+		}
 		if err == nil {
 			continue
 		}

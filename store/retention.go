@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/dgraph-io/badger/v4"
+
+	"github.com/lhengine/lhengine/internal/crashpoint"
 )
 
 // Retention: Remove deletes a finished task's records, GC deletes the blobs
@@ -116,9 +118,15 @@ func (s *Store) deleteAllLimit(ctx context.Context, prefix []byte, maxBatches in
 			return n, size, err
 		}
 		n += len(keys)
+		crashpoint.Reached(CrashAfterDeleteBatch)
 	}
 	return n, size, nil
 }
+
+// CrashAfterDeleteBatch is the crash point (see internal/crashpoint) after
+// each committed batch of deletions of Remove and GC: a process killed there
+// must leave a task that Remove finishes, and blobs that GC collects.
+const CrashAfterDeleteBatch = "store.after_delete_batch"
 
 // keysLimit returns up to limit keys under prefix and adds the sizes of
 // their values to size.

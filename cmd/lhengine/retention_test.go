@@ -3,11 +3,15 @@ package main
 import (
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/lhengine/lhengine/store"
 )
 
 // dataFiles is the sum of the sizes of the store's tables and value logs
@@ -122,4 +126,34 @@ func TestGCWorkspacesOfFinishedTasks(t *testing.T) {
 	require.NoDirExists(t, ws)
 	code, _, _ = b.lh(t, "gc", "--older-than", "-1h")
 	require.Equal(t, 2, code)
+}
+
+// TestRmKilledMidwayIsFinishedByRm kills a real lhengine rm with SIGKILL
+// after its second batch of deletions: the task is still there, finished,
+// and a second rm removes it.
+func TestRmKilledMidwayIsFinishedByRm(t *testing.T) {
+	t.Parallel()
+	bin := buildBinary(t)
+	b := setupCLI(t, chainTask)
+	code, out, errOut := b.lh(t, "run", filepath.Join(b.dir, "task.hcl"))
+	require.Equal(t, 0, code, errOut)
+	id := strings.TrimPrefix(strings.SplitN(out, "\n", 2)[0], "task ")
+
+	cmd := exec.Command(bin, "--home", b.home, "rm", id)
+	cmd.Env = append(os.Environ(), "LHENGINE_CRASH_AT="+store.CrashAfterDeleteBatch+"@2")
+	err := cmd.Run()
+	var ee *exec.ExitError
+	require.ErrorAs(t, err, &ee)
+	ws := ee.Sys().(syscall.WaitStatus)
+	require.True(t, ws.Signaled() && ws.Signal() == syscall.SIGKILL, "rm must die at its second batch: %v", err)
+
+	code, out, _ = b.lh(t, "-o", "json", "status", id)
+	require.Equal(t, 0, code, "the task record goes last")
+	require.Contains(t, out, `"status": "succeeded"`)
+	code, _, errOut = b.lh(t, "rm", id)
+	require.Equal(t, 0, code, errOut)
+	code, out, _ = b.lh(t, "-o", "json", "ls")
+	require.Equal(t, 0, code)
+	require.Contains(t, []string{"[]\n", "null\n"}, out)
+	require.NoDirExists(t, filepath.Join(b.home, "workspaces", id))
 }
