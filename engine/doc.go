@@ -19,6 +19,8 @@
 //     functions: the effect journal (effect.do), http.fetch, progress.count
 //     and progress.note, kv.get and kv.put (a work unit's own entries),
 //     artifacts with provenance; each one granted per step by the task file
+//     (mounts and file effects reach files only through internal/confine,
+//     which resolves every path through directory descriptors)
 //  7. fault              the one vocabulary of step failures
 //
 // The ABI's version and host module name are defined once, in the Go SDK's
