@@ -73,11 +73,14 @@ func TestWriteFileRace(t *testing.T) {
 	requireOutsideUntouched(t, outside)
 }
 
-// TestFSRace: reads, creations and changes through d, 2,000 rounds while d
-// is swapped with a link out of the root, never reach outside.
+// TestFSRace: reads, creations, changes and removals through d, 2,000
+// rounds while d is swapped with a link out of the root, never reach
+// outside.
 func TestFSRace(t *testing.T) {
 	t.Parallel()
 	root, outside, c := tree(t)
+	keep := filepath.Join(outside, "keep")
+	require.NoError(t, os.Mkdir(keep, 0o755))
 	f := startFlipper(t, root)
 	leaks := 0
 	buf := make([]byte, 16)
@@ -97,11 +100,15 @@ func TestFSRace(t *testing.T) {
 		c.Rename("sub/a.txt", "d/a.txt")
 		c.Rename("d/a.txt", "sub/a.txt")
 		c.Unlink("d/secret.txt")
+		c.Rmdir("d/keep")
+		c.Readlink("d/link")
 		c.Chmod("d/secret.txt", 0o600)
 		c.Utimens("d/secret.txt", 0, 0)
 	}
 	f.finish(t)
 	require.Zero(t, leaks)
+	require.DirExists(t, keep, "rmdir did not reach outside")
+	require.NoError(t, os.Remove(keep))
 	requireOutsideUntouched(t, outside)
 	fi, err := os.Stat(filepath.Join(outside, "secret.txt"))
 	require.NoError(t, err)
