@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/lhengine/lhengine/engine"
 	"github.com/lhengine/lhengine/engine/fault"
+	"github.com/lhengine/lhengine/internal/testwasm"
 	"github.com/lhengine/lhengine/store"
 )
 
@@ -139,4 +141,63 @@ func TestTaskOfAnOlderEngineRunsFromItsPath(t *testing.T) {
 	require.Equal(t, store.Failed, got.Status)
 	require.Equal(t, fault.HashMismatch, got.Failure.Kind)
 	require.Equal(t, 1, got.Attempts, "a hash mismatch is not retried")
+}
+
+// TestGCWhileAWorkerRuns collects garbage in a loop while a worker of the
+// same engine runs units that store and read back a 2 MiB artifact: every
+// unit reads back what it stored, and the artifact and module stay.
+func TestGCWhileAWorkerRuns(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "")
+	caps := testwasm.BuildC(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/c/caps.c"))
+	bin, err := os.ReadFile(caps)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(b.dir, "caps.wasm"), bin, 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(b.dir, "task.hcl"), []byte(`
+task "artifacts" {
+  step "each" {
+    plugin      = "caps.wasm"
+    for_each    = range(6)
+    concurrency = 3
+    input       = { mode = "artifact" }
+  }
+}`), 0o644))
+	task := b.submit(t, nil)
+
+	stop := make(chan struct{})
+	gcDone := make(chan error, 1)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				gcDone <- nil
+				return
+			default:
+			}
+			if _, err := b.e.GC(b.ctx, engine.GCOptions{}); err != nil {
+				gcDone <- err
+				return
+			}
+		}
+	}()
+	got := b.work(t, task.ID)
+	close(stop)
+	require.NoError(t, <-gcDone)
+	require.Equal(t, store.Succeeded, got.Status, got.Reason)
+	var items []struct {
+		Same bool   `json:"same"`
+		Ref  string `json:"ref"`
+	}
+	require.NoError(t, json.Unmarshal(got.Output, &items))
+	require.Len(t, items, 6)
+	for _, it := range items {
+		require.True(t, it.Same, "a unit read back what it stored")
+	}
+	rep, err := b.e.GC(b.ctx, engine.GCOptions{})
+	require.NoError(t, err)
+	require.Zero(t, rep.Blobs+rep.Orphans, "the artifact and the module are referred to")
+	n, size, err := b.e.Store().ReadArtifact(items[0].Ref, 0, make([]byte, 16))
+	require.NoError(t, err)
+	require.Equal(t, 16, n)
+	require.Equal(t, int64(2<<20), size)
 }
