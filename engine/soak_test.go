@@ -1,0 +1,71 @@
+package engine_test
+
+import (
+	"context"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lhengine/lhengine/engine"
+	"github.com/lhengine/lhengine/store"
+)
+
+// rssAnon reads the process's anonymous resident memory (heap, stacks,
+// runtime) from /proc (Linux). File-backed pages (Badger's memory-mapped
+// tables and logs, which the kernel can drop at will) are left out: they
+// follow the size of the store, not the engine's footprint.
+func rssAnon(b *testing.B) int64 {
+	b.Helper()
+	raw, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		b.Skipf("no /proc/self/status: %v", err)
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if v, ok := strings.CutPrefix(line, "RssAnon:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			require.NoError(b, err)
+			return kb << 10
+		}
+	}
+	b.Skip("no RssAnon in /proc/self/status")
+	return 0
+}
+
+// BenchmarkSequentialTasksRSS runs b.N small three-step tasks one after the
+// other in one engine, the way a long-running worker does, and reports the
+// anonymous resident memory after the first 1,000 and at the end, and the
+// growth per task in between: a process that works for weeks must stay flat.
+//
+//	go test -run '^$' -bench SequentialTasksRSS -benchtime 10000x ./engine/
+func BenchmarkSequentialTasksRSS(b *testing.B) {
+	ctx := context.Background()
+	e, path := benchEngine(b, pipelineWasm(b), serialTask(3, `{ mode = "echo", at = "x" }`), false)
+	warm := min(b.N, 1000)
+	var base int64
+	b.ResetTimer()
+	for i := range b.N {
+		t, _, err := e.Submit(ctx, path, engine.SubmitOptions{})
+		require.NoError(b, err)
+		require.NoError(b, e.Work(ctx, engine.WorkOptions{Task: t.ID, ExitWhenIdle: true}))
+		got, err := e.Store().Task(ctx, t.ID)
+		require.NoError(b, err)
+		require.Equal(b, store.Succeeded, got.Status, got.Reason)
+		if i+1 == warm {
+			runtime.GC()
+			base = rssAnon(b)
+		}
+	}
+	b.StopTimer()
+	runtime.GC()
+	end := rssAnon(b)
+	b.ReportMetric(float64(base)/(1<<20), "anon-MiB-at-1k")
+	b.ReportMetric(float64(end)/(1<<20), "anon-MiB-at-end")
+	if n := b.N - warm; n > 0 {
+		b.ReportMetric(float64(end-base)/float64(n), "anon-B/task")
+	}
+	b.ReportMetric(0, "ns/op")
+}
