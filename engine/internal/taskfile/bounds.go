@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math/big"
 	"unicode/utf8"
 
 	"github.com/hashicorp/hcl/v2"
@@ -30,6 +31,13 @@ const (
 	// MaxJSONDepth bounds how deeply a JSON value (a step output, a fan-out
 	// item, the argument of jsondecode) nests.
 	MaxJSONDepth = 1000
+
+	// MaxNumberLength bounds the text of a number literal (in a task file, a
+	// --var value or JSON), and MaxNumberExponent its decimal exponent:
+	// writing a number as text takes time quadratic in its digits, and
+	// 1e100000000 is a hundred million of them.
+	MaxNumberLength   = 1000
+	MaxNumberExponent = 10000
 
 	// MaxJSONBytes bounds the JSON encoding of a value (a step's input, a
 	// fan-out item) built by ToJSON.
@@ -67,6 +75,14 @@ func checkSource(filename string, src []byte) hcl.Diagnostics {
 		}}
 	}
 	tokens, _ := hclsyntax.LexConfig(src, filename, hcl.InitialPos)
+	if tok := largeNumber(tokens); tok != nil {
+		return hcl.Diagnostics{{
+			Severity: hcl.DiagError,
+			Summary:  "Number too large",
+			Detail:   numberDetail,
+			Subject:  tok.Range.Ptr(),
+		}}
+	}
 	if tok := tooDeep(tokens, true); tok != nil {
 		return hcl.Diagnostics{{
 			Severity: hcl.DiagError,
@@ -78,20 +94,80 @@ func checkSource(filename string, src []byte) hcl.Diagnostics {
 	return nil
 }
 
+// numberDetail explains a "Number too large" diagnostic.
+var numberDetail = fmt.Sprintf("A number literal may be at most %d characters long, with an exponent of at most %d; "+
+	"a larger one would take too long to write out as text.", MaxNumberLength, MaxNumberExponent)
+
+// largeNumber returns the first number literal among tokens that
+// numberTextTooLarge refuses, or nil.
+func largeNumber(tokens hclsyntax.Tokens) *hclsyntax.Token {
+	for i := range tokens {
+		if tokens[i].Type == hclsyntax.TokenNumberLit && numberTextTooLarge(tokens[i].Bytes) {
+			return &tokens[i]
+		}
+	}
+	return nil
+}
+
+// numberTextTooLarge reports whether the number literal text is longer than
+// MaxNumberLength or has an exponent beyond MaxNumberExponent.
+func numberTextTooLarge(text []byte) bool {
+	if len(text) > MaxNumberLength {
+		return true
+	}
+	i := bytes.IndexAny(text, "eE")
+	if i < 0 {
+		return false
+	}
+	exp := 0
+	for _, c := range text[i+1:] {
+		if c >= '0' && c <= '9' {
+			exp = exp*10 + int(c-'0')
+			if exp > MaxNumberExponent {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// maxBinaryExponent is MaxNumberExponent in powers of two, plus the digits
+// a literal of MaxNumberLength can add.
+const maxBinaryExponent = (MaxNumberExponent + MaxNumberLength) * 3322 / 1000
+
+// numberTooLarge reports whether f is too large (or too small) to be written
+// out as text in reasonable time: its binary exponent is beyond what a
+// literal allowed by numberTextTooLarge can give.
+func numberTooLarge(f *big.Float) bool {
+	if f.IsInf() {
+		return false
+	}
+	exp := f.MantExp(nil)
+	return exp > maxBinaryExponent || exp < -maxBinaryExponent
+}
+
 // nestingDetail explains a "Nesting too deep" diagnostic.
 var nestingDetail = fmt.Sprintf("This is nested more than %d levels deep, counting the enclosing blocks, "+
 	"brackets, braces, parentheses, template interpolations and directives, and the operators, "+
 	"indexes and attribute accesses chained in one expression; the limit is %d. "+
 	"Split the expression into smaller ones, or have a step build the value.", MaxNestingDepth, MaxNestingDepth)
 
-// checkExpressionSource reports a standalone expression (a --var value)
-// nested more deeply than MaxNestingDepth, with the token where it does.
-func checkExpressionSource(src []byte) *hclsyntax.Token {
+// checkExpressionSource says why a standalone expression (a --var value)
+// is refused before it is parsed: larger than MaxSourceBytes, nested more
+// deeply than MaxNestingDepth, or holding a number literal too large. ""
+// means it may be parsed.
+func checkExpressionSource(src []byte) string {
 	if len(src) > MaxSourceBytes {
-		return &hclsyntax.Token{Type: hclsyntax.TokenEOF}
+		return fmt.Sprintf("is larger than %d bytes", MaxSourceBytes)
 	}
 	tokens, _ := hclsyntax.LexExpression(src, "", hcl.InitialPos)
-	return tooDeep(tokens, false)
+	if largeNumber(tokens) != nil {
+		return fmt.Sprintf("holds a number more than %d characters long or with an exponent beyond %d", MaxNumberLength, MaxNumberExponent)
+	}
+	if tooDeep(tokens, false) != nil {
+		return fmt.Sprintf("is nested more than %d levels deep", MaxNestingDepth)
+	}
+	return ""
 }
 
 // posAt returns the position of byte offset off in src, counting columns in
@@ -226,13 +302,16 @@ func endsOperand(t hclsyntax.TokenType) bool {
 	return false
 }
 
-// jsonTooDeep reports whether the JSON text b nests arrays and objects more
-// deeply than MaxJSONDepth. It looks only at brackets outside strings, so it
-// is linear and does not recurse; b need not be valid JSON.
-func jsonTooDeep(b []byte) bool {
+// jsonProblem says why the JSON text b is refused before it is decoded:
+// arrays and objects nested more deeply than MaxJSONDepth, or a number
+// literal that numberTextTooLarge refuses. It looks only at brackets and
+// numbers outside strings, so it is linear and does not recurse; b need not
+// be valid JSON. "" means no problem.
+func jsonProblem(b []byte) string {
 	depth := 0
 	inString, escaped := false, false
-	for _, c := range b {
+	for i := 0; i < len(b); i++ {
+		c := b[i]
 		switch {
 		case inString:
 			switch {
@@ -248,13 +327,22 @@ func jsonTooDeep(b []byte) bool {
 		case c == '[' || c == '{':
 			depth++
 			if depth > MaxJSONDepth {
-				return true
+				return fmt.Sprintf("nests more than %d levels deep; the limit is %d", MaxJSONDepth, MaxJSONDepth)
 			}
 		case c == ']' || c == '}':
 			depth--
+		case c == '-' || (c >= '0' && c <= '9'):
+			j := i
+			for j < len(b) && bytes.IndexByte([]byte("0123456789+-.eE"), b[j]) >= 0 {
+				j++
+			}
+			if numberTextTooLarge(b[i:j]) {
+				return fmt.Sprintf("holds a number more than %d characters long or with an exponent beyond %d", MaxNumberLength, MaxNumberExponent)
+			}
+			i = j - 1
 		}
 	}
-	return false
+	return ""
 }
 
 // budget is what one evaluation of one expression may still build: the

@@ -34,6 +34,8 @@ var estimates = map[string]estimate{
 	"regexall":   estimateRegexAll,
 	"jsondecode": estimateJSONDecode,
 	"jsonencode": estimateJSONEncode,
+	"parseint":   estimateNumberText,
+	"tonumber":   estimateNumberText,
 }
 
 // checkedFunc wraps f, called name, so that a call refuses a result of more
@@ -86,6 +88,9 @@ func checkedFunc(name string, f function.Function, est estimate, b *budget) func
 			v, err := f.Call(args)
 			if err != nil {
 				return v, err
+			}
+			if uv, _ := v.Unmark(); uv.Type() == cty.Number && uv.IsKnown() && !uv.IsNull() && numberTooLarge(uv.AsBigFloat()) {
+				return cty.NilVal, fmt.Errorf("%s would produce a number with an exponent beyond %d", name, MaxNumberExponent)
 			}
 			n, size := resultSize(v)
 			if err := checkSize(name, n, size); err != nil {
@@ -286,9 +291,9 @@ func formatBound(spec string, argBytes int64) int64 {
 
 // formatArgBytes bounds the bytes one verb of format writes for v: a string
 // as it is, anything else as JSON.
-func formatArgBytes(v cty.Value) int64 {
+func formatArgBytes(v cty.Value) (int64, error) {
 	if v.Type() == cty.String && !v.IsNull() {
-		return int64(len(v.AsString()))
+		return int64(len(v.AsString())), nil
 	}
 	return jsonBytes(v, MaxStringBytes+1)
 }
@@ -299,7 +304,11 @@ func estimateFormat(args []cty.Value) (int64, int64, error) {
 	}
 	var argBytes int64
 	for _, a := range args[1:] {
-		argBytes = max(argBytes, formatArgBytes(a))
+		n, err := formatArgBytes(a)
+		if err != nil {
+			return 0, 0, err
+		}
+		argBytes = max(argBytes, n)
 	}
 	return 0, formatBound(str(args[0]), argBytes), nil
 }
@@ -316,11 +325,19 @@ func estimateFormatList(args []cty.Value) (int64, int64, error) {
 			n = max(n, length(a))
 			for it := a.ElementIterator(); it.Next(); {
 				_, e := it.Element()
-				argBytes = max(argBytes, formatArgBytes(e))
+				n, err := formatArgBytes(e)
+				if err != nil {
+					return 0, 0, err
+				}
+				argBytes = max(argBytes, n)
 			}
 			continue
 		}
-		argBytes = max(argBytes, formatArgBytes(a))
+		n, err := formatArgBytes(a)
+		if err != nil {
+			return 0, 0, err
+		}
+		argBytes = max(argBytes, n)
 	}
 	return n, satMul(n, formatBound(str(args[0]), argBytes)), nil
 }
@@ -385,8 +402,22 @@ func estimateRegexAll(args []cty.Value) (int64, int64, error) {
 }
 
 func estimateJSONDecode(args []cty.Value) (int64, int64, error) {
-	if len(args) == 1 && jsonTooDeep([]byte(str(args[0]))) {
-		return 0, 0, fmt.Errorf("the JSON text nests more than %d levels deep; the limit is %d", MaxJSONDepth, MaxJSONDepth)
+	if len(args) == 1 {
+		if problem := jsonProblem([]byte(str(args[0]))); problem != "" {
+			return 0, 0, fmt.Errorf("the JSON text %s", problem)
+		}
+	}
+	return 0, 0, nil
+}
+
+// estimateNumberText refuses to parse a string longer than MaxNumberLength
+// as a number: parsing takes time quadratic in the digits, and the number
+// could not be written out again in reasonable time.
+func estimateNumberText(args []cty.Value) (int64, int64, error) {
+	if len(args) > 0 && args[0].Type() == cty.String && !args[0].IsNull() {
+		if s := args[0].AsString(); len(s) > MaxNumberLength {
+			return 0, 0, fmt.Errorf("the string is %d characters long; a number may have at most %d", len(s), MaxNumberLength)
+		}
 	}
 	return 0, 0, nil
 }
@@ -395,13 +426,16 @@ func estimateJSONEncode(args []cty.Value) (int64, int64, error) {
 	if len(args) != 1 {
 		return 0, 0, nil
 	}
-	return 0, jsonBytes(args[0], MaxStringBytes+1), nil
+	n, err := jsonBytes(args[0], MaxStringBytes+1)
+	return 0, n, err
 }
 
 // jsonBytes is an upper bound on the length of v encoded as JSON, or some
-// number of at least limit once it is known to reach limit.
-func jsonBytes(v cty.Value, limit int64) int64 {
+// number of at least limit once it is known to reach limit. A number too
+// large to write out (numberTooLarge) is an error.
+func jsonBytes(v cty.Value, limit int64) (int64, error) {
 	var n int64
+	var huge bool
 	var walk func(v cty.Value)
 	walk = func(v cty.Value) {
 		if n >= limit {
@@ -421,7 +455,12 @@ func jsonBytes(v cty.Value, limit int64) int64 {
 				n = limit
 			}
 		case ty == cty.Number:
-			n += int64(len(v.AsBigFloat().Text('g', -1)))
+			if bf := v.AsBigFloat(); numberTooLarge(bf) {
+				huge = true
+				n = limit
+			} else {
+				n += int64(len(bf.Text('g', -1)))
+			}
 		case ty == cty.Bool:
 			n += 5
 		case v.CanIterateElements():
@@ -440,8 +479,15 @@ func jsonBytes(v cty.Value, limit int64) int64 {
 		}
 	}
 	walk(v)
-	return n
+	if huge {
+		return n, errHugeNumber
+	}
+	return n, nil
 }
+
+// errHugeNumber is the error of a value holding a number too large to
+// write out as text.
+var errHugeNumber = fmt.Errorf("the value holds a number too large to write out (its exponent is beyond %d)", MaxNumberExponent)
 
 // jsonStringBytes is the length of s as a JSON string with HTML escaping.
 func jsonStringBytes(s string) int64 {

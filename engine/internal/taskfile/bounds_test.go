@@ -3,6 +3,7 @@ package taskfile
 import (
 	"bytes"
 	"fmt"
+	"math/big"
 	"runtime"
 	"strings"
 	"testing"
@@ -123,7 +124,7 @@ func TestVarValueDepth(t *testing.T) {
 	_, diags = task.Vars(map[string]string{"v": strings.Repeat("[", 100_000) + strings.Repeat("]", 100_000)})
 	require.Len(t, diags, 1)
 	require.Equal(t, "Invalid value for variable", diags[0].Summary)
-	require.Contains(t, diags[0].Detail, "nested more than 100 levels deep")
+	require.Contains(t, diags[0].Detail, "is nested more than 100 levels deep")
 
 	vals, diags := task.Vars(map[string]string{"v": "[[[1]]]"})
 	require.False(t, diags.HasErrors(), "%v", diags)
@@ -269,6 +270,32 @@ func TestFanOutOfManyItems(t *testing.T) {
 	require.Contains(t, diags.Error(), "setproduct would produce 27000000 elements")
 }
 
+// TestFanOutItemLimit checks that a for_each read as it is from a variable
+// (or an earlier output), which no function built, is held to the same
+// limit on items.
+func TestFanOutItemLimit(t *testing.T) {
+	t.Parallel()
+	task, diags := Parse("f.hcl", []byte(`task "t" {
+  variable "items" {
+    type = list(bool)
+  }
+  step "each" {
+    plugin   = "a.wasm"
+    for_each = var.items
+  }
+}
+`), Options{})
+	require.False(t, diags.HasErrors(), "%v", diags)
+	elems := make([]cty.Value, MaxCollectionElements+1)
+	for i := range elems {
+		elems[i] = cty.True
+	}
+	_, diags = task.Steps[0].EvalForEach(Scope{TaskID: "t", Vars: map[string]cty.Value{"items": cty.ListVal(elems)}})
+	require.True(t, diags.HasErrors())
+	require.Equal(t, "Too many fan-out items", diags[0].Summary)
+	require.Contains(t, diags[0].Detail, "1000001 elements; the limit is 1000000")
+}
+
 // TestEvaluationBudget checks the budget shared by one evaluation, with a
 // small budget so that it runs out quickly: nested for expressions, whose
 // collections are each small, and functions called in a loop charge it
@@ -303,4 +330,43 @@ func TestEvaluationBudget(t *testing.T) {
 		_, diags = eval(t, expr, MaxEvalElements)
 		require.False(t, diags.HasErrors(), "%s: %v", expr, diags)
 	}
+}
+
+// TestNumberLimits checks that numbers too large to write out as text in
+// reasonable time (1e100000000 has a hundred million digits, and writing
+// it took longer than ten minutes) are refused where they are read: task
+// file and --var literals, JSON, and functions that parse strings; and that
+// ToJSON refuses one however it was computed.
+func TestNumberLimits(t *testing.T) {
+	t.Parallel()
+	for _, expr := range []string{"1e100000000", `"x${1e100000000}"`, "1" + strings.Repeat("0", MaxNumberLength)} {
+		_, diags := Parse("n.hcl", stepInput(expr), Options{})
+		require.Len(t, diags, 1, "%.40s", expr)
+		require.Equal(t, "Number too large", diags[0].Summary)
+		require.Equal(t, hcl.Pos{Line: 4, Column: 14 + strings.Index(expr, "1"), Byte: diags[0].Subject.Start.Byte}, diags[0].Subject.Start)
+	}
+	_, diags := Parse("n.hcl", stepInput("[1e300, 12345678901234567890, 1.5e-300]"), Options{})
+	require.False(t, diags.HasErrors(), "%v", diags)
+
+	_, err := FromJSON([]byte(`{"a": [1e100000000]}`))
+	require.ErrorContains(t, err, "holds a number")
+	_, err = FromJSON([]byte(`"1e100000000"`))
+	require.NoError(t, err)
+
+	huge := new(big.Float).SetMantExp(big.NewFloat(1), 400_000_000)
+	_, err = ToJSON(cty.TupleVal([]cty.Value{cty.NumberVal(huge)}))
+	require.ErrorContains(t, err, "too large to write out")
+
+	digits := cty.StringVal(strings.Repeat("9", 2000))
+	for _, expr := range []string{"tonumber(var.s)", "parseint(var.s, 10)"} {
+		_, diags := evalWith(t, expr, map[string]cty.Value{"s": digits})
+		require.True(t, diags.HasErrors(), expr)
+		require.Contains(t, diags.Error(), "a number may have at most 1000", expr)
+	}
+
+	task, diags := Parse("v.hcl", []byte("task \"t\" {\n  variable \"n\" {\n    type = number\n  }\n  step \"a\" {\n    plugin = \"a.wasm\"\n  }\n}\n"), Options{})
+	require.False(t, diags.HasErrors(), "%v", diags)
+	_, diags = task.Vars(map[string]string{"n": "1e100000000"})
+	require.Len(t, diags, 1)
+	require.Contains(t, diags[0].Detail, "holds a number")
 }

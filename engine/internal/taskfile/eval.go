@@ -59,7 +59,8 @@ func (s *Step) EvalInput(scope Scope) (cty.Value, hcl.Diagnostics) {
 // and the items are in element order (a set's order is cty's, which is
 // stable); for a map or object, each.key is the key (a string) and the items
 // are in lexical key order. It returns nil and no diagnostics for a step
-// without for_each. scope.Each is ignored.
+// without for_each. scope.Each is ignored. A value of more than
+// MaxCollectionElements items is an error.
 func (s *Step) EvalForEach(scope Scope) ([]Each, hcl.Diagnostics) {
 	if s.ForEach == nil {
 		return nil, nil
@@ -84,6 +85,16 @@ func (s *Step) EvalForEach(scope Scope) ([]Each, hcl.Diagnostics) {
 			Severity: hcl.DiagError,
 			Summary:  "Invalid for_each argument",
 			Detail:   "The for_each value is not known.",
+			Subject:  s.ForEach.Range().Ptr(),
+		})
+	}
+	if n := v.LengthInt(); n > MaxCollectionElements {
+		// A variable or an earlier step's output, read as it is, has not
+		// been through the checked functions.
+		return nil, append(diags, &hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Too many fan-out items",
+			Detail:   fmt.Sprintf("The for_each value has %d elements; the limit is %d.", n, MaxCollectionElements),
 			Subject:  s.ForEach.Range().Ptr(),
 		})
 	}

@@ -142,6 +142,7 @@ func deepSeeds() [][]byte {
 		`format("%999999999d", 1)`,
 		`replace(format("%4000s", "x"), "", format("%5000s", "y"))`,
 		`jsondecode("` + strings.Repeat("[", n) + `")`,
+		`"x${1e100000000}"`,
 	} {
 		seeds = append(seeds, []byte("task \"t\" {\n  step \"a\" {\n    plugin = \"a.wasm\"\n    input  = "+expr+"\n  }\n}\n"))
 	}
@@ -153,7 +154,7 @@ func deepSeeds() [][]byte {
 // same value.
 func FuzzFromJSON(f *testing.F) {
 	for _, seed := range []string{
-		`null`, `{"a":[1,2.5,"x",true,null]}`, `[[[[]]]]`, `"\u2028"`, `1e400`,
+		`null`, `{"a":[1,2.5,"x",true,null]}`, `[[[[]]]]`, `"\u2028"`, `1e400`, `[-1e100000000]`,
 		strings.Repeat("[", 100_000) + strings.Repeat("]", 100_000),
 		strings.Repeat(`{"a":`, 2000) + "1" + strings.Repeat("}", 2000),
 	} {

@@ -17,10 +17,13 @@ import (
 // null (of any type, at any depth) becomes null.
 //
 // It is an error for v to be unknown anywhere, marked, to hold an infinite
-// number or a capsule value, or to encode to more than MaxJSONBytes, which is
+// number, a number too large to write out (numberTooLarge) or a capsule value, or to encode to more than MaxJSONBytes, which is
 // found before the encoding is built.
 func ToJSON(v cty.Value) ([]byte, error) {
-	if n := jsonBytes(v, MaxJSONBytes+1); n > MaxJSONBytes {
+	switch n, err := jsonBytes(v, MaxJSONBytes+1); {
+	case err != nil:
+		return nil, err
+	case n > MaxJSONBytes:
 		return nil, fmt.Errorf("the value would be more than %d bytes of JSON; the limit is %d", MaxJSONBytes, MaxJSONBytes)
 	}
 	var buf bytes.Buffer
@@ -49,6 +52,9 @@ func writeJSON(buf *bytes.Buffer, v cty.Value, path cty.Path) error {
 		bf := v.AsBigFloat()
 		if bf.IsInf() {
 			return path.NewErrorf("JSON cannot hold an infinite number")
+		}
+		if numberTooLarge(bf) {
+			return path.NewErrorf("the number is too large to write out (its exponent is beyond %d)", MaxNumberExponent)
 		}
 		buf.WriteString(bf.Text('f', -1))
 		return nil
@@ -111,10 +117,11 @@ func writeJSONString(buf *bytes.Buffer, s string) error {
 // The JSON null (at the top level) becomes cty.NullVal(cty.DynamicPseudoType).
 // Input that is not exactly one JSON value is an error, and so is one that
 // nests arrays and objects more than MaxJSONDepth levels deep (decoding
-// recurses once per level).
+// recurses once per level) or holds a number too large to write out again
+// (MaxNumberLength, MaxNumberExponent).
 func FromJSON(b []byte) (cty.Value, error) {
-	if jsonTooDeep(b) {
-		return cty.NilVal, fmt.Errorf("invalid JSON: it nests more than %d levels deep; the limit is %d", MaxJSONDepth, MaxJSONDepth)
+	if problem := jsonProblem(b); problem != "" {
+		return cty.NilVal, fmt.Errorf("invalid JSON: it %s", problem)
 	}
 	if strings.TrimSpace(string(b)) == "null" {
 		return cty.NullVal(cty.DynamicPseudoType), nil

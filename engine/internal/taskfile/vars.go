@@ -91,8 +91,8 @@ func (v *Variable) parseValue(raw string) (cty.Value, hcl.Diagnostics) {
 		return cty.StringVal(raw), nil
 	}
 	typeName := typeexpr.TypeString(v.Type)
-	if checkExpressionSource([]byte(raw)) != nil {
-		return invalid(fmt.Sprintf("The value given for %q is larger than %d bytes or nested more than %d levels deep, which is more than lhengine reads.", v.Name, MaxSourceBytes, MaxNestingDepth))
+	if problem := checkExpressionSource([]byte(raw)); problem != "" {
+		return invalid(fmt.Sprintf("The value given for %q %s, which is more than lhengine reads.", v.Name, problem))
 	}
 	expr, diags := hclsyntax.ParseExpression([]byte(raw), "--var "+v.Name, hcl.InitialPos)
 	if diags.HasErrors() {
