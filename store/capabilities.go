@@ -22,6 +22,7 @@ import (
 //	j/<task>/<step>/<item>/<key>                  effect journal entry
 //	v/<task>/<step>/<item>/<key>                  unit key/value
 //	n/<task>/<seq>                                progress note
+//	q/<task>/...                                  storage usage and quota marks (quota.go)
 
 // ArtifactChunk is the size of one stored piece of an artifact. Big
 // artifacts are written chunk by chunk, each in its own transaction, and never

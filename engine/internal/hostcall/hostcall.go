@@ -39,6 +39,7 @@ type Attempt struct {
 	noteBytes uint64
 	pause     string
 	owned     map[string]bool // artifact refs this task is known to own
+	committed map[string]bool // the task's counter names when this attempt first added one; nil before
 }
 
 // limits are the task's limits the attempt runs under.
@@ -211,39 +212,44 @@ func quotaStatus(fn string, err error) error {
 
 // count adds delta to the attempt's counter name, within the task's limits
 // on distinct counter names: per attempt, and over the task (the names its
-// committed units reported and this attempt's new ones).
+// committed units reported, read once per attempt, and this attempt's new
+// ones).
 func (a *Attempt) count(name string, delta int64) error {
 	lim := a.limits()
 	a.mu.Lock()
 	_, known := a.counts[name]
-	n := len(a.counts)
+	n, committed := len(a.counts), a.committed
 	a.mu.Unlock()
 	if !known {
 		if n >= lim.CounterNamesPerAttempt {
 			return herr(guest.StatusBudget, "progress.count %q: this attempt already reported %d distinct counter names, its limit (limits.counter_names_per_attempt)", name, lim.CounterNamesPerAttempt)
 		}
-		var committed map[string]int64
-		if err := a.Store.Read(func(r *store.Reader) error {
-			t, err := r.Task(a.Lease.Task)
-			if err == nil {
-				committed = t.Counters
-			}
-			return err
-		}); err != nil {
-			return err
-		}
-		if _, ok := committed[name]; !ok {
-			total := len(committed)
-			a.mu.Lock()
-			for c := range a.counts {
-				if _, ok := committed[c]; !ok {
-					total++
+		if committed == nil {
+			committed = map[string]bool{}
+			if err := a.Store.Read(func(r *store.Reader) error {
+				t, err := r.Task(a.Lease.Task)
+				if err != nil {
+					return err
 				}
+				for c := range t.Counters {
+					committed[c] = true
+				}
+				return nil
+			}); err != nil {
+				return err
 			}
-			a.mu.Unlock()
-			if total >= lim.CounterNames {
-				return herr(guest.StatusBudget, "progress.count %q: the task has %d distinct counter names, its limit (limits.counter_names)", name, lim.CounterNames)
+		}
+		a.mu.Lock()
+		a.committed = committed
+		total := len(committed)
+		for c := range a.counts {
+			if !committed[c] {
+				total++
 			}
+		}
+		a.mu.Unlock()
+		if !committed[name] && total >= lim.CounterNames {
+			return herr(guest.StatusBudget, "progress.count %q: the task has %d distinct counter names, its limit (limits.counter_names)", name, lim.CounterNames)
 		}
 	}
 	a.mu.Lock()
