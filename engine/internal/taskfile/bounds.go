@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"math/big"
 	"unicode/utf8"
 
@@ -129,6 +130,13 @@ func numberTextTooLarge(text []byte) bool {
 		}
 	}
 	return false
+}
+
+// holdsHugeNumber reports whether v holds, anywhere, a number that
+// numberTooLarge refuses.
+func holdsHugeNumber(v cty.Value) bool {
+	_, err := jsonBytes(v, math.MaxInt64)
+	return err == errHugeNumber
 }
 
 // maxBinaryExponent is MaxNumberExponent in powers of two, plus the digits
@@ -428,22 +436,33 @@ func (b *budget) addFailure(diags hcl.Diagnostics, rng hcl.Range) hcl.Diagnostic
 	})
 }
 
-// forFunc is the name of the function boundFor wraps the collection of
+// forFunc is the name of the function boundSyntax wraps the collection of
 // every for expression in. The space makes it a name no task file can call.
 const forFunc = "for expression"
 
-// boundFor makes every for expression under body check the size of the
+// boundSyntax makes every for expression under body check the size of the
 // collection it iterates over (at most MaxCollectionElements) and charge it
 // to the evaluation's budget, by wrapping the collection in a call of
 // forFunc: a plain syntax node, which every walker of the tree (references,
-// variables) sees through. It changes the tree in place, so it must run
-// before the tree is shared.
-func boundFor(body hcl.Body) {
+// variables) sees through. It also makes every arithmetic operator refuse a
+// number too large to write out (checkedOps). It changes the tree in place,
+// so it must run before the tree is shared.
+func boundSyntax(body hcl.Body) {
 	b, ok := body.(*hclsyntax.Body)
 	if !ok {
 		return
 	}
 	_ = hclsyntax.VisitAll(b, func(n hclsyntax.Node) hcl.Diagnostics {
+		switch e := n.(type) {
+		case *hclsyntax.BinaryOpExpr:
+			if op, ok := checkedOps[e.Op]; ok {
+				e.Op = op
+			}
+		case *hclsyntax.UnaryOpExpr:
+			if op, ok := checkedOps[e.Op]; ok {
+				e.Op = op
+			}
+		}
 		fe, ok := n.(*hclsyntax.ForExpr)
 		if !ok {
 			return nil
@@ -463,8 +482,40 @@ func boundFor(body hcl.Body) {
 	})
 }
 
+// checkedOps are HCL's arithmetic operators, each refusing a result too
+// large to write out as text (numberTooLarge): an operand converted from a
+// string, such as "1e99999999" * 1, is not a literal that checkSource saw.
+var checkedOps = func() map[*hclsyntax.Operation]*hclsyntax.Operation {
+	ops := map[*hclsyntax.Operation]*hclsyntax.Operation{}
+	for _, op := range []*hclsyntax.Operation{
+		hclsyntax.OpAdd, hclsyntax.OpSubtract, hclsyntax.OpMultiply,
+		hclsyntax.OpDivide, hclsyntax.OpModulo, hclsyntax.OpNegate,
+	} {
+		ops[op] = &hclsyntax.Operation{Impl: checkedOp(op.Impl), Type: op.Type}
+	}
+	return ops
+}()
+
+func checkedOp(f function.Function) function.Function {
+	return function.New(&function.Spec{
+		Params:   f.Params(),
+		VarParam: f.VarParam(),
+		Type:     f.ReturnTypeForValues,
+		Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+			v, err := f.Call(args)
+			if err != nil {
+				return v, err
+			}
+			if uv, _ := v.Unmark(); uv.Type() == cty.Number && uv.IsKnown() && !uv.IsNull() && numberTooLarge(uv.AsBigFloat()) {
+				return cty.NilVal, fmt.Errorf("the result is a number with an exponent beyond %d, too large to write out", MaxNumberExponent)
+			}
+			return v, nil
+		},
+	})
+}
+
 // forCollectionFunc returns the collection it is given, after checking its
-// size and charging it to b (boundFor).
+// size and charging it to b (boundSyntax).
 func forCollectionFunc(b *budget) function.Function {
 	return function.New(&function.Spec{
 		Description: "Checks and charges the collection of a for expression.",

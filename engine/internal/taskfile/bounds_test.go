@@ -307,7 +307,7 @@ func TestEvaluationBudget(t *testing.T) {
 		t.Helper()
 		file, diags := hclsyntax.ParseConfig([]byte("x = "+expr+"\n"), "b.hcl", hcl.InitialPos)
 		require.False(t, diags.HasErrors(), "%v", diags)
-		boundFor(file.Body)
+		boundSyntax(file.Body)
 		attrs, _ := file.Body.JustAttributes()
 		ctx, b := boundedContext(&hcl.EvalContext{Variables: map[string]cty.Value{"l": numbers(30)}}, nil)
 		b.elements = elements
@@ -345,8 +345,16 @@ func TestNumberLimits(t *testing.T) {
 		require.Equal(t, "Number too large", diags[0].Summary)
 		require.Equal(t, hcl.Pos{Line: 4, Column: 14 + strings.Index(expr, "1"), Byte: diags[0].Subject.Start.Byte}, diags[0].Subject.Start)
 	}
-	_, diags := Parse("n.hcl", stepInput("[1e300, 12345678901234567890, 1.5e-300]"), Options{})
+	_, diags := Parse("n.hcl", stepInput("[1e300, 12345678901234567890, 1.5e-300, 1e300 * 1e300, -1e-300 / 1e300]"), Options{})
 	require.False(t, diags.HasErrors(), "%v", diags)
+
+	// A number converted from a string is not a literal: the operators
+	// refuse a result that large (validation converted it to text for hours).
+	for _, expr := range []string{`"x${"1e99999999" * 1}"`, `"x${-"1e99999999"}"`, `"x${abs("1e99999999")}"`} {
+		_, diags := Parse("n.hcl", stepInput(expr), Options{})
+		require.True(t, diags.HasErrors(), expr)
+		require.Contains(t, diags.Error(), "exponent beyond 10000", expr)
+	}
 
 	_, err := FromJSON([]byte(`{"a": [1e100000000]}`))
 	require.ErrorContains(t, err, "holds a number")
@@ -369,4 +377,8 @@ func TestNumberLimits(t *testing.T) {
 	_, diags = task.Vars(map[string]string{"n": "1e100000000"})
 	require.Len(t, diags, 1)
 	require.Contains(t, diags[0].Detail, "holds a number")
+	task.Variables[0].Type = cty.List(cty.Number)
+	_, diags = task.Vars(map[string]string{"n": `["1e100000000"]`})
+	require.Len(t, diags, 1)
+	require.Contains(t, diags[0].Detail, "holds a number with an exponent beyond 10000")
 }

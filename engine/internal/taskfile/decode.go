@@ -96,7 +96,7 @@ func decodeFile(filename string, src []byte, dir string) (*Task, hcl.Diagnostics
 		// of schema errors that only distract from the real one.
 		return nil, diags
 	}
-	boundFor(file.Body)
+	boundSyntax(file.Body)
 	content, moreDiags := file.Body.Content(fileSchema)
 	diags = append(diags, moreDiags...)
 

@@ -112,6 +112,9 @@ func (v *Variable) parseValue(raw string) (cty.Value, hcl.Diagnostics) {
 	if err != nil {
 		return invalid(fmt.Sprintf("The value given for %q, %q, is not compatible with the type constraint %s: %s.", v.Name, raw, typeName, errorText(err)))
 	}
+	if holdsHugeNumber(conv) { // converted from a string
+		return invalid(fmt.Sprintf("The value given for %q holds a number with an exponent beyond %d, which is more than lhengine reads.", v.Name, MaxNumberExponent))
+	}
 	return conv, nil
 }
 
