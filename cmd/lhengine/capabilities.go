@@ -115,7 +115,7 @@ func (a *app) effectCmd() *cobra.Command {
 	for _, confirm := range []bool{true, false} {
 		var item int
 		var note string
-		use, short := "retry ID STEP KEY", "The effect did not happen: forget its intent so the next attempt performs it"
+		use, short := "retry ID STEP KEY", "The effect did not happen: the next attempt performs it again, under the same idempotency key"
 		if confirm {
 			use, short = "confirm ID STEP KEY", "The effect happened: record it as done so it is never performed again"
 		}
