@@ -454,6 +454,13 @@ func boundSyntax(body hcl.Body) {
 	}
 	_ = hclsyntax.VisitAll(b, func(n hclsyntax.Node) hcl.Diagnostics {
 		switch e := n.(type) {
+		case *hclsyntax.TemplateExpr:
+			for i, part := range e.Parts {
+				if _, literal := part.(*hclsyntax.LiteralValueExpr); literal || isCall(part, templatePartFunc) {
+					continue
+				}
+				e.Parts[i] = wrapCall(templatePartFunc, part)
+			}
 		case *hclsyntax.BinaryOpExpr:
 			if op, ok := checkedOps[e.Op]; ok {
 				e.Op = op
@@ -467,18 +474,72 @@ func boundSyntax(body hcl.Body) {
 		if !ok {
 			return nil
 		}
-		if call, ok := fe.CollExpr.(*hclsyntax.FunctionCallExpr); ok && call.Name == forFunc {
-			return nil
-		}
-		rng := fe.CollExpr.Range()
-		fe.CollExpr = &hclsyntax.FunctionCallExpr{
-			Name:            forFunc,
-			Args:            []hclsyntax.Expression{fe.CollExpr},
-			NameRange:       rng,
-			OpenParenRange:  rng,
-			CloseParenRange: rng,
+		if !isCall(fe.CollExpr, forFunc) {
+			fe.CollExpr = wrapCall(forFunc, fe.CollExpr)
 		}
 		return nil
+	})
+}
+
+func isCall(expr hclsyntax.Expression, name string) bool {
+	call, ok := expr.(*hclsyntax.FunctionCallExpr)
+	return ok && call.Name == name
+}
+
+// wrapCall returns a call of the function name with expr as its argument,
+// with expr's range.
+func wrapCall(name string, expr hclsyntax.Expression) hclsyntax.Expression {
+	rng := expr.Range()
+	return &hclsyntax.FunctionCallExpr{
+		Name:            name,
+		Args:            []hclsyntax.Expression{expr},
+		NameRange:       rng,
+		OpenParenRange:  rng,
+		CloseParenRange: rng,
+	}
+}
+
+// templatePartFunc is the name of the function boundSyntax wraps every
+// interpolated part of a template in, so that the text the template is
+// built from is charged to the budget and a number too large to write out
+// is refused before the template converts it to text.
+const templatePartFunc = "template part"
+
+// templatePart returns the value it is given, after charging the bytes of
+// a string to b, and refusing a number too large to write out.
+func templatePart(b *budget) function.Function {
+	return function.New(&function.Spec{
+		Description: "Checks and charges an interpolated part of a template.",
+		Params: []function.Parameter{{
+			Name:             "part",
+			Type:             cty.DynamicPseudoType,
+			AllowUnknown:     true,
+			AllowDynamicType: true,
+			AllowNull:        true,
+			AllowMarked:      true,
+		}},
+		Type: func(args []cty.Value) (cty.Type, error) { return args[0].Type(), nil },
+		Impl: func(args []cty.Value, retType cty.Type) (cty.Value, error) {
+			v := args[0]
+			uv, _ := v.Unmark()
+			if !uv.IsKnown() || uv.IsNull() {
+				return v, nil
+			}
+			if b != nil && b.failed != nil {
+				return cty.UnknownVal(retType), nil
+			}
+			switch uv.Type() {
+			case cty.Number:
+				if numberTooLarge(uv.AsBigFloat()) {
+					return cty.NilVal, fmt.Errorf("the template would write out a number with an exponent beyond %d", MaxNumberExponent)
+				}
+			case cty.String:
+				if err := b.charge(0, int64(len(uv.AsString()))); err != nil {
+					return cty.NilVal, err
+				}
+			}
+			return v, nil
+		},
 	})
 }
 

@@ -309,8 +309,12 @@ func TestEvaluationBudget(t *testing.T) {
 		require.False(t, diags.HasErrors(), "%v", diags)
 		boundSyntax(file.Body)
 		attrs, _ := file.Body.JustAttributes()
-		ctx, b := boundedContext(&hcl.EvalContext{Variables: map[string]cty.Value{"l": numbers(30)}}, nil)
+		ctx, b := boundedContext(&hcl.EvalContext{Variables: map[string]cty.Value{
+			"l": numbers(30),
+			"s": cty.StringVal(strings.Repeat("s", 100)),
+		}}, nil)
 		b.elements = elements
+		b.bytes = elements
 		v, diags := attrs["x"].Expr.Value(ctx)
 		return v, b.addFailure(diags, attrs["x"].Expr.Range())
 	}
@@ -321,6 +325,8 @@ func TestEvaluationBudget(t *testing.T) {
 		`can([for a in l : [for b in l : 1]])`:                        `Call to function "can" failed`,
 		`"%{for a in l}%{for b in l}x%{endfor}%{endfor}"`:             "the for expression iterates over 30 elements",
 		`{for a in l : a => [for b in l : [for c in l : "${a}"]]...}`: "the for expression iterates over 30 elements",
+		`"${s}${s}${s}${s}${s}${s}"`:                                  `Call to function "template part" failed: the expression would build more than`,
+		`[for a in l : "${s}-${s}"]`:                                  `the expression would build more than`,
 	} {
 		v, diags := eval(t, expr, 500)
 		require.True(t, diags.HasErrors(), "%s gave %#v", expr, v)
@@ -377,6 +383,26 @@ func TestNumberLimits(t *testing.T) {
 	_, diags = task.Vars(map[string]string{"n": "1e100000000"})
 	require.Len(t, diags, 1)
 	require.Contains(t, diags[0].Detail, "holds a number")
+	// A typed default converted from a string is refused when a template
+	// would write it out.
+	task, diags = Parse("d.hcl", []byte(`task "t" {
+  variable "n" {
+    type    = number
+    default = "1e99999999"
+  }
+  step "a" {
+    plugin = "a.wasm"
+    input  = "n=${var.n}"
+  }
+}
+`), Options{})
+	require.False(t, diags.HasErrors(), "%v", diags)
+	vals, diags := task.Vars(nil)
+	require.False(t, diags.HasErrors(), "%v", diags)
+	_, diags = task.Steps[0].EvalInput(Scope{TaskID: "t", Vars: vals})
+	require.True(t, diags.HasErrors())
+	require.Contains(t, diags.Error(), "write out a number with an exponent beyond 10000")
+
 	task.Variables[0].Type = cty.List(cty.Number)
 	_, diags = task.Vars(map[string]string{"n": `["1e100000000"]`})
 	require.Len(t, diags, 1)

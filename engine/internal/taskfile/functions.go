@@ -26,8 +26,9 @@ func newFunctions(b *budget, names []string) map[string]function.Function {
 			names = append(names, name)
 		}
 	}
-	funcs := make(map[string]function.Function, len(names)+1)
+	funcs := make(map[string]function.Function, len(names)+2)
 	funcs[forFunc] = forCollectionFunc(b)
+	funcs[templatePartFunc] = templatePart(b)
 	for _, name := range names {
 		f, ok := baseFunctions[name]
 		if !ok {
