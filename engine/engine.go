@@ -128,14 +128,13 @@ func (e *Engine) Submit(ctx context.Context, path string, o SubmitOptions) (*sto
 			return nil, false, fmt.Errorf("step %q: plugin %s changed while the task was being submitted; submit again", step, pin.Path)
 		}
 	}
-	task, created, err := e.store.SubmitWithModules(ctx, store.NewTask{
+	// The output quota is kept with the task; the other limits reach the
+	// store with each write they bound.
+	quota := int64(sub.Task.Limits.OutputBytes)
+	return e.store.SubmitWithModules(ctx, store.NewTask{
 		Name: sub.Task.Name, Steps: sub.Steps, Manifest: sub.Manifest, IdempotencyKey: o.IdempotencyKey,
+		OutputQuota: &quota,
 	}, modules)
-	if err == nil && created && sub.Task.Limits.OutputBytes != store.DefaultOutputQuota {
-		// The other limits reach the store with each write they bound.
-		err = e.store.SetOutputQuota(ctx, task.ID, int64(sub.Task.Limits.OutputBytes))
-	}
-	return task, created, err
 }
 
 // WorkOptions configure Work.

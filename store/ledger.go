@@ -34,6 +34,10 @@ type NewTask struct {
 	// IdempotencyKey makes Submit return the existing task created with the
 	// same key instead of creating another.
 	IdempotencyKey string
+	// OutputQuota is the task's output_bytes quota; nil means
+	// DefaultOutputQuota. It is written with the task, so no output is ever
+	// committed under another quota.
+	OutputQuota *int64
 }
 
 // Submit creates a queued task and plans its first step. It returns the task
@@ -77,6 +81,11 @@ func (s *Store) Submit(ctx context.Context, nt NewTask) (*Task, bool, error) {
 		}
 		if err := t.put(activeKey(task.ID), nil); err != nil {
 			return err
+		}
+		if q := nt.OutputQuota; q != nil && *q != DefaultOutputQuota {
+			if err := t.putJSON(outputLimitKey(task.ID), *q); err != nil {
+				return err
+			}
 		}
 		id := task.ID
 		t.after(func(x *index) { x.addActive(id) })

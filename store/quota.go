@@ -2,7 +2,6 @@ package store
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -156,17 +155,8 @@ func (t *tx) chargeArtifact(task, hexSum string, n, limit int64) error {
 	return t.putJSON(quotaKey(task), u)
 }
 
-// SetOutputQuota sets the output_bytes quota of task id (DefaultOutputQuota
-// when never set), as its task file's limits block says.
-func (s *Store) SetOutputQuota(ctx context.Context, id string, limit int64) error {
-	return s.update(ctx, func(t *tx) error {
-		t.durable = true
-		return t.putJSON(outputLimitKey(id), limit)
-	})
-}
-
-// DefaultOutputQuota is the output_bytes quota of a task whose quota was not
-// set with SetOutputQuota.
+// DefaultOutputQuota is the output_bytes quota of a task submitted without
+// one (NewTask.OutputQuota).
 const DefaultOutputQuota = 256 << 20
 
 func outputLimitKey(task string) []byte { return []byte("q/" + task + "/output_limit") }

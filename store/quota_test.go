@@ -20,8 +20,8 @@ func (b *testBundle) usage(t *testing.T, id string) Usage {
 func TestOutputQuotaFailsTheUnit(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	task := b.submit(t, plainSteps("a", "b"))
-	require.NoError(t, b.s.SetOutputQuota(b.ctx, task.ID, 100))
+	task, _, err := b.s.Submit(b.ctx, NewTask{Name: "t", Steps: plainSteps("a", "b"), OutputQuota: new(int64(100))})
+	require.NoError(t, err)
 	l := b.claim1(t, "w")
 	out := `"` + strings.Repeat("x", 60) + `"`
 	b.done(t, l, out)
