@@ -18,18 +18,29 @@ var functions = newFunctions(nil, nil)
 // the names Terraform gives them, each checked (checkedFunc): a result too
 // large is refused, before it is built where its size can be known from the
 // arguments, and what each call builds is charged to b (nil: not charged).
-// With names it returns only those (the others would cost time to wrap for
-// nothing); with nil, all.
+// The functions boundSyntax inserts (forFunc, templatePartFunc) are
+// among them. With names it returns only those named (the others would
+// cost time to wrap for nothing); with nil, all.
 func newFunctions(b *budget, names []string) map[string]function.Function {
 	if names == nil {
+		names = []string{forFunc, templatePartFunc}
 		for name := range baseFunctions {
 			names = append(names, name)
 		}
 	}
-	funcs := make(map[string]function.Function, len(names)+2)
-	funcs[forFunc] = forCollectionFunc(b)
-	funcs[templatePartFunc] = templatePart(b)
+	funcs := make(map[string]function.Function, len(names))
 	for _, name := range names {
+		if _, done := funcs[name]; done {
+			continue
+		}
+		switch name {
+		case forFunc:
+			funcs[name] = forCollectionFunc(b)
+			continue
+		case templatePartFunc:
+			funcs[name] = templatePart(b)
+			continue
+		}
 		f, ok := baseFunctions[name]
 		if !ok {
 			continue
