@@ -51,7 +51,7 @@ func runSerial(b *testing.B, wasm, input string, noSync bool) {
 		t, _, err := e.Submit(ctx, path, engine.SubmitOptions{})
 		require.NoError(b, err)
 		require.NoError(b, e.Work(ctx, engine.WorkOptions{Task: t.ID, ExitWhenIdle: true}))
-		got, err := e.Store().Task(ctx, t.ID)
+		got, err := e.Task(ctx, t.ID)
 		require.NoError(b, err)
 		require.Equal(b, store.Succeeded, got.Status, got.Reason)
 	}
@@ -108,13 +108,13 @@ task "fan" {
 				t, _, err := e.Submit(ctx, path, engine.SubmitOptions{})
 				require.NoError(b, err)
 				require.NoError(b, e.Work(ctx, engine.WorkOptions{Task: t.ID, Concurrency: 16, ExitWhenIdle: true}))
-				got, err := e.Store().Task(ctx, t.ID)
+				got, err := e.Task(ctx, t.ID)
 				require.NoError(b, err)
 				require.Equal(b, store.Succeeded, got.Status, got.Reason)
 			}
 			b.StopTimer()
 			b.ReportMetric(float64(b.N*items)/b.Elapsed().Seconds(), "units/s")
-			if syncs, ops := e.Store().SyncStats(); syncs > 0 {
+			if syncs, ops := engine.StoreOf(e).SyncStats(); syncs > 0 {
 				b.ReportMetric(float64(ops)/float64(syncs), "ops/sync")
 			}
 			b.ReportMetric(0, "ns/op")

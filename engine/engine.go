@@ -4,17 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/hashicorp/hcl/v2"
 
 	"github.com/lhengine/lhengine/engine/internal/guest"
 	"github.com/lhengine/lhengine/engine/internal/plan"
-	"github.com/lhengine/lhengine/engine/internal/taskfile"
 	"github.com/lhengine/lhengine/engine/internal/worker"
 	"github.com/lhengine/lhengine/store"
 )
@@ -26,13 +23,6 @@ const (
 	Version    = plan.EngineVersion
 	ABIVersion = guest.ABIVersion
 )
-
-// InvalidTaskError is returned for a task file that does not validate. Its
-// Diagnostics keep their source ranges; render them with WriteDiagnostics.
-type InvalidTaskError = plan.InvalidTaskError
-
-// PluginInfo describes a plugin module: ABI version, imports, exports.
-type PluginInfo = guest.Info
 
 // Config configures Open.
 type Config struct {
@@ -88,9 +78,6 @@ func (e *Engine) Close(ctx context.Context) error {
 	return errors.Join(e.rt.Close(ctx), e.store.Close())
 }
 
-// Store is the ledger, for reading records.
-func (e *Engine) Store() *store.Store { return e.store }
-
 // SubmitOptions are the optional parts of a submission.
 type SubmitOptions struct {
 	Vars           map[string]string // raw --var values
@@ -120,6 +107,10 @@ func (e *Engine) Submit(ctx context.Context, path string, o SubmitOptions) (*sto
 		return nil
 	}
 	sub, err := plan.Prepare(ctx, path, o.Vars, check)
+	var inv *plan.InvalidTaskError
+	if errors.As(err, &inv) {
+		return nil, false, &InvalidTaskError{Diagnostics: &Diagnostics{diags: inv.Diagnostics, files: inv.Files}}
+	}
 	if err != nil {
 		return nil, false, err
 	}
@@ -206,21 +197,4 @@ func (e *Engine) CheckPlugins(id string) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// Validate parses and validates a task file, checking its plugin files.
-// files holds the sources the diagnostics refer to.
-func Validate(ctx context.Context, path string) (files map[string][]byte, diags hcl.Diagnostics) {
-	_, files, diags = plan.Validate(ctx, path, nil)
-	return files, diags
-}
-
-// WriteDiagnostics renders diagnostics with file:line:col and source excerpts.
-func WriteDiagnostics(w io.Writer, files map[string][]byte, diags hcl.Diagnostics, width uint, color bool) error {
-	return taskfile.WriteDiagnostics(w, files, diags, width, color)
-}
-
-// InspectPlugin describes a module without running it.
-func InspectPlugin(ctx context.Context, wasm []byte) (PluginInfo, error) {
-	return guest.Inspect(ctx, wasm)
 }

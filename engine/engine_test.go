@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -71,7 +72,7 @@ func (b *testBundle) submit(t *testing.T, vars map[string]string) *store.Task {
 func (b *testBundle) work(t *testing.T, id string) *store.Task {
 	t.Helper()
 	require.NoError(t, b.e.Work(b.ctx, engine.WorkOptions{Task: id, Concurrency: 4, ExitWhenIdle: true}))
-	task, err := b.e.Store().Task(b.ctx, id)
+	task, err := b.e.Task(b.ctx, id)
 	require.NoError(t, err)
 	return task
 }
@@ -79,7 +80,7 @@ func (b *testBundle) work(t *testing.T, id string) *store.Task {
 func (b *testBundle) output(t *testing.T, id, step string) string {
 	t.Helper()
 	var out json.RawMessage
-	require.NoError(t, b.e.Store().Read(func(r *store.Reader) error {
+	require.NoError(t, b.e.Read(func(r *store.Reader) error {
 		task, err := r.Task(id)
 		require.NoError(t, err)
 		for i, s := range task.Steps {
@@ -289,7 +290,7 @@ task "long" {
 		}
 	}})
 	require.ErrorIs(t, err, context.Canceled)
-	before, err := b.e.Store().Task(b.ctx, task.ID)
+	before, err := b.e.Task(b.ctx, task.ID)
 	require.NoError(t, err)
 	done, _ := before.Progress()
 	require.Equal(t, 5, done)
@@ -300,7 +301,7 @@ task "long" {
 	require.JSONEq(t, `{"mode":"echo","n":12}`, string(got.Output))
 	// Every unit committed exactly once: 1 + 12 + 1 attempts that succeeded,
 	// and no committed unit ran again.
-	require.NoError(t, b.e.Store().Read(func(r *store.Reader) error {
+	require.NoError(t, b.e.Read(func(r *store.Reader) error {
 		for step := range 3 {
 			as, err := r.Attempts(task.ID, step)
 			require.NoError(t, err)
@@ -350,7 +351,7 @@ task "pinned" {
 			got := b.work(t, task.ID)
 			require.Equal(t, store.Succeeded, got.Status, got.Reason)
 			require.JSONEq(t, `{"mode":"echo","n":2}`, string(got.Output))
-			require.NoError(t, b.e.Store().Read(func(r *store.Reader) error {
+			require.NoError(t, b.e.Read(func(r *store.Reader) error {
 				m, err := r.Manifest(task.ID)
 				require.NoError(t, err)
 				require.Equal(t, path, m.Plugins["a"].Path, "the manifest keeps the path for display")
@@ -372,8 +373,13 @@ task "bad" {
 	_, _, err := b.e.Submit(b.ctx, filepath.Join(b.dir, "task.hcl"), engine.SubmitOptions{})
 	var inv *engine.InvalidTaskError
 	require.ErrorAs(t, err, &inv)
-	require.NotEmpty(t, inv.Diagnostics)
-	require.Equal(t, 5, inv.Diagnostics[0].Subject.Start.Line)
+	list := inv.Diagnostics.List()
+	require.NotEmpty(t, list)
+	require.True(t, list[0].Error)
+	require.Contains(t, list[0].Range, "task.hcl:5,")
+	var out strings.Builder
+	require.NoError(t, inv.Diagnostics.Write(&out, 0, false))
+	require.Contains(t, out.String(), "input  = step.b.output", "the rendering quotes the source")
 }
 
 func TestStepsShareTheTaskWorkspaceAndReadOnlyMounts(t *testing.T) {

@@ -40,6 +40,6 @@ task "outputs" {
 	require.Contains(t, got.Failure.Message, "output_bytes quota is exhausted")
 	require.Equal(t, 2, got.Attempts, "a quota refusal is not retried")
 	var u store.Usage
-	require.NoError(t, b.e.Store().Read(func(r *store.Reader) (err error) { u, err = r.Usage(task.ID); return err }))
+	require.NoError(t, b.e.Read(func(r *store.Reader) (err error) { u, err = r.Usage(task.ID); return err }))
 	require.Equal(t, int64(len(`{"mode":"echo","text":"0123456789012345678901234567890123456789"}`)), u.Outputs)
 }

@@ -48,7 +48,7 @@ func TestRemoveAndGCReclaimTheStore(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, rep.Blobs, "the one module the tasks shared")
 	require.Zero(t, rep.Orphans)
-	require.NoError(t, b.e.Store().Read(func(r *store.Reader) error {
+	require.NoError(t, b.e.Read(func(r *store.Reader) error {
 		tasks, err := r.Tasks()
 		require.NoError(t, err)
 		require.Empty(t, tasks)
@@ -64,7 +64,7 @@ func TestRemoveRefusesATaskThatIsNotFinished(t *testing.T) {
 	var nf *engine.NotFinishedError
 	require.ErrorAs(t, err, &nf)
 	require.Equal(t, store.Queued, nf.Status)
-	got, err := b.e.Store().Task(b.ctx, task.ID)
+	got, err := b.e.Task(b.ctx, task.ID)
 	require.NoError(t, err)
 	require.Equal(t, store.Queued, got.Status)
 }
@@ -107,7 +107,7 @@ func TestTaskOfAnOlderEngineRunsFromItsPath(t *testing.T) {
 	first := b.submit(t, nil)
 	var m *store.Manifest
 	var steps []store.StepState
-	require.NoError(t, b.e.Store().Read(func(r *store.Reader) error {
+	require.NoError(t, b.e.Read(func(r *store.Reader) error {
 		var err error
 		m, err = r.Manifest(first.ID)
 		return err
@@ -115,16 +115,16 @@ func TestTaskOfAnOlderEngineRunsFromItsPath(t *testing.T) {
 	for _, s := range first.Steps {
 		steps = append(steps, store.StepState{Name: s.Name, Limit: s.Limit})
 	}
-	_, err := b.e.Store().Cancel(b.ctx, first.ID, "")
+	_, err := b.e.Cancel(b.ctx, first.ID, "")
 	require.NoError(t, err)
 	require.NoError(t, b.e.Remove(b.ctx, first.ID))
 	rep, err := b.e.GC(b.ctx, engine.GCOptions{})
 	require.NoError(t, err)
 	require.Equal(t, 1, rep.Blobs)
 
-	old, _, err := b.e.Store().Submit(b.ctx, store.NewTask{Name: "old", Steps: steps, Manifest: *m})
+	old, _, err := engine.StoreOf(b.e).Submit(b.ctx, store.NewTask{Name: "old", Steps: steps, Manifest: *m})
 	require.NoError(t, err)
-	_, err = b.e.Store().Module(m.Plugins["a"].SHA256)
+	_, err = engine.StoreOf(b.e).Module(m.Plugins["a"].SHA256)
 	require.ErrorIs(t, err, store.ErrNotFound)
 	require.NoError(t, b.e.CheckPlugins(old.ID))
 
@@ -196,7 +196,7 @@ task "artifacts" {
 	rep, err := b.e.GC(b.ctx, engine.GCOptions{})
 	require.NoError(t, err)
 	require.Zero(t, rep.Blobs+rep.Orphans, "the artifact and the module are referred to")
-	n, size, err := b.e.Store().ReadArtifact(items[0].Ref, 0, make([]byte, 16))
+	n, size, err := b.e.ReadArtifact(items[0].Ref, 0, make([]byte, 16))
 	require.NoError(t, err)
 	require.Equal(t, 16, n)
 	require.Equal(t, int64(2<<20), size)

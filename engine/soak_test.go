@@ -51,7 +51,7 @@ func BenchmarkSequentialTasksRSS(b *testing.B) {
 		t, _, err := e.Submit(ctx, path, engine.SubmitOptions{})
 		require.NoError(b, err)
 		require.NoError(b, e.Work(ctx, engine.WorkOptions{Task: t.ID, ExitWhenIdle: true}))
-		got, err := e.Store().Task(ctx, t.ID)
+		got, err := e.Task(ctx, t.ID)
 		require.NoError(b, err)
 		require.Equal(b, store.Succeeded, got.Status, got.Reason)
 		if i+1 == warm {

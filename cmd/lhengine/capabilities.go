@@ -62,7 +62,7 @@ func (a *app) artifactCmd() *cobra.Command {
 				}
 				buf := make([]byte, store.ArtifactChunk)
 				for off := int64(0); ; {
-					n, _, err := e.Store().ReadArtifact(args[0], off, buf)
+					n, _, err := e.ReadArtifact(args[0], off, buf)
 					if err != nil {
 						return err
 					}
@@ -138,7 +138,7 @@ func (a *app) effectCmd() *cobra.Command {
 					if step < 0 {
 						return fmt.Errorf("task %s has no step %q", t.ID, args[1])
 					}
-					eff, err := e.Store().ResolveEffect(cmd.Context(), t.ID, step, item, args[2], confirm, note)
+					eff, err := e.ResolveEffect(cmd.Context(), t.ID, step, item, args[2], confirm, note)
 					if err != nil {
 						return err
 					}

@@ -67,7 +67,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	var inv *engine.InvalidTaskError
 	if errors.As(err, &inv) {
-		_ = engine.WriteDiagnostics(stderr, inv.Files, inv.Diagnostics, 0, false)
+		_ = inv.Diagnostics.Write(stderr, 0, false)
 		return exitFailed
 	}
 	if ctx.Err() != nil {
@@ -156,7 +156,7 @@ func (a *app) withEngine(ctx context.Context, fn func(*engine.Engine) error) err
 
 // read opens the store and runs fn with a reader.
 func (a *app) read(ctx context.Context, fn func(*store.Reader) error) error {
-	return a.withEngine(ctx, func(e *engine.Engine) error { return e.Store().Read(fn) })
+	return a.withEngine(ctx, func(e *engine.Engine) error { return e.Read(fn) })
 }
 
 // readTask opens the store and runs fn with a reader and the task ref names
@@ -174,7 +174,7 @@ func (a *app) readTask(ctx context.Context, ref string, fn func(*store.Reader, *
 // findTask resolves a task id or unique id prefix on an open engine.
 func findTask(e *engine.Engine, ref string) (*store.Task, error) {
 	var t *store.Task
-	err := e.Store().Read(func(r *store.Reader) error {
+	err := e.Read(func(r *store.Reader) error {
 		var err error
 		t, err = r.FindTask(ref)
 		return err

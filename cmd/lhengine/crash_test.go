@@ -104,7 +104,7 @@ func TestSIGKILLAtChosenPointsLosesAndRepeatsNothing(t *testing.T) {
 	e, err := engine.Open(context.Background(), engine.Config{Home: b.home})
 	require.NoError(t, err)
 	defer e.Close(context.Background())
-	require.NoError(t, e.Store().Read(func(r *store.Reader) error {
+	require.NoError(t, e.Read(func(r *store.Reader) error {
 		task, err := r.Task(id)
 		require.NoError(t, err)
 		require.Equal(t, store.Succeeded, task.Status, task.Reason)

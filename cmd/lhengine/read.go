@@ -259,7 +259,7 @@ func (a *app) eventsCmd() *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.withEngine(cmd.Context(), func(e *engine.Engine) error {
-				return a.events(cmd.Context(), e.Store(), args[0], follow)
+				return a.events(cmd.Context(), e, args[0], follow)
 			})
 		},
 	}
@@ -267,7 +267,7 @@ func (a *app) eventsCmd() *cobra.Command {
 	return cmd
 }
 
-func (a *app) events(ctx context.Context, s *store.Store, ref string, follow bool) error {
+func (a *app) events(ctx context.Context, s *engine.Engine, ref string, follow bool) error {
 	var next uint64
 	enc := json.NewEncoder(a.stdout)
 	for {

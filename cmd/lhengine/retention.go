@@ -98,7 +98,7 @@ recently. Like every command, gc needs the home to itself: stop workers first.`,
 				// What gc deleted was in Badger's in-memory table until the
 				// close above: only now can its value-log space come back.
 				if err := a.withEngine(cmd.Context(), func(e *engine.Engine) error {
-					n, err := e.Store().ReclaimSpace(cmd.Context())
+					n, err := e.ReclaimSpace(cmd.Context())
 					rep.VlogFiles += n
 					return err
 				}); err != nil {

@@ -84,7 +84,7 @@ func (a *app) validateCmd() *cobra.Command {
 		Short: "Check a task file; errors show file:line:col with a source excerpt",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			files, diags := engine.Validate(cmd.Context(), args[0])
+			diags := engine.Validate(cmd.Context(), args[0])
 			if a.json() {
 				type diag struct {
 					Severity string `json:"severity"`
@@ -93,24 +93,18 @@ func (a *app) validateCmd() *cobra.Command {
 					Range    string `json:"range,omitempty"`
 				}
 				out := []diag{}
-				for _, d := range diags {
+				for _, d := range diags.List() {
 					sev := "error"
-					if d.Severity != 1 {
+					if !d.Error {
 						sev = "warning"
 					}
-					r := ""
-					if d.Subject != nil {
-						r = d.Subject.String()
-					}
-					out = append(out, diag{sev, d.Summary, d.Detail, r})
+					out = append(out, diag{sev, d.Summary, d.Detail, d.Range})
 				}
 				if err := a.printJSON(map[string]any{"valid": !diags.HasErrors(), "diagnostics": out}); err != nil {
 					return err
 				}
-			} else if len(diags) > 0 {
-				if err := engine.WriteDiagnostics(a.stderr, files, diags, 0, false); err != nil {
-					return err
-				}
+			} else if err := diags.Write(a.stderr, 0, false); err != nil {
+				return err
 			}
 			if diags.HasErrors() {
 				return &exitError{code: exitFailed}
@@ -206,7 +200,7 @@ func (a *app) resumeCmd() *cobra.Command {
 					return fmt.Errorf("cannot resume task %s: %w\na task submitted before modules were kept in the store runs from its plugin files: restore the file(s) it was submitted with and resume again", t.ID, err)
 				}
 				if t.Status == store.Paused {
-					if t, err = e.Store().Resume(cmd.Context(), t.ID); err != nil {
+					if t, err = e.Resume(cmd.Context(), t.ID); err != nil {
 						return err
 					}
 				}
@@ -242,7 +236,7 @@ func (a *app) workTask(ctx context.Context, e *engine.Engine, id string, conc in
 		}
 		return err
 	}
-	t, err := e.Store().Task(ctx, id)
+	t, err := e.Task(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -354,7 +348,7 @@ func (a *app) cancelCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				t, err = e.Store().Cancel(cmd.Context(), t.ID, reason)
+				t, err = e.Cancel(cmd.Context(), t.ID, reason)
 				if err != nil {
 					return err
 				}

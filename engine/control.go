@@ -1,0 +1,52 @@
+package engine
+
+import (
+	"context"
+
+	"github.com/lhengine/lhengine/store"
+)
+
+// The read and control side of an Engine: what a program that embeds
+// lhengine (a CLI, a server, a dashboard) needs to watch and steer tasks.
+// Records are the store's types (store.Task, store.Event, ...), the leaf
+// types both sides share; the lease protocol (claim, heartbeat, commit,
+// effect journal writes) stays behind Work.
+
+// Read runs fn with a read-only view of the ledger: one consistent snapshot.
+func (e *Engine) Read(fn func(r *store.Reader) error) error { return e.store.Read(fn) }
+
+// Task returns one task record.
+func (e *Engine) Task(ctx context.Context, id string) (*store.Task, error) {
+	return e.store.Task(ctx, id)
+}
+
+// Cancel cancels a task that has not finished; attempts in flight lose
+// their leases. It returns store.ErrTerminal for a finished task.
+func (e *Engine) Cancel(ctx context.Context, id, reason string) (*store.Task, error) {
+	return e.store.Cancel(ctx, id, reason)
+}
+
+// Resume makes a paused task runnable again.
+func (e *Engine) Resume(ctx context.Context, id string) (*store.Task, error) {
+	return e.store.Resume(ctx, id)
+}
+
+// ResolveEffect settles, as a human decided, an effect whose outcome is
+// unknown: confirmed (it happened) or not (send it again on the next
+// attempt). note is recorded with the decision.
+func (e *Engine) ResolveEffect(ctx context.Context, task string, step, item int, key string, confirmed bool, note string) (*store.Effect, error) {
+	return e.store.ResolveEffect(ctx, task, step, item, key, confirmed, note)
+}
+
+// ReadArtifact copies up to len(buf) bytes of the artifact ref from offset
+// into buf; it returns how many, and the artifact's size.
+func (e *Engine) ReadArtifact(ref string, offset int64, buf []byte) (n int, size int64, err error) {
+	return e.store.ReadArtifact(ref, offset, buf)
+}
+
+// ReclaimSpace gives back the value-log space of records deleted before
+// this engine was opened (run it after GC, in a new Engine) and reports how
+// many value-log files it rewrote.
+func (e *Engine) ReclaimSpace(ctx context.Context) (files int, err error) {
+	return e.store.ReclaimSpace(ctx)
+}
