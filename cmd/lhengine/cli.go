@@ -126,6 +126,7 @@ Exit codes: 0 success; 1 error, invalid task file, or a task that did not succee
 		a.artifactsCmd(), a.artifactCmd(), a.effectsCmd(), a.effectCmd(),
 		a.storeCmd(),
 		a.rmCmd(), a.gcCmd(),
+		a.benchCmd(),
 	)
 	return root
 }

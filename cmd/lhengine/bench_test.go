@@ -1,0 +1,111 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lhengine/lhengine/internal/benchrun"
+	"github.com/lhengine/lhengine/internal/testwasm"
+)
+
+// benchArgs are the smallest sizes that still run every figure.
+var benchArgs = []string{"bench", "--rounds", "1", "--items", "40", "--steps", "5", "--concurrency", "4"}
+
+// TestBenchTable: `lhengine bench` prints one row per figure, the engine's
+// rows with what they are compared with and a ratio, and leaves nothing
+// behind in --home. Timings are not checked.
+func TestBenchTable(t *testing.T) {
+	t.Parallel()
+	wasm := testwasm.BuildC(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/c/pipeline.c"))
+	home := filepath.Join(t.TempDir(), "home")
+	var out, errb bytes.Buffer
+	code := run(context.Background(), append([]string{"--home", home}, append(benchArgs, "--plugin", wasm)...), &out, &errb)
+	require.Equal(t, exitOK, code, errb.String())
+
+	rows := map[string]string{}
+	for _, line := range strings.Split(out.String(), "\n") {
+		if f := strings.Fields(line); len(f) > 0 {
+			rows[f[0]] = line
+		}
+	}
+	for _, name := range []string{"fsync", "badger-group-commit-4", "badger-group-commit-8", "wazero-instance"} {
+		require.Contains(t, rows, name, out.String())
+	}
+	require.Contains(t, rows, "serial-steps", out.String())
+	require.Contains(t, rows["serial-steps"], "fsync + wazero-instance", out.String())
+	require.Regexp(t, `\d+\.\d\dx`, rows["serial-steps"])
+	require.Contains(t, rows, "fan-out-c", out.String())
+	require.Contains(t, rows["fan-out-c"], "badger-group-commit-4", out.String())
+	require.NotContains(t, rows, "fan-out-go", "no --go-plugin, no Go row")
+	require.Contains(t, errb.String(), "round 1/1: serial-steps")
+
+	ents, err := os.ReadDir(home)
+	require.NoError(t, err)
+	require.Empty(t, ents, "bench left its directory in --home")
+}
+
+// TestBenchJSON: with -o json the report parses, has every figure with one
+// sample per round and a positive median, and compares the engine's
+// figures with their floors; --go-plugin adds the Go fan-out. Any plugin
+// answering echo serves for that row: the C one is passed, since compiling
+// a Go guest under the race detector takes half a minute on a small machine.
+func TestBenchJSON(t *testing.T) {
+	t.Parallel()
+	wasm := testwasm.BuildC(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/c/pipeline.c"))
+	home := filepath.Join(t.TempDir(), "home")
+	var out, errb bytes.Buffer
+	args := append([]string{"--home", home, "-o", "json"}, append(benchArgs, "--plugin", wasm, "--go-plugin", wasm)...)
+	code := run(context.Background(), args, &out, &errb)
+	require.Equal(t, exitOK, code, errb.String())
+	require.Empty(t, errb.String(), "no progress lines with -o json")
+
+	var rep benchrun.Report
+	require.NoError(t, json.Unmarshal(out.Bytes(), &rep), out.String())
+	require.Equal(t, 1, rep.Rounds)
+	require.Equal(t, 40, rep.Items)
+	var names []string
+	for _, f := range rep.Figures {
+		names = append(names, f.Name)
+		require.Len(t, f.Samples, 1, f.Name)
+		require.Positive(t, f.Median, f.Name)
+		switch f.Name {
+		case "serial-steps", "fan-out-c", "fan-out-go":
+			require.NotEmpty(t, f.Floor, f.Name)
+			require.Positive(t, f.Ratio, f.Name)
+		default:
+			require.Empty(t, f.Floor, f.Name)
+		}
+	}
+	require.Equal(t, []string{"fsync", "badger-group-commit-4", "badger-group-commit-8", "wazero-instance",
+		"serial-steps", "fan-out-c", "fan-out-go"}, names)
+	require.NoDirExists(t, rep.Dir)
+}
+
+// TestBenchUsage: bench without a plugin, or with a count out of range, is
+// a usage error that says what to pass, and creates nothing.
+func TestBenchUsage(t *testing.T) {
+	t.Parallel()
+	home := filepath.Join(t.TempDir(), "home")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"bench"}, "pass --plugin X.wasm"},
+		{[]string{"bench", "--plugin", "x.wasm", "--rounds", "0"}, "--rounds 0: want 1 to 100"},
+		{[]string{"bench", "--plugin", "x.wasm", "--items", "0"}, "--items 0: want 1 to 1000000"},
+		{[]string{"bench", "--plugin", "x.wasm", "--steps", "-1"}, "--steps -1"},
+	} {
+		var out, errb bytes.Buffer
+		code := run(context.Background(), append([]string{"--home", home}, tc.args...), &out, &errb)
+		require.Equal(t, exitUsage, code, "%v: %s", tc.args, errb.String())
+		require.Contains(t, errb.String(), tc.want, tc.args)
+		require.NoDirExists(t, home, tc.args)
+	}
+}

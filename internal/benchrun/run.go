@@ -1,0 +1,334 @@
+// Package benchrun measures, side by side on one disk, what the engine does
+// and the floors beneath it: a 4 KiB write and fsync, Badger's group commit,
+// and a fresh wazero instance of the step plugin. It backs `lhengine bench`.
+//
+// Run interleaves the figures over rounds (round r runs every figure once,
+// starting from a different one each round), so that a shared machine's
+// drift reaches every figure alike, and reports medians over rounds. All
+// loops are bounded by the Config's counts; nothing touches the network.
+package benchrun
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/lhengine/lhengine/engine"
+	"github.com/lhengine/lhengine/store"
+)
+
+// Limits of the counts in a Config.
+const (
+	MaxRounds = 100
+	MaxSteps  = 10_000
+	MaxItems  = 1_000_000
+)
+
+// Config says what Run measures and where.
+type Config struct {
+	// Dir is an existing, empty scratch directory; Run creates everything
+	// beneath it and leaves removing it to the caller.
+	Dir string
+	// Plugin is the step plugin: a WASI command module importing only
+	// wasi_snapshot_preview1 that answers {"mode":"echo"} with an output
+	// (testdata/guests/c/pipeline.c). Required.
+	Plugin string
+	// GoPlugin, if set, is a Go-SDK plugin answering {"mode":"echo"}
+	// (testdata/guests/go/conformance); it adds a fan-out figure.
+	GoPlugin string
+	Rounds   int // rounds of every figure; medians are over rounds
+	Steps    int // steps of the serial pipeline, and fsyncs per round
+	Items    int // items of each fan-out, and transactions and instances per round
+	// Concurrency of the fan-outs, and the smaller of Badger's two
+	// goroutine counts (the other is twice it).
+	Concurrency int
+	Logger      hclog.Logger
+	// Progress, if set, is called before each figure of each round.
+	Progress func(round int, figure string)
+}
+
+// Figure is one row of the report.
+type Figure struct {
+	Name    string    `json:"name"`
+	What    string    `json:"what"`
+	Unit    string    `json:"unit"`
+	Samples []float64 `json:"samples"` // one per round, in round order
+	Median  float64   `json:"median"`
+	// Floor names the figure (or sum of figures) this one is compared
+	// with; empty for the floors themselves.
+	Floor       string  `json:"floor,omitempty"`
+	FloorMedian float64 `json:"floor_median,omitempty"`
+	// Ratio is Median / FloorMedian, in this figure's unit: above 1 is
+	// slower for a time (ms), below 1 is slower for a rate (/s).
+	Ratio float64 `json:"ratio,omitempty"`
+}
+
+// Report is the result of Run.
+type Report struct {
+	Rounds      int      `json:"rounds"`
+	Steps       int      `json:"steps"`
+	Items       int      `json:"items"`
+	Concurrency int      `json:"concurrency"`
+	Dir         string   `json:"dir"`
+	GOOS        string   `json:"goos"`
+	GOARCH      string   `json:"goarch"`
+	CPUs        int      `json:"cpus"`
+	GoVersion   string   `json:"go_version"`
+	Engine      string   `json:"engine_version"`
+	Figures     []Figure `json:"figures"`
+}
+
+// Figure names, in table order.
+const (
+	FigFsync      = "fsync"
+	FigBadgerLow  = "badger-group-commit-%d"
+	FigInstance   = "wazero-instance"
+	FigSerial     = "serial-steps"
+	FigFanOutC    = "fan-out-c"
+	FigFanOutGo   = "fan-out-go"
+	floorSerialOf = FigFsync + " + " + FigInstance
+)
+
+// Check reports a Config whose counts are out of range.
+func (c Config) Check() error {
+	for _, f := range []struct {
+		name      string
+		v, lo, hi int
+	}{
+		{"rounds", c.Rounds, 1, MaxRounds},
+		{"steps", c.Steps, 1, MaxSteps},
+		{"items", c.Items, 1, MaxItems},
+		{"concurrency", c.Concurrency, 1, 1024},
+	} {
+		if f.v < f.lo || f.v > f.hi {
+			return fmt.Errorf("--%s %d: want %d to %d", f.name, f.v, f.lo, f.hi)
+		}
+	}
+	if c.Plugin == "" {
+		return errors.New("no step plugin: pass --plugin X.wasm (make bench-compare builds testdata/guests/c/pipeline.c and passes it)")
+	}
+	return nil
+}
+
+// Run measures every figure c.Rounds times, interleaved, and returns their
+// medians with ratios to their floors.
+func Run(ctx context.Context, c Config) (*Report, error) {
+	if err := c.Check(); err != nil {
+		return nil, err
+	}
+	if c.Logger == nil {
+		c.Logger = hclog.NewNullLogger()
+	}
+	wasm, err := os.ReadFile(c.Plugin)
+	if err != nil {
+		return nil, fmt.Errorf("reading the step plugin: %w", err)
+	}
+	var goWasm []byte
+	if c.GoPlugin != "" {
+		if goWasm, err = os.ReadFile(c.GoPlugin); err != nil {
+			return nil, fmt.Errorf("reading the Go plugin: %w", err)
+		}
+	}
+	tasks := filepath.Join(c.Dir, "tasks")
+	for _, d := range []string{tasks, filepath.Join(c.Dir, "badger")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, err
+		}
+	}
+	if err := writeTasks(tasks, c, wasm, goWasm); err != nil {
+		return nil, err
+	}
+
+	fs, err := newFsyncFloor(c.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("fsync floor: %w", err)
+	}
+	defer fs.close()
+	bg, err := newBadgerFloor(filepath.Join(c.Dir, "badger"))
+	if err != nil {
+		return nil, fmt.Errorf("badger floor: %w", err)
+	}
+	defer bg.close()
+	in, err := newInstanceFloor(ctx, wasm)
+	if err != nil {
+		return nil, fmt.Errorf("wazero floor: %w", err)
+	}
+	defer in.close(context.WithoutCancel(ctx))
+	e, err := engine.Open(ctx, engine.Config{Home: filepath.Join(c.Dir, "engine"), Logger: c.Logger})
+	if err != nil {
+		return nil, err
+	}
+	defer e.Close(context.WithoutCancel(ctx))
+
+	// One task of each plugin before the rounds, so that compiling the
+	// modules is not timed.
+	if _, err := runTask(ctx, e, filepath.Join(tasks, "warm.hcl"), 1); err != nil {
+		return nil, fmt.Errorf("warm-up task: %w", err)
+	}
+	if goWasm != nil {
+		if _, err := runTask(ctx, e, filepath.Join(tasks, "warm-go.hcl"), 1); err != nil {
+			return nil, fmt.Errorf("warm-up task of the Go plugin: %w", err)
+		}
+	}
+
+	lo, hi := c.Concurrency, 2*c.Concurrency
+	type measure struct {
+		fig *Figure
+		run func() (float64, error)
+	}
+	figs := []measure{
+		{&Figure{Name: FigFsync, What: "write 4 KiB + fsync, one file", Unit: "ms/op"},
+			func() (float64, error) { return fs.run(ctx, c.Steps) }},
+		{&Figure{Name: fmt.Sprintf(FigBadgerLow, lo), What: fmt.Sprintf("Badger SyncWrites, %d goroutines, small durable tx", lo), Unit: "tx/s"},
+			func() (float64, error) { return bg.run(ctx, lo, c.Items) }},
+		{&Figure{Name: fmt.Sprintf(FigBadgerLow, hi), What: fmt.Sprintf("Badger SyncWrites, %d goroutines, small durable tx", hi), Unit: "tx/s"},
+			func() (float64, error) { return bg.run(ctx, hi, c.Items) }},
+		{&Figure{Name: FigInstance, What: "plain wazero + WASI: fresh instance of the plugin, echo", Unit: "ms/op"},
+			func() (float64, error) { return in.run(ctx, c.Items) }},
+		{&Figure{Name: FigSerial, What: fmt.Sprintf("lhengine: %d serial steps, fsync on", c.Steps), Unit: "ms/step"},
+			func() (float64, error) {
+				d, err := runTask(ctx, e, filepath.Join(tasks, "serial.hcl"), 1)
+				return ms(d) / float64(c.Steps), err
+			}},
+		{&Figure{Name: FigFanOutC, What: fmt.Sprintf("lhengine: fan-out of %d items, C plugin, concurrency %d", c.Items, c.Concurrency), Unit: "units/s"},
+			func() (float64, error) {
+				d, err := runTask(ctx, e, filepath.Join(tasks, "fanout.hcl"), c.Concurrency)
+				return float64(c.Items) / d.Seconds(), err
+			}},
+	}
+	if goWasm != nil {
+		figs = append(figs, measure{&Figure{Name: FigFanOutGo, What: fmt.Sprintf("lhengine: fan-out of %d items, Go-SDK plugin, concurrency %d", c.Items, c.Concurrency), Unit: "units/s"},
+			func() (float64, error) {
+				d, err := runTask(ctx, e, filepath.Join(tasks, "fanout-go.hcl"), c.Concurrency)
+				return float64(c.Items) / d.Seconds(), err
+			}})
+	}
+
+	for r := range c.Rounds {
+		// Each round starts from a different figure, so no figure always
+		// follows the same one.
+		for k := range figs {
+			m := figs[(r+k)%len(figs)]
+			if c.Progress != nil {
+				c.Progress(r+1, m.fig.Name)
+			}
+			v, err := m.run()
+			if err != nil {
+				return nil, fmt.Errorf("round %d, %s: %w", r+1, m.fig.Name, err)
+			}
+			m.fig.Samples = append(m.fig.Samples, v)
+		}
+	}
+
+	rep := &Report{
+		Rounds: c.Rounds, Steps: c.Steps, Items: c.Items, Concurrency: c.Concurrency, Dir: c.Dir,
+		GOOS: runtime.GOOS, GOARCH: runtime.GOARCH, CPUs: runtime.NumCPU(), GoVersion: runtime.Version(),
+		Engine: engine.Version,
+	}
+	byName := map[string]*Figure{}
+	for _, m := range figs {
+		m.fig.Median = median(m.fig.Samples)
+		byName[m.fig.Name] = m.fig
+		rep.Figures = append(rep.Figures, *m.fig)
+	}
+	compare := func(name, floor string, floorMedian float64) {
+		for i := range rep.Figures {
+			if f := &rep.Figures[i]; f.Name == name && floorMedian > 0 {
+				f.Floor, f.FloorMedian, f.Ratio = floor, floorMedian, f.Median/floorMedian
+			}
+		}
+	}
+	// A serial step cannot share its sync, and runs one instance.
+	compare(FigSerial, floorSerialOf, byName[FigFsync].Median+byName[FigInstance].Median)
+	// A fan-out at concurrency c commits as c writers to Badger at most could.
+	low := byName[fmt.Sprintf(FigBadgerLow, lo)]
+	compare(FigFanOutC, low.Name, low.Median)
+	compare(FigFanOutGo, low.Name, low.Median)
+	return rep, nil
+}
+
+// runTask submits the task file at path, works it to the end and returns
+// how long that took. A task that does not succeed is an error.
+func runTask(ctx context.Context, e *engine.Engine, path string, concurrency int) (time.Duration, error) {
+	start := time.Now()
+	t, _, err := e.Submit(ctx, path, engine.SubmitOptions{})
+	if err != nil {
+		return 0, err
+	}
+	if err := e.Work(ctx, engine.WorkOptions{Name: "bench", Task: t.ID, Concurrency: concurrency, ExitWhenIdle: true}); err != nil {
+		return 0, err
+	}
+	elapsed := time.Since(start)
+	got, err := e.Task(ctx, t.ID)
+	if err != nil {
+		return 0, err
+	}
+	if got.Status != store.Succeeded {
+		return 0, fmt.Errorf("task %s (%s) ended %s: %s", t.ID, filepath.Base(path), got.Status, got.Reason)
+	}
+	return elapsed, nil
+}
+
+// writeTasks writes the plugins and the task files Run submits into dir.
+func writeTasks(dir string, c Config, wasm, goWasm []byte) error {
+	files := map[string][]byte{
+		"step.wasm":  wasm,
+		"warm.hcl":   []byte(serialTask("step.wasm", 1)),
+		"serial.hcl": []byte(serialTask("step.wasm", c.Steps)),
+		"fanout.hcl": []byte(fanOutTask("step.wasm", c.Items, c.Concurrency)),
+	}
+	if goWasm != nil {
+		files["warm-go.hcl"] = []byte(serialTask("go.wasm", 1))
+		files["go.wasm"] = goWasm
+		files["fanout-go.hcl"] = []byte(fanOutTask("go.wasm", c.Items, c.Concurrency))
+	}
+	for name, b := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func serialTask(plugin string, steps int) string {
+	var sb strings.Builder
+	sb.WriteString("task \"bench-serial\" {\n")
+	for i := range steps {
+		fmt.Fprintf(&sb, "  step \"s%d\" {\n    plugin = %q\n    input  = { mode = \"echo\" }\n  }\n", i, plugin)
+	}
+	sb.WriteString("}\n")
+	return sb.String()
+}
+
+func fanOutTask(plugin string, items, concurrency int) string {
+	return fmt.Sprintf(`task "bench-fan-out" {
+  step "each" {
+    plugin      = %q
+    for_each    = range(%d)
+    concurrency = %d
+    input       = { mode = "echo" }
+  }
+}
+`, plugin, items, concurrency)
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if n := len(s); n%2 == 1 {
+		return s[n/2]
+	} else {
+		return (s[n/2-1] + s[n/2]) / 2
+	}
+}
