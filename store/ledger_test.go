@@ -382,7 +382,9 @@ func TestEmptyFanOutCompletesAtOnce(t *testing.T) {
 
 func TestPlanningFailureFailsTheTask(t *testing.T) {
 	t.Parallel()
-	bad := func(context.Context, *Reader, *Task, int) ([]Item, error) { return nil, errors.New("for_each is a string") }
+	bad := func(context.Context, *Reader, *Task, int) ([]Item, error) {
+		return nil, errors.New("for_each is a string")
+	}
 	b := setup(t, bad)
 	b.submit(t, []StepState{{Name: "a"}, {Name: "each", FanOut: true}})
 	l := b.claim1(t, "w")
