@@ -3,7 +3,7 @@ GO      ?= go
 EXAMPLE := plugins/examples/report
 STEPS   := draft verify finalize
 
-.PHONY: all build plugins demo notify-demo deps test sdk-test cross bench fuzz clean
+.PHONY: all build plugins demo notify-demo deps test sdk-test cross bench bench-compare fuzz clean
 
 all: build plugins
 
@@ -70,6 +70,13 @@ bench: deps
 	$(GO) test -run '^$$' -bench . -benchtime 3x -count 3 ./engine/ ./store/
 	$(GO) test -run '^$$' -bench . -count 3 ./engine/internal/guest/
 	$(GO) test -run '^$$' -bench . -benchtime 200x -count 3 ./engine/internal/hostcall/
+
+# lhengine bench on this machine's disk: the engine's figures beside fsync,
+# Badger group commit and wazero, interleaved over rounds (docs/BENCHMARKS.md,
+# "Side by side"). Extra flags: make bench-compare BENCH_ARGS='--rounds 5'.
+bench-compare: deps build
+	clang-14 --target=wasm32-wasi -O2 -Wall -Werror -I plugins/sdk/c -o bin/pipeline.wasm testdata/guests/c/pipeline.c
+	./bin/lhengine bench --plugin bin/pipeline.wasm $(BENCH_ARGS)
 
 clean:
 	rm -rf bin $(EXAMPLE)/*.wasm plugins/examples/notify/*.wasm

@@ -40,7 +40,8 @@ WASI and answer {"mode":"echo"} with an output: testdata/guests/c/pipeline.c
 
 Everything is created in a new directory inside --home if --home or
 $LHENGINE_HOME is set, else in a new temporary directory, and removed at the
-end. Nothing touches the network.`,
+end; the table warns if that directory is in memory (tmpfs). Nothing touches
+the network.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := c.Check(); err != nil {
@@ -88,7 +89,11 @@ end. Nothing touches the network.`,
 func printBench(a *app, rep *benchrun.Report) error {
 	fmt.Fprintf(a.stdout, "lhengine bench: %d rounds, %d steps, %d items, concurrency %d; %s/%s, %d CPUs, %s\n",
 		rep.Rounds, rep.Steps, rep.Items, rep.Concurrency, rep.GOOS, rep.GOARCH, rep.CPUs, rep.GoVersion)
-	fmt.Fprintf(a.stdout, "disk: %s\n\n", filepath.Dir(rep.Dir))
+	fmt.Fprintf(a.stdout, "disk: %s\n", filepath.Dir(rep.Dir))
+	if rep.InMemory {
+		fmt.Fprintln(a.stdout, "WARNING: that directory is on tmpfs or ramfs: its syncs reach no disk; pass --home DIR on the disk to measure")
+	}
+	fmt.Fprintln(a.stdout)
 	tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "figure\tmedian\tcompared with (median)\tratio\twhat")
 	for _, f := range rep.Figures {

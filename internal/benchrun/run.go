@@ -73,17 +73,20 @@ type Figure struct {
 
 // Report is the result of Run.
 type Report struct {
-	Rounds      int      `json:"rounds"`
-	Steps       int      `json:"steps"`
-	Items       int      `json:"items"`
-	Concurrency int      `json:"concurrency"`
-	Dir         string   `json:"dir"`
-	GOOS        string   `json:"goos"`
-	GOARCH      string   `json:"goarch"`
-	CPUs        int      `json:"cpus"`
-	GoVersion   string   `json:"go_version"`
-	Engine      string   `json:"engine_version"`
-	Figures     []Figure `json:"figures"`
+	Rounds      int    `json:"rounds"`
+	Steps       int    `json:"steps"`
+	Items       int    `json:"items"`
+	Concurrency int    `json:"concurrency"`
+	Dir         string `json:"dir"`
+	GOOS        string `json:"goos"`
+	GOARCH      string `json:"goarch"`
+	CPUs        int    `json:"cpus"`
+	GoVersion   string `json:"go_version"`
+	Engine      string `json:"engine_version"`
+	// InMemory is true when Dir is on tmpfs or ramfs (Linux): its syncs
+	// reach no disk, so the figures say nothing about one.
+	InMemory bool     `json:"in_memory"`
+	Figures  []Figure `json:"figures"`
 }
 
 // Figure names, in table order.
@@ -231,7 +234,7 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 	rep := &Report{
 		Rounds: c.Rounds, Steps: c.Steps, Items: c.Items, Concurrency: c.Concurrency, Dir: c.Dir,
 		GOOS: runtime.GOOS, GOARCH: runtime.GOARCH, CPUs: runtime.NumCPU(), GoVersion: runtime.Version(),
-		Engine: engine.Version,
+		Engine: engine.Version, InMemory: inMemory(c.Dir),
 	}
 	byName := map[string]*Figure{}
 	for _, m := range figs {
