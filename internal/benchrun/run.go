@@ -311,16 +311,23 @@ func serialTask(plugin string, steps int) string {
 	return sb.String()
 }
 
+// fanOutTask is a task of one step fanning out over items numbers. The
+// list is built from ranges of at most 1,000 values, as range() gives at
+// most 1,024.
 func fanOutTask(plugin string, items, concurrency int) string {
+	var parts []string
+	for left := items; left > 0; left -= 1000 {
+		parts = append(parts, fmt.Sprintf("range(%d)", min(left, 1000)))
+	}
 	return fmt.Sprintf(`task "bench-fan-out" {
   step "each" {
     plugin      = %q
-    for_each    = range(%d)
+    for_each    = flatten([%s])
     concurrency = %d
     input       = { mode = "echo" }
   }
 }
-`, plugin, items, concurrency)
+`, plugin, strings.Join(parts, ", "), concurrency)
 }
 
 func median(xs []float64) float64 {

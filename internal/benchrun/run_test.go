@@ -1,0 +1,69 @@
+package benchrun
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lhengine/lhengine/engine"
+	"github.com/lhengine/lhengine/internal/testwasm"
+	"github.com/lhengine/lhengine/store"
+)
+
+// TestFanOutTaskItems: the fan-out task plans exactly the items asked for,
+// beyond range()'s limit of 1,024 values too (the default is 3,000).
+func TestFanOutTaskItems(t *testing.T) {
+	t.Parallel()
+	wasm := testwasm.BuildC(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/c/pipeline.c"))
+	dir := t.TempDir()
+	bin, err := os.ReadFile(wasm)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "step.wasm"), bin, 0o644))
+	ctx := context.Background()
+	e, err := engine.Open(ctx, engine.Config{Home: filepath.Join(dir, "home"), NoSync: true})
+	require.NoError(t, err)
+	defer e.Close(ctx)
+	for _, items := range []int{1, 1000, 1001, 3000, 2500} {
+		path := filepath.Join(dir, "fanout.hcl")
+		require.NoError(t, os.WriteFile(path, []byte(fanOutTask("step.wasm", items, 16)), 0o644))
+		task, _, err := e.Submit(ctx, path, engine.SubmitOptions{})
+		require.NoError(t, err, items)
+		var n int
+		require.NoError(t, e.Read(func(r *store.Reader) error {
+			var err error
+			units, err := r.Units(task.ID, 0)
+			n = len(units)
+			return err
+		}), items)
+		require.Equal(t, items, n)
+	}
+}
+
+// TestRunClosesEverything: Run with the smallest sizes reports every
+// figure, and returns with its Badger, wazero and engine closed (TestMain
+// checks that no goroutine is left) and its plugins and tasks beneath Dir.
+func TestRunClosesEverything(t *testing.T) {
+	t.Parallel()
+	wasm := testwasm.BuildC(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/c/pipeline.c"))
+	dir := t.TempDir()
+	rep, err := Run(context.Background(), Config{Dir: dir, Plugin: wasm, Rounds: 2, Steps: 2, Items: 8, Concurrency: 2})
+	require.NoError(t, err)
+	require.Len(t, rep.Figures, 6)
+	for _, f := range rep.Figures {
+		require.Len(t, f.Samples, 2, f.Name)
+	}
+	require.FileExists(t, filepath.Join(dir, "tasks", "serial.hcl"))
+}
+
+// TestRunRefusesHostImports: a plugin importing more than WASI cannot be
+// the plain-wazero floor; Run says so and what to use instead.
+func TestRunRefusesHostImports(t *testing.T) {
+	t.Parallel()
+	wasm := testwasm.BuildC(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/c/hostcalls.c"))
+	_, err := Run(context.Background(), Config{Dir: t.TempDir(), Plugin: wasm, Rounds: 1, Steps: 1, Items: 1, Concurrency: 1})
+	require.ErrorContains(t, err, "imports lhengine_v1.")
+	require.ErrorContains(t, err, "testdata/guests/c/pipeline.c")
+}
