@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"text/tabwriter"
 
@@ -95,15 +96,16 @@ func printBench(a *app, rep *benchrun.Report) error {
 	}
 	fmt.Fprintln(a.stdout)
 	tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "figure\tmedian\tcompared with (median)\tratio\twhat")
+	fmt.Fprintln(tw, "figure\tmedian\trounds (min-max)\tcompared with (median)\tratio\twhat")
 	for _, f := range rep.Figures {
 		value := num(f.Median) + " " + f.Unit
+		spread := num(slices.Min(f.Samples)) + "-" + num(slices.Max(f.Samples))
 		floor, ratio := "-", "-"
 		if f.Floor != "" {
-			floor = f.Floor + " " + num(f.FloorMedian) + " " + f.Unit
+			floor = f.Floor + " " + num(f.FloorMedian) + " " + f.FloorUnit
 			ratio = strconv.FormatFloat(f.Ratio, 'f', 2, 64) + "x"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", f.Name, value, floor, ratio, f.What)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", f.Name, value, spread, floor, ratio, f.What)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -10,10 +10,22 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"github.com/tetratelabs/wazero"
 
 	"github.com/lhengine/lhengine/internal/benchrun"
 	"github.com/lhengine/lhengine/internal/testwasm"
 )
+
+func TestMain(m *testing.M) {
+	// One wazero runtime before the parallel tests: wazero caches its
+	// version string without a lock when the first runtime is built, and
+	// bench builds one of its own beside the engines of other tests.
+	ctx := context.Background()
+	if err := wazero.NewRuntime(ctx).Close(ctx); err != nil {
+		panic(err)
+	}
+	os.Exit(m.Run())
+}
 
 // benchArgs are the smallest sizes that still run every figure.
 var benchArgs = []string{"bench", "--rounds", "1", "--items", "40", "--steps", "5", "--concurrency", "4"}

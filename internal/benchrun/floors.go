@@ -131,8 +131,19 @@ type instanceFloor struct {
 	req []byte
 }
 
+// newRuntimeMu serialises newInstanceFloor's construction of wazero
+// runtimes. wazero caches its version string the first time a runtime is
+// built, without a lock, so the first two runtimes of a process must not be
+// built at once; the engine serialises its own. Run builds this runtime
+// before opening the engine, so in one Run the first is built before the
+// second; a process running Run beside other engines (a test binary) builds
+// one runtime before starting them.
+var newRuntimeMu sync.Mutex
+
 func newInstanceFloor(ctx context.Context, wasm []byte) (*instanceFloor, error) {
+	newRuntimeMu.Lock()
 	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithCloseOnContextDone(true))
+	newRuntimeMu.Unlock()
 	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
 		rt.Close(ctx)
 		return nil, err

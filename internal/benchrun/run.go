@@ -66,6 +66,7 @@ type Figure struct {
 	// with; empty for the floors themselves.
 	Floor       string  `json:"floor,omitempty"`
 	FloorMedian float64 `json:"floor_median,omitempty"`
+	FloorUnit   string  `json:"floor_unit,omitempty"`
 	// Ratio is Median / FloorMedian, in this figure's unit: above 1 is
 	// slower for a time (ms), below 1 is slower for a rate (/s).
 	Ratio float64 `json:"ratio,omitempty"`
@@ -123,7 +124,7 @@ func (c Config) Check() error {
 
 // Run measures every figure c.Rounds times, interleaved, and returns their
 // medians with ratios to their floors.
-func Run(ctx context.Context, c Config) (*Report, error) {
+func Run(ctx context.Context, c Config) (rep *Report, err error) {
 	if err := c.Check(); err != nil {
 		return nil, err
 	}
@@ -150,26 +151,37 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 		return nil, err
 	}
 
-	fs, err := newFsyncFloor(c.Dir)
-	if err != nil {
-		return nil, fmt.Errorf("fsync floor: %w", err)
-	}
-	defer fs.close()
-	bg, err := newBadgerFloor(filepath.Join(c.Dir, "badger"))
-	if err != nil {
-		return nil, fmt.Errorf("badger floor: %w", err)
-	}
-	defer bg.close()
+	// Everything opened is closed before Run returns, and a failure to
+	// close is Run's error.
+	var closers []func() error
+	defer func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			if cerr := closers[i](); cerr != nil && err == nil {
+				rep, err = nil, cerr
+			}
+		}
+	}()
+	// The plain wazero runtime comes first: see newInstanceFloor.
 	in, err := newInstanceFloor(ctx, wasm)
 	if err != nil {
 		return nil, fmt.Errorf("wazero floor: %w", err)
 	}
-	defer in.close(context.WithoutCancel(ctx))
+	closers = append(closers, func() error { return in.close(context.WithoutCancel(ctx)) })
+	fs, err := newFsyncFloor(c.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("fsync floor: %w", err)
+	}
+	closers = append(closers, fs.close)
+	bg, err := newBadgerFloor(filepath.Join(c.Dir, "badger"))
+	if err != nil {
+		return nil, fmt.Errorf("badger floor: %w", err)
+	}
+	closers = append(closers, bg.close)
 	e, err := engine.Open(ctx, engine.Config{Home: filepath.Join(c.Dir, "engine"), Logger: c.Logger})
 	if err != nil {
 		return nil, err
 	}
-	defer e.Close(context.WithoutCancel(ctx))
+	closers = append(closers, func() error { return e.Close(context.WithoutCancel(ctx)) })
 
 	// One task of each plugin before the rounds, so that compiling the
 	// modules is not timed.
@@ -231,7 +243,7 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 		}
 	}
 
-	rep := &Report{
+	rep = &Report{
 		Rounds: c.Rounds, Steps: c.Steps, Items: c.Items, Concurrency: c.Concurrency, Dir: c.Dir,
 		GOOS: runtime.GOOS, GOARCH: runtime.GOARCH, CPUs: runtime.NumCPU(), GoVersion: runtime.Version(),
 		Engine: engine.Version, InMemory: inMemory(c.Dir),
@@ -242,19 +254,19 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 		byName[m.fig.Name] = m.fig
 		rep.Figures = append(rep.Figures, *m.fig)
 	}
-	compare := func(name, floor string, floorMedian float64) {
+	compare := func(name, floor string, floorMedian float64, unit string) {
 		for i := range rep.Figures {
 			if f := &rep.Figures[i]; f.Name == name && floorMedian > 0 {
-				f.Floor, f.FloorMedian, f.Ratio = floor, floorMedian, f.Median/floorMedian
+				f.Floor, f.FloorMedian, f.FloorUnit, f.Ratio = floor, floorMedian, unit, f.Median/floorMedian
 			}
 		}
 	}
 	// A serial step cannot share its sync, and runs one instance.
-	compare(FigSerial, floorSerialOf, byName[FigFsync].Median+byName[FigInstance].Median)
+	compare(FigSerial, floorSerialOf, byName[FigFsync].Median+byName[FigInstance].Median, "ms/op")
 	// A fan-out at concurrency c commits as c writers to Badger at most could.
 	low := byName[fmt.Sprintf(FigBadgerLow, lo)]
-	compare(FigFanOutC, low.Name, low.Median)
-	compare(FigFanOutGo, low.Name, low.Median)
+	compare(FigFanOutC, low.Name, low.Median, low.Unit)
+	compare(FigFanOutGo, low.Name, low.Median, low.Unit)
 	return rep, nil
 }
 
