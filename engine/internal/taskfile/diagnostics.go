@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"unicode/utf8"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
@@ -19,6 +20,11 @@ import (
 func WriteDiagnostics(w io.Writer, files map[string][]byte, diags hcl.Diagnostics, width uint, color bool) error {
 	hclFiles := make(map[string]*hcl.File, len(files))
 	for name, src := range files {
+		if !utf8.Valid(src) {
+			// HCL's excerpt of a long line that is not UTF-8 allocates
+			// for minutes; such a file is named without an excerpt.
+			continue
+		}
 		// Parsing gives the writer the file's structure, so that it can say
 		// which block an excerpt is in. A file that does not parse still
 		// gives an excerpt.
