@@ -70,7 +70,6 @@ the network.`,
 			if err != nil {
 				return err
 			}
-			rep.Dir = dir
 			if a.json() {
 				return a.printJSON(rep)
 			}

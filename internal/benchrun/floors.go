@@ -129,6 +129,8 @@ type instanceFloor struct {
 	mod wazero.CompiledModule
 	cfg wazero.ModuleConfig
 	req []byte
+	// limit is how long run may take beyond 10 ms an instance.
+	limit time.Duration
 }
 
 // newRuntimeMu serialises newInstanceFloor's construction of wazero
@@ -161,16 +163,21 @@ func newInstanceFloor(ctx context.Context, wasm []byte) (*instanceFloor, error) 
 		}
 	}
 	return &instanceFloor{
-		rt:  rt,
-		mod: mod,
-		cfg: wazero.NewModuleConfig().WithName("").WithArgs("step").WithStartFunctions("_start").WithStderr(io.Discard),
-		req: []byte(`{"abi":1,"task_id":"01BENCH","task_name":"bench","step":"s0","item":null,"attempt":1,"input":{"mode":"echo"}}`),
+		rt:    rt,
+		mod:   mod,
+		cfg:   wazero.NewModuleConfig().WithName("").WithArgs("step").WithStartFunctions("_start").WithStderr(io.Discard),
+		limit: time.Minute,
+		req:   []byte(`{"abi":1,"task_id":"01BENCH","task_name":"bench","step":"s0","item":null,"attempt":1,"input":{"mode":"echo"}}`),
 	}, nil
 }
 
 // run instantiates and runs the module n times and returns the mean
-// milliseconds of one instance.
+// milliseconds of one instance. A plugin that does not finish is stopped
+// after a minute plus 10 ms an instance.
 func (s *instanceFloor) run(ctx context.Context, n int) (float64, error) {
+	limit := s.limit + time.Duration(n)*10*time.Millisecond
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
 	var out bytes.Buffer
 	start := time.Now()
 	for range n {
@@ -180,6 +187,9 @@ func (s *instanceFloor) run(ctx context.Context, n int) (float64, error) {
 		var exit *sys.ExitError
 		if errors.As(err, &exit) && exit.ExitCode() == 0 {
 			err = nil
+		}
+		if err != nil && ctx.Err() == context.DeadlineExceeded {
+			return 0, fmt.Errorf("%d instances of the plugin took more than %s: is it a step that returns at once for {\"mode\":\"echo\"}?", n, limit)
 		}
 		if err != nil {
 			return 0, fmt.Errorf("running the plugin: %w", err)

@@ -67,3 +67,20 @@ func TestRunRefusesHostImports(t *testing.T) {
 	require.ErrorContains(t, err, "imports lhengine_v1.")
 	require.ErrorContains(t, err, "testdata/guests/c/pipeline.c")
 }
+
+// TestInstanceFloorStopsAPluginThatNeverReturns: the wazero floor is
+// bounded in time as well as in count: a plugin that loops forever is
+// stopped and named.
+func TestInstanceFloorStopsAPluginThatNeverReturns(t *testing.T) {
+	t.Parallel()
+	wasm := testwasm.BuildC(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/c/loop.c"))
+	bin, err := os.ReadFile(wasm)
+	require.NoError(t, err)
+	ctx := context.Background()
+	in, err := newInstanceFloor(ctx, bin)
+	require.NoError(t, err)
+	defer in.close(ctx)
+	in.limit = 0 // 10 ms for the one instance
+	_, err = in.run(ctx, 1)
+	require.ErrorContains(t, err, "1 instances of the plugin took more than 10ms")
+}
