@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -44,7 +45,7 @@ $LHENGINE_HOME is set, else in a new temporary directory, and removed at the
 end; the table warns if that directory is in memory (tmpfs). Nothing touches
 the network.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: func(cmd *cobra.Command, _ []string) (err error) {
 			if err := c.Check(); err != nil {
 				return &exitError{code: exitUsage, err: err}
 			}
@@ -59,7 +60,11 @@ the network.`,
 			if err != nil {
 				return err
 			}
-			defer os.RemoveAll(dir)
+			defer func() {
+				if rerr := os.RemoveAll(dir); rerr != nil {
+					err = errors.Join(err, fmt.Errorf("removing the benchmark's directory (remove it by hand): %w", rerr))
+				}
+			}()
 			c.Dir, c.Logger = dir, a.logger()
 			c.Progress = func(round int, figure string) {
 				if !a.json() {
