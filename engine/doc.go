@@ -6,9 +6,11 @@
 //
 //  1. internal/taskfile  parse and validate task.hcl (diagnostics keep file:line:col)
 //  2. internal/plan      pin a run manifest (source, variables, plugin sha256s);
-//     later, re-read it to plan fan-out items and evaluate each unit's input
-//  3. ../store           the ledger: submit, claim a unit (lease + fencing epoch),
-//     heartbeat, commit output + checkpoint + advance + event in one transaction
+//     later, re-read it to plan fan-out items (evaluated outside any write,
+//     written in bounded batches by the store) and evaluate each unit's input
+//  3. ../store           the ledger: submit (with the module bytes), claim a unit
+//     (lease + fencing epoch; runnable tasks take turns), heartbeat, commit
+//     output + checkpoint + advance + event in one transaction
 //  4. internal/worker    claim, run, renew, commit, repeat
 //  5. internal/guest     one attempt in a fresh wazero instance under budgets
 //     (wall time, memory, stdout, host calls), with a deterministic clock
@@ -28,5 +30,7 @@
 // the engine and the SDK import.
 //
 // An Engine ties them to a home directory: the store under home/store and the
-// compiled-module cache under home/cache.
+// compiled-module cache under home/cache. Its public surface is small: Open,
+// Submit, Work, the reads and controls in control.go, Remove and GC,
+// Validate and InspectPlugin (specs/RATIONALE.md, "What is public").
 package engine
