@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"math/big"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -407,4 +409,18 @@ func TestNumberLimits(t *testing.T) {
 	_, diags = task.Vars(map[string]string{"n": `["1e100000000"]`})
 	require.Len(t, diags, 1)
 	require.Contains(t, diags[0].Detail, "holds a number with an exponent beyond 10000")
+}
+
+// TestWriteDiagnosticsNotUTF8 renders the diagnostics of a file (found by
+// FuzzParse) whose long line is not UTF-8: HCL's excerpt of it allocated
+// gigabytes a second for minutes, so the file is named without an excerpt.
+func TestWriteDiagnosticsNotUTF8(t *testing.T) {
+	t.Parallel()
+	src, err := os.ReadFile(filepath.Join(testdata, "render", "not_utf8_long_line.hcl"))
+	require.NoError(t, err)
+	_, diags := Parse("bad.hcl", src, Options{})
+	require.True(t, diags.HasErrors())
+	var out bytes.Buffer
+	require.NoError(t, WriteDiagnostics(&out, map[string][]byte{"bad.hcl": src}, diags, 80, false))
+	require.Contains(t, out.String(), "bad.hcl:4:")
 }
