@@ -33,12 +33,14 @@ const (
 	// item, the argument of jsondecode) nests.
 	MaxJSONDepth = 1000
 
-	// MaxNumberLength bounds the text of a number literal (in a task file, a
-	// --var value or JSON), and MaxNumberExponent its decimal exponent:
-	// writing a number as text takes time quadratic in its digits, and
-	// 1e100000000 is a hundred million of them.
-	MaxNumberLength   = 1000
+	// MaxNumberExponent bounds the decimal exponent of a number, and
+	// MaxNumberLength the text of a number literal (in a task file, a --var
+	// value or JSON): writing a number as text, and parsing it, take time
+	// quadratic in its digits, and 1e100000000 is a hundred million of them.
+	// Every number within MaxNumberExponent is written by ToJSON in fewer
+	// than MaxNumberLength characters, so that FromJSON reads it back.
 	MaxNumberExponent = 10000
+	MaxNumberLength   = MaxNumberExponent + 1000
 
 	// MaxJSONBytes bounds the JSON encoding of a value (a step's input, a
 	// fan-out item) built by ToJSON.
@@ -139,13 +141,14 @@ func holdsHugeNumber(v cty.Value) bool {
 	return err == errHugeNumber
 }
 
-// maxBinaryExponent is MaxNumberExponent in powers of two, plus the digits
-// a literal of MaxNumberLength can add.
-const maxBinaryExponent = (MaxNumberExponent + MaxNumberLength) * 3322 / 1000
+// maxBinaryExponent is MaxNumberExponent in powers of two.
+const maxBinaryExponent = MaxNumberExponent*3322/1000 + 1
 
 // numberTooLarge reports whether f is too large (or too small) to be written
-// out as text in reasonable time: its binary exponent is beyond what a
-// literal allowed by numberTextTooLarge can give.
+// out as text in reasonable time: its decimal exponent is beyond
+// MaxNumberExponent. A literal that numberTextTooLarge accepts may still
+// give such a number ("1" and 10,500 zeros); it is refused where it would
+// be written out.
 func numberTooLarge(f *big.Float) bool {
 	if f.IsInf() {
 		return false

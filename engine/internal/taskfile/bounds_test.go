@@ -368,16 +368,29 @@ func TestNumberLimits(t *testing.T) {
 	require.ErrorContains(t, err, "holds a number")
 	_, err = FromJSON([]byte(`"1e100000000"`))
 	require.NoError(t, err)
+	_, err = FromJSON([]byte("1" + strings.Repeat("0", MaxNumberExponent+1)))
+	require.ErrorContains(t, err, "exponent beyond 10000")
+
+	// What ToJSON writes, FromJSON reads back, to the limits.
+	for _, text := range []string{"1e10000", "-9.99e9999", "1e-10000", "123456789012345678901234567890e9970"} {
+		v, err := FromJSON([]byte(text))
+		require.NoError(t, err, text)
+		out, err := ToJSON(v)
+		require.NoError(t, err, text)
+		again, err := FromJSON(out)
+		require.NoError(t, err, text)
+		require.True(t, again.RawEquals(v), text)
+	}
 
 	huge := new(big.Float).SetMantExp(big.NewFloat(1), 400_000_000)
 	_, err = ToJSON(cty.TupleVal([]cty.Value{cty.NumberVal(huge)}))
 	require.ErrorContains(t, err, "too large to write out")
 
-	digits := cty.StringVal(strings.Repeat("9", 2000))
+	digits := cty.StringVal(strings.Repeat("9", MaxNumberLength+1))
 	for _, expr := range []string{"tonumber(var.s)", "parseint(var.s, 10)"} {
 		_, diags := evalWith(t, expr, map[string]cty.Value{"s": digits})
 		require.True(t, diags.HasErrors(), expr)
-		require.Contains(t, diags.Error(), "a number may have at most 1000", expr)
+		require.Contains(t, diags.Error(), fmt.Sprintf("a number may have at most %d", MaxNumberLength), expr)
 	}
 
 	task, diags := Parse("v.hcl", []byte("task \"t\" {\n  variable \"n\" {\n    type = number\n  }\n  step \"a\" {\n    plugin = \"a.wasm\"\n  }\n}\n"), Options{})

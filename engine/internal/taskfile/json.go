@@ -134,5 +134,8 @@ func FromJSON(b []byte) (cty.Value, error) {
 	if err != nil {
 		return cty.NilVal, fmt.Errorf("invalid JSON: %w", err)
 	}
+	if holdsHugeNumber(v) {
+		return cty.NilVal, fmt.Errorf("invalid JSON: it holds a number with an exponent beyond %d", MaxNumberExponent)
+	}
 	return v, nil
 }
