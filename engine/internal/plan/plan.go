@@ -241,6 +241,7 @@ type Cache struct {
 	MaxSpecs    int   // 0 = DefaultMaxSpecs
 	MaxOutputs  int64 // bytes; 0 = DefaultMaxOutputBytes
 	maxInputLen int64
+	maxPlanLen  int64
 }
 
 // Cache bounds.
@@ -254,6 +255,10 @@ const (
 // with a too_large failure before it is held in memory).
 const MaxInputBytes = 64 << 20
 
+// MaxPlanBytes bounds a fan-out step's whole for_each list as JSON: the
+// planner holds it in memory while the store writes its units.
+const MaxPlanBytes = 256 << 20
+
 type outputKey struct {
 	task       string
 	step, pass int
@@ -261,7 +266,7 @@ type outputKey struct {
 
 // NewCache returns an empty cache.
 func NewCache() *Cache {
-	return &Cache{specs: newLRU[string, *Spec](), outputs: newLRU[outputKey, cty.Value](), maxInputLen: MaxInputBytes}
+	return &Cache{specs: newLRU[string, *Spec](), outputs: newLRU[outputKey, cty.Value](), maxInputLen: MaxInputBytes, maxPlanLen: MaxPlanBytes}
 }
 
 // Len reports how many specs and outputs the cache holds, and the outputs'
@@ -364,6 +369,7 @@ func (c *Cache) Planner() store.Planner {
 			return nil, fault.New(fault.Input, "%s", diagText(diags))
 		}
 		items := make([]store.Item, len(each))
+		var total int64
 		for i, e := range each {
 			if i%1024 == 0 {
 				if err := ctx.Err(); err != nil {
@@ -379,6 +385,10 @@ func (c *Cache) Planner() store.Planner {
 				return nil, fault.New(fault.Input, "for_each value %d: %v", i, err)
 			}
 			items[i] = store.Item{Key: k, Value: v}
+			if total += int64(len(k) + len(v)); total > c.maxPlanLen {
+				return nil, fault.New(fault.TooLarge, "the for_each list of step %q is more than %d bytes as JSON (%d of %d items); fan out over references (ids, paths, artifact refs) instead",
+					step.Name, c.maxPlanLen, i+1, len(each))
+			}
 		}
 		return items, nil
 	}

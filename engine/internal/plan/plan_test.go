@@ -200,3 +200,14 @@ task "t" {
 	require.NoError(t, err)
 	require.Equal(t, "submit's context", seen)
 }
+
+func TestForEachListOverThePlanLimitIsTooLarge(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.cache.maxPlanLen = 1 << 10
+	task := b.submit(t, fanInTask, 500)
+	task = b.work(t, task.ID, func(int) string { return `"listed"` })
+	require.Equal(t, store.Failed, task.Status)
+	require.Equal(t, fault.TooLarge, task.Failure.Kind)
+	require.Contains(t, task.Reason, "for_each list")
+}
