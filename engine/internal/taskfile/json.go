@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math/big"
+	"strconv"
 	"strings"
 
 	"github.com/zclconf/go-cty/cty"
@@ -50,6 +52,14 @@ func writeJSON(buf *bytes.Buffer, v cty.Value, path cty.Path) error {
 		return writeJSONString(buf, v.AsString())
 	case ty == cty.Number:
 		bf := v.AsBigFloat()
+		if bf.IsInt() {
+			// Most numbers in step inputs are small integers: format them
+			// without math/big's general path.
+			if i, acc := bf.Int64(); acc == big.Exact {
+				buf.Write(strconv.AppendInt(buf.AvailableBuffer(), i, 10))
+				return nil
+			}
+		}
 		if bf.IsInf() {
 			return path.NewErrorf("JSON cannot hold an infinite number")
 		}
@@ -103,6 +113,12 @@ func writeJSON(buf *bytes.Buffer, v cty.Value, path cty.Path) error {
 }
 
 func writeJSONString(buf *bytes.Buffer, s string) error {
+	if plainASCII(s) {
+		buf.WriteByte('"')
+		buf.WriteString(s)
+		buf.WriteByte('"')
+		return nil
+	}
 	enc := json.NewEncoder(buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(s); err != nil {
@@ -110,6 +126,17 @@ func writeJSONString(buf *bytes.Buffer, s string) error {
 	}
 	buf.Truncate(buf.Len() - 1) // Encode appends a newline
 	return nil
+}
+
+// plainASCII reports whether s is printable ASCII that JSON writes as it is
+// (no quote, backslash or control character).
+func plainASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
 }
 
 // FromJSON decodes plain JSON into a value of the type JSON implies: objects
