@@ -35,7 +35,7 @@ func constValue(attr *hcl.Attribute) (cty.Value, hcl.Diagnostics) {
 	if diags.HasErrors() {
 		return cty.DynamicVal, diags
 	}
-	ctx, b := boundedContext(constCtx, nil)
+	ctx, b := boundedContext(constCtx, calledFunctions(attr.Expr))
 	v, d := attr.Expr.Value(ctx)
 	d = b.addFailure(d, attr.Expr.Range())
 	diags = append(diags, fillSubject(d, attr.Expr.Range())...)

@@ -187,11 +187,12 @@ func (s *Step) runtimeContext(expr hcl.Expression, scope Scope, eachAllowed bool
 	return ctx, b, nil
 }
 
-// evalContext builds the context expressions are evaluated in, for one
-// evaluation: its functions share a fresh budget (boundedContext). A
-// cty.NilVal anywhere stands for null.
-func evalContext(vars, outputs map[string]cty.Value, taskID cty.Value, taskName string, each *Each) *hcl.EvalContext {
-	ctx, _ := boundedContext(scopeContext(vars, outputs, taskID, taskName, each), nil)
+// evalContext builds the context expr is evaluated in, for one evaluation:
+// the functions expr calls share a fresh budget (boundedContext; wrapping
+// every function of the language for each evaluation cost more than the
+// evaluation). A cty.NilVal anywhere stands for null.
+func evalContext(vars, outputs map[string]cty.Value, taskID cty.Value, taskName string, each *Each, expr hcl.Expression) *hcl.EvalContext {
+	ctx, _ := boundedContext(scopeContext(vars, outputs, taskID, taskName, each), calledFunctions(expr))
 	return ctx
 }
 

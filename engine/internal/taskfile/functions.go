@@ -22,6 +22,12 @@ var functions = newFunctions(nil, nil)
 // among them. With names it returns only those named (the others would
 // cost time to wrap for nothing); with nil, all.
 func newFunctions(b *budget, names []string) map[string]function.Function {
+	for _, name := range names {
+		if _, ok := baseFunctions[name]; !ok && name != forFunc && name != templatePartFunc {
+			names = nil // an unknown name: HCL's "did you mean" needs them all
+			break
+		}
+	}
 	if names == nil {
 		names = []string{forFunc, templatePartFunc}
 		for name := range baseFunctions {

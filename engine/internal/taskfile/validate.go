@@ -191,11 +191,10 @@ func (t *Task) checkTypes(s *Step) hcl.Diagnostics {
 	for _, earlier := range t.Steps[:s.Index] {
 		outputs[earlier.Name] = cty.DynamicVal
 	}
-	ctx := evalContext(vars, outputs, cty.UnknownVal(cty.String), t.Name, nil)
-
 	var diags hcl.Diagnostics
 	var each *Each
 	if s.ForEach != nil {
+		ctx := evalContext(vars, outputs, cty.UnknownVal(cty.String), t.Name, nil, s.ForEach)
 		v, d := s.ForEach.Value(ctx)
 		diags = append(diags, fillSubject(d, s.ForEach.Range())...)
 		if d.HasErrors() {
@@ -207,7 +206,7 @@ func (t *Task) checkTypes(s *Step) hcl.Diagnostics {
 		each = unknownEach(v.Type())
 	}
 	if s.Input != nil {
-		ctx = evalContext(vars, outputs, cty.UnknownVal(cty.String), t.Name, each)
+		ctx := evalContext(vars, outputs, cty.UnknownVal(cty.String), t.Name, each, s.Input)
 		_, d := s.Input.Value(ctx)
 		diags = append(diags, fillSubject(d, s.Input.Range())...)
 	}
