@@ -44,7 +44,10 @@ func serialTask(steps int, input string) string {
 // and reports the cost of one durable step end to end: claim, input
 // evaluation, a fresh guest instance, commit with fsync, advance.
 func runSerial(b *testing.B, wasm, input string, noSync bool) {
-	const steps = 50
+	runSerialN(b, wasm, input, noSync, 50)
+}
+
+func runSerialN(b *testing.B, wasm, input string, noSync bool, steps int) {
 	ctx := context.Background()
 	e, path := benchEngine(b, wasm, serialTask(steps, input), noSync)
 	one := func() {
@@ -72,6 +75,15 @@ func BenchmarkSerialStepsC(b *testing.B) {
 	wasm := testwasm.BuildC(b, filepath.Join(testwasm.ModuleRoot(b), "testdata/guests/c/pipeline.c"))
 	b.Run("fsync", func(b *testing.B) { runSerial(b, wasm, `{ mode = "echo" }`, false) })
 	b.Run("nosync", func(b *testing.B) { runSerial(b, wasm, `{ mode = "echo" }`, true) })
+}
+
+// BenchmarkSerialStepsLength: the cost of a durable serial step as the
+// pipeline grows (the task record holds every step's state).
+func BenchmarkSerialStepsLength(b *testing.B) {
+	wasm := testwasm.BuildC(b, filepath.Join(testwasm.ModuleRoot(b), "testdata/guests/c/pipeline.c"))
+	for _, n := range []int{50, 400, 1000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) { runSerialN(b, wasm, `{ mode = "echo" }`, false, n) })
+	}
 }
 
 // BenchmarkSerialStepsGo: (b) the same with a Go (wasip1) guest using the SDK.

@@ -247,3 +247,51 @@ func TestPlanningResumedWithADifferentListFailsTheTask(t *testing.T) {
 	require.Equal(t, Failed, got.Status)
 	require.Contains(t, got.Reason, "different list")
 }
+
+// The cache of decoded task records never answers with anything but what
+// the record holds: compare every read with a fresh decode of the stored
+// bytes, through claims, commits, a batch and a failure.
+func TestTaskCacheMatchesTheRecords(t *testing.T) {
+	t.Parallel()
+	b := setup(t, fanOutPlanner(20))
+	task := b.submit(t, []StepState{{Name: "list"}, {Name: "each", FanOut: true, Limit: 4}, {Name: "end"}})
+	check := func() {
+		t.Helper()
+		require.NoError(t, b.s.Read(func(r *Reader) error {
+			got, err := r.Task(task.ID)
+			require.NoError(t, err)
+			raw, err := r.t.getRaw(taskKey(task.ID))
+			require.NoError(t, err)
+			want := new(Task)
+			require.NoError(t, json.Unmarshal(raw, want))
+			require.Equal(t, want, got)
+			got.Steps[0].Done = 99 // a reader's copy is its own
+			again, err := r.Task(task.ID)
+			require.NoError(t, err)
+			require.Equal(t, want, again)
+			return nil
+		}))
+	}
+	check()
+	l := b.claim1(t, "w")
+	check()
+	b.done(t, l, `"listed"`)
+	check()
+	var reqs []ClaimRequest
+	for i := range 3 {
+		reqs = append(reqs, ClaimRequest{Owner: b.s.Owner(fmt.Sprint("w", i)), Max: 1, LeaseFor: time.Minute})
+	}
+	for _, c := range claimOps(t, b.s, reqs...) {
+		check()
+		_, claimed, err := b.s.CommitAndClaim(b.ctx, Result{Lease: c.Leases[0], Output: json.RawMessage(`1`)},
+			ClaimRequest{Owner: c.Leases[0].Owner, Max: 1, LeaseFor: time.Minute})
+		require.NoError(t, err)
+		require.NotNil(t, claimed.Leases[0].Snapshot)
+		require.Equal(t, task.ID, claimed.Leases[0].Snapshot.ID)
+		check()
+	}
+	l = b.claim1(t, "w9")
+	_, err := b.s.Commit(b.ctx, Result{Lease: l, Failure: &Failure{Kind: fault.Trap, Message: "boom"}})
+	require.NoError(t, err)
+	check()
+}

@@ -305,6 +305,16 @@ func (s *Store) claim(t *tx, req ClaimRequest, held *Task) (Claimed, error) {
 			}
 		}
 	}
+	snaps := map[string]*Task{}
+	for i, l := range out.Leases {
+		snap, ok := snaps[l.Task]
+		if !ok {
+			snap = new(Task)
+			tasks[l.Task].copyTo(snap)
+			snaps[l.Task] = snap
+		}
+		out.Leases[i].Snapshot = snap
+	}
 	for id, task := range tasks {
 		if task == held || loaded[id] == (claimMark{task.Epoch, task.Reclaims, task.Status}) {
 			continue // the caller saves held; an unchanged task needs no write

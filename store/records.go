@@ -3,6 +3,8 @@ package store
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/lhengine/lhengine/engine/fault"
@@ -75,6 +77,18 @@ type Task struct {
 	IdempotencyKey string `json:"idempotency_key,omitempty"`
 
 	NextEvent uint64 `json:"next_event"`
+}
+
+// copyTo makes dst a deep copy of t.
+func (t *Task) copyTo(dst *Task) {
+	*dst = *t
+	dst.Steps = slices.Clone(t.Steps)
+	dst.Output = slices.Clone(t.Output)
+	dst.Counters = maps.Clone(t.Counters)
+	if t.Failure != nil {
+		f := *t.Failure
+		dst.Failure = &f
+	}
 }
 
 // StepState is the progress of one step of a task.
@@ -201,6 +215,11 @@ type Lease struct {
 	Until   time.Time
 	// Unit is the unit as leased (item key and value included).
 	Unit Unit
+	// Snapshot is the task record as of the claim, shared by the leases of
+	// one claim: read-only. It saves the worker a read of the record, which
+	// holds every step's state. Later commits may have changed the task;
+	// what matters for the attempt (a repair, a cancel) also takes the lease.
+	Snapshot *Task `json:"-"`
 }
 
 // EventType names an entry of a task's event log. Append only.

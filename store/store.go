@@ -100,7 +100,8 @@ type Store struct {
 	sync     bool // fsync after transactions that must be durable
 	log      hclog.Logger
 	plan     Planner
-	planHook func() // tests: called after each planning batch that left items to plan
+	tasks    taskCache // decoded task records (see getTask)
+	planHook func()    // tests: called after each planning batch that left items to plan
 	idx      *index
 
 	mu      sync.Mutex // guards queue and leading
@@ -633,6 +634,7 @@ func (s *Store) tryBatch(batch []*op) (sync, ok bool) {
 	if err := txn.Commit(); err != nil {
 		return false, false
 	}
+	s.cacheWritten(shared)
 	sync = s.applyIndex(txs, errs)
 	for i, o := range batch {
 		o.err = errs[i]
@@ -648,6 +650,7 @@ func (s *Store) runAlone(o *op) (sync bool) {
 	if o.err == nil {
 		o.err = txn.Commit()
 		if o.err == nil {
+			s.cacheWritten(t.b)
 			sync = s.applyIndex([]*tx{t}, []error{nil})
 		}
 	}
@@ -697,8 +700,9 @@ type tx struct {
 // offer the same ready unit (one wins, the other claims nothing) or both
 // take back the same expired lease.
 type batchState struct {
-	taken map[unitRef]bool // units leased by an operation of the batch
-	ready []unitRef        // units made ready by an operation of the batch
+	taken     map[unitRef]bool // units leased by an operation of the batch
+	ready     []unitRef        // units made ready by an operation of the batch
+	wroteTask map[string]*Task // task records written in the transaction (nil: not as a record)
 }
 
 // batch returns the transaction's batch state.
@@ -723,7 +727,76 @@ func (t *tx) getJSON(key []byte, v any) error {
 	if err != nil {
 		return err
 	}
+	if task, ok := v.(*Task); ok {
+		return t.getTask(key, item, task)
+	}
 	return itemValue(item, func(b []byte) error { return json.Unmarshal(b, v) })
+}
+
+// getTask decodes a task record, or copies it from the store's cache of
+// decoded records when the cache holds the same committed version. A record
+// this transaction wrote is always decoded: a pending write reports the
+// transaction's read timestamp as its version, which a committed version
+// may share.
+func (t *tx) getTask(key []byte, item *badger.Item, task *Task) error {
+	pending := false
+	if t.b != nil {
+		_, pending = t.b.wroteTask[string(key)]
+	}
+	if !pending {
+		if c, ok := t.s.tasks.get(string(key), item.Version()); ok {
+			c.copyTo(task)
+			return nil
+		}
+	}
+	if err := itemValue(item, func(b []byte) error { return json.Unmarshal(b, task) }); err != nil {
+		return err
+	}
+	if !pending {
+		c := new(Task)
+		task.copyTo(c)
+		t.s.tasks.put(string(key), item.Version(), c)
+	}
+	return nil
+}
+
+// taskCache holds decoded task records by key and committed version.
+// Decoding a task record (which holds every step's state) on every claim,
+// commit and attempt was half the CPU of a long serial pipeline. Entries are
+// never changed after they are put; readers get copies.
+type taskCache struct {
+	mu sync.Mutex
+	m  map[string]cachedTask
+}
+
+type cachedTask struct {
+	version uint64
+	task    *Task
+}
+
+// maxCachedTasks bounds the cache; past it, it starts over.
+const maxCachedTasks = 4096
+
+func (c *taskCache) get(key string, version uint64) (*Task, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[key]
+	if !ok || e.version != version {
+		return nil, false
+	}
+	return e.task, true
+}
+
+func (c *taskCache) put(key string, version uint64, task *Task) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= maxCachedTasks {
+		c.m = make(map[string]cachedTask)
+	}
+	if e, ok := c.m[key]; ok && e.version > version {
+		return // a reader of an older snapshot: keep the newer record
+	}
+	c.m[key] = cachedTask{version: version, task: task}
 }
 
 // itemValue calls fn with the item's value. Badger, when it cannot read a
@@ -761,17 +834,61 @@ func (t *tx) putJSON(key []byte, v any) error {
 	if err != nil {
 		return err
 	}
-	return t.put(key, b)
+	if err := t.put(key, b); err != nil {
+		return err
+	}
+	if task, ok := v.(*Task); ok {
+		// Kept to seed the cache of decoded records once committed.
+		c := new(Task)
+		task.copyTo(c)
+		t.batch().wroteTask[string(key)] = c
+	}
+	return nil
 }
 
 func (t *tx) put(key, val []byte) error {
 	t.wrote = true
+	t.noteWrite(key)
 	return t.txn.Set(key, val)
 }
 
 func (t *tx) del(key []byte) error {
 	t.wrote = true
+	t.noteWrite(key)
 	return t.txn.Delete(key)
+}
+
+// noteWrite remembers the task records the transaction wrote (see getTask).
+func (t *tx) noteWrite(key []byte) {
+	if len(key) > 2 && key[0] == 't' && key[1] == '/' {
+		b := t.batch()
+		if b.wroteTask == nil {
+			b.wroteTask = map[string]*Task{}
+		}
+		b.wroteTask[string(key)] = nil // a deletion, or a raw write
+	}
+}
+
+// cacheWritten puts the task records a transaction that just committed
+// wrote into the cache of decoded records, under their committed versions,
+// so that the next claim or commit of the task does not decode them. It runs
+// while the caller still leads the group commit, so no other write can have
+// replaced them.
+func (s *Store) cacheWritten(b *batchState) {
+	if b == nil || len(b.wroteTask) == 0 {
+		return
+	}
+	_ = s.db.View(func(txn *badger.Txn) error {
+		for key, task := range b.wroteTask {
+			if task == nil {
+				continue
+			}
+			if item, err := txn.Get([]byte(key)); err == nil {
+				s.tasks.put(key, item.Version(), task)
+			}
+		}
+		return nil
+	})
 }
 
 // keys returns the keys under prefix, in order.

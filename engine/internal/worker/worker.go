@@ -308,8 +308,10 @@ func (w *Worker) execute(ctx context.Context, l store.Lease, log hclog.Logger) (
 	)
 	err := w.cfg.Store.Read(func(r *store.Reader) error {
 		var err error
-		if task, err = r.Task(l.Task); err != nil {
-			return fault.Wrap(fault.Internal, err, err.Error())
+		if task = l.Snapshot; task == nil || task.ID != l.Task {
+			if task, err = r.Task(l.Task); err != nil {
+				return fault.Wrap(fault.Internal, err, err.Error())
+			}
 		}
 		if sp, err = w.cfg.Specs.Spec(r, l.Task); err != nil {
 			return fault.Wrap(fault.Internal, err, err.Error())
