@@ -3,7 +3,9 @@ package taskfile
 import (
 	"fmt"
 	"math"
+	"math/big"
 	"regexp"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -436,6 +438,7 @@ func estimateJSONEncode(args []cty.Value) (int64, int64, error) {
 func jsonBytes(v cty.Value, limit int64) (int64, error) {
 	var n int64
 	var huge bool
+	var digits [24]byte
 	var walk func(v cty.Value)
 	walk = func(v cty.Value) {
 		if n >= limit {
@@ -458,6 +461,10 @@ func jsonBytes(v cty.Value, limit int64) (int64, error) {
 			if bf := v.AsBigFloat(); numberTooLarge(bf) {
 				huge = true
 				n = limit
+			} else if i, acc := bf.Int64(); acc == big.Exact {
+				// Most numbers are small integers: count their digits
+				// without math/big's general formatting.
+				n += int64(len(strconv.AppendInt(digits[:0], i, 10)))
 			} else {
 				n += int64(len(bf.Text('g', -1)))
 			}
