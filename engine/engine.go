@@ -12,6 +12,7 @@ import (
 
 	"github.com/lhengine/lhengine/engine/internal/guest"
 	"github.com/lhengine/lhengine/engine/internal/plan"
+	"github.com/lhengine/lhengine/engine/internal/taskfile"
 	"github.com/lhengine/lhengine/engine/internal/worker"
 	"github.com/lhengine/lhengine/store"
 )
@@ -22,6 +23,9 @@ import (
 const (
 	Version    = plan.EngineVersion
 	ABIVersion = guest.ABIVersion
+	// LanguageVersion is the version of the task language
+	// (specs/task-language.md) this engine reads.
+	LanguageVersion = taskfile.LanguageVersion
 )
 
 // Config configures Open.
@@ -34,6 +38,18 @@ type Config struct {
 	// AllowDamaged opens a store that failed an integrity check
 	// (store.ErrDamaged) instead of refusing it.
 	AllowDamaged bool
+	// MustExist refuses, with a *NoHomeError, a home that holds no store
+	// yet, instead of creating one: for commands that only read or act on
+	// tasks that must already be there.
+	MustExist bool
+}
+
+// NoHomeError: Open with MustExist found no store in the home.
+type NoHomeError struct{ Home string }
+
+func (e *NoHomeError) Error() string {
+	return fmt.Sprintf("no lhengine home at %s (it holds no store): submit or run a task there first, "+
+		"or point at a home with --home DIR or LHENGINE_HOME", e.Home)
 }
 
 // Engine is an open home directory: ledger, compiled-module cache and the
@@ -54,6 +70,12 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.NewNullLogger()
+	}
+	if cfg.MustExist {
+		if fi, err := os.Stat(filepath.Join(cfg.Home, "store")); err != nil || !fi.IsDir() {
+			abs, _ := filepath.Abs(cfg.Home)
+			return nil, &NoHomeError{Home: abs}
+		}
 	}
 	if err := os.MkdirAll(cfg.Home, 0o755); err != nil {
 		return nil, err

@@ -50,7 +50,7 @@ func (a *app) artifactCmd() *cobra.Command {
 		Short: "Write an artifact's bytes to stdout or --out FILE",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.withEngine(cmd.Context(), func(e *engine.Engine) error {
+			return a.withHome(cmd.Context(), func(e *engine.Engine) error {
 				var w io.Writer = a.stdout
 				if out != "" {
 					f, err := os.Create(out)
@@ -124,7 +124,7 @@ func (a *app) effectCmd() *cobra.Command {
 			Short: short,
 			Args:  cobra.ExactArgs(3),
 			RunE: func(cmd *cobra.Command, args []string) error {
-				return a.withEngine(cmd.Context(), func(e *engine.Engine) error {
+				return a.withHome(cmd.Context(), func(e *engine.Engine) error {
 					t, err := findTask(e, args[0])
 					if err != nil {
 						return err

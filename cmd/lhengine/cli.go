@@ -127,7 +127,11 @@ Exit codes: 0 success; 1 error, invalid task file, or a task that did not succee
 		a.storeCmd(),
 		a.rmCmd(), a.gcCmd(),
 		a.benchCmd(),
+		a.versionCmd(),
 	)
+	// --version prints what `lhengine version` does.
+	root.Version = engine.Version
+	root.SetVersionTemplate(versionText())
 	return root
 }
 
@@ -140,12 +144,13 @@ func (a *app) logger() hclog.Logger {
 	return hclog.New(&hclog.LoggerOptions{Name: "lhengine", Level: hclog.LevelFromString(a.logLevel), Output: a.stderr})
 }
 
-// open opens the engine on --home.
+// open opens the engine on --home, creating it if need be.
 func (a *app) open(ctx context.Context) (*engine.Engine, error) {
 	return engine.Open(ctx, engine.Config{Home: a.home, Logger: a.logger(), AllowDamaged: a.damaged})
 }
 
-// withEngine opens the engine, runs fn and closes it.
+// withEngine opens the engine, creating the home if need be, runs fn and
+// closes it.
 func (a *app) withEngine(ctx context.Context, fn func(*engine.Engine) error) error {
 	e, err := a.open(ctx)
 	if err != nil {
@@ -155,9 +160,20 @@ func (a *app) withEngine(ctx context.Context, fn func(*engine.Engine) error) err
 	return errors.Join(err, e.Close(context.WithoutCancel(ctx)))
 }
 
-// read opens the store and runs fn with a reader.
+// withHome is withEngine for commands about tasks that must already exist:
+// a home without a store is an error, never created.
+func (a *app) withHome(ctx context.Context, fn func(*engine.Engine) error) error {
+	e, err := engine.Open(ctx, engine.Config{Home: a.home, Logger: a.logger(), AllowDamaged: a.damaged, MustExist: true})
+	if err != nil {
+		return err
+	}
+	err = fn(e)
+	return errors.Join(err, e.Close(context.WithoutCancel(ctx)))
+}
+
+// read opens an existing store and runs fn with a reader.
 func (a *app) read(ctx context.Context, fn func(*store.Reader) error) error {
-	return a.withEngine(ctx, func(e *engine.Engine) error { return e.Read(fn) })
+	return a.withHome(ctx, func(e *engine.Engine) error { return e.Read(fn) })
 }
 
 // readTask opens the store and runs fn with a reader and the task ref names

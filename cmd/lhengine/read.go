@@ -258,7 +258,7 @@ func (a *app) eventsCmd() *cobra.Command {
 		Short: "The task's durable event log",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.withEngine(cmd.Context(), func(e *engine.Engine) error {
+			return a.withHome(cmd.Context(), func(e *engine.Engine) error {
 				return a.events(cmd.Context(), e, args[0], follow)
 			})
 		},

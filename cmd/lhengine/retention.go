@@ -27,7 +27,7 @@ An rm that was interrupted can be run again.`,
 			}
 			var out []removed
 			failed := false
-			err := a.withEngine(cmd.Context(), func(e *engine.Engine) error {
+			err := a.withHome(cmd.Context(), func(e *engine.Engine) error {
 				for _, ref := range args {
 					t, err := findTask(e, ref)
 					if err == nil {

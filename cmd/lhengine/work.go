@@ -188,7 +188,7 @@ func (a *app) resumeCmd() *cobra.Command {
 		Short: "Continue a task from its last committed work unit (after a crash, kill or stop)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.withEngine(cmd.Context(), func(e *engine.Engine) error {
+			return a.withHome(cmd.Context(), func(e *engine.Engine) error {
 				t, err := findTask(e, args[0])
 				if err != nil {
 					return err
@@ -343,7 +343,7 @@ func (a *app) cancelCmd() *cobra.Command {
 		Short: "Cancel a task; attempts in flight lose their leases",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.withEngine(cmd.Context(), func(e *engine.Engine) error {
+			return a.withHome(cmd.Context(), func(e *engine.Engine) error {
 				t, err := findTask(e, args[0])
 				if err != nil {
 					return err

@@ -25,6 +25,11 @@ import (
 	"github.com/zclconf/go-cty/cty"
 )
 
+// LanguageVersion is the version of the task language this package reads
+// (specs/task-language.md): additions that keep every valid file valid with
+// the same meaning keep it.
+const LanguageVersion = 1
+
 // Defaults applied to a step when the task file leaves an attribute out.
 const (
 	DefaultTimeout     = 60 * time.Second
