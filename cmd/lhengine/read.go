@@ -40,7 +40,7 @@ func (a *app) lsCmd() *cobra.Command {
 				fmt.Fprintln(tw, "ID\tNAME\tSTATUS\tPROGRESS\tSTEP\tUPDATED")
 				for _, t := range tasks {
 					done, total := t.Progress()
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\t%s\n", t.ID, t.Name, t.Status, done, total,
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\t%s\n", t.ID, t.Name, shownStatus(t), done, total,
 						t.Steps[min(t.Cursor, len(t.Steps)-1)].Name, t.UpdatedAt.Local().Format(time.DateTime))
 				}
 				return tw.Flush()
@@ -65,7 +65,7 @@ func (a *app) statusCmd() *cobra.Command {
 					return err
 				}
 				if a.json() {
-					return a.printJSON(map[string]any{"task": t, "manifest": manifestSummary(m), "notes": notes})
+					return a.printJSON(map[string]any{"task": t, "manifest": manifestSummary(m), "notes": notes, "shown_status": shownStatus(t)})
 				}
 				a.report(t, m, notes)
 				return nil
@@ -87,6 +87,20 @@ func sha(b []byte) string {
 	return hex.EncodeToString(s[:])
 }
 
+// interrupted is how a running task shows when nothing works on it.
+const interrupted = "interrupted"
+
+// shownStatus is the status a reader of the store shows for a task. A
+// command that reads the store holds it alone (one process per home), so a
+// task recorded as running has no live worker: the process that ran it is
+// gone, and the task is shown as interrupted until it is resumed.
+func shownStatus(t *store.Task) string {
+	if t.Status == store.Running {
+		return interrupted
+	}
+	return string(t.Status)
+}
+
 // report prints the human progress report of a task.
 func (a *app) report(t *store.Task, m *store.Manifest, notes []store.Note) {
 	w := a.stdout
@@ -95,7 +109,11 @@ func (a *app) report(t *store.Task, m *store.Manifest, notes []store.Note) {
 	if total > 0 {
 		pct = done * 100 / total
 	}
-	fmt.Fprintf(w, "task %s %q: %s\n", t.ID, t.Name, t.Status)
+	fmt.Fprintf(w, "task %s %q: %s\n", t.ID, t.Name, shownStatus(t))
+	if shownStatus(t) == interrupted {
+		fmt.Fprintf(w, "  note:        no process is working on it (last change %s ago); resume it with: lhengine resume %s\n",
+			time.Since(t.UpdatedAt).Round(time.Second), t.ID)
+	}
 	if m.Objective != "" {
 		fmt.Fprintf(w, "  objective:   %s\n", m.Objective)
 	}

@@ -1,12 +1,16 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/lhengine/lhengine/engine"
+	"github.com/lhengine/lhengine/store"
 )
 
 func TestVersion(t *testing.T) {
@@ -50,4 +54,29 @@ func TestCommandsAboutTasksNeverCreateAHome(t *testing.T) {
 		_, err := os.Stat(b.home)
 		require.ErrorIs(t, err, os.ErrNotExist, "%v created the home", args)
 	}
+}
+
+func TestATaskWhoseProcessIsGoneShowsInterrupted(t *testing.T) {
+	t.Parallel()
+	b := setupCLI(t, chainTask)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	e, err := engine.Open(ctx, engine.Config{Home: b.home})
+	require.NoError(t, err)
+	task, _, err := e.Submit(ctx, filepath.Join(b.dir, "task.hcl"), engine.SubmitOptions{})
+	require.NoError(t, err)
+	// The worker stops after the first commit, the way a killed process
+	// leaves its task: recorded as running, worked on by nobody.
+	err = e.Work(ctx, engine.WorkOptions{Task: task.ID, OnCommit: func(*store.Task) { cancel() }})
+	require.ErrorIs(t, err, context.Canceled)
+	require.NoError(t, e.Close(context.Background()))
+
+	code, out, _ := b.lh(t, "ls")
+	require.Equal(t, exitOK, code)
+	require.Contains(t, out, "interrupted")
+	require.NotContains(t, out, "running")
+	code, out, _ = b.lh(t, "status", task.ID)
+	require.Equal(t, exitOK, code)
+	require.Contains(t, out, ": interrupted")
+	require.Contains(t, out, "lhengine resume "+task.ID)
 }
