@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
@@ -45,11 +46,37 @@ type app struct {
 	damaged  bool // --allow-damaged
 	stdout   io.Writer
 	stderr   io.Writer
+	logs     logOutput // where the engine's log lines go
+}
+
+// logOutput is the engine logger's output: stderr, or while a live progress
+// line is drawn, the progress, which keeps the two apart.
+type logOutput struct {
+	mu     sync.Mutex
+	stderr io.Writer
+	via    io.Writer
+}
+
+func (o *logOutput) to(w io.Writer) {
+	o.mu.Lock()
+	o.via = w
+	o.mu.Unlock()
+}
+
+func (o *logOutput) Write(b []byte) (int, error) {
+	o.mu.Lock()
+	w := o.via
+	if w == nil {
+		w = o.stderr
+	}
+	o.mu.Unlock()
+	return w.Write(b)
 }
 
 // run is the whole command line program; main only maps its result to os.Exit.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	a := &app{stdout: stdout, stderr: stderr}
+	a.logs.stderr = stderr
 	root := a.rootCmd()
 	root.SetArgs(args)
 	root.SetOut(stdout)
@@ -141,7 +168,7 @@ func (a *app) logger() hclog.Logger {
 	if strings.EqualFold(a.logLevel, "off") {
 		return hclog.NewNullLogger()
 	}
-	return hclog.New(&hclog.LoggerOptions{Name: "lhengine", Level: hclog.LevelFromString(a.logLevel), Output: a.stderr})
+	return hclog.New(&hclog.LoggerOptions{Name: "lhengine", Level: hclog.LevelFromString(a.logLevel), Output: &a.logs})
 }
 
 // open opens the engine on --home, creating it if need be.

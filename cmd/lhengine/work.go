@@ -227,7 +227,9 @@ func reasonSuffix(t *store.Task) string {
 // prints the outcome. A task that did not succeed is exit status 1.
 func (a *app) workTask(ctx context.Context, e *engine.Engine, id string, conc int) error {
 	p := newProgress(a.stderr)
+	a.logs.to(p)
 	err := e.Work(ctx, engine.WorkOptions{Concurrency: conc, Task: id, ExitWhenIdle: true, OnCommit: p.update})
+	a.logs.to(nil)
 	p.finish()
 	if err != nil {
 		if ctx.Err() != nil {
@@ -261,12 +263,36 @@ func (a *app) workTask(ctx context.Context, e *engine.Engine, id string, conc in
 // line; elsewhere it prints a line when the step changes and at most once a
 // second otherwise.
 type progress struct {
-	w    io.Writer
-	tty  bool
-	mu   sync.Mutex
-	last time.Time
-	step int
-	line string
+	w     io.Writer
+	tty   bool
+	mu    sync.Mutex
+	last  time.Time
+	step  int
+	line  string
+	drawn string // on a terminal: the line on screen, not ended by a newline
+}
+
+// Write writes log output (p is the engine logger's output while a task
+// runs): on a terminal it clears the progress line first and draws it again
+// after, so a log line never lands in the middle of it.
+func (p *progress) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.tty || p.drawn == "" {
+		return p.w.Write(b)
+	}
+	if _, err := io.WriteString(p.w, "\r\033[K"); err != nil {
+		return 0, err
+	}
+	n, err := p.w.Write(b)
+	if err != nil {
+		return n, err
+	}
+	if len(b) > 0 && b[len(b)-1] != '\n' {
+		_, _ = io.WriteString(p.w, "\n")
+	}
+	_, err = io.WriteString(p.w, p.drawn)
+	return n, err
 }
 
 func newProgress(w io.Writer) *progress {
@@ -292,6 +318,7 @@ func (p *progress) update(t *store.Task) {
 	switch {
 	case p.tty:
 		fmt.Fprintf(p.w, "\r\033[K%s", line)
+		p.drawn = line
 	case t.Cursor != p.step || t.Status.Terminal() || now.Sub(p.last) >= time.Second:
 		fmt.Fprintln(p.w, line)
 		p.last = now
@@ -307,6 +334,7 @@ func (p *progress) finish() {
 	defer p.mu.Unlock()
 	if p.tty {
 		fmt.Fprintln(p.w)
+		p.drawn = ""
 	} else if p.line != "" {
 		fmt.Fprintln(p.w, p.line)
 	}
