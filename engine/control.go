@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/lhengine/lhengine/store"
 )
@@ -49,4 +50,29 @@ func (e *Engine) ReadArtifact(ref string, offset int64, buf []byte) (n int, size
 // many value-log files it rewrote.
 func (e *Engine) ReclaimSpace(ctx context.Context) (files int, err error) {
 	return e.store.ReclaimSpace(ctx)
+}
+
+// Retry re-opens a failed or cancelled task at step from (by name; "" means
+// the step it stopped at), keeping every output committed before it; Work
+// then runs it. by is recorded in the event log as who retried it.
+func (e *Engine) Retry(ctx context.Context, id, from, by string) (*store.Task, error) {
+	t, err := e.store.Task(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	step := -1
+	if from != "" {
+		for i, s := range t.Steps {
+			if s.Name == from {
+				step = i
+			}
+		}
+		if step < 0 {
+			return nil, fmt.Errorf("task %s has no step %q", id, from)
+		}
+	}
+	if err := e.CheckPlugins(id); err != nil {
+		return nil, err
+	}
+	return e.store.Retry(ctx, id, step, by)
 }

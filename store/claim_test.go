@@ -295,3 +295,79 @@ func TestTaskCacheMatchesTheRecords(t *testing.T) {
 	require.NoError(t, err)
 	check()
 }
+
+func TestRetryReopensAFailedTaskKeepingEarlierOutputs(t *testing.T) {
+	t.Parallel()
+	b := setup(t, fanOutPlanner(3))
+	task := b.submit(t, []StepState{{Name: "a"}, {Name: "b"}, {Name: "each", FanOut: true, Limit: 4}, {Name: "d"}})
+	for _, out := range []string{`"A"`, `"B"`} {
+		b.done(t, b.claim1(t, "w"), out)
+	}
+	l := b.claim1(t, "w")
+	require.Equal(t, 2, l.Step)
+	failed, err := b.s.Commit(b.ctx, Result{Lease: l, Failure: &Failure{Kind: fault.Trap, Message: "boom"}})
+	require.NoError(t, err)
+	require.Equal(t, Failed, failed.Status)
+
+	_, err = b.s.Retry(b.ctx, task.ID, 3, "ana")
+	require.ErrorContains(t, err, "not from step 4", "a retry cannot skip ahead of where the task stopped")
+
+	got, err := b.s.Retry(b.ctx, task.ID, -1, "ana")
+	require.NoError(t, err)
+	require.Equal(t, Running, got.Status)
+	require.Equal(t, 2, got.Cursor)
+	require.Nil(t, got.Failure)
+	require.Equal(t, 3, got.Steps[2].Units)
+	require.Equal(t, 2, got.Steps[2].Pass, "the failed step is entered again")
+	require.Equal(t, 1, got.Steps[1].Pass, "steps before it keep their outputs")
+	require.Equal(t, 1, got.Failures, "totals are kept")
+
+	seen := map[int]bool{}
+	for range 3 {
+		l := b.claim1(t, "w")
+		require.Equal(t, 2, l.Step)
+		seen[l.Item] = true
+		b.done(t, l, `1`)
+	}
+	require.Len(t, seen, 3)
+	done := b.done(t, b.claim1(t, "w"), `"D"`)
+	require.Equal(t, Succeeded, done.Status)
+	require.NoError(t, b.s.Read(func(r *Reader) error {
+		out, err := r.StepOutput(task.ID, 1)
+		require.NoError(t, err)
+		require.JSONEq(t, `"B"`, string(out))
+		evs, err := r.Events(task.ID, 0, 0)
+		require.NoError(t, err)
+		var retried []Event
+		for _, e := range evs {
+			if e.Type == EvRetried {
+				retried = append(retried, e)
+			}
+		}
+		require.Len(t, retried, 1)
+		require.Contains(t, retried[0].Message, "by ana")
+		return nil
+	}))
+
+	_, err = b.s.Retry(b.ctx, task.ID, -1, "")
+	require.ErrorContains(t, err, "only a failed or cancelled task")
+}
+
+func TestRetryFromAnEarlierStepOfACancelledTask(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	task := b.submit(t, plainSteps("a", "b", "c"))
+	b.done(t, b.claim1(t, "w"), `"A1"`)
+	b.claim1(t, "w") // b is leased when the task is cancelled
+	_, err := b.s.Cancel(b.ctx, task.ID, "")
+	require.NoError(t, err)
+	got, err := b.s.Retry(b.ctx, task.ID, 0, "")
+	require.NoError(t, err)
+	require.Equal(t, 0, got.Cursor)
+	l := b.claim1(t, "w")
+	require.Equal(t, 0, l.Step)
+	b.done(t, l, `"A2"`)
+	l = b.claim1(t, "w")
+	require.Equal(t, 1, l.Step)
+	require.Equal(t, 2, l.Attempt, "attempt numbers go on across passes")
+}

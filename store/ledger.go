@@ -1134,3 +1134,64 @@ func newTaskID(now time.Time) string {
 	}
 	return string(out[:])
 }
+
+// Retry re-opens a failed or cancelled task at step from (its current step
+// when from < 0), which must not be after the step it stopped at. Every
+// output committed before that step is kept; that step and the ones after
+// it are entered again (their pass rises, so earlier attempts stay on
+// record). Counters, notes, attempt and failure totals and the repair count
+// are kept; consecutive failures start again from zero. by says who retried,
+// for the event log.
+func (s *Store) Retry(ctx context.Context, id string, from int, by string) (*Task, error) {
+	err := s.update(ctx, func(t *tx) error {
+		task := new(Task)
+		if err := t.getJSON(taskKey(id), task); err != nil {
+			return err
+		}
+		if task.Status != Failed && task.Status != Cancelled {
+			return fmt.Errorf("task %s is %s: only a failed or cancelled task can be retried", id, task.Status)
+		}
+		if from < 0 {
+			from = task.Cursor
+		}
+		if from > task.Cursor || from >= len(task.Steps) {
+			return fmt.Errorf("task %s stopped at step %d %q: it can be retried from that step or an earlier one, not from step %d",
+				id, task.Cursor+1, task.Steps[task.Cursor].Name, from+1)
+		}
+		t.durable = true
+		was := task.Status
+		for i := from; i < len(task.Steps); i++ {
+			if err := s.resetStep(t, task, i); err != nil {
+				return err
+			}
+		}
+		task.Cursor = from
+		task.Status, task.Failure, task.Reason, task.FinishedAt, task.Output = Queued, nil, "", time.Time{}, nil
+		if !task.StartedAt.IsZero() {
+			task.Status = Running
+		}
+		task.ConsecutiveFailures, task.Leases = 0, 0
+		if err := t.put(activeKey(id), nil); err != nil {
+			return err
+		}
+		t.after(func(x *index) { x.addActive(id) })
+		msg := fmt.Sprintf("%s task retried from step %q", was, task.Steps[from].Name)
+		if by != "" {
+			msg += " by " + by
+		}
+		if err := s.event(t, task, Event{Type: EvRetried, Step: task.Steps[from].Name, Message: msg}); err != nil {
+			return err
+		}
+		if err := s.enterStep(t, task); err != nil {
+			return err
+		}
+		return t.putJSON(taskKey(id), task)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.planPending(ctx, id); err != nil && ctx.Err() == nil {
+		return nil, err
+	}
+	return s.Task(ctx, id)
+}

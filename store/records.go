@@ -242,6 +242,7 @@ const (
 	EvPaused         EventType = "paused"
 	EvResumed        EventType = "resumed"
 	EvEffectResolved EventType = "effect_resolved"
+	EvRetried        EventType = "retried"
 )
 
 // Event is one entry of a task's durable event log.

@@ -154,7 +154,7 @@ Exit codes: 0 success; 1 error, invalid task file, or a task that did not succee
 		a.storeCmd(),
 		a.rmCmd(), a.gcCmd(),
 		a.benchCmd(),
-		a.versionCmd(),
+		a.versionCmd(), a.retryCmd(),
 	)
 	// --version prints what `lhengine version` does.
 	root.Version = engine.Version
