@@ -194,7 +194,11 @@ func (a *app) resumeCmd() *cobra.Command {
 					return err
 				}
 				if t.Status.Terminal() {
-					return fmt.Errorf("task %s is %s; nothing to resume%s", t.ID, t.Status, reasonSuffix(t))
+					hint := ""
+					if t.Status != store.Succeeded {
+						hint = fmt.Sprintf("; to run it again from where it stopped: lhengine retry %s", t.ID)
+					}
+					return fmt.Errorf("task %s is %s; nothing to resume%s%s", t.ID, t.Status, reasonSuffix(t), hint)
 				}
 				if err := e.CheckPlugins(t.ID); err != nil {
 					return fmt.Errorf("cannot resume task %s: %w\na task submitted before modules were kept in the store runs from its plugin files: restore the file(s) it was submitted with and resume again", t.ID, err)
