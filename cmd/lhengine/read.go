@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -277,67 +276,67 @@ func (a *app) eventsCmd() *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.withHome(cmd.Context(), func(e *engine.Engine) error {
-				return a.events(cmd.Context(), e, args[0], follow)
+				return a.events(e, args[0], follow)
 			})
 		},
 	}
-	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing new events until the task finishes")
+	cmd.Flags().BoolVarP(&follow, "follow", "f", false,
+		"exit 0 only if the task succeeded: 1 if it failed or was cancelled, and 1 with a hint if it is unfinished (no worker can run while this command holds the home)")
 	return cmd
 }
 
-func (a *app) events(ctx context.Context, s *engine.Engine, ref string, follow bool) error {
-	var next uint64
+func (a *app) events(s *engine.Engine, ref string, follow bool) error {
+	var evs []store.Event
+	var t *store.Task
+	if err := s.Read(func(r *store.Reader) error {
+		var err error
+		if t, err = r.FindTask(ref); err != nil {
+			return err
+		}
+		evs, err = r.Events(t.ID, 0, 0)
+		return err
+	}); err != nil {
+		return err
+	}
 	enc := json.NewEncoder(a.stdout)
-	for {
-		var evs []store.Event
-		var t *store.Task
-		if err := s.Read(func(r *store.Reader) error {
-			var err error
-			if t, err = r.FindTask(ref); err != nil {
+	for _, e := range evs {
+		if a.json() {
+			if err := enc.Encode(e); err != nil {
 				return err
 			}
-			evs, err = r.Events(t.ID, next, 0)
-			return err
-		}); err != nil {
-			return err
+			continue
 		}
-		for _, e := range evs {
-			next = e.Seq + 1
-			if a.json() {
-				if err := enc.Encode(e); err != nil {
-					return err
-				}
-				continue
-			}
-			where := e.Step
-			if e.Item != nil && where != "" {
-				where = fmt.Sprintf("%s[%d]", e.Step, *e.Item)
-			}
-			extra := ""
-			if e.Attempt > 0 {
-				extra += fmt.Sprintf(" attempt=%d", e.Attempt)
-			}
-			if e.Epoch > 0 {
-				extra += fmt.Sprintf(" epoch=%d", e.Epoch)
-			}
-			if e.Kind != "" {
-				extra += " kind=" + string(e.Kind)
-			}
-			msg := ""
-			if e.Message != "" {
-				msg = " · " + e.Message
-			}
-			fmt.Fprintf(a.stdout, "%5d %s %-13s %s%s%s\n", e.Seq, e.Time.Local().Format("15:04:05.000"), e.Type, where, extra, msg)
+		where := e.Step
+		if e.Item != nil && where != "" {
+			where = fmt.Sprintf("%s[%d]", e.Step, *e.Item)
 		}
-		if !follow || t.Status.Terminal() {
-			return nil
+		extra := ""
+		if e.Attempt > 0 {
+			extra += fmt.Sprintf(" attempt=%d", e.Attempt)
 		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(250 * time.Millisecond):
+		if e.Epoch > 0 {
+			extra += fmt.Sprintf(" epoch=%d", e.Epoch)
 		}
+		if e.Kind != "" {
+			extra += " kind=" + string(e.Kind)
+		}
+		msg := ""
+		if e.Message != "" {
+			msg = " · " + e.Message
+		}
+		fmt.Fprintf(a.stdout, "%5d %s %-13s %s%s%s\n", e.Seq, e.Time.Local().Format("15:04:05.000"), e.Type, where, extra, msg)
 	}
+	switch {
+	case !follow, t.Status == store.Succeeded:
+		return nil
+	case t.Status.Terminal():
+		return &exitError{code: exitFailed, err: fmt.Errorf("task %s %s%s", t.ID, t.Status, reasonSuffix(t))}
+	}
+	// This command holds the home (one process per home), so no worker can
+	// add an event while it waits: say so instead of waiting forever.
+	return &exitError{code: exitFailed, err: fmt.Errorf("task %s is %s and no process is working on it; "+
+		"nothing more can arrive while this command holds the home: resume it with `lhengine resume %s`, whose progress line follows it",
+		t.ID, shownStatus(t), t.ID)}
 }
 
 func (a *app) pluginCmd() *cobra.Command {

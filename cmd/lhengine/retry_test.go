@@ -47,7 +47,11 @@ func TestRetryRerunsOnlyTheFailedStepAndAfter(t *testing.T) {
 	require.Equal(t, "failed", failed.Status)
 	require.Equal(t, 2, failed.Cursor)
 
-	code, out, errOut := b.lh(t, "retry", failed.ID, "--from", "d")
+	code, _, errOut := b.lh(t, "events", "--follow", failed.ID)
+	require.Equal(t, exitFailed, code, "following a failed task ends with 1")
+	require.Contains(t, errOut, "failed")
+
+	code, out, errOut = b.lh(t, "retry", failed.ID, "--from", "d")
 	require.Equal(t, exitFailed, code)
 	require.Contains(t, errOut, "not from step 4")
 

@@ -79,4 +79,17 @@ func TestATaskWhoseProcessIsGoneShowsInterrupted(t *testing.T) {
 	require.Equal(t, exitOK, code)
 	require.Contains(t, out, ": interrupted")
 	require.Contains(t, out, "lhengine resume "+task.ID)
+
+	// --follow cannot wait for events no worker can add while it holds the
+	// home: it prints what there is and says so, exit 1.
+	code, out, errOut := b.lh(t, "events", "--follow", task.ID)
+	require.Equal(t, exitFailed, code)
+	require.Contains(t, out, "unit_done")
+	require.Contains(t, errOut, "no process is working on it")
+
+	code, _, errOut = b.lh(t, "resume", task.ID)
+	require.Equal(t, exitOK, code, errOut)
+	code, out, _ = b.lh(t, "events", "--follow", task.ID)
+	require.Equal(t, exitOK, code, "a succeeded task ends the follow with 0")
+	require.Contains(t, out, "succeeded")
 }
