@@ -65,18 +65,22 @@ func (x *index) needPlan(id string) {
 	j.pending = true
 }
 
-// takePlan hands out a pending plan job nobody is running, oldest task first.
+// takePlan hands out a pending plan job nobody is running, oldest task
+// first. Every claim asks, so it looks at the (usually empty) set of plan
+// jobs, not at every runnable task.
 func (x *index) takePlan(only string) (string, bool) {
-	for _, id := range x.active {
-		if only != "" && id != only {
-			continue
-		}
-		if j := x.plans[id]; j != nil && j.pending && !j.running {
-			j.pending, j.running = false, true
-			return id, true
+	best := ""
+	for id, j := range x.plans {
+		if (only == "" || id == only) && j.pending && !j.running && (best == "" || id < best) {
+			best = id
 		}
 	}
-	return "", false
+	if best == "" {
+		return "", false
+	}
+	j := x.plans[best]
+	j.pending, j.running = false, true
+	return best, true
 }
 
 // releasePlan ends a run of a plan job; again makes it pending once more
