@@ -511,10 +511,30 @@ const templatePartFunc = "template part"
 // templatePart returns the value it is given, after charging the bytes of
 // a string to b, and refusing a number too large to write out.
 func templatePart(b *budget) function.Function {
+	return passThrough("Checks and charges an interpolated part of a template.", "part", b, nil,
+		func(uv cty.Value) error {
+			switch uv.Type() {
+			case cty.Number:
+				if numberTooLarge(uv.AsBigFloat()) {
+					return fmt.Errorf("the template would write out a number with an exponent beyond %d", MaxNumberExponent)
+				}
+			case cty.String:
+				return b.charge(0, int64(len(uv.AsString())))
+			}
+			return nil
+		})
+}
+
+// passThrough returns a function of one argument, of any type, that returns
+// it unchanged once check accepts its unmarked value. An unknown or null
+// argument, or one that applies (when not nil) refuses, is not checked;
+// after b is exhausted, one that would be checked gives an unknown value
+// instead, without a second error.
+func passThrough(description, param string, b *budget, applies func(uv cty.Value) bool, check func(uv cty.Value) error) function.Function {
 	return function.New(&function.Spec{
-		Description: "Checks and charges an interpolated part of a template.",
+		Description: description,
 		Params: []function.Parameter{{
-			Name:             "part",
+			Name:             param,
 			Type:             cty.DynamicPseudoType,
 			AllowUnknown:     true,
 			AllowDynamicType: true,
@@ -525,21 +545,14 @@ func templatePart(b *budget) function.Function {
 		Impl: func(args []cty.Value, retType cty.Type) (cty.Value, error) {
 			v := args[0]
 			uv, _ := v.Unmark()
-			if !uv.IsKnown() || uv.IsNull() {
+			if !uv.IsKnown() || uv.IsNull() || (applies != nil && !applies(uv)) {
 				return v, nil
 			}
 			if b != nil && b.failed != nil {
 				return cty.UnknownVal(retType), nil
 			}
-			switch uv.Type() {
-			case cty.Number:
-				if numberTooLarge(uv.AsBigFloat()) {
-					return cty.NilVal, fmt.Errorf("the template would write out a number with an exponent beyond %d", MaxNumberExponent)
-				}
-			case cty.String:
-				if err := b.charge(0, int64(len(uv.AsString()))); err != nil {
-					return cty.NilVal, err
-				}
+			if err := check(uv); err != nil {
+				return cty.NilVal, err
 			}
 			return v, nil
 		},
@@ -581,34 +594,15 @@ func checkedOp(f function.Function) function.Function {
 // forCollectionFunc returns the collection it is given, after checking its
 // size and charging it to b (boundSyntax).
 func forCollectionFunc(b *budget) function.Function {
-	return function.New(&function.Spec{
-		Description: "Checks and charges the collection of a for expression.",
-		Params: []function.Parameter{{
-			Name:             "collection",
-			Type:             cty.DynamicPseudoType,
-			AllowUnknown:     true,
-			AllowDynamicType: true,
-			AllowNull:        true,
-			AllowMarked:      true,
-		}},
-		Type: func(args []cty.Value) (cty.Type, error) { return args[0].Type(), nil },
-		Impl: func(args []cty.Value, retType cty.Type) (cty.Value, error) {
-			v := args[0]
-			uv, _ := v.Unmark()
-			if !uv.IsKnown() || uv.IsNull() || !uv.CanIterateElements() {
-				return v, nil
-			}
-			if b != nil && b.failed != nil {
-				return cty.UnknownVal(retType), nil
-			}
+	return passThrough("Checks and charges the collection of a for expression.", "collection", b, cty.Value.CanIterateElements,
+		func(uv cty.Value) error {
 			n := uv.LengthInt()
 			if n > MaxCollectionElements {
-				return cty.NilVal, fmt.Errorf("the for expression would iterate over %d elements; the limit is %d", n, MaxCollectionElements)
+				return fmt.Errorf("the for expression would iterate over %d elements; the limit is %d", n, MaxCollectionElements)
 			}
 			if err := b.charge(int64(n), 0); err != nil {
-				return cty.NilVal, fmt.Errorf("the for expression iterates over %d elements, and with them %w", n, err)
+				return fmt.Errorf("the for expression iterates over %d elements, and with them %w", n, err)
 			}
-			return v, nil
-		},
-	})
+			return nil
+		})
 }
