@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path"
 	"strings"
 )
@@ -62,4 +63,17 @@ func CheckWrite(dir, name string) error {
 		return err
 	}
 	return checkWrite(dir, elems)
+}
+
+// writeSynced writes data to f, syncs it and closes it, returning the
+// first error.
+func writeSynced(f *os.File, data []byte) error {
+	_, err := f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }

@@ -66,13 +66,7 @@ func writeFile(dir string, elems []string, data []byte, perm fs.FileMode) error 
 	if err != nil {
 		return err
 	}
-	_, werr := f.Write(data)
-	if werr == nil {
-		werr = f.Sync()
-	}
-	if cerr := f.Close(); werr == nil {
-		werr = cerr
-	}
+	werr := writeSynced(f, data)
 	if werr == nil {
 		werr = r.Rename(tmp, name)
 	}

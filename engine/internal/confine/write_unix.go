@@ -103,14 +103,7 @@ func writeFile(dir string, elems []string, data []byte, perm fs.FileMode) error 
 	if err != nil {
 		return fmt.Errorf("creating a temporary file: %w", err)
 	}
-	f := os.NewFile(uintptr(tfd), tmp)
-	_, werr := f.Write(data)
-	if werr == nil {
-		werr = f.Sync()
-	}
-	if cerr := f.Close(); werr == nil {
-		werr = cerr
-	}
+	werr := writeSynced(os.NewFile(uintptr(tfd), tmp), data)
 	if werr == nil {
 		// A link put at base since checkLast is replaced, not followed:
 		// renameat acts on the entry in this directory.
