@@ -727,8 +727,7 @@ func (s *Store) enterStep(t *tx, task *Task) error {
 	id := task.ID
 	if st.FanOut {
 		if s.plan == nil {
-			f := &Failure{Kind: fault.Input, Message: "no planner for a fan-out step", Step: st.Name}
-			return s.fail(t, task, f, fmt.Sprintf("step %q: planning for_each: %s", st.Name, f.Message))
+			return s.failPlan(t, task, &Failure{Kind: fault.Input, Message: "no planner for a fan-out step", Step: st.Name})
 		}
 		t.after(func(x *index) { x.needPlan(id) })
 		return nil
@@ -862,22 +861,12 @@ func (s *Store) planTask(ctx context.Context, id string) (done bool, err error) 
 		if errors.As(perr, &se) {
 			f.Kind, f.Message = se.Kind, se.Message
 		}
-		return true, s.update(ctx, func(t *tx) error {
-			cur, err := current(t)
-			if cur == nil || err != nil {
-				return err
-			}
-			t.durable = true
-			if err := s.fail(t, cur, f, fmt.Sprintf("step %q: planning for_each: %s", f.Step, f.Message)); err != nil {
-				return err
-			}
-			return t.putJSON(taskKey(id), cur)
-		})
+		return true, s.failPlanning(ctx, id, current, f)
 	}
 	for i, it := range items {
 		if n := len(it.Key) + len(it.Value); n > MaxItemBytes {
-			return true, s.failPlanning(ctx, id, step, pass, fmt.Sprintf(
-				"item %d of the for_each list is %d bytes; an item may have at most %d (pass large data as an artifact ref)", i, n, MaxItemBytes))
+			return true, s.failPlanning(ctx, id, current, &Failure{Kind: fault.TooLarge, Step: task.Steps[step].Name, Message: fmt.Sprintf(
+				"item %d of the for_each list is %d bytes; an item may have at most %d (pass large data as an artifact ref)", i, n, MaxItemBytes)})
 		}
 	}
 	sum := digestItems(items)
@@ -903,10 +892,8 @@ func (s *Store) planTask(ctx context.Context, id string) (done bool, err error) 
 				}
 			} else if st.PlanHash != sum || st.Units != len(items) {
 				finished = true
-				t.durable = true
-				f := &Failure{Kind: fault.Input, Step: st.Name, Message: fmt.Sprintf(
-					"for_each gave a different list when planning resumed (%d items; the first batch had %d)", len(items), st.Units)}
-				if err := s.fail(t, cur, f, fmt.Sprintf("step %q: planning for_each: %s", st.Name, f.Message)); err != nil {
+				if err := s.failPlan(t, cur, &Failure{Kind: fault.Input, Step: st.Name, Message: fmt.Sprintf(
+					"for_each gave a different list when planning resumed (%d items; the first batch had %d)", len(items), st.Units)}); err != nil {
 					return err
 				}
 				return t.putJSON(taskKey(id), cur)
@@ -939,7 +926,8 @@ func (s *Store) planTask(ctx context.Context, id string) (done bool, err error) 
 			limit /= 4 // large items: smaller batches
 			continue
 		case errors.Is(err, badger.ErrTxnTooBig):
-			return true, s.failPlanning(ctx, id, step, pass, fmt.Sprintf("an item of the for_each list is too large to store (%v)", err))
+			return true, s.failPlanning(ctx, id, current, &Failure{Kind: fault.TooLarge, Step: task.Steps[step].Name,
+				Message: fmt.Sprintf("an item of the for_each list is too large to store (%v)", err)})
 		case err != nil:
 			return false, err
 		}
@@ -949,24 +937,25 @@ func (s *Store) planTask(ctx context.Context, id string) (done bool, err error) 
 	}
 }
 
-// failPlanning fails a task whose step could not be planned.
-func (s *Store) failPlanning(ctx context.Context, id string, step, pass int, msg string) error {
+// failPlanning fails task id with f if it is still at the step and pass
+// being planned (current loads it then, and nil otherwise).
+func (s *Store) failPlanning(ctx context.Context, id string, current func(*tx) (*Task, error), f *Failure) error {
 	return s.update(ctx, func(t *tx) error {
-		task := new(Task)
-		if err := t.getJSON(taskKey(id), task); err != nil {
+		task, err := current(t)
+		if task == nil || err != nil {
 			return err
 		}
-		if !task.Status.runnable() || task.Cursor != step || task.Steps[step].Pass != pass {
-			return nil
-		}
-		t.durable = true
-		st := task.Steps[step]
-		f := &Failure{Kind: fault.TooLarge, Step: st.Name, Message: msg}
-		if err := s.fail(t, task, f, fmt.Sprintf("step %q: planning for_each: %s", st.Name, msg)); err != nil {
+		if err := s.failPlan(t, task, f); err != nil {
 			return err
 		}
 		return t.putJSON(taskKey(id), task)
 	})
+}
+
+// failPlan fails a task whose step could not be planned; the caller saves it.
+func (s *Store) failPlan(t *tx, task *Task, f *Failure) error {
+	t.durable = true
+	return s.fail(t, task, f, fmt.Sprintf("step %q: planning for_each: %s", f.Step, f.Message))
 }
 
 // digestItems is the digest of a for_each list that planning resumed after
