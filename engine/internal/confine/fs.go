@@ -172,26 +172,22 @@ func osFlag(oflag experimentalsys.Oflag) int {
 
 // Lstat implements experimentalsys.FS.
 func (c *FS) Lstat(p string) (wsys.Stat_t, experimentalsys.Errno) {
-	r, name, errno := c.open(p)
-	if errno != 0 {
-		return wsys.Stat_t{}, errno
-	}
-	defer r.Close()
-	fi, err := r.Lstat(name)
-	if err != nil {
-		return wsys.Stat_t{}, pathErrno(err)
-	}
-	return wsys.NewStat_t(fi), 0
+	return c.stat(p, (*os.Root).Lstat)
 }
 
 // Stat implements experimentalsys.FS.
 func (c *FS) Stat(p string) (wsys.Stat_t, experimentalsys.Errno) {
+	return c.stat(p, (*os.Root).Stat)
+}
+
+// stat is Stat or Lstat, by the os.Root method given.
+func (c *FS) stat(p string, fn func(*os.Root, string) (fs.FileInfo, error)) (wsys.Stat_t, experimentalsys.Errno) {
 	r, name, errno := c.open(p)
 	if errno != 0 {
 		return wsys.Stat_t{}, errno
 	}
 	defer r.Close()
-	fi, err := r.Stat(name)
+	fi, err := fn(r, name)
 	if err != nil {
 		return wsys.Stat_t{}, pathErrno(err)
 	}
