@@ -72,18 +72,7 @@ func (f *file) IsAppend() bool { return f.flag&experimentalsys.O_APPEND != 0 }
 
 // SetAppend implements experimentalsys.File.
 func (f *file) SetAppend(enable bool) experimentalsys.Errno {
-	if f.closed {
-		return experimentalsys.EBADF
-	}
-	if errno := setAppend(f.f, enable); errno != 0 {
-		return errno
-	}
-	if enable {
-		f.flag |= experimentalsys.O_APPEND
-	} else {
-		f.flag &^= experimentalsys.O_APPEND
-	}
-	return 0
+	return f.setFlag(experimentalsys.O_APPEND, enable, setAppend)
 }
 
 // IsNonblock implements experimentalsys.File.
@@ -91,16 +80,21 @@ func (f *file) IsNonblock() bool { return f.flag&experimentalsys.O_NONBLOCK != 0
 
 // SetNonblock implements experimentalsys.File.
 func (f *file) SetNonblock(enable bool) experimentalsys.Errno {
+	return f.setFlag(experimentalsys.O_NONBLOCK, enable, setNonblock)
+}
+
+// setFlag switches flag on the open file with set, then in f.flag.
+func (f *file) setFlag(flag experimentalsys.Oflag, enable bool, set func(*os.File, bool) experimentalsys.Errno) experimentalsys.Errno {
 	if f.closed {
 		return experimentalsys.EBADF
 	}
-	if errno := setNonblock(f.f, enable); errno != 0 {
+	if errno := set(f.f, enable); errno != 0 {
 		return errno
 	}
 	if enable {
-		f.flag |= experimentalsys.O_NONBLOCK
+		f.flag |= flag
 	} else {
-		f.flag &^= experimentalsys.O_NONBLOCK
+		f.flag &^= flag
 	}
 	return 0
 }

@@ -85,3 +85,35 @@ func TestFSDotDotAtRoot(t *testing.T) {
 	require.Zero(t, errno)
 	require.Zero(t, f.Close())
 }
+
+// TestFileSetFlags: SetNonblock and SetAppend change the open file
+// description and what the file reports, and fail on a closed file.
+func TestFileSetFlags(t *testing.T) {
+	t.Parallel()
+	_, _, c := tree(t)
+	wf, errno := c.OpenFile("sub/a.txt", experimentalsys.O_RDWR, 0)
+	require.Zero(t, errno)
+	f := wf.(*file)
+	fl := func() int {
+		t.Helper()
+		var v int
+		require.NoError(t, withFd(f.f, func(fd int) (err error) {
+			v, err = unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
+			return err
+		}))
+		return v
+	}
+	require.Zero(t, f.SetNonblock(true))
+	require.True(t, f.IsNonblock())
+	require.NotZero(t, fl()&unix.O_NONBLOCK)
+	require.Zero(t, f.SetAppend(true))
+	require.True(t, f.IsAppend())
+	require.NotZero(t, fl()&unix.O_APPEND)
+	require.Zero(t, f.SetNonblock(false))
+	require.False(t, f.IsNonblock())
+	require.Zero(t, fl()&unix.O_NONBLOCK)
+	require.True(t, f.IsAppend(), "the other flag is kept")
+	require.Zero(t, f.Close())
+	require.Equal(t, experimentalsys.EBADF, f.SetNonblock(true))
+	require.Equal(t, experimentalsys.EBADF, f.SetAppend(false))
+}
