@@ -213,52 +213,63 @@ func quotaStatus(fn string, err error) error {
 // count adds delta to the attempt's counter name, within the task's limits
 // on distinct counter names: per attempt, and over the task (the names its
 // committed units reported, read once per attempt, and this attempt's new
-// ones).
+// ones). The limits are checked and the name added under one hold of a.mu,
+// so calls at once cannot pass a limit together.
 func (a *Attempt) count(name string, delta int64) error {
 	lim := a.limits()
 	a.mu.Lock()
 	_, known := a.counts[name]
-	n, committed := len(a.counts), a.committed
+	load := !known && len(a.counts) < lim.CounterNamesPerAttempt && a.committed == nil
 	a.mu.Unlock()
-	if !known {
-		if n >= lim.CounterNamesPerAttempt {
-			return herr(guest.StatusBudget, "progress.count %q: this attempt already reported %d distinct counter names, its limit (limits.counter_names_per_attempt)", name, lim.CounterNamesPerAttempt)
-		}
-		if committed == nil {
-			committed = map[string]bool{}
-			if err := a.Store.Read(func(r *store.Reader) error {
-				t, err := r.Task(a.Lease.Task)
-				if err != nil {
-					return err
-				}
-				for c := range t.Counters {
-					committed[c] = true
-				}
-				return nil
-			}); err != nil {
-				return err
-			}
+	if load {
+		committed, err := a.committedCounterNames()
+		if err != nil {
+			return err
 		}
 		a.mu.Lock()
-		a.committed = committed
-		total := len(committed)
-		for c := range a.counts {
-			if !committed[c] {
-				total++
-			}
+		if a.committed == nil {
+			a.committed = committed
 		}
 		a.mu.Unlock()
-		if !committed[name] && total >= lim.CounterNames {
-			return herr(guest.StatusBudget, "progress.count %q: the task has %d distinct counter names, its limit (limits.counter_names)", name, lim.CounterNames)
-		}
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if _, known := a.counts[name]; !known {
+		if len(a.counts) >= lim.CounterNamesPerAttempt {
+			return herr(guest.StatusBudget, "progress.count %q: this attempt already reported %d distinct counter names, its limit (limits.counter_names_per_attempt)", name, lim.CounterNamesPerAttempt)
+		}
+		total := len(a.committed)
+		for c := range a.counts {
+			if !a.committed[c] {
+				total++
+			}
+		}
+		if !a.committed[name] && total >= lim.CounterNames {
+			return herr(guest.StatusBudget, "progress.count %q: the task has %d distinct counter names, its limit (limits.counter_names)", name, lim.CounterNames)
+		}
+	}
 	if a.counts == nil {
 		a.counts = map[string]int64{}
 	}
 	a.counts[name] += delta
 	return nil
+}
+
+// committedCounterNames are the counter names the task's committed units
+// reported.
+func (a *Attempt) committedCounterNames() (map[string]bool, error) {
+	committed := map[string]bool{}
+	err := a.Store.Read(func(r *store.Reader) error {
+		t, err := r.Task(a.Lease.Task)
+		if err != nil {
+			return err
+		}
+		for c := range t.Counters {
+			committed[c] = true
+		}
+		return nil
+	})
+	return committed, err
 }
 
 // note keeps a progress note, within the attempt's limits on notes and on

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -160,4 +161,62 @@ func TestKVAndArtifactQuotasArePerTask(t *testing.T) {
 	require.Equal(t, 10, n)
 	require.NoError(t, a.Store.Read(func(r *store.Reader) (err error) { usage, err = r.Usage(l.Task); return err }))
 	require.Equal(t, int64(600), usage.Artifacts)
+}
+
+// A plugin cannot pass the per-attempt counter-name limit by reporting new
+// names from several host calls at once on the same attempt: the check and
+// the count are one step.
+func TestCounterNamesHoldUnderConcurrentCalls(t *testing.T) {
+	t.Parallel()
+	const limit = 4
+	ctx := context.Background()
+	for round := range 20 {
+		a := setup(t, limited("c", func(l *taskfile.Limits) { l.CounterNamesPerAttempt, l.CounterNames = limit, 1000 }))
+		var wg sync.WaitGroup
+		for g := range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range 4 {
+					_, _ = a.Call(ctx, "progress.count", fmt.Appendf(nil, `{"name":"r%d-g%d-%d","delta":1}`, round, g, i))
+				}
+			}()
+		}
+		wg.Wait()
+		counts, _ := a.Progress()
+		require.LessOrEqual(t, len(counts), limit, "round %d", round)
+	}
+}
+
+// artifact_read takes the ref exactly as artifact_put gave it: a variant
+// spelling of another task's ref (case, prefix, padding) is not found, and
+// neither is a variant of the task's own ref.
+func TestArtifactReadRefVariantsAreNotFound(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a := setup(t, limited("v", func(*taskfile.Limits) {}))
+	out, err := a.PutArtifact(ctx, []byte(`{"name":"secret"}`), []byte("secret of task A"))
+	require.NoError(t, err)
+	var r struct{ Ref string }
+	require.NoError(t, json.Unmarshal(out, &r))
+	hexSum := strings.TrimPrefix(r.Ref, "sha256:")
+	variants := []string{
+		"SHA256:" + hexSum, "sha256:" + strings.ToUpper(hexSum), "Sha256:" + hexSum, hexSum,
+		"sha256: " + hexSum, " " + r.Ref, r.Ref + " ", r.Ref + "\x00", r.Ref + "/", "sha256:sha256:" + hexSum,
+		"sha256:" + hexSum[:63], "sha256:../" + hexSum[3:],
+	}
+	b := &Attempt{Store: a.Store, Lease: submitAndClaim(t, a.Store, "v", 1), Step: a.Step}
+	buf := make([]byte, 64)
+	for _, att := range []*Attempt{b, a} {
+		for _, v := range variants {
+			n, err := att.ReadArtifact(ctx, v, 0, buf)
+			require.Equal(t, guest.StatusNotFound, status(t, err), "ref %q", v)
+			require.Zero(t, n)
+		}
+	}
+	_, err = b.ReadArtifact(ctx, r.Ref, 0, buf)
+	require.Equal(t, guest.StatusNotFound, status(t, err), "task B cannot read task A's ref as given either")
+	n, err := a.ReadArtifact(ctx, r.Ref, 0, buf)
+	require.NoError(t, err)
+	require.Equal(t, "secret of task A", string(buf[:n]))
 }
