@@ -118,6 +118,7 @@ type Store struct {
 	synced   atomic.Uint64 // number of the latest sync that succeeded
 	roErr    error         // why writes are refused (read-only store)
 	mark     *marker       // high-water mark; nil for in-memory or unsynced stores
+	opened   openedMark    // the sync sequence and mark Open found (Verify reports them)
 	space    *diskSpace
 	failure  atomic.Pointer[failedError] // set once a sync failed
 }
@@ -356,6 +357,13 @@ func isCorruption(err error) bool {
 	return false
 }
 
+// openedMark is what checkHighWater found at Open: the store's sync
+// sequence, the high-water mark, and the finding when they disagree.
+type openedMark struct {
+	sync, mark uint64
+	finding    *Finding
+}
+
 // checkHighWater compares the store's sync sequence with the high-water
 // mark and sets up the marker.
 func (s *Store) checkHighWater(o Options) error {
@@ -379,7 +387,8 @@ func (s *Store) checkHighWater(o Options) error {
 	if err != nil {
 		return fmt.Errorf("open store %s: %w", s.dir, err)
 	}
-	if f := checkMark(path, stored, mark); f != nil {
+	s.opened = openedMark{sync: stored, mark: mark, finding: checkMark(path, stored, mark)}
+	if f := s.opened.finding; f != nil {
 		if !o.AllowDamaged {
 			return &DamagedError{Dir: s.dir, Findings: []Finding{*f}}
 		}

@@ -72,22 +72,10 @@ func Verify(dir string, logger hclog.Logger) (*Report, error) {
 	}
 	defer s.Close()
 
-	if err := s.view(func(t *tx) error {
-		b, err := t.getRaw(syncSeqKey)
-		if err == nil {
-			rep.Sync, err = decodeSeq(b)
-		}
-		if errors.Is(err, ErrNotFound) {
-			err = nil
-		}
-		return err
-	}); err != nil {
-		rep.Findings = append(rep.Findings, Finding{Check: "record", File: string(syncSeqKey), Detail: err.Error()})
-	}
-	path := markPath(dir)
-	if rep.Mark, err = readMark(path); err != nil {
-		rep.Findings = append(rep.Findings, Finding{Check: "high-water", File: path, Detail: err.Error()})
-	} else if f := checkMark(path, rep.Sync, rep.Mark); f != nil {
+	// Open compared the sync sequence with the mark (an unreadable one
+	// fails the open); a damaged open keeps what it found.
+	rep.Sync, rep.Mark = s.opened.sync, s.opened.mark
+	if f := s.opened.finding; f != nil {
 		rep.Findings = append(rep.Findings, *f)
 	}
 	rep.Findings = append(rep.Findings, s.scrub(rep)...)
