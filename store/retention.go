@@ -53,6 +53,14 @@ func (s *Store) Remove(ctx context.Context, id string) error {
 	// First, what would let anyone find the task anew: a submit with its
 	// idempotency key now creates another task.
 	if err := s.update(ctx, func(t *tx) error {
+		// Checked again where the runnable mark is deleted: the status read
+		// above may be stale.
+		if err := t.getJSON(taskKey(id), task); err != nil {
+			return fmt.Errorf("task %s: %w", id, err)
+		}
+		if !task.Status.Terminal() {
+			return &NotFinishedError{ID: id, Status: task.Status}
+		}
 		if task.IdempotencyKey != "" {
 			owner, err := t.getRaw(idemKey(task.IdempotencyKey))
 			if err == nil && string(owner) == id {
@@ -74,12 +82,6 @@ func (s *Store) Remove(ctx context.Context, id string) error {
 	}
 	return s.update(ctx, func(t *tx) error {
 		t.durable = true
-		// A table may also key a task's single record as <table>/<task>.
-		for _, table := range taskTables {
-			if err := t.del([]byte(table + "/" + id)); err != nil {
-				return err
-			}
-		}
 		if err := t.del(manifestKey(id)); err != nil {
 			return err
 		}
