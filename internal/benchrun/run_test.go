@@ -54,6 +54,16 @@ func TestRunClosesEverything(t *testing.T) {
 	require.Len(t, rep.Figures, 6)
 	for _, f := range rep.Figures {
 		require.Len(t, f.Samples, 2, f.Name)
+		// A figure that measured nothing (a zero or negative sample, a
+		// ratio against a missing floor) is not a figure.
+		for _, s := range f.Samples {
+			require.Positive(t, s, f.Name)
+		}
+		require.Positive(t, f.Median, f.Name)
+		if f.Floor != "" {
+			require.Positive(t, f.FloorMedian, f.Name)
+			require.InDelta(t, f.Median/f.FloorMedian, f.Ratio, 1e-9*f.Ratio, f.Name)
+		}
 	}
 	require.FileExists(t, filepath.Join(dir, "tasks", "serial.hcl"))
 }
