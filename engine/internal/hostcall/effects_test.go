@@ -279,3 +279,49 @@ func TestReconciledEffectsKeepTheResultShape(t *testing.T) {
 	require.NoError(t, err)
 	shaped(out, 200, "check_applied")
 }
+
+// TestHTTPEffectRedirectToAnAllowedHostIsNotFollowed: a 307 or 308 to
+// another path of the same, allowed host would deliver the effect's body
+// and Idempotency-Key a second time; it is the outcome instead. A check_url
+// redirecting to a path that answers 200 does not make the effect applied.
+func TestHTTPEffectRedirectToAnAllowedHostIsNotFollowed(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var paths []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		paths = append(paths, r.URL.Path)
+		mu.Unlock()
+		switch r.URL.Path {
+		case "/again", "/yes":
+			w.WriteHeader(http.StatusOK)
+		case "/applied":
+			http.Redirect(w, r, "/yes?"+r.URL.RawQuery, http.StatusFound)
+		default:
+			w.Header().Set("Location", "/again")
+			w.WriteHeader(http.StatusPermanentRedirect)
+			w.Write([]byte("moved"))
+		}
+	}))
+	defer srv.Close()
+	a := setup(t, httpStep("check", srv.URL+"/applied", strings.TrimPrefix(srv.URL, "http://")))
+	out, err := doEffect(t, a, httpEffect("pay", srv.URL+"/pay"))
+	require.NoError(t, err)
+	require.EqualValues(t, http.StatusPermanentRedirect, out.Result["status"])
+	require.Equal(t, "moved", out.Result["body"])
+	mu.Lock()
+	require.Equal(t, []string{"/pay"}, paths, "sent once, to the URL the allowlist checked")
+	paths = nil
+	mu.Unlock()
+
+	req := `{"method":"POST","url":"` + srv.URL + `/pay","body":"y"}`
+	recordIntent(t, a, "pay-2", "http", req)
+	_, err = doEffect(t, a, `{"key":"pay-2","kind":"http","request":`+req+`}`)
+	require.Equal(t, guest.StatusInternal, status(t, err), "a redirected check is neither answer")
+	e, err := a.Store.Effect(a.Lease.Task, a.Lease.Step, a.Lease.Item, "pay-2")
+	require.NoError(t, err)
+	require.Equal(t, store.EffectIntent, e.State)
+	mu.Lock()
+	require.Equal(t, []string{"/applied"}, paths, "the check's redirect is not followed and nothing is sent")
+	mu.Unlock()
+}
