@@ -26,6 +26,21 @@ func withFd(f *os.File, fn func(fd int) error) error {
 	return ferr
 }
 
+// sysOflag converts the open flags os has no name for.
+func sysOflag(oflag experimentalsys.Oflag) int {
+	flag := syncOflag(oflag)
+	if oflag&experimentalsys.O_DIRECTORY != 0 {
+		flag |= unix.O_DIRECTORY
+	}
+	if oflag&experimentalsys.O_NOFOLLOW != 0 {
+		flag |= unix.O_NOFOLLOW
+	}
+	if oflag&experimentalsys.O_NONBLOCK != 0 {
+		flag |= unix.O_NONBLOCK
+	}
+	return flag
+}
+
 // parentDir opens the directory holding name, resolved beneath r, and
 // returns it with the last element of name.
 func parentDir(r *os.Root, name string) (*os.File, string, experimentalsys.Errno) {

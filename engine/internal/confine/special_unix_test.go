@@ -117,3 +117,13 @@ func TestFileSetFlags(t *testing.T) {
 	require.Equal(t, experimentalsys.EBADF, f.SetNonblock(true))
 	require.Equal(t, experimentalsys.EBADF, f.SetAppend(false))
 }
+
+// TestSysOflag: the flags os has no name for reach the open call.
+func TestSysOflag(t *testing.T) {
+	t.Parallel()
+	require.Zero(t, sysOflag(0))
+	require.Equal(t, unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_NONBLOCK,
+		sysOflag(experimentalsys.O_DIRECTORY|experimentalsys.O_NOFOLLOW|experimentalsys.O_NONBLOCK))
+	require.NotZero(t, sysOflag(experimentalsys.O_DSYNC))
+	require.NotZero(t, sysOflag(experimentalsys.O_RSYNC))
+}

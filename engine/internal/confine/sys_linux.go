@@ -11,20 +11,11 @@ import (
 // dirFlag opens a directory only to use it as the base of *at calls.
 const dirFlag = unix.O_PATH | unix.O_DIRECTORY
 
-// sysOflag converts the open flags os has no name for.
-func sysOflag(oflag experimentalsys.Oflag) int {
+// syncOflag converts O_DSYNC and O_RSYNC.
+func syncOflag(oflag experimentalsys.Oflag) int {
 	var flag int
-	if oflag&experimentalsys.O_DIRECTORY != 0 {
-		flag |= unix.O_DIRECTORY
-	}
 	if oflag&experimentalsys.O_DSYNC != 0 {
 		flag |= unix.O_DSYNC
-	}
-	if oflag&experimentalsys.O_NOFOLLOW != 0 {
-		flag |= unix.O_NOFOLLOW
-	}
-	if oflag&experimentalsys.O_NONBLOCK != 0 {
-		flag |= unix.O_NONBLOCK
 	}
 	if oflag&experimentalsys.O_RSYNC != 0 {
 		flag |= unix.O_RSYNC

@@ -13,23 +13,13 @@ import (
 // O_PATH here: the directory must be readable).
 const dirFlag = unix.O_RDONLY | unix.O_DIRECTORY
 
-// sysOflag converts the open flags os has no name for; O_DSYNC and
-// O_RSYNC become the stronger O_SYNC.
-func sysOflag(oflag experimentalsys.Oflag) int {
-	var flag int
-	if oflag&experimentalsys.O_DIRECTORY != 0 {
-		flag |= unix.O_DIRECTORY
-	}
+// syncOflag converts O_DSYNC and O_RSYNC: both become the stronger
+// O_SYNC.
+func syncOflag(oflag experimentalsys.Oflag) int {
 	if oflag&(experimentalsys.O_DSYNC|experimentalsys.O_RSYNC) != 0 {
-		flag |= unix.O_SYNC
+		return unix.O_SYNC
 	}
-	if oflag&experimentalsys.O_NOFOLLOW != 0 {
-		flag |= unix.O_NOFOLLOW
-	}
-	if oflag&experimentalsys.O_NONBLOCK != 0 {
-		flag |= unix.O_NONBLOCK
-	}
-	return flag
+	return 0
 }
 
 func datasync(f *os.File) experimentalsys.Errno {
