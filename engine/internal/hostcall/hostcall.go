@@ -151,12 +151,7 @@ func (a *Attempt) PutArtifact(ctx context.Context, meta, data []byte) ([]byte, e
 	if err != nil {
 		return nil, quotaStatus("artifact_put", err)
 	}
-	a.mu.Lock()
-	if a.owned == nil {
-		a.owned = map[string]bool{}
-	}
-	a.owned[ref] = true
-	a.mu.Unlock()
+	a.own(ref)
 	crashpoint.Reached(crashpoint.ArtifactAfterPut)
 	return json.Marshal(map[string]any{"ref": ref, "size": len(data)})
 }
@@ -176,18 +171,23 @@ func (a *Attempt) ReadArtifact(_ context.Context, ref string, offset int64, buf 
 		if !ok {
 			return 0, herr(guest.StatusNotFound, "artifact %s: this task stored no such artifact", ref)
 		}
-		a.mu.Lock()
-		if a.owned == nil {
-			a.owned = map[string]bool{}
-		}
-		a.owned[ref] = true
-		a.mu.Unlock()
+		a.own(ref)
 	}
 	n, _, err := a.Store.ReadArtifact(ref, offset, buf)
 	if errors.Is(err, store.ErrNotFound) {
 		return 0, herr(guest.StatusNotFound, "%v", err)
 	}
 	return n, err
+}
+
+// own notes that the task owns the artifact ref.
+func (a *Attempt) own(ref string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.owned == nil {
+		a.owned = map[string]bool{}
+	}
+	a.owned[ref] = true
 }
 
 func orNull(b json.RawMessage) json.RawMessage {
