@@ -115,23 +115,35 @@ func largeNumber(tokens hclsyntax.Tokens) *hclsyntax.Token {
 // numberTextTooLarge reports whether the number literal text is longer than
 // MaxNumberLength or has an exponent beyond MaxNumberExponent.
 func numberTextTooLarge(text []byte) bool {
-	if len(text) > MaxNumberLength {
-		return true
-	}
+	return len(text) > MaxNumberLength || numberTextExponent(text) > MaxNumberExponent
+}
+
+// numberTextExponent is the magnitude of the exponent of the number literal
+// text (after "e" or "E"; 0 without one), or MaxNumberExponent+1 if it is
+// beyond MaxNumberExponent.
+func numberTextExponent(text []byte) int {
 	i := bytes.IndexAny(text, "eE")
 	if i < 0 {
-		return false
+		return 0
 	}
 	exp := 0
 	for _, c := range text[i+1:] {
 		if c >= '0' && c <= '9' {
 			exp = exp*10 + int(c-'0')
 			if exp > MaxNumberExponent {
-				return true
+				return MaxNumberExponent + 1
 			}
 		}
 	}
-	return false
+	return exp
+}
+
+// numberTextMayBeHuge reports whether the number literal text may be a
+// number that numberTooLarge refuses. One that it clears is not: its
+// value, if not zero, lies between 10^-(len(text)+exponent) and
+// 10^(len(text)+exponent).
+func numberTextMayBeHuge(text []byte) bool {
+	return len(text)+numberTextExponent(text) > MaxNumberExponent
 }
 
 // holdsHugeNumber reports whether v holds, anywhere, a number that
@@ -317,8 +329,10 @@ func endsOperand(t hclsyntax.TokenType) bool {
 // arrays and objects nested more deeply than MaxJSONDepth, or a number
 // literal that numberTextTooLarge refuses. It looks only at brackets and
 // numbers outside strings, so it is linear and does not recurse; b need not
-// be valid JSON. "" means no problem.
-func jsonProblem(b []byte) string {
+// be valid JSON. "" means no problem. mayBeHuge says whether a number in b
+// may still be one that numberTooLarge refuses (numberTextMayBeHuge): if
+// not, the decoded value need not be searched for one.
+func jsonProblem(b []byte) (problem string, mayBeHuge bool) {
 	depth := 0
 	inString, escaped := false, false
 	for i := 0; i < len(b); i++ {
@@ -338,7 +352,7 @@ func jsonProblem(b []byte) string {
 		case c == '[' || c == '{':
 			depth++
 			if depth > MaxJSONDepth {
-				return fmt.Sprintf("nests more than %d levels deep; the limit is %d", MaxJSONDepth, MaxJSONDepth)
+				return fmt.Sprintf("nests more than %d levels deep; the limit is %d", MaxJSONDepth, MaxJSONDepth), mayBeHuge
 			}
 		case c == ']' || c == '}':
 			depth--
@@ -348,12 +362,13 @@ func jsonProblem(b []byte) string {
 				j++
 			}
 			if numberTextTooLarge(b[i:j]) {
-				return fmt.Sprintf("holds a number more than %d characters long or with an exponent beyond %d", MaxNumberLength, MaxNumberExponent)
+				return fmt.Sprintf("holds a number more than %d characters long or with an exponent beyond %d", MaxNumberLength, MaxNumberExponent), true
 			}
+			mayBeHuge = mayBeHuge || numberTextMayBeHuge(b[i:j])
 			i = j - 1
 		}
 	}
-	return ""
+	return "", mayBeHuge
 }
 
 // budget is what one evaluation of one expression may still build: the

@@ -405,7 +405,7 @@ func estimateRegexAll(args []cty.Value) (int64, int64, error) {
 
 func estimateJSONDecode(args []cty.Value) (int64, int64, error) {
 	if len(args) == 1 {
-		if problem := jsonProblem([]byte(str(args[0]))); problem != "" {
+		if problem, _ := jsonProblem([]byte(str(args[0]))); problem != "" {
 			return 0, 0, fmt.Errorf("the JSON text %s", problem)
 		}
 	}

@@ -437,3 +437,37 @@ func TestWriteDiagnosticsNotUTF8(t *testing.T) {
 	require.NoError(t, WriteDiagnostics(&out, map[string][]byte{"bad.hcl": src}, diags, 80, false))
 	require.Contains(t, out.String(), "bad.hcl:4:")
 }
+
+// TestFromJSONSkipsNumberSearch checks the bound that lets FromJSON skip
+// searching the decoded value for a number too large to write out: every
+// number whose text numberTextMayBeHuge clears is one numberTooLarge
+// accepts, at both ends of the range and at the edge of the bound, and
+// FromJSON refuses exactly the values that hold such a number.
+func TestFromJSONSkipsNumberSearch(t *testing.T) {
+	t.Parallel()
+	zeros := strings.Repeat
+	texts := []string{"0", "-0.0e10000", "1e10000", "-9e10000", "9.9e9998", "1e-10000", "123.456e9990", "0.5e-9996"}
+	for _, n := range []int{9990, 9998, 9999, 10000, 10001, 10500} {
+		texts = append(texts,
+			"1"+zeros("0", n), "-"+zeros("9", n), "0."+zeros("0", n)+"1",
+			"0."+zeros("0", n/2)+"1e-"+fmt.Sprint(n/2), "1"+zeros("0", n/2)+"e"+fmt.Sprint(n/2),
+			"0."+zeros("0", n-10)+"7e-"+fmt.Sprint(10))
+	}
+	for _, text := range texts {
+		doc := `[1, 2.5, {"a": ` + text + `}]`
+		problem, mayBeHuge := jsonProblem([]byte(doc))
+		require.Empty(t, problem, "%.20s", text)
+		f, _, err := big.ParseFloat(text, 10, 512, big.ToNearestEven)
+		require.NoError(t, err, "%.20s", text)
+		huge := numberTooLarge(f)
+		require.True(t, mayBeHuge || !huge, "%.20s… (%d chars) is too large but its text was cleared", text, len(text))
+		_, err = FromJSON([]byte(doc))
+		if huge {
+			require.ErrorContains(t, err, "exponent beyond 10000", "%.20s", text)
+		} else {
+			require.NoError(t, err, "%.20s", text)
+		}
+	}
+	_, mayBeHuge := jsonProblem([]byte(`{"n": [1, -2.5e300, 12345678901234567890], "s": "1e99999"}`))
+	require.False(t, mayBeHuge, "ordinary numbers, and numbers in strings, need no search")
+}

@@ -147,7 +147,8 @@ func plainASCII(s string) bool {
 // recurses once per level) or holds a number too large to write out again
 // (MaxNumberLength, MaxNumberExponent).
 func FromJSON(b []byte) (cty.Value, error) {
-	if problem := jsonProblem(b); problem != "" {
+	problem, mayBeHuge := jsonProblem(b)
+	if problem != "" {
 		return cty.NilVal, fmt.Errorf("invalid JSON: it %s", problem)
 	}
 	if strings.TrimSpace(string(b)) == "null" {
@@ -161,7 +162,7 @@ func FromJSON(b []byte) (cty.Value, error) {
 	if err != nil {
 		return cty.NilVal, fmt.Errorf("invalid JSON: %w", err)
 	}
-	if holdsHugeNumber(v) {
+	if mayBeHuge && holdsHugeNumber(v) {
 		return cty.NilVal, fmt.Errorf("invalid JSON: it holds a number with an exponent beyond %d", MaxNumberExponent)
 	}
 	return v, nil
