@@ -73,9 +73,9 @@ func TestWriteFileRace(t *testing.T) {
 	requireOutsideUntouched(t, outside)
 }
 
-// TestFSRace: reads, creations, changes and removals through d, 2,000
-// rounds while d is swapped with a link out of the root, never reach
-// outside.
+// TestFSRace: reads, creations, changes, hard links and removals through
+// d, 2,000 rounds while d is swapped with a link out of the root, never
+// reach outside.
 func TestFSRace(t *testing.T) {
 	t.Parallel()
 	root, outside, c := tree(t)
@@ -104,9 +104,16 @@ func TestFSRace(t *testing.T) {
 		c.Readlink("d/link")
 		c.Chmod("d/secret.txt", 0o600)
 		c.Utimens("d/secret.txt", 0, 0)
+		c.Link("d/secret.txt", "stolen")
+		c.Link("sub/a.txt", "d/hard")
 	}
 	f.finish(t)
 	require.Zero(t, leaks)
+	var in, out unix.Stat_t
+	if unix.Lstat(filepath.Join(root, "stolen"), &in) == nil {
+		require.NoError(t, unix.Stat(filepath.Join(outside, "secret.txt"), &out))
+		require.False(t, in.Dev == out.Dev && in.Ino == out.Ino, "no hard link to the file outside was made inside")
+	}
 	require.DirExists(t, keep, "rmdir did not reach outside")
 	require.NoError(t, os.Remove(keep))
 	requireOutsideUntouched(t, outside)
