@@ -1,7 +1,8 @@
 /*
  * quota.c: floods one host capability, for the quota tests. The input
- * {"mode": M} (the first mode name found in stdin) chooses it; each call
- * is made up to 100,000 times and stops at the first refusal:
+ * {"mode": M} chooses it (the first mode of the list below whose quoted
+ * name appears anywhere in stdin); each call is made up to 100,000 times
+ * and stops at the first refusal:
  *
  *   note      progress.note with 1 KiB of text
  *   count     progress.count of a new counter name per call
