@@ -72,8 +72,13 @@ func (s *Store) PutArtifactQuota(ctx context.Context, p Provenance, data []byte,
 	sum := sha256.Sum256(data)
 	hexSum := hex.EncodeToString(sum[:])
 	p.Ref, p.Size = "sha256:"+hexSum, int64(len(data))
-	if err := s.precheckArtifact(p.Task, hexSum, p.Size, limit); err != nil {
+	release, err := s.precheckArtifact(p.Task, hexSum, p.Size, limit)
+	if err != nil {
 		return "", err
+	}
+	defer release()
+	if s.inflight.hook != nil {
+		s.inflight.hook()
 	}
 	if p.Time.IsZero() {
 		p.Time = s.now()
@@ -86,7 +91,7 @@ func (s *Store) PutArtifactQuota(ctx context.Context, p Provenance, data []byte,
 	if _, err := s.putBlob(ctx, hexSum, data); err != nil {
 		return "", err
 	}
-	err := s.update(ctx, func(t *tx) error {
+	err = s.update(ctx, func(t *tx) error {
 		t.durable = true
 		if err := t.chargeArtifact(p.Task, hexSum, p.Size, limit); err != nil {
 			return err

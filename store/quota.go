@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/lhengine/lhengine/engine/fault"
@@ -114,25 +115,81 @@ func (s *Store) OwnsArtifact(task, ref string) (bool, error) {
 // kvSize is what a key/value entry counts against the kv quota.
 func kvSize(key string, value []byte) int64 { return int64(len(key) + len(value)) }
 
+// inflightArtifacts counts, per task, the artifact puts that passed their
+// quota check and have not been charged yet: their chunks are being written
+// outside any transaction, so a check must count them, or puts of one task at
+// once would each pass against the same usage and write more than its quota.
+type inflightArtifacts struct {
+	mu   sync.Mutex
+	puts map[string]map[string]*inflightBlob // task -> sha256 -> put in flight
+	hook func()                              // tests: called between a put's check and its writes
+}
+
+type inflightBlob struct {
+	size int64
+	refs int // puts of this content by the task in flight
+}
+
 // precheckArtifact refuses, before any chunk is written, an artifact of n
-// bytes that cannot fit the task's quota; PutArtifact checks again in the
-// transaction that counts it.
-func (s *Store) precheckArtifact(task, hexSum string, n, limit int64) error {
+// bytes that cannot fit the task's quota, counting the task's other puts in
+// flight; PutArtifact checks again in the transaction that counts it. Once it
+// passes, the put is in flight until release is called (after the charge).
+func (s *Store) precheckArtifact(task, hexSum string, n, limit int64) (release func(), err error) {
 	if n > limit {
-		return &QuotaError{What: "artifact_bytes", Add: n, Limit: limit}
+		return nil, &QuotaError{What: "artifact_bytes", Add: n, Limit: limit}
 	}
-	return s.view(func(t *tx) error {
+	f := &s.inflight
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	counted := false
+	err = s.view(func(t *tx) error {
 		if _, err := t.getRaw(chargedKey(task, hexSum)); err == nil {
-			return nil // counted already
+			counted = true
+			return nil
 		} else if !errors.Is(err, ErrNotFound) {
 			return err
+		}
+		if f.puts[task][hexSum] != nil {
+			return nil // counted in flight
 		}
 		u, err := t.usage(task)
 		if err != nil {
 			return err
 		}
-		return charge("artifact_bytes", &u.Artifacts, n, limit)
+		used := u.Artifacts
+		for _, b := range f.puts[task] {
+			used += b.size
+		}
+		return charge("artifact_bytes", &used, n, limit)
 	})
+	if err != nil {
+		return nil, err
+	}
+	if counted {
+		return func() {}, nil
+	}
+	if f.puts == nil {
+		f.puts = map[string]map[string]*inflightBlob{}
+	}
+	if f.puts[task] == nil {
+		f.puts[task] = map[string]*inflightBlob{}
+	}
+	b := f.puts[task][hexSum]
+	if b == nil {
+		b = &inflightBlob{size: n}
+		f.puts[task][hexSum] = b
+	}
+	b.refs++
+	return func() {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if b.refs--; b.refs == 0 {
+			delete(f.puts[task], hexSum)
+			if len(f.puts[task]) == 0 {
+				delete(f.puts, task)
+			}
+		}
+	}, nil
 }
 
 // chargeArtifact counts a blob of n bytes in the task's usage, once.

@@ -84,3 +84,49 @@ func TestArtifactQuotaCountsEachBlobOncePerTask(t *testing.T) {
 	require.True(t, owns)
 	require.Equal(t, int64(300), b.usage(t, other.ID).Artifacts)
 }
+
+// TestArtifactQuotaCountsPutsInFlight puts artifacts of one task at once, as
+// units of a fan-out step would: each put's chunks are written outside any
+// transaction, so a second put checked while the first is in flight must
+// count it, or both pass against the same usage and write more than the
+// quota (the refused one leaving its blob behind).
+func TestArtifactQuotaCountsPutsInFlight(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	task := b.submit(t, plainSteps("a"))
+	first := []byte(strings.Repeat("f", 300))
+	second := []byte(strings.Repeat("s", 300))
+	var inner error
+	calls := 0
+	b.s.inflight.hook = func() {
+		calls++
+		if calls > 1 {
+			return
+		}
+		// The first put has passed its check and written nothing yet.
+		_, inner = b.s.PutArtifactQuota(b.ctx, Provenance{Name: "2", Task: task.ID, Step: "a"}, second, 500)
+		require.NoError(t, errOf(b.s.PutArtifactQuota(b.ctx, Provenance{Name: "1b", Task: task.ID, Step: "a"}, first, 500)),
+			"the same content in flight counts once")
+	}
+	_, err1 := b.s.PutArtifactQuota(b.ctx, Provenance{Name: "1", Task: task.ID, Step: "a"}, first, 500)
+	require.NoError(t, err1)
+	var qe *QuotaError
+	require.ErrorAs(t, inner, &qe, "the second put is refused while the first is in flight")
+	require.Equal(t, int64(300), qe.Used)
+	require.Equal(t, int64(300), b.usage(t, task.ID).Artifacts)
+	var blobs int
+	for _, k := range allKeys(t, b.s) {
+		if strings.HasPrefix(k, "B/") {
+			blobs++
+		}
+	}
+	require.Equal(t, 1, blobs, "the refused put wrote nothing")
+	require.Empty(t, b.s.inflight.puts, "nothing stays in flight")
+
+	// Once charged, the same content is free to put again.
+	b.s.inflight.hook = nil
+	_, err2 := b.s.PutArtifactQuota(b.ctx, Provenance{Name: "1c", Task: task.ID, Step: "a"}, first, 500)
+	require.NoError(t, err2)
+}
+
+func errOf[T any](_ T, e error) error { return e }

@@ -120,6 +120,7 @@ type Store struct {
 	mark     *marker       // high-water mark; nil for in-memory or unsynced stores
 	opened   openedMark    // the sync sequence and mark Open found (Verify reports them)
 	space    *diskSpace
+	inflight inflightArtifacts           // artifact puts between their quota check and their charge
 	failure  atomic.Pointer[failedError] // set once a sync failed
 }
 
