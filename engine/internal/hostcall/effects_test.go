@@ -325,3 +325,56 @@ func TestHTTPEffectRedirectToAnAllowedHostIsNotFollowed(t *testing.T) {
 	require.Equal(t, []string{"/applied"}, paths, "the check's redirect is not followed and nothing is sent")
 	mu.Unlock()
 }
+
+// TestHTTPEffectResendInterruptedIsReconciled: an effect left open by a 503
+// is sent again without reconciling; if that send is cut off (the receiver
+// may have applied it), the mark is gone and the next attempt asks
+// check_url before sending anything, all under the one Idempotency-Key.
+func TestHTTPEffectResendInterruptedIsReconciled(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var sends, checks []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		if r.URL.Path == "/applied" {
+			checks = append(checks, r.URL.Query().Get("key"))
+			w.Write([]byte(`{"seen":true}`))
+			return
+		}
+		sends = append(sends, r.Header.Get("Idempotency-Key"))
+		if len(sends) == 1 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		conn, _, err := w.(http.Hijacker).Hijack()
+		if err == nil {
+			conn.Close()
+		}
+	}))
+	defer srv.Close()
+	a := setup(t, httpStep("check", srv.URL+"/applied", strings.TrimPrefix(srv.URL, "http://")))
+	req := httpEffect("pay", srv.URL+"/pay")
+	_, err := doEffect(t, a, req)
+	require.Equal(t, guest.StatusInternal, status(t, err), "503 leaves it open")
+	_, err = doEffect(t, a, req)
+	require.Equal(t, guest.StatusInternal, status(t, err), "the resend is cut off")
+	e, err := a.Store.Effect(a.Lease.Task, a.Lease.Step, a.Lease.Item, "pay")
+	require.NoError(t, err)
+	require.Equal(t, store.EffectIntent, e.State)
+	require.Empty(t, e.Resend, "a send cut off is not marked for resend")
+	mu.Lock()
+	sent := len(sends) // net/http may itself send a request with an Idempotency-Key again on a fresh connection
+	mu.Unlock()
+
+	out, err := doEffect(t, a, req)
+	require.NoError(t, err)
+	require.Equal(t, "check_applied", out.Result["reconciled"])
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, sends, sent, "applied per check_url: not sent again")
+	require.Equal(t, []string{e.IdempotencyKey}, checks, "asked once, for the effect's key")
+	for _, k := range sends {
+		require.Equal(t, e.IdempotencyKey, k, "one Idempotency-Key throughout")
+	}
+}
