@@ -13,24 +13,40 @@ import (
 )
 
 // openDirAt opens the directory elem in the directory dfd without
-// following a link; ErrSymlink when elem is one.
+// following a link; ErrSymlink when elem is one. A link there fails the
+// open with ELOOP, or with ENOTDIR (Linux checks O_DIRECTORY first), as
+// does a file; which it was is asked after, and should elem be a directory
+// by then, it was swapped in since and the open is tried again.
 func openDirAt(dfd int, elem string) (int, error) {
-	for {
+	for swaps := 0; ; {
 		fd, err := unix.Openat(dfd, elem, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		switch err {
 		case nil:
 			return fd, nil
 		case unix.EINTR:
 			continue
-		case unix.ELOOP, unix.ENOTDIR:
+		case unix.ELOOP:
+			return -1, ErrSymlink // one element opened with O_NOFOLLOW: a link
+		case unix.ENOTDIR:
 			var st unix.Stat_t
-			if unix.Fstatat(dfd, elem, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
-				return -1, ErrSymlink
+			if unix.Fstatat(dfd, elem, &st, unix.AT_SYMLINK_NOFOLLOW) == nil {
+				switch st.Mode & unix.S_IFMT {
+				case unix.S_IFLNK:
+					return -1, ErrSymlink
+				case unix.S_IFDIR:
+					if swaps++; swaps < maxSwaps {
+						continue
+					}
+				}
 			}
 		}
 		return -1, err
 	}
 }
+
+// maxSwaps bounds how many times openDirAt tries again an element that
+// others keep changing.
+const maxSwaps = 100
 
 // walk opens the directory of elems[:len(elems)-1] beneath dir, one
 // element at a time, creating missing ones when create. With !create a
