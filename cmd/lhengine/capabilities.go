@@ -124,11 +124,7 @@ func (a *app) effectCmd() *cobra.Command {
 			Short: short,
 			Args:  cobra.ExactArgs(3),
 			RunE: func(cmd *cobra.Command, args []string) error {
-				return a.withHome(cmd.Context(), func(e *engine.Engine) error {
-					t, err := findTask(e, args[0])
-					if err != nil {
-						return err
-					}
+				return a.withTask(cmd.Context(), args[0], func(e *engine.Engine, t *store.Task) error {
 					step := -1
 					for i, s := range t.Steps {
 						if s.Name == args[1] {

@@ -198,6 +198,18 @@ func (a *app) withHome(ctx context.Context, fn func(*engine.Engine) error) error
 	return errors.Join(err, e.Close(context.WithoutCancel(ctx)))
 }
 
+// withTask opens an existing home and runs fn with the task ref names (an
+// id or a unique id prefix).
+func (a *app) withTask(ctx context.Context, ref string, fn func(*engine.Engine, *store.Task) error) error {
+	return a.withHome(ctx, func(e *engine.Engine) error {
+		t, err := findTask(e, ref)
+		if err != nil {
+			return err
+		}
+		return fn(e, t)
+	})
+}
+
 // read opens an existing store and runs fn with a reader.
 func (a *app) read(ctx context.Context, fn func(*store.Reader) error) error {
 	return a.withHome(ctx, func(e *engine.Engine) error { return e.Read(fn) })

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lhengine/lhengine/engine"
+	"github.com/lhengine/lhengine/store"
 )
 
 func (a *app) retryCmd() *cobra.Command {
@@ -25,12 +26,9 @@ Counters, notes and the totals of attempts, failures and repairs are kept;
 consecutive failures start from zero. The event log records who retried it.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.withHome(cmd.Context(), func(e *engine.Engine) error {
-				t, err := findTask(e, args[0])
+			return a.withTask(cmd.Context(), args[0], func(e *engine.Engine, t *store.Task) error {
+				t, err := e.Retry(cmd.Context(), t.ID, from, who())
 				if err != nil {
-					return err
-				}
-				if t, err = e.Retry(cmd.Context(), t.ID, from, who()); err != nil {
 					return err
 				}
 				if !a.json() {

@@ -188,11 +188,7 @@ func (a *app) resumeCmd() *cobra.Command {
 		Short: "Continue a task from its last committed work unit (after a crash, kill or stop)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.withHome(cmd.Context(), func(e *engine.Engine) error {
-				t, err := findTask(e, args[0])
-				if err != nil {
-					return err
-				}
+			return a.withTask(cmd.Context(), args[0], func(e *engine.Engine, t *store.Task) error {
 				if t.Status.Terminal() {
 					hint := ""
 					if t.Status != store.Succeeded {
@@ -204,6 +200,7 @@ func (a *app) resumeCmd() *cobra.Command {
 					return fmt.Errorf("cannot resume task %s: %w\na task submitted before modules were kept in the store runs from its plugin files: restore the file(s) it was submitted with and resume again", t.ID, err)
 				}
 				if t.Status == store.Paused {
+					var err error
 					if t, err = e.Resume(cmd.Context(), t.ID); err != nil {
 						return err
 					}
@@ -375,12 +372,8 @@ func (a *app) cancelCmd() *cobra.Command {
 		Short: "Cancel a task; attempts in flight lose their leases",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.withHome(cmd.Context(), func(e *engine.Engine) error {
-				t, err := findTask(e, args[0])
-				if err != nil {
-					return err
-				}
-				t, err = e.Cancel(cmd.Context(), t.ID, reason)
+			return a.withTask(cmd.Context(), args[0], func(e *engine.Engine, t *store.Task) error {
+				t, err := e.Cancel(cmd.Context(), t.ID, reason)
 				if err != nil {
 					return err
 				}
