@@ -2,7 +2,6 @@ package guest
 
 import (
 	"fmt"
-	"os"
 	"path"
 	"path/filepath"
 	"strings"
@@ -59,11 +58,8 @@ func mountConfig(mounts []Mount) (wazero.FSConfig, error) {
 		if err != nil {
 			return nil, fmt.Errorf("mount %q: %w", m.HostDir, err)
 		}
-		if fi, err := os.Stat(root); err != nil {
-			return nil, fmt.Errorf("mount %q: %w", m.HostDir, err)
-		} else if !fi.IsDir() {
-			return nil, fmt.Errorf("mount %q: not a directory", m.HostDir)
-		}
+		// Opening it as the root refuses what is missing or not a
+		// directory (ENOTDIR): no stat beforehand.
 		fsys, err := mountFS(root, m.ReadOnly)
 		if err != nil {
 			return nil, fmt.Errorf("mount %q: %w", m.HostDir, err)

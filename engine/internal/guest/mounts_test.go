@@ -133,3 +133,18 @@ func TestMountsInvalid(t *testing.T) {
 		require.Equal(t, fault.Input, se.Kind, "%v", err)
 	}
 }
+
+// TestMountConfigHostDir: a host directory that is missing or a file is
+// refused, and the error says which.
+func TestMountConfigHostDir(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	file := filepath.Join(dir, "f")
+	require.NoError(t, os.WriteFile(file, nil, 0o644))
+	_, err := mountConfig([]Mount{{HostDir: filepath.Join(dir, "missing"), GuestDir: "/w"}})
+	require.ErrorIs(t, err, os.ErrNotExist)
+	_, err = mountConfig([]Mount{{HostDir: file, GuestDir: "/w"}})
+	require.ErrorContains(t, err, "not a directory")
+	_, err = mountConfig([]Mount{{HostDir: dir, GuestDir: "/w"}})
+	require.NoError(t, err)
+}
