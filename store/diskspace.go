@@ -20,11 +20,15 @@ const DefaultMinFreeBytes = 128 << 20
 
 // spaceError is ErrNoSpace with the figures.
 type spaceError struct {
-	dir         string
-	free, floor int64
+	dir                string
+	free, floor, write int64
 }
 
 func (e *spaceError) Error() string {
+	if e.write > 0 && e.free >= e.floor {
+		return fmt.Sprintf("%v: %d MiB free in %s, floor %d MiB: a write of %d MiB would go below it; the store refuses it (reads still work)",
+			ErrNoSpace, e.free>>20, e.dir, e.floor>>20, (e.write+1<<20-1)>>20)
+	}
 	return fmt.Sprintf("%v: %d MiB free in %s, floor %d MiB; the store refuses writes until space is freed (reads still work)",
 		ErrNoSpace, e.free>>20, e.dir, e.floor>>20)
 }
@@ -40,7 +44,17 @@ type diskSpace struct {
 }
 
 // check returns a *spaceError if free space is below the floor.
-func (d *diskSpace) check() error {
+func (d *diskSpace) check() error { return d.checkWrite(0) }
+
+// bigWrite is the size from which a write must fit above the floor; the
+// floor itself has room for smaller ones.
+const bigWrite = 1 << 20
+
+// checkWrite is check for a transaction about to commit n bytes: the check
+// before an operation is queued can see neither how much it, or the batch it
+// joins, will write, nor what the transactions committed meanwhile took. A
+// write of bigWrite bytes or more must leave the floor free.
+func (d *diskSpace) checkWrite(n int64) error {
 	if d == nil || d.floor <= 0 {
 		return nil
 	}
@@ -48,8 +62,11 @@ func (d *diskSpace) check() error {
 	if err != nil {
 		return err
 	}
-	if free < d.floor {
-		return &spaceError{dir: d.dir, free: free, floor: d.floor}
+	if n < bigWrite {
+		n = 0
+	}
+	if free-n < d.floor {
+		return &spaceError{dir: d.dir, free: free, floor: d.floor, write: n}
 	}
 	return nil
 }

@@ -641,6 +641,14 @@ func (s *Store) tryBatch(batch []*op) (sync, ok bool) {
 			return false, false
 		}
 	}
+	var size int64
+	for _, t := range txs {
+		size += t.size
+	}
+	// A batch that does not fit runs op by op: the ops that fit still commit.
+	if s.space.checkWrite(size) != nil {
+		return false, false
+	}
 	if err := txn.Commit(); err != nil {
 		return false, false
 	}
@@ -657,6 +665,9 @@ func (s *Store) runAlone(o *op) (sync bool) {
 	defer txn.Discard()
 	t := &tx{txn: txn, s: s}
 	o.err = o.fn(t)
+	if o.err == nil && t.size > 0 {
+		o.err = s.space.checkWrite(t.size)
+	}
 	if o.err == nil {
 		o.err = txn.Commit()
 		if o.err == nil {
@@ -699,6 +710,7 @@ type tx struct {
 	txn     *badger.Txn
 	s       *Store
 	wrote   bool
+	size    int64          // bytes of the keys and values it set (see checkWrite)
 	durable bool           // the operation must be on disk before it returns
 	afters  []func(*index) // index changes to apply once committed
 	b       *batchState    // shared by the operations of one transaction
@@ -858,6 +870,7 @@ func (t *tx) putJSON(key []byte, v any) error {
 
 func (t *tx) put(key, val []byte) error {
 	t.wrote = true
+	t.size += int64(len(key) + len(val))
 	t.noteWrite(key)
 	return t.txn.Set(key, val)
 }

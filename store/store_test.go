@@ -565,6 +565,36 @@ func TestWritesStopAtTheFreeSpaceFloor(t *testing.T) {
 	require.NoError(t, s.Close())
 }
 
+// TestAWriteThatWouldPassTheFloorIsRefused: the floor is checked with the
+// bytes a transaction writes, just before it commits; a store just above
+// the floor does not take one large write (a big output, key/value entry or
+// a batch of them) that would leave the disk below it.
+func TestAWriteThatWouldPassTheFloorIsRefused(t *testing.T) {
+	t.Parallel()
+	f := newDiskFixture(t)
+	free := int64(64<<20 + 1<<20)
+	s := f.mustOpen(t, Options{MinFreeBytes: 64 << 20, freeFn: func(string) (int64, error) { return free, nil }})
+	defer s.Close()
+	put := func(key string, n int) error {
+		return s.update(f.ctx, func(t *tx) error { return t.put([]byte(key), make([]byte, n)) })
+	}
+	err := put("x/big", 2<<20)
+	require.ErrorIs(t, err, ErrNoSpace)
+	require.Contains(t, err.Error(), "65 MiB free in "+f.dir+", floor 64 MiB: a write of 3 MiB would go below it")
+	require.ErrorIs(t, s.view(func(t *tx) error { _, err := t.getRaw([]byte("x/big")); return err }), ErrNotFound)
+
+	// Writes that fit one by one all commit, batched together or not.
+	var wg sync.WaitGroup
+	errs := make([]error, 8)
+	for i := range errs {
+		wg.Go(func() { errs[i] = put(fmt.Sprintf("x/%d", i), 300<<10) })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		require.NoError(t, err)
+	}
+}
+
 // ---- durability ----
 
 // TestCommitIsInTheLastSyncedImage checks durability, not persistence: a
