@@ -425,3 +425,57 @@ task "rand" {
 	require.Len(t, seen, 6)
 	require.False(t, strings.Contains(fmt.Sprint(seen), "error"))
 }
+
+// TestSnapshotOfARepairedTaskCommitsNothing: two units are leased with one
+// snapshot of the task (no repairs yet); one of them sends the task back
+// for repair. The other, run from that stale snapshot, must not land its
+// output in the new pass: its commit is refused, and the units of the new
+// pass run with the repair in their request.
+func TestSnapshotOfARepairedTaskCommitsNothing(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	b := setup(t)
+	id := b.submit(t, "repair", `
+task "repair" {
+  step "each" {
+    plugin   = "unit.wasm"
+    for_each = range(2)
+    input    = {}
+  }
+}
+`)
+	w := b.worker("w", id, func(c *Config) { c.ExitWhenIdle = true; c.Concurrency = 2 })
+	c, err := b.st.Claim(ctx, store.ClaimRequest{Owner: w.Owner(), Max: 2, LeaseFor: lease, Task: id})
+	require.NoError(t, err)
+	require.Len(t, c.Leases, 2)
+	stale := c.Leases[1]
+	require.NotNil(t, stale.Snapshot)
+	require.Zero(t, stale.Snapshot.Repairs)
+
+	_, err = b.st.Commit(ctx, store.Result{Lease: c.Leases[0], Repair: &store.Repair{RestartFrom: 0, Max: 3, Reason: "again"}})
+	require.NoError(t, err)
+	require.Nil(t, w.attempt(ctx, stale))
+
+	errc, _ := start(t, ctx, w)
+	require.NoError(t, receive(t, ctx, errc, "Run"))
+	require.NoError(t, b.st.Read(func(r *store.Reader) error {
+		task, err := r.Task(id)
+		require.NoError(t, err)
+		require.Equal(t, store.Succeeded, task.Status)
+		require.Equal(t, 1, task.Repairs)
+		units, err := r.Units(id, 0)
+		require.NoError(t, err)
+		done := 0
+		for _, u := range units {
+			if u.State != store.UnitDone {
+				continue
+			}
+			done++
+			a, err := r.Attempt(id, 0, u.Item, u.Attempt)
+			require.NoError(t, err)
+			require.Contains(t, string(a.Log), "repairs 1)", "unit %d of pass %d", u.Item, u.Pass)
+		}
+		require.Equal(t, 2, done)
+		return nil
+	}))
+}
