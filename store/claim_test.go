@@ -371,3 +371,19 @@ func TestRetryFromAnEarlierStepOfACancelledTask(t *testing.T) {
 	require.Equal(t, 1, l.Step)
 	require.Equal(t, 2, l.Attempt, "attempt numbers go on across passes")
 }
+
+func TestATaskBeingRemovedIsNeverRetried(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	task := b.submit(t, plainSteps("a", "b"))
+	b.done(t, b.claim1(t, "w"), `"A"`)
+	_, err := b.s.Cancel(b.ctx, task.ID, "")
+	require.NoError(t, err)
+	// A removal cut short (or still going) after its first transaction.
+	require.NoError(t, b.s.markRemoving(b.ctx, task.ID))
+	_, err = b.s.Retry(b.ctx, task.ID, -1, "")
+	require.ErrorContains(t, err, "being removed")
+	require.NoError(t, b.s.Remove(b.ctx, task.ID))
+	_, err = b.s.Task(b.ctx, task.ID)
+	require.ErrorIs(t, err, ErrNotFound)
+}

@@ -1140,6 +1140,9 @@ func (s *Store) Retry(ctx context.Context, id string, from int, by string) (*Tas
 		if task.Status != Failed && task.Status != Cancelled {
 			return fmt.Errorf("task %s is %s: only a failed or cancelled task can be retried", id, task.Status)
 		}
+		if task.Removing {
+			return fmt.Errorf("task %s is being removed: finish with lhengine rm %s", id, id)
+		}
 		if from < 0 {
 			from = task.Cursor
 		}

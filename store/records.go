@@ -75,6 +75,9 @@ type Task struct {
 	FinishedAt time.Time `json:"finished_at,omitzero"`
 
 	IdempotencyKey string `json:"idempotency_key,omitempty"`
+	// Removing is set by Remove before it deletes anything of the task; a
+	// task being removed is never re-opened (Retry), only removed again.
+	Removing bool `json:"removing,omitempty"`
 
 	NextEvent uint64 `json:"next_event"`
 }

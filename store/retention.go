@@ -50,29 +50,7 @@ func (s *Store) Remove(ctx context.Context, id string) error {
 	if !task.Status.Terminal() {
 		return &NotFinishedError{ID: id, Status: task.Status}
 	}
-	// First, what would let anyone find the task anew: a submit with its
-	// idempotency key now creates another task.
-	if err := s.update(ctx, func(t *tx) error {
-		// Checked again where the runnable mark is deleted: the status read
-		// above may be stale.
-		if err := t.getJSON(taskKey(id), task); err != nil {
-			return fmt.Errorf("task %s: %w", id, err)
-		}
-		if !task.Status.Terminal() {
-			return &NotFinishedError{ID: id, Status: task.Status}
-		}
-		if task.IdempotencyKey != "" {
-			owner, err := t.getRaw(idemKey(task.IdempotencyKey))
-			if err == nil && string(owner) == id {
-				if err := t.del(idemKey(task.IdempotencyKey)); err != nil {
-					return err
-				}
-			} else if err != nil && !errors.Is(err, ErrNotFound) {
-				return err
-			}
-		}
-		return t.del(activeKey(id))
-	}); err != nil {
+	if err := s.markRemoving(ctx, id); err != nil {
 		return err
 	}
 	for _, table := range taskTables {
@@ -297,4 +275,37 @@ func (s *Store) collectBlobs(ctx context.Context, st *GCStats) error {
 		st.OrphanBytes += size
 	}
 	return s.update(ctx, func(t *tx) error { t.durable = true; return nil })
+}
+
+// markRemoving starts a removal: it checks, in the transaction that writes
+// the mark, that the task is finished, marks it as being removed (so that
+// Retry never re-opens it), and deletes what would let anyone find it anew:
+// a submit with its idempotency key now creates another task.
+func (s *Store) markRemoving(ctx context.Context, id string) error {
+	task := new(Task)
+	return s.update(ctx, func(t *tx) error {
+		// Checked again where the runnable mark is deleted: the status read
+		// above may be stale.
+		if err := t.getJSON(taskKey(id), task); err != nil {
+			return fmt.Errorf("task %s: %w", id, err)
+		}
+		if !task.Status.Terminal() {
+			return &NotFinishedError{ID: id, Status: task.Status}
+		}
+		if task.IdempotencyKey != "" {
+			owner, err := t.getRaw(idemKey(task.IdempotencyKey))
+			if err == nil && string(owner) == id {
+				if err := t.del(idemKey(task.IdempotencyKey)); err != nil {
+					return err
+				}
+			} else if err != nil && !errors.Is(err, ErrNotFound) {
+				return err
+			}
+		}
+		if err := t.del(activeKey(id)); err != nil {
+			return err
+		}
+		task.Removing = true
+		return t.putJSON(taskKey(id), task)
+	})
 }
