@@ -62,12 +62,7 @@ func (e *Engine) Retry(ctx context.Context, id, from, by string) (*store.Task, e
 	}
 	step := -1
 	if from != "" {
-		for i, s := range t.Steps {
-			if s.Name == from {
-				step = i
-			}
-		}
-		if step < 0 {
+		if step = t.StepIndex(from); step < 0 {
 			return nil, fmt.Errorf("task %s has no step %q", id, from)
 		}
 	}

@@ -82,6 +82,16 @@ type Task struct {
 	NextEvent uint64 `json:"next_event"`
 }
 
+// StepIndex returns the index of the step named name, or -1.
+func (t *Task) StepIndex(name string) int {
+	for i, s := range t.Steps {
+		if s.Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
 // copyTo makes dst a deep copy of t.
 func (t *Task) copyTo(dst *Task) {
 	*dst = *t

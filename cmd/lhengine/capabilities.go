@@ -125,12 +125,7 @@ func (a *app) effectCmd() *cobra.Command {
 			Args:  cobra.ExactArgs(3),
 			RunE: func(cmd *cobra.Command, args []string) error {
 				return a.withTask(cmd.Context(), args[0], func(e *engine.Engine, t *store.Task) error {
-					step := -1
-					for i, s := range t.Steps {
-						if s.Name == args[1] {
-							step = i
-						}
-					}
+					step := t.StepIndex(args[1])
 					if step < 0 {
 						return fmt.Errorf("task %s has no step %q", t.ID, args[1])
 					}
