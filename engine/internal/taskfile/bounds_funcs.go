@@ -9,6 +9,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/ext/customdecode"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/function"
 )
@@ -121,29 +123,51 @@ func checkSize(name string, n, size int64) error {
 // with the functions of the same budget, so that a budget exceeded inside
 // is an error of the call rather than a reason to fall back: a value too
 // large to compute is not a mistake to recover from.
+//
+// Each argument is evaluated at most once per call (evalOnce): HCL's try
+// evaluates its arguments once to find its result type and again for its
+// value, so that each level of nested tries doubled the evaluations of the
+// innermost argument, and their charges to the budget. The result type is
+// therefore left dynamic until the call.
 func checkedTry(f function.Function, b *budget) function.Function {
-	if b == nil {
-		return f
-	}
 	return function.New(&function.Spec{
 		Description: f.Description(),
 		Params:      f.Params(),
 		VarParam:    f.VarParam(),
-		Type: func(args []cty.Value) (cty.Type, error) {
-			ty, err := f.ReturnTypeForValues(args)
-			if b.failed != nil {
-				return cty.NilType, b.failed
-			}
-			return ty, err
-		},
+		Type:        function.StaticReturnType(cty.DynamicPseudoType),
 		Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
-			v, err := f.Call(args)
-			if b.failed != nil {
+			once := make([]cty.Value, len(args))
+			for i, a := range args {
+				c := customdecode.ExpressionClosureFromVal(a)
+				once[i] = customdecode.ExpressionClosureVal(&customdecode.ExpressionClosure{
+					Expression:  &evalOnce{Expression: c.Expression},
+					EvalContext: c.EvalContext,
+				})
+			}
+			v, err := f.Call(once)
+			if b != nil && b.failed != nil {
 				return cty.NilVal, b.failed
 			}
 			return v, err
 		},
 	})
+}
+
+// evalOnce is an expression that evaluates the expression it wraps on its
+// first Value call and gives the same result to every later one.
+type evalOnce struct {
+	hcl.Expression
+	done  bool
+	val   cty.Value
+	diags hcl.Diagnostics
+}
+
+func (e *evalOnce) Value(ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics) {
+	if !e.done {
+		e.val, e.diags = e.Expression.Value(ctx)
+		e.done = true
+	}
+	return e.val, e.diags
 }
 
 func whollyKnown(args []cty.Value) bool {

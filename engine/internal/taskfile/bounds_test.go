@@ -471,3 +471,26 @@ func TestFromJSONSkipsNumberSearch(t *testing.T) {
 	_, mayBeHuge := jsonProblem([]byte(`{"n": [1, -2.5e300, 12345678901234567890], "s": "1e99999"}`))
 	require.False(t, mayBeHuge, "ordinary numbers, and numbers in strings, need no search")
 }
+
+// TestTryEvaluatesOnce checks that try evaluates its arguments once per
+// call: HCL's try evaluates them once to find the result type and again
+// for the value, so that nested tries evaluated their innermost argument
+// 2^depth times, charging the budget each time, and a file of a hundred
+// nested tries around a constant did not finish validating.
+func TestTryEvaluatesOnce(t *testing.T) {
+	t.Parallel()
+	vars := map[string]cty.Value{"l": numbers(300_000)}
+	expr := "try(try(try(try([for x in var.l : x]))))"
+	v, diags := evalWith(t, expr, vars)
+	require.False(t, diags.HasErrors(), "%v", diags)
+	require.Equal(t, 300_000, v.LengthInt())
+
+	v, diags = evalWith(t, "[can(try(try([for x in var.l : x]))), length(try(try([for x in var.l : x])))]", vars)
+	require.False(t, diags.HasErrors(), "%v", diags)
+	require.True(t, v.RawEquals(cty.TupleVal([]cty.Value{cty.True, cty.NumberIntVal(300_000)})), "%#v", v)
+
+	deep := strings.Repeat("try(", MaxNestingDepth-10) + "1" + strings.Repeat(")", MaxNestingDepth-10)
+	v, diags = evalWith(t, deep, nil)
+	require.False(t, diags.HasErrors(), "%v", diags)
+	require.True(t, v.RawEquals(cty.NumberIntVal(1)), "%#v", v)
+}
