@@ -122,6 +122,7 @@ type Store struct {
 	space    *diskSpace
 	inflight inflightArtifacts           // artifact puts between their quota check and their charge
 	failure  atomic.Pointer[failedError] // set once a sync failed
+	changes  changes                     // wakes Changed() watchers after each batch
 }
 
 // failed returns the store's failure, or nil.
@@ -572,6 +573,7 @@ func (s *Store) complete(batch []*op, sync bool) {
 	for _, o := range batch {
 		close(o.done)
 	}
+	s.changes.notify()
 }
 
 // syncDisk is one disk sync (the syncer runs one at a time). It first
