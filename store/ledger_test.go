@@ -309,7 +309,7 @@ func TestStoreDirectoryIsExclusive(t *testing.T) {
 	require.NoError(t, err)
 	defer s.Close()
 	_, err = Open(dir, Options{})
-	require.ErrorContains(t, err, "in use by another lhengine process")
+	require.ErrorIs(t, err, ErrInUse)
 }
 
 func fanOutPlanner(n int) Planner {

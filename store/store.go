@@ -37,6 +37,9 @@ var (
 	ErrStoreFailed = errors.New("store failed")
 	// ErrReadOnly: the store was opened read-only.
 	ErrReadOnly = errors.New("store is read-only")
+	// ErrInUse: another process has the store open (Badger's directory
+	// lock). Only one process may open a store for writing.
+	ErrInUse = errors.New("store is in use by another process")
 )
 
 // failedError is ErrStoreFailed with its cause.
@@ -298,7 +301,7 @@ func Open(dir string, o Options) (*Store, error) {
 	if err != nil {
 		switch {
 		case strings.Contains(err.Error(), "Cannot acquire directory lock"):
-			return nil, fmt.Errorf("store %s is in use by another lhengine process: %w", dir, err)
+			return nil, fmt.Errorf("%w: %s (%v)", ErrInUse, dir, err)
 		case s.readOnly && s.space != nil && s.space.check() != nil:
 			return nil, fmt.Errorf("open store %s read-only (%v): %w", dir, s.space.check(), err)
 		case isCorruption(err):
