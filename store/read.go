@@ -145,10 +145,7 @@ func (r *Reader) Events(id string, from uint64, limit int) ([]Event, error) {
 	var out []Event
 	prefix := []byte("e/" + id + "/")
 	start := eventKey(id, from)
-	err := r.t.scan(prefix, func(key, val []byte) (bool, error) {
-		if bytes.Compare(key, start) < 0 {
-			return true, nil
-		}
+	err := r.t.scanFrom(prefix, start, func(key, val []byte) (bool, error) {
 		var e Event
 		if err := json.Unmarshal(val, &e); err != nil {
 			return false, err
