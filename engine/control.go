@@ -16,6 +16,10 @@ import (
 // Read runs fn with a read-only view of the ledger: one consistent snapshot.
 func (e *Engine) Read(fn func(r *store.Reader) error) error { return e.store.Read(fn) }
 
+// Changed returns a channel closed when the ledger next changes (see
+// store.Store.Changed): take it, read, then wait on it.
+func (e *Engine) Changed() <-chan struct{} { return e.store.Changed() }
+
 // Task returns one task record.
 func (e *Engine) Task(ctx context.Context, id string) (*store.Task, error) {
 	return e.store.Task(ctx, id)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -60,6 +61,9 @@ type Engine struct {
 	store *store.Store
 	rt    *guest.Runtime
 	specs *plan.Cache
+
+	mu      sync.Mutex
+	working map[string]int // Work calls running, by task ("" = every task)
 }
 
 // Open opens (creating if needed) the home directory. Only one process may
@@ -164,6 +168,17 @@ type WorkOptions struct {
 // Work claims and runs work units until ctx is done or, with ExitWhenIdle,
 // no work is left.
 func (e *Engine) Work(ctx context.Context, o WorkOptions) error {
+	e.mu.Lock()
+	if e.working == nil {
+		e.working = map[string]int{}
+	}
+	e.working[o.Task]++
+	e.mu.Unlock()
+	defer func() {
+		e.mu.Lock()
+		e.working[o.Task]--
+		e.mu.Unlock()
+	}()
 	w := worker.New(worker.Config{
 		Store: e.store, Runtime: e.rt, Specs: e.specs, Logger: e.log,
 		Name: o.Name, Concurrency: o.Concurrency, LeaseFor: o.LeaseFor, Task: o.Task,
@@ -171,6 +186,15 @@ func (e *Engine) Work(ctx context.Context, o WorkOptions) error {
 		PollEvery: o.PollEvery,
 	})
 	return w.Run(ctx)
+}
+
+// Working reports whether a Work call of this engine is running that may
+// work task id (one for every task, or for that task). A task recorded as
+// running that no worker works is interrupted: its process is gone.
+func (e *Engine) Working(id string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.working[""] > 0 || (id != "" && e.working[id] > 0)
 }
 
 // ErrPluginChanged is returned by CheckPlugins when a pinned module is

@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/lhengine/lhengine/engine"
+	"github.com/lhengine/lhengine/api"
 	"github.com/lhengine/lhengine/store"
 )
 
@@ -19,8 +19,8 @@ func (a *app) artifactsCmd() *cobra.Command {
 		Short: "A task's artifacts with their provenance",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.readTask(cmd.Context(), args[0], func(r *store.Reader, t *store.Task) error {
-				ps, err := r.Artifacts(t.ID)
+			return a.withClient(cmd.Context(), func(c *api.Client) error {
+				ps, err := c.Artifacts(cmd.Context(), args[0])
 				if err != nil {
 					return err
 				}
@@ -50,7 +50,12 @@ func (a *app) artifactCmd() *cobra.Command {
 		Short: "Write an artifact's bytes to stdout or --out FILE",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.withHome(cmd.Context(), func(e *engine.Engine) error {
+			return a.withClient(cmd.Context(), func(c *api.Client) error {
+				body, size, err := c.Artifact(cmd.Context(), args[0])
+				if err != nil {
+					return err
+				}
+				defer body.Close()
 				var w io.Writer = a.stdout
 				if out != "" {
 					f, err := os.Create(out)
@@ -60,20 +65,11 @@ func (a *app) artifactCmd() *cobra.Command {
 					defer f.Close()
 					w = f
 				}
-				buf := make([]byte, store.ArtifactChunk)
-				for off := int64(0); ; {
-					n, _, err := e.ReadArtifact(args[0], off, buf)
-					if err != nil {
-						return err
-					}
-					if n == 0 {
-						return nil
-					}
-					if _, err := w.Write(buf[:n]); err != nil {
-						return err
-					}
-					off += int64(n)
+				n, err := io.Copy(w, body)
+				if err == nil && size >= 0 && n != size {
+					err = fmt.Errorf("artifact %s: got %d of its %d bytes", args[0], n, size)
 				}
+				return err
 			})
 		},
 	}
@@ -88,8 +84,8 @@ func (a *app) effectsCmd() *cobra.Command {
 		Short: "A task's effect journal: intents, outcomes, and effects waiting for a human",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.readTask(cmd.Context(), args[0], func(r *store.Reader, t *store.Task) error {
-				es, err := r.Effects(t.ID)
+			return a.withClient(cmd.Context(), func(c *api.Client) error {
+				es, err := c.Effects(cmd.Context(), args[0])
 				if err != nil {
 					return err
 				}
@@ -124,19 +120,23 @@ func (a *app) effectCmd() *cobra.Command {
 			Short: short,
 			Args:  cobra.ExactArgs(3),
 			RunE: func(cmd *cobra.Command, args []string) error {
-				return a.withTask(cmd.Context(), args[0], func(e *engine.Engine, t *store.Task) error {
-					step := t.StepIndex(args[1])
-					if step < 0 {
-						return fmt.Errorf("task %s has no step %q", t.ID, args[1])
+				return a.withClient(cmd.Context(), func(c *api.Client) error {
+					t, err := c.Task(cmd.Context(), args[0])
+					if err != nil {
+						return err
 					}
-					eff, err := e.ResolveEffect(cmd.Context(), t.ID, step, item, args[2], confirm, note)
+					eff, err := c.Settle(cmd.Context(), t.ID, confirm, api.SettleRequest{Step: args[1], Item: item, Key: args[2], Note: note})
 					if err != nil {
 						return err
 					}
 					if a.json() {
 						return a.printJSON(eff)
 					}
-					fmt.Fprintf(a.stdout, "effect %q of task %s settled; continue with: lhengine resume %s\n", args[2], t.ID, t.ID)
+					next := fmt.Sprintf("continue with: lhengine resume %s", t.ID)
+					if t.Worked {
+						next = "the worker that runs the task goes on with it"
+					}
+					fmt.Fprintf(a.stdout, "effect %q of task %s settled; %s\n", args[2], t.ID, next)
 					return nil
 				})
 			},

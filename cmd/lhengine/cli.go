@@ -13,8 +13,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
 
+	"github.com/lhengine/lhengine/api"
 	"github.com/lhengine/lhengine/engine"
-	"github.com/lhengine/lhengine/store"
 )
 
 // Exit codes. One place decides them.
@@ -40,13 +40,19 @@ func (e *exitError) Error() string {
 
 // app holds the global flags and the streams of one invocation.
 type app struct {
-	home     string
-	output   string
-	logLevel string
-	damaged  bool // --allow-damaged
-	stdout   io.Writer
-	stderr   io.Writer
-	logs     logOutput // where the engine's log lines go
+	home      string
+	output    string
+	logLevel  string
+	damaged   bool   // --allow-damaged
+	server    string // --server: an owner's API over TCP instead of the home
+	tokenFile string // --token-file
+	stdout    io.Writer
+	stderr    io.Writer
+	logs      logOutput // where the engine's log lines go
+
+	// Set by serve for the session it opens.
+	dashboard bool
+	extra     []extraListener
 }
 
 // logOutput is the engine logger's output: stderr, or while a live progress
@@ -95,6 +101,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var inv *engine.InvalidTaskError
 	if errors.As(err, &inv) {
 		_ = inv.Diagnostics.Write(stderr, 0, false)
+		return exitFailed
+	}
+	var ae *api.Error
+	if errors.As(err, &ae) && ae.Diagnostics != "" {
+		// The owner rendered them, with the source excerpts it read.
+		fmt.Fprint(stderr, ae.Diagnostics)
 		return exitFailed
 	}
 	if ctx.Err() != nil {
@@ -146,6 +158,8 @@ Exit codes: 0 success; 1 error, invalid task file, or a task that did not succee
 	root.PersistentFlags().StringVar(&a.home, "home", home, "home directory of the store and caches (env LHENGINE_HOME)")
 	root.PersistentFlags().StringVarP(&a.output, "output", "o", "text", "output format: text or json")
 	root.PersistentFlags().StringVar(&a.logLevel, "log-level", "warn", "engine log level on stderr: trace, debug, info, warn, error, off")
+	root.PersistentFlags().StringVar(&a.server, "server", os.Getenv("LHENGINE_SERVER"), "talk to the API of `lhengine serve --listen` at this URL instead of a home (env LHENGINE_SERVER)")
+	root.PersistentFlags().StringVar(&a.tokenFile, "token-file", "", "file holding the bearer token for --server (default: env "+api.TokenEnv+")")
 	root.PersistentFlags().BoolVar(&a.damaged, "allow-damaged", false, "open a store that failed an integrity check (see: lhengine store verify)")
 	root.AddCommand(
 		a.validateCmd(), a.runCmd(), a.submitCmd(), a.workerCmd(), a.resumeCmd(),
@@ -154,7 +168,7 @@ Exit codes: 0 success; 1 error, invalid task file, or a task that did not succee
 		a.storeCmd(),
 		a.rmCmd(), a.gcCmd(),
 		a.benchCmd(),
-		a.versionCmd(), a.retryCmd(),
+		a.versionCmd(), a.retryCmd(), a.serveCmd(),
 	)
 	// --version prints what `lhengine version` does.
 	root.Version = engine.Version
@@ -169,73 +183,6 @@ func (a *app) logger() hclog.Logger {
 		return hclog.NewNullLogger()
 	}
 	return hclog.New(&hclog.LoggerOptions{Name: "lhengine", Level: hclog.LevelFromString(a.logLevel), Output: &a.logs})
-}
-
-// open opens the engine on --home, creating it if need be.
-func (a *app) open(ctx context.Context) (*engine.Engine, error) {
-	return engine.Open(ctx, engine.Config{Home: a.home, Logger: a.logger(), AllowDamaged: a.damaged})
-}
-
-// withEngine opens the engine, creating the home if need be, runs fn and
-// closes it.
-func (a *app) withEngine(ctx context.Context, fn func(*engine.Engine) error) error {
-	e, err := a.open(ctx)
-	if err != nil {
-		return err
-	}
-	err = fn(e)
-	return errors.Join(err, e.Close(context.WithoutCancel(ctx)))
-}
-
-// withHome is withEngine for commands about tasks that must already exist:
-// a home without a store is an error, never created.
-func (a *app) withHome(ctx context.Context, fn func(*engine.Engine) error) error {
-	e, err := engine.Open(ctx, engine.Config{Home: a.home, Logger: a.logger(), AllowDamaged: a.damaged, MustExist: true})
-	if err != nil {
-		return err
-	}
-	err = fn(e)
-	return errors.Join(err, e.Close(context.WithoutCancel(ctx)))
-}
-
-// withTask opens an existing home and runs fn with the task ref names (an
-// id or a unique id prefix).
-func (a *app) withTask(ctx context.Context, ref string, fn func(*engine.Engine, *store.Task) error) error {
-	return a.withHome(ctx, func(e *engine.Engine) error {
-		t, err := findTask(e, ref)
-		if err != nil {
-			return err
-		}
-		return fn(e, t)
-	})
-}
-
-// read opens an existing store and runs fn with a reader.
-func (a *app) read(ctx context.Context, fn func(*store.Reader) error) error {
-	return a.withHome(ctx, func(e *engine.Engine) error { return e.Read(fn) })
-}
-
-// readTask opens the store and runs fn with a reader and the task ref names
-// (an id or a unique id prefix).
-func (a *app) readTask(ctx context.Context, ref string, fn func(*store.Reader, *store.Task) error) error {
-	return a.read(ctx, func(r *store.Reader) error {
-		t, err := r.FindTask(ref)
-		if err != nil {
-			return err
-		}
-		return fn(r, t)
-	})
-}
-
-// findTask resolves a task id or unique id prefix on an open engine.
-func findTask(e *engine.Engine, ref string) (*store.Task, error) {
-	var t *store.Task
-	err := e.Read(func(r *store.Reader) error {
-		var err error
-		t, err = r.FindTask(ref)
-		return err
-	})
-	return t, err
 }
 
 func (a *app) printJSON(v any) error {

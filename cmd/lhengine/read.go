@@ -2,9 +2,11 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"sort"
@@ -14,7 +16,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lhengine/lhengine/api"
 	"github.com/lhengine/lhengine/engine"
+	"github.com/lhengine/lhengine/server"
 	"github.com/lhengine/lhengine/store"
 )
 
@@ -24,14 +28,14 @@ func (a *app) lsCmd() *cobra.Command {
 		Short: "List tasks, oldest first",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.read(cmd.Context(), func(r *store.Reader) error {
-				tasks, err := r.Tasks()
+			return a.withClient(cmd.Context(), func(c *api.Client) error {
+				tasks, err := c.Tasks(cmd.Context())
 				if err != nil {
 					return err
 				}
 				if a.json() {
 					if tasks == nil {
-						tasks = []*store.Task{}
+						tasks = []api.Task{}
 					}
 					return a.printJSON(tasks)
 				}
@@ -39,7 +43,7 @@ func (a *app) lsCmd() *cobra.Command {
 				fmt.Fprintln(tw, "ID\tNAME\tSTATUS\tPROGRESS\tSTEP\tUPDATED")
 				for _, t := range tasks {
 					done, total := t.Progress()
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\t%s\n", t.ID, t.Name, shownStatus(t), done, total,
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\t%s\n", t.ID, t.Name, t.ShownStatus, done, total,
 						t.Steps[min(t.Cursor, len(t.Steps)-1)].Name, t.UpdatedAt.Local().Format(time.DateTime))
 				}
 				return tw.Flush()
@@ -54,30 +58,18 @@ func (a *app) statusCmd() *cobra.Command {
 		Short: "One task's progress report: where it is, what it did, why it stopped",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.readTask(cmd.Context(), args[0], func(r *store.Reader, t *store.Task) error {
-				m, err := r.Manifest(t.ID)
-				if err != nil {
-					return err
-				}
-				notes, err := r.Notes(t.ID)
+			return a.withClient(cmd.Context(), func(c *api.Client) error {
+				rep, err := c.Report(cmd.Context(), args[0])
 				if err != nil {
 					return err
 				}
 				if a.json() {
-					return a.printJSON(map[string]any{"task": t, "manifest": manifestSummary(m), "notes": notes, "shown_status": shownStatus(t)})
+					return a.printJSON(rep)
 				}
-				a.report(t, m, notes)
+				a.report(rep)
 				return nil
 			})
 		},
-	}
-}
-
-func manifestSummary(m *store.Manifest) map[string]any {
-	return map[string]any{
-		"objective": m.Objective, "constraints": m.Constraints, "filename": m.Filename,
-		"vars": m.Vars, "plugins": m.Plugins, "engine_version": m.EngineVersion, "abi": m.ABI,
-		"source_sha256": sha(m.Source),
 	}
 }
 
@@ -86,30 +78,17 @@ func sha(b []byte) string {
 	return hex.EncodeToString(s[:])
 }
 
-// interrupted is how a running task shows when nothing works on it.
-const interrupted = "interrupted"
-
-// shownStatus is the status a reader of the store shows for a task. A
-// command that reads the store holds it alone (one process per home), so a
-// task recorded as running has no live worker: the process that ran it is
-// gone, and the task is shown as interrupted until it is resumed.
-func shownStatus(t *store.Task) string {
-	if t.Status == store.Running {
-		return interrupted
-	}
-	return string(t.Status)
-}
-
 // report prints the human progress report of a task.
-func (a *app) report(t *store.Task, m *store.Manifest, notes []store.Note) {
+func (a *app) report(rep *api.Report) {
 	w := a.stdout
+	t, m, notes := rep.Task, rep.Manifest, rep.Notes
 	done, total := t.Progress()
 	pct := 0
 	if total > 0 {
 		pct = done * 100 / total
 	}
-	fmt.Fprintf(w, "task %s %q: %s\n", t.ID, t.Name, shownStatus(t))
-	if shownStatus(t) == interrupted {
+	fmt.Fprintf(w, "task %s %q: %s\n", t.ID, t.Name, t.ShownStatus)
+	if t.ShownStatus == api.Interrupted {
 		fmt.Fprintf(w, "  note:        no process is working on it (last change %s ago); resume it with: lhengine resume %s\n",
 			time.Since(t.UpdatedAt).Round(time.Second), t.ID)
 	}
@@ -183,44 +162,46 @@ func (a *app) outputsCmd() *cobra.Command {
 		Short: "Recorded step outputs (current pass); --attempts lists every attempt with its failure and log",
 		Args:  cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.readTask(cmd.Context(), args[0], func(r *store.Reader, t *store.Task) error {
-				steps := []int{}
-				for i, s := range t.Steps {
-					if len(args) == 1 || s.Name == args[1] {
-						steps = append(steps, i)
-					}
-				}
-				if len(steps) == 0 {
-					return fmt.Errorf("task %s has no step %q", t.ID, args[1])
+			ctx := cmd.Context()
+			step := ""
+			if len(args) == 2 {
+				step = args[1]
+			}
+			return a.withClient(ctx, func(c *api.Client) error {
+				t, err := c.Task(ctx, args[0])
+				if err != nil {
+					return err
 				}
 				if attempts {
-					return a.printAttempts(r, t, steps)
-				}
-				outs := map[string]json.RawMessage{}
-				for _, i := range steps {
-					out, err := r.StepOutput(t.ID, i)
+					all, err := c.Attempts(ctx, t.ID, step)
 					if err != nil {
-						continue // not completed in its current pass
+						return err
 					}
-					outs[t.Steps[i].Name] = out
+					return a.printAttempts(t.Task, all)
+				}
+				outs, err := c.Outputs(ctx, t.ID, step)
+				if err != nil {
+					return err
 				}
 				if a.json() {
-					if len(args) == 2 {
-						if out, ok := outs[args[1]]; ok {
+					if step != "" {
+						if out, ok := outs[step]; ok {
 							return a.printJSON(out)
 						}
-						return fmt.Errorf("step %q of task %s has no output yet", args[1], t.ID)
+						return fmt.Errorf("step %q of task %s has no output yet", step, t.ID)
 					}
 					return a.printJSON(outs)
 				}
-				for _, i := range steps {
-					name := t.Steps[i].Name
-					out, ok := outs[name]
-					if !ok {
-						fmt.Fprintf(a.stdout, "== %s: no output yet\n", name)
+				for _, s := range t.Steps {
+					if step != "" && s.Name != step {
 						continue
 					}
-					fmt.Fprintf(a.stdout, "== %s (pass %d)\n%s\n", name, t.Steps[i].Pass, indentJSON(out))
+					out, ok := outs[s.Name]
+					if !ok {
+						fmt.Fprintf(a.stdout, "== %s: no output yet\n", s.Name)
+						continue
+					}
+					fmt.Fprintf(a.stdout, "== %s (pass %d)\n%s\n", s.Name, s.Pass, indentJSON(out))
 				}
 				return nil
 			})
@@ -230,15 +211,7 @@ func (a *app) outputsCmd() *cobra.Command {
 	return cmd
 }
 
-func (a *app) printAttempts(r *store.Reader, t *store.Task, steps []int) error {
-	var all []*store.Attempt
-	for _, i := range steps {
-		as, err := r.Attempts(t.ID, i)
-		if err != nil {
-			return err
-		}
-		all = append(all, as...)
-	}
+func (a *app) printAttempts(t *store.Task, all []*store.Attempt) error {
 	if a.json() {
 		if all == nil {
 			all = []*store.Attempt{}
@@ -272,73 +245,162 @@ func (a *app) eventsCmd() *cobra.Command {
 	var follow bool
 	cmd := &cobra.Command{
 		Use:   "events ID",
-		Short: "The task's durable event log",
-		Args:  cobra.ExactArgs(1),
+		Short: "The task's durable event log; --follow streams it live until the task finishes",
+		Long: `events prints a task's durable event log.
+
+With --follow it then streams new events from the process that owns the home
+(run, resume, worker, serve) as they commit, and ends when the task finishes:
+exit 0 if it succeeded, 1 if it failed or was cancelled. When no process works
+on the task, it says so and waits for one (start "lhengine resume ID" or
+"lhengine serve" in another terminal); it never holds the home while it waits.
+Ctrl-C stops following (exit 130); the task is not affected.`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.withHome(cmd.Context(), func(e *engine.Engine) error {
-				return a.events(e, args[0], follow)
-			})
+			return a.events(cmd.Context(), args[0], follow)
 		},
 	}
-	cmd.Flags().BoolVarP(&follow, "follow", "f", false,
-		"exit 0 only if the task succeeded: 1 if it failed or was cancelled, and 1 with a hint if it is unfinished (no worker can run while this command holds the home)")
+	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "stream new events until the task finishes; exit 0 if it succeeded, 1 if not")
 	return cmd
 }
 
-func (a *app) events(s *engine.Engine, ref string, follow bool) error {
-	var evs []store.Event
-	var t *store.Task
-	if err := s.Read(func(r *store.Reader) error {
-		var err error
-		if t, err = r.FindTask(ref); err != nil {
+// events prints the task's events and, following, streams new ones from
+// the home's owner. Between owners it waits, holding nothing: it looks
+// at the home only to read what is there.
+func (a *app) events(ctx context.Context, ref string, follow bool) error {
+	var from uint64
+	waiting := false
+	for {
+		s, err := a.connect(ctx, homeMode{})
+		if err != nil {
 			return err
 		}
-		evs, err = r.Events(t.ID, 0, 0)
-		return err
-	}); err != nil {
-		return err
-	}
-	enc := json.NewEncoder(a.stdout)
-	for _, e := range evs {
-		if a.json() {
-			if err := enc.Encode(e); err != nil {
-				return err
+		done, t, err := a.eventsOnce(ctx, s, ref, &from, follow)
+		last := s.self
+		if !s.local() {
+			last = *s.owner
+		}
+		cerr := s.close()
+		if err != nil || cerr != nil {
+			return errors.Join(err, cerr)
+		}
+		ref = t.ID
+		if !follow {
+			return nil
+		}
+		if done {
+			if t.Status == store.Succeeded {
+				return nil
 			}
-			continue
+			return &exitError{code: exitFailed, err: fmt.Errorf("task %s %s%s", t.ID, t.Status, reasonSuffix(t.Task))}
 		}
-		where := e.Step
-		if e.Item != nil && where != "" {
-			where = fmt.Sprintf("%s[%d]", e.Step, *e.Item)
+		if !waiting {
+			fmt.Fprintf(a.stderr, "task %s is %s and no process is working on it; waiting for one (start `lhengine resume %s` or `lhengine serve`), Ctrl-C to stop\n",
+				t.ID, t.ShownStatus, t.ID)
+			waiting = true
 		}
-		extra := ""
-		if e.Attempt > 0 {
-			extra += fmt.Sprintf(" attempt=%d", e.Attempt)
+		if err := a.waitForOwner(ctx, last); err != nil {
+			return err
 		}
-		if e.Epoch > 0 {
-			extra += fmt.Sprintf(" epoch=%d", e.Epoch)
-		}
-		if e.Kind != "" {
-			extra += " kind=" + string(e.Kind)
-		}
-		msg := ""
-		if e.Message != "" {
-			msg = " · " + e.Message
-		}
-		fmt.Fprintf(a.stdout, "%5d %s %-13s %s%s%s\n", e.Seq, e.Time.Local().Format("15:04:05.000"), e.Type, where, extra, msg)
 	}
-	switch {
-	case !follow, t.Status == store.Succeeded:
-		return nil
-	case t.Status.Terminal():
-		return &exitError{code: exitFailed, err: fmt.Errorf("task %s %s%s", t.ID, t.Status, reasonSuffix(t))}
-	}
-	// This command holds the home (one process per home), so no worker can
-	// add an event while it waits: say so instead of waiting forever.
-	return &exitError{code: exitFailed, err: fmt.Errorf("task %s is %s and no process is working on it; "+
-		"nothing more can arrive while this command holds the home: resume it with `lhengine resume %s`, whose progress line follows it",
-		t.ID, shownStatus(t), t.ID)}
 }
 
+// eventsOnce prints the events from *from on through s and, following and
+// if s is another process that works the task, streams them until the
+// task finishes or that owner goes away. It reports whether the task is
+// finished.
+func (a *app) eventsOnce(ctx context.Context, s *session, ref string, from *uint64, follow bool) (bool, *api.Task, error) {
+	t, err := s.c.Task(ctx, ref)
+	if err != nil {
+		return false, nil, err
+	}
+	enc := json.NewEncoder(a.stdout)
+	print := func(e *store.Event) error {
+		*from = e.Seq + 1
+		if a.json() {
+			return enc.Encode(e)
+		}
+		a.printEvent(e)
+		return nil
+	}
+	if !follow || s.local() || !t.Worked {
+		evs, err := s.c.Events(ctx, t.ID, *from)
+		if err != nil {
+			return false, nil, err
+		}
+		for i := range evs {
+			if err := print(&evs[i]); err != nil {
+				return false, nil, err
+			}
+		}
+		return t.Status.Terminal(), t, nil
+	}
+	finished := false
+	err = s.c.Follow(ctx, t.ID, *from, func(it api.StreamItem) error {
+		switch it.Type {
+		case api.StreamEvent:
+			return print(it.Event)
+		case api.StreamTask:
+			t = it.Task
+		case api.StreamEnd:
+			t, finished = it.Task, true
+		}
+		return nil
+	})
+	if err != nil && ctx.Err() != nil {
+		return false, nil, ctx.Err()
+	}
+	// A stream cut short (the owner stopped or died): the caller looks
+	// at the home again.
+	return finished, t, nil
+}
+
+func (a *app) printEvent(e *store.Event) {
+	where := e.Step
+	if e.Item != nil && where != "" {
+		where = fmt.Sprintf("%s[%d]", e.Step, *e.Item)
+	}
+	extra := ""
+	if e.Attempt > 0 {
+		extra += fmt.Sprintf(" attempt=%d", e.Attempt)
+	}
+	if e.Epoch > 0 {
+		extra += fmt.Sprintf(" epoch=%d", e.Epoch)
+	}
+	if e.Kind != "" {
+		extra += " kind=" + string(e.Kind)
+	}
+	msg := ""
+	if e.Message != "" {
+		msg = " · " + e.Message
+	}
+	fmt.Fprintf(a.stdout, "%5d %s %-13s %s%s%s\n", e.Seq, e.Time.Local().Format("15:04:05.000"), e.Type, where, extra, msg)
+}
+
+// waitForOwner returns once a process serves the home's socket, or one
+// other than last has owned the home since (its owner record says so: it
+// may have come and gone between two looks), or ctx ends. It polls: no
+// portable file-watch API reports a socket's bind, and a quarter second is
+// quick enough for a person.
+func (a *app) waitForOwner(ctx context.Context, last api.Owner) error {
+	t := time.NewTicker(250 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+		if s := a.dialOwner(ctx); s != nil {
+			s.c.Close()
+			if s.owner.Session != last.Session {
+				return nil
+			}
+		}
+		if o, err := server.ReadOwner(a.home); err == nil && o.Session != last.Session {
+			return nil
+		}
+	}
+}
 func (a *app) pluginCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "plugin", Short: "Plugin tools"}
 	cmd.AddCommand(&cobra.Command{

@@ -3,9 +3,11 @@ package main
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/lhengine/lhengine/api"
 	"github.com/lhengine/lhengine/engine"
 )
 
@@ -27,13 +29,9 @@ An rm that was interrupted can be run again.`,
 			}
 			var out []removed
 			failed := false
-			err := a.withHome(cmd.Context(), func(e *engine.Engine) error {
+			err := a.withClient(cmd.Context(), func(c *api.Client) error {
 				for _, ref := range args {
-					t, err := findTask(e, ref)
-					if err == nil {
-						ref = t.ID
-						err = e.Remove(cmd.Context(), t.ID)
-					}
+					r, err := c.Remove(cmd.Context(), ref)
 					if err != nil {
 						if cmd.Context().Err() != nil {
 							return err
@@ -45,9 +43,9 @@ An rm that was interrupted can be run again.`,
 						}
 						continue
 					}
-					out = append(out, removed{ID: t.ID})
+					out = append(out, removed{ID: r.ID})
 					if !a.json() {
-						fmt.Fprintf(a.stdout, "task %s removed\n", t.ID)
+						fmt.Fprintf(a.stdout, "task %s removed\n", r.ID)
 					}
 				}
 				return nil
@@ -69,7 +67,8 @@ An rm that was interrupted can be run again.`,
 }
 
 func (a *app) gcCmd() *cobra.Command {
-	var o engine.GCOptions
+	var o api.GCRequest
+	var olderThan time.Duration
 	cmd := &cobra.Command{
 		Use:   "gc",
 		Short: "Free space: workspaces of removed tasks, unreferenced artifacts and modules, value-log space",
@@ -80,25 +79,32 @@ func (a *app) gcCmd() *cobra.Command {
     puts a crash cut short;
   - the value-log space of deleted records.
 --older-than spares workspaces of tasks finished (or folders changed) more
-recently. Like every command, gc needs the home to itself: stop workers first.`,
+recently. gc runs in the process that owns the home (a running serve or
+worker does it while it works); the value-log space of what it deletes comes
+back once the store is next opened without an owner (run gc again then).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if o.OlderThan < 0 {
+			if olderThan < 0 {
 				return errors.New("invalid argument --older-than: must not be negative")
 			}
-			var rep engine.GCReport
-			if err := a.withEngine(cmd.Context(), func(e *engine.Engine) error {
+			if olderThan > 0 {
+				o.OlderThan = olderThan.String()
+			}
+			var rep *engine.GCReport
+			local := false
+			if err := a.withSession(cmd.Context(), homeMode{create: true}, func(s *session) error {
 				var err error
-				rep, err = e.GC(cmd.Context(), o)
+				rep, err = s.c.GC(cmd.Context(), o)
+				local = s.local()
 				return err
 			}); err != nil {
 				return err
 			}
-			if rep.Blobs+rep.Orphans > 0 {
+			if local && rep.Blobs+rep.Orphans > 0 {
 				// What gc deleted was in Badger's in-memory table until the
 				// close above: only now can its value-log space come back.
-				if err := a.withEngine(cmd.Context(), func(e *engine.Engine) error {
-					n, err := e.ReclaimSpace(cmd.Context())
+				if err := a.withSession(cmd.Context(), homeMode{create: true}, func(s *session) error {
+					n, err := s.c.ReclaimSpace(cmd.Context())
 					rep.VlogFiles += n
 					return err
 				}); err != nil {
@@ -116,7 +122,7 @@ recently. Like every command, gc needs the home to itself: stop workers first.`,
 		},
 	}
 	cmd.Flags().BoolVar(&o.Workspaces, "workspaces", false, "also remove the workspaces of finished tasks that are kept")
-	cmd.Flags().DurationVar(&o.OlderThan, "older-than", 0, "spare workspaces of tasks finished less than this long ago (e.g. 72h)")
+	cmd.Flags().DurationVar(&olderThan, "older-than", 0, "spare workspaces of tasks finished less than this long ago (e.g. 72h)")
 	return cmd
 }
 

@@ -7,8 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/lhengine/lhengine/engine"
-	"github.com/lhengine/lhengine/store"
+	"github.com/lhengine/lhengine/api"
 )
 
 func (a *app) retryCmd() *cobra.Command {
@@ -26,15 +25,15 @@ Counters, notes and the totals of attempts, failures and repairs are kept;
 consecutive failures start from zero. The event log records who retried it.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.withTask(cmd.Context(), args[0], func(e *engine.Engine, t *store.Task) error {
-				t, err := e.Retry(cmd.Context(), t.ID, from, who())
+			return a.withWorker(cmd.Context(), false, func(s *session) error {
+				t, err := s.c.Retry(cmd.Context(), args[0], api.RetryRequest{From: from, By: who()})
 				if err != nil {
 					return err
 				}
 				if !a.json() {
 					fmt.Fprintf(a.stdout, "task %s retried from step %q\n", t.ID, t.Steps[t.Cursor].Name)
 				}
-				return a.workTask(cmd.Context(), e, t.ID, conc)
+				return a.workTask(cmd.Context(), s, t.ID, conc)
 			})
 		},
 	}

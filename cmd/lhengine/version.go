@@ -3,43 +3,18 @@ package main
 import (
 	"fmt"
 	"io"
-	"runtime"
-	"runtime/debug"
 	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/lhengine/lhengine/engine"
+	"github.com/lhengine/lhengine/api"
+	"github.com/lhengine/lhengine/server"
 )
 
-// versions are what `lhengine version` reports.
-type versions struct {
-	Engine   string `json:"engine"`
-	ABI      int    `json:"plugin_abi"`
-	Language int    `json:"task_language"`
-	Go       string `json:"go"`
-	Wazero   string `json:"wazero"`
-	Badger   string `json:"badger"`
-}
+// versions are what `lhengine version` reports: this binary's.
+type versions api.Versions
 
-func currentVersions() versions {
-	v := versions{Engine: engine.Version, ABI: engine.ABIVersion, Language: engine.LanguageVersion,
-		Go: runtime.Version(), Wazero: "unknown", Badger: "unknown"}
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, d := range bi.Deps {
-			if d.Replace != nil {
-				d = d.Replace
-			}
-			switch d.Path {
-			case "github.com/tetratelabs/wazero":
-				v.Wazero = d.Version
-			case "github.com/dgraph-io/badger/v4":
-				v.Badger = d.Version
-			}
-		}
-	}
-	return v
-}
+func currentVersions() versions { return versions(server.Versions()) }
 
 func (v versions) write(w io.Writer) {
 	fmt.Fprintf(w, "lhengine %s\nplugin ABI:    v%d\ntask language: v%d\ngo:            %s\nwazero:        %s\nbadger:        %s\n",

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -80,15 +81,23 @@ func TestATaskWhoseProcessIsGoneShowsInterrupted(t *testing.T) {
 	require.Contains(t, out, ": interrupted")
 	require.Contains(t, out, "lhengine resume "+task.ID)
 
-	// --follow cannot wait for events no worker can add while it holds the
-	// home: it prints what there is and says so, exit 1.
-	code, out, errOut := b.lh(t, "events", "--follow", task.ID)
-	require.Equal(t, exitFailed, code)
-	require.Contains(t, out, "unit_done")
-	require.Contains(t, errOut, "no process is working on it")
-
-	code, _, errOut = b.lh(t, "resume", task.ID)
+	// --follow on a task nobody works prints what there is, says so, and
+	// waits for a worker without holding the home: a resume started while
+	// it waits runs, and the follower sees it through to the end.
+	var fout bytes.Buffer
+	ferr := newWatchWriter("waiting for one")
+	followed := make(chan int, 1)
+	go func() {
+		followed <- run(context.Background(), []string{"--home", b.home, "events", "--follow", task.ID}, &fout, ferr)
+	}()
+	<-ferr.seen
+	require.Contains(t, ferr.String(), "no process is working on it")
+	code, _, errOut := b.lh(t, "resume", task.ID)
 	require.Equal(t, exitOK, code, errOut)
+	require.Equal(t, exitOK, <-followed, ferr.String())
+	require.Contains(t, fout.String(), "unit_done")
+	require.Contains(t, fout.String(), "succeeded")
+
 	code, out, _ = b.lh(t, "events", "--follow", task.ID)
 	require.Equal(t, exitOK, code, "a succeeded task ends the follow with 0")
 	require.Contains(t, out, "succeeded")

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"time"
@@ -13,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/lhengine/lhengine/api"
 	"github.com/lhengine/lhengine/engine"
 	"github.com/lhengine/lhengine/store"
 )
@@ -125,19 +128,20 @@ func (a *app) submitCmd() *cobra.Command {
 		Short: "Queue a task and print its id at once; a worker runs it",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			vs, err := parseVars(vars)
+			req, err := submitRequest(args[0], vars)
 			if err != nil {
 				return err
 			}
-			return a.withEngine(cmd.Context(), func(e *engine.Engine) error {
-				t, created, err := e.Submit(cmd.Context(), args[0], engine.SubmitOptions{Vars: vs, IdempotencyKey: key})
+			req.IdempotencyKey = key
+			return a.withSession(cmd.Context(), homeMode{create: true}, func(s *session) error {
+				r, err := s.c.Submit(cmd.Context(), req)
 				if err != nil {
 					return err
 				}
 				if a.json() {
-					return a.printJSON(map[string]any{"id": t.ID, "created": created, "status": t.Status})
+					return a.printJSON(r)
 				}
-				fmt.Fprintln(a.stdout, t.ID)
+				fmt.Fprintln(a.stdout, r.ID)
 				return nil
 			})
 		},
@@ -145,6 +149,20 @@ func (a *app) submitCmd() *cobra.Command {
 	cmd.Flags().StringArrayVar(&vars, "var", nil, "set a task variable: name=value (repeatable)")
 	cmd.Flags().StringVar(&key, "idempotency-key", "", "return the task submitted earlier with this key instead of a new one")
 	return cmd
+}
+
+// submitRequest is the API request for the task file at path: the owner
+// may run in another directory, so the path it gets is absolute.
+func submitRequest(path string, vars []string) (api.SubmitRequest, error) {
+	vs, err := parseVars(vars)
+	if err != nil {
+		return api.SubmitRequest{}, err
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return api.SubmitRequest{}, err
+	}
+	return api.SubmitRequest{Path: abs, Vars: vs}, nil
 }
 
 func (a *app) runCmd() *cobra.Command {
@@ -157,28 +175,45 @@ func (a *app) runCmd() *cobra.Command {
 
 The task id is printed at once; a progress line shows done/total work units; at
 the end the final status and the last step's output are printed. If the process
-dies, "lhengine resume ID" continues from the last committed work unit.`,
+dies, "lhengine resume ID" continues from the last committed work unit.
+
+While it runs, this process owns the home: other commands (status, events
+--follow, cancel...) reach it through the home's API socket. If "lhengine
+serve" already owns the home, run submits the task there and follows it.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			vs, err := parseVars(vars)
+			req, err := submitRequest(args[0], vars)
 			if err != nil {
 				return err
 			}
-			return a.withEngine(cmd.Context(), func(e *engine.Engine) error {
-				t, _, err := e.Submit(cmd.Context(), args[0], engine.SubmitOptions{Vars: vs})
+			return a.withWorker(cmd.Context(), true, func(s *session) error {
+				r, err := s.c.Submit(cmd.Context(), req)
 				if err != nil {
 					return err
 				}
 				if !a.json() {
-					fmt.Fprintf(a.stdout, "task %s\n", t.ID)
+					fmt.Fprintf(a.stdout, "task %s\n", r.ID)
 				}
-				return a.workTask(cmd.Context(), e, t.ID, conc)
+				return a.workTask(cmd.Context(), s, r.ID, conc)
 			})
 		},
 	}
 	cmd.Flags().StringArrayVar(&vars, "var", nil, "set a task variable: name=value (repeatable)")
 	cmd.Flags().IntVar(&conc, "concurrency", defaultConcurrency, "attempts run at once (fan-out steps also obey their own concurrency)")
 	return cmd
+}
+
+// withWorker runs fn with a session in which a task can be worked: this
+// process owns the home (and works the task fn names), or the home's
+// owner works every task (serve, worker) and this command follows it.
+func (a *app) withWorker(ctx context.Context, create bool, fn func(*session) error) error {
+	return a.withSession(ctx, homeMode{create: create, works: "task", own: true}, func(s *session) error {
+		if !s.local() && !s.owner.WorksAll() {
+			return fmt.Errorf("home %s is owned by %s, which works only its own task: wait for it to finish, "+
+				"or run many tasks in one home with \"lhengine serve\"", a.home, s.owner)
+		}
+		return fn(s)
+	})
 }
 
 func (a *app) resumeCmd() *cobra.Command {
@@ -188,28 +223,16 @@ func (a *app) resumeCmd() *cobra.Command {
 		Short: "Continue a task from its last committed work unit (after a crash, kill or stop)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.withTask(cmd.Context(), args[0], func(e *engine.Engine, t *store.Task) error {
-				if t.Status.Terminal() {
-					hint := ""
-					if t.Status != store.Succeeded {
-						hint = fmt.Sprintf("; to run it again from where it stopped: lhengine retry %s", t.ID)
-					}
-					return fmt.Errorf("task %s is %s; nothing to resume%s%s", t.ID, t.Status, reasonSuffix(t), hint)
-				}
-				if err := e.CheckPlugins(t.ID); err != nil {
-					return fmt.Errorf("cannot resume task %s: %w\na task submitted before modules were kept in the store runs from its plugin files: restore the file(s) it was submitted with and resume again", t.ID, err)
-				}
-				if t.Status == store.Paused {
-					var err error
-					if t, err = e.Resume(cmd.Context(), t.ID); err != nil {
-						return err
-					}
+			return a.withWorker(cmd.Context(), false, func(s *session) error {
+				t, err := s.c.Resume(cmd.Context(), args[0])
+				if err != nil {
+					return err
 				}
 				if !a.json() {
 					done, total := t.Progress()
 					fmt.Fprintf(a.stdout, "task %s resuming at %d/%d units\n", t.ID, done, total)
 				}
-				return a.workTask(cmd.Context(), e, t.ID, conc)
+				return a.workTask(cmd.Context(), s, t.ID, conc)
 			})
 		},
 	}
@@ -225,21 +248,38 @@ func reasonSuffix(t *store.Task) string {
 }
 
 // workTask works one task to its end with a progress line on stderr, then
-// prints the outcome. A task that did not succeed is exit status 1.
-func (a *app) workTask(ctx context.Context, e *engine.Engine, id string, conc int) error {
+// prints the outcome. A task that did not succeed is exit status 1. In a
+// session of another owner, that owner works it and this command follows
+// its stream.
+func (a *app) workTask(ctx context.Context, s *session, id string, conc int) error {
 	p := newProgress(a.stderr)
 	a.logs.to(p)
-	err := e.Work(ctx, engine.WorkOptions{Concurrency: conc, Task: id, ExitWhenIdle: true, OnCommit: p.update})
+	var err error
+	if s.local() {
+		s.srv.SetWorks(id)
+		err = s.e.Work(ctx, engine.WorkOptions{Concurrency: conc, Task: id, ExitWhenIdle: true, OnCommit: p.update})
+	} else {
+		err = s.c.Follow(ctx, id, math.MaxUint64, func(it api.StreamItem) error {
+			if it.Task != nil {
+				p.update(it.Task.Task)
+			}
+			return nil
+		})
+	}
 	a.logs.to(nil)
 	p.finish()
 	if err != nil {
 		if ctx.Err() != nil {
-			fmt.Fprintf(a.stderr, "interrupted; continue with: lhengine resume %s\n", id)
+			if s.local() {
+				fmt.Fprintf(a.stderr, "interrupted; continue with: lhengine resume %s\n", id)
+			} else {
+				fmt.Fprintf(a.stderr, "stopped following; %s goes on working task %s (lhengine events %s --follow)\n", s.owner, id, id)
+			}
 			return &exitError{code: exitInterrupted}
 		}
 		return err
 	}
-	t, err := e.Task(ctx, id)
+	t, err := s.c.Task(context.WithoutCancel(ctx), id)
 	if err != nil {
 		return err
 	}
@@ -249,7 +289,7 @@ func (a *app) workTask(ctx context.Context, e *engine.Engine, id string, conc in
 		}
 	} else {
 		done, total := t.Progress()
-		fmt.Fprintf(a.stdout, "task %s %s: %d/%d units%s\n", t.ID, t.Status, done, total, reasonSuffix(t))
+		fmt.Fprintf(a.stdout, "task %s %s: %d/%d units%s\n", t.ID, t.ShownStatus, done, total, reasonSuffix(t.Task))
 		if t.Status == store.Succeeded {
 			fmt.Fprintf(a.stdout, "output of step %q:\n%s\n", t.Steps[len(t.Steps)-1].Name, indentJSON(t.Output))
 		}
@@ -348,8 +388,8 @@ func (a *app) workerCmd() *cobra.Command {
 		Short: "Claim and run queued work units until stopped",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.withEngine(cmd.Context(), func(e *engine.Engine) error {
-				err := e.Work(cmd.Context(), o)
+			return a.withOwner(cmd.Context(), func(s *session) error {
+				err := s.e.Work(cmd.Context(), o)
 				if err != nil && cmd.Context().Err() != nil && errors.Is(err, context.Canceled) {
 					return nil // stopped by signal: leases are taken back by the next worker
 				}
@@ -365,6 +405,21 @@ func (a *app) workerCmd() *cobra.Command {
 	return cmd
 }
 
+// withOwner runs fn with this process owning the home and working every
+// task; a home another process owns is an error naming it.
+func (a *app) withOwner(ctx context.Context, fn func(*session) error) error {
+	return a.withSession(ctx, homeMode{create: true, works: "all", own: true}, func(s *session) error {
+		if !s.local() {
+			what := "wait for it to finish or stop it"
+			if s.owner.WorksAll() {
+				what = "its workers already run every task of the home"
+			}
+			return fmt.Errorf("home %s is owned by %s: %s", a.home, s.owner, what)
+		}
+		return fn(s)
+	})
+}
+
 func (a *app) cancelCmd() *cobra.Command {
 	var reason string
 	cmd := &cobra.Command{
@@ -372,8 +427,8 @@ func (a *app) cancelCmd() *cobra.Command {
 		Short: "Cancel a task; attempts in flight lose their leases",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.withTask(cmd.Context(), args[0], func(e *engine.Engine, t *store.Task) error {
-				t, err := e.Cancel(cmd.Context(), t.ID, reason)
+			return a.withClient(cmd.Context(), func(c *api.Client) error {
+				t, err := c.Cancel(cmd.Context(), args[0], reason)
 				if err != nil {
 					return err
 				}

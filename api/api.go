@@ -1,0 +1,201 @@
+// Package api is lhengine's control-plane API: the JSON shapes of its
+// version 1 (specs/api.md) and a Client for it.
+//
+// The process that owns a home (the one that has its store open: `lhengine
+// run`, `worker`, `resume`, `retry`, `serve`, or any command that found no
+// owner) serves the API on a Unix socket inside the home, SocketPath(home);
+// `lhengine serve --listen ADDR` also serves it over TCP behind a bearer
+// token. Every command of the CLI is a client of it. Records are the
+// store's types (store.Task, store.Event, ...); the API adds what only the
+// owner knows, such as whether a running task has a live worker.
+package api
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/lhengine/lhengine/store"
+)
+
+// SocketPath is where the owner of home serves the API: a Unix socket in a
+// directory only the owner's user can enter.
+func SocketPath(home string) string { return filepath.Join(home, "run", "api.sock") }
+
+// OwnerPath is the owner's description (Owner, as JSON), written next to
+// the socket while it owns the home, so a process that cannot reach the
+// socket can say who holds the home.
+func OwnerPath(home string) string { return filepath.Join(home, "run", "owner.json") }
+
+// TokenPath is the bearer token a TCP listener requires, created on the
+// first `serve --listen` and readable by the owner's user only.
+func TokenPath(home string) string { return filepath.Join(home, "run", "token") }
+
+// TokenEnv is the environment variable a client reads the token from.
+const TokenEnv = "LHENGINE_TOKEN"
+
+// Shown statuses beyond store.Status.
+const (
+	// Interrupted is a task recorded as running that no live worker works:
+	// its process is gone; `resume` continues it.
+	Interrupted = "interrupted"
+)
+
+// Task is a task record as the owner sees it.
+type Task struct {
+	*store.Task
+	// ShownStatus is Status, except that a running task no live worker of
+	// the owner works is Interrupted.
+	ShownStatus string `json:"shown_status"`
+	// Worked: a worker of the owner may work this task now.
+	Worked bool `json:"worked"`
+}
+
+// Report is one task's progress report: GET /v1/tasks/{id}.
+type Report struct {
+	Task        Task            `json:"task"`
+	Manifest    ManifestSummary `json:"manifest"`
+	Notes       []store.Note    `json:"notes"`
+	ShownStatus string          `json:"shown_status"`
+}
+
+// ManifestSummary is the run manifest without the task source.
+type ManifestSummary struct {
+	Objective     string                     `json:"objective"`
+	Constraints   []string                   `json:"constraints"`
+	Filename      string                     `json:"filename"`
+	Vars          map[string]json.RawMessage `json:"vars"`
+	Plugins       map[string]store.PluginPin `json:"plugins"`
+	EngineVersion string                     `json:"engine_version"`
+	ABI           string                     `json:"abi"`
+	SourceSHA256  string                     `json:"source_sha256"`
+}
+
+// Owner describes the process that owns a home: GET /v1/owner.
+type Owner struct {
+	// Session is unique to one ownership of the home.
+	Session string    `json:"session"`
+	PID     int       `json:"pid"`
+	Command string    `json:"command"` // its command line
+	Started time.Time `json:"started"`
+	// Works says which tasks its workers run: "all", one task id, or ""
+	// (it runs none: a command that only reads or steers).
+	Works   string `json:"works"`
+	Version string `json:"version"`
+	Home    string `json:"home"`
+	// Stopped is when this owner let go of the home (zero while it owns
+	// it): the owner record stays behind, so a waiting client can tell
+	// that an owner came and went.
+	Stopped time.Time `json:"stopped,omitzero"`
+}
+
+// WorksAll: the owner's workers run every task (`serve`, `worker`).
+func (o *Owner) WorksAll() bool { return o.Works == "all" }
+
+func (o *Owner) String() string {
+	return fmt.Sprintf("process %d (%s, since %s)", o.PID, o.Command, o.Started.Local().Format(time.DateTime))
+}
+
+// Versions are the owner's versions: GET /v1/version.
+type Versions struct {
+	Engine   string `json:"engine"`
+	ABI      int    `json:"plugin_abi"`
+	Language int    `json:"task_language"`
+	Go       string `json:"go"`
+	Wazero   string `json:"wazero"`
+	Badger   string `json:"badger"`
+}
+
+// SubmitRequest: POST /v1/tasks. Path is a task file on the owner's file
+// system (the CLI sends an absolute path); its plugins are read there.
+type SubmitRequest struct {
+	Path           string            `json:"path"`
+	Vars           map[string]string `json:"vars,omitempty"`
+	IdempotencyKey string            `json:"idempotency_key,omitempty"`
+}
+
+// SubmitResponse answers a SubmitRequest.
+type SubmitResponse struct {
+	ID      string       `json:"id"`
+	Created bool         `json:"created"`
+	Status  store.Status `json:"status"`
+	Task    Task         `json:"task"`
+}
+
+// CancelRequest: POST /v1/tasks/{id}/cancel.
+type CancelRequest struct {
+	Reason string `json:"reason,omitempty"`
+}
+
+// RetryRequest: POST /v1/tasks/{id}/retry. From names the step to start
+// again from ("" = where it stopped); By is who retried it.
+type RetryRequest struct {
+	From string `json:"from,omitempty"`
+	By   string `json:"by,omitempty"`
+}
+
+// SettleRequest: POST /v1/tasks/{id}/effects/confirm and .../retry.
+type SettleRequest struct {
+	Step string `json:"step"`
+	Item int    `json:"item"`
+	Key  string `json:"key"`
+	Note string `json:"note,omitempty"`
+}
+
+// GCRequest: POST /v1/gc.
+type GCRequest struct {
+	Workspaces bool `json:"workspaces,omitempty"`
+	// OlderThan is a Go duration ("72h"); "" spares nothing.
+	OlderThan string `json:"older_than,omitempty"`
+}
+
+// RemoveResult: DELETE /v1/tasks/{id}.
+type RemoveResult struct {
+	ID string `json:"id"`
+}
+
+// Stream event names of GET /v1/tasks/{id}/events?follow=1 (server-sent
+// events).
+const (
+	StreamEvent = "event" // data: a store.Event, id: its sequence number
+	StreamTask  = "task"  // data: the Task, when its record changed
+	StreamEnd   = "end"   // data: the Task, finished; the stream ends
+)
+
+// Error is the body of every response that is not 2xx, and the error the
+// Client returns for it.
+type Error struct {
+	HTTPStatus int    `json:"-"`
+	Code       string `json:"code"`
+	Message    string `json:"error"`
+	// Diagnostics is the rendered text of an invalid task file's
+	// diagnostics (file:line:col with source excerpts), for Code
+	// "invalid_task".
+	Diagnostics string `json:"diagnostics,omitempty"`
+}
+
+// Error codes.
+const (
+	CodeNotFound     = "not_found"
+	CodeConflict     = "conflict" // the task's state does not allow it (e.g. finished)
+	CodeInvalid      = "invalid"  // a bad request
+	CodeInvalidTask  = "invalid_task"
+	CodeUnauthorized = "unauthorized"
+	CodeUnavailable  = "unavailable" // the store refuses writes now (disk full, failed, read-only)
+	CodeInternal     = "internal"
+)
+
+func (e *Error) Error() string { return e.Message }
+
+// Is matches the store's sentinel errors, so errors.Is(err,
+// store.ErrNotFound) holds for a client error as for a local one.
+func (e *Error) Is(target error) bool {
+	switch e.Code {
+	case CodeNotFound:
+		return target == store.ErrNotFound
+	case CodeConflict:
+		return target == store.ErrTerminal
+	}
+	return false
+}

@@ -1,0 +1,343 @@
+package api
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lhengine/lhengine/engine"
+	"github.com/lhengine/lhengine/store"
+)
+
+// Client calls the API of one owner. It is safe for concurrent use.
+type Client struct {
+	hc    *http.Client
+	base  string // scheme://host, no trailing slash
+	token string
+}
+
+// NewClient returns a client of the API at base ("http://127.0.0.1:7777")
+// that sends token, if not empty, as a bearer token. hc nil means a client
+// with no overall timeout (event streams last as long as their task).
+func NewClient(base string, hc *http.Client, token string) *Client {
+	if hc == nil {
+		hc = &http.Client{}
+	}
+	return &Client{hc: hc, base: strings.TrimRight(base, "/"), token: token}
+}
+
+// NewSocketClient returns a client of the owner serving on the Unix socket
+// at path.
+func NewSocketClient(path string) *Client {
+	return NewDialClient(func(ctx context.Context) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", path)
+	})
+}
+
+// NewDialClient returns a client whose connections come from dial: a
+// socket, or a listener in the same process.
+func NewDialClient(dial func(ctx context.Context) (net.Conn, error)) *Client {
+	tr := &http.Transport{
+		DialContext:         func(ctx context.Context, _, _ string) (net.Conn, error) { return dial(ctx) },
+		MaxIdleConnsPerHost: 4,
+		IdleConnTimeout:     30 * time.Second,
+	}
+	return NewClient("http://lhengine", &http.Client{Transport: tr}, "")
+}
+
+// Close drops the client's idle connections.
+func (c *Client) Close() { c.hc.CloseIdleConnections() }
+
+// do sends a request with a JSON body (if in is not nil) and decodes a JSON
+// answer into out (if not nil).
+func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
+	resp, err := c.send(ctx, method, path, in, "application/json")
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if out == nil {
+		_, err = io.Copy(io.Discard, resp.Body)
+		return err
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return fmt.Errorf("%s %s: bad answer: %w", method, path, err)
+	}
+	return nil
+}
+
+// send sends a request and returns a 2xx response; any other answer is an
+// *Error.
+func (c *Client) send(ctx context.Context, method, path string, in any, accept string) (*http.Response, error) {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return nil, err
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
+	if err != nil {
+		return nil, err
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Accept", accept)
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode/100 == 2 {
+		return resp, nil
+	}
+	defer resp.Body.Close()
+	e := &Error{HTTPStatus: resp.StatusCode}
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if json.Unmarshal(b, e) != nil || e.Message == "" {
+		e.Code, e.Message = CodeInternal, fmt.Sprintf("%s %s: %s: %s", method, path, resp.Status, strings.TrimSpace(string(b)))
+	}
+	return nil, e
+}
+
+func taskPath(ref string, rest ...string) string {
+	p := "/v1/tasks/" + url.PathEscape(ref)
+	for _, r := range rest {
+		p += "/" + r
+	}
+	return p
+}
+
+// Owner describes the process serving the API.
+func (c *Client) Owner(ctx context.Context) (*Owner, error) {
+	var o Owner
+	return &o, c.do(ctx, "GET", "/v1/owner", nil, &o)
+}
+
+// Version returns the owner's versions.
+func (c *Client) Version(ctx context.Context) (*Versions, error) {
+	var v Versions
+	return &v, c.do(ctx, "GET", "/v1/version", nil, &v)
+}
+
+// Tasks lists every task, oldest first.
+func (c *Client) Tasks(ctx context.Context) ([]Task, error) {
+	var ts []Task
+	return ts, c.do(ctx, "GET", "/v1/tasks", nil, &ts)
+}
+
+// Report returns the progress report of the task ref names (an id or a
+// unique id prefix).
+func (c *Client) Report(ctx context.Context, ref string) (*Report, error) {
+	var r Report
+	return &r, c.do(ctx, "GET", taskPath(ref), nil, &r)
+}
+
+// Task returns the task ref names.
+func (c *Client) Task(ctx context.Context, ref string) (*Task, error) {
+	r, err := c.Report(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	return &r.Task, nil
+}
+
+// Submit validates, pins and queues a task file on the owner's file system.
+func (c *Client) Submit(ctx context.Context, req SubmitRequest) (*SubmitResponse, error) {
+	var r SubmitResponse
+	return &r, c.do(ctx, "POST", "/v1/tasks", req, &r)
+}
+
+// Cancel cancels a task.
+func (c *Client) Cancel(ctx context.Context, ref, reason string) (*Task, error) {
+	var t Task
+	return &t, c.do(ctx, "POST", taskPath(ref, "cancel"), CancelRequest{Reason: reason}, &t)
+}
+
+// Resume makes a paused or interrupted task runnable again (after checking
+// its plugins). The owner's workers run it if Task.Worked.
+func (c *Client) Resume(ctx context.Context, ref string) (*Task, error) {
+	var t Task
+	return &t, c.do(ctx, "POST", taskPath(ref, "resume"), struct{}{}, &t)
+}
+
+// Retry re-opens a failed or cancelled task.
+func (c *Client) Retry(ctx context.Context, ref string, req RetryRequest) (*Task, error) {
+	var t Task
+	return &t, c.do(ctx, "POST", taskPath(ref, "retry"), req, &t)
+}
+
+// Remove removes a finished task.
+func (c *Client) Remove(ctx context.Context, ref string) (*RemoveResult, error) {
+	var r RemoveResult
+	return &r, c.do(ctx, "DELETE", taskPath(ref), nil, &r)
+}
+
+// Outputs returns the committed outputs of the task's steps in their
+// current pass, by step name; step "" means every step.
+func (c *Client) Outputs(ctx context.Context, ref, step string) (map[string]json.RawMessage, error) {
+	p := taskPath(ref, "outputs")
+	if step != "" {
+		p += "?step=" + url.QueryEscape(step)
+	}
+	out := map[string]json.RawMessage{}
+	return out, c.do(ctx, "GET", p, nil, &out)
+}
+
+// Attempts returns every recorded attempt of the task's steps (step "" =
+// all of them).
+func (c *Client) Attempts(ctx context.Context, ref, step string) ([]*store.Attempt, error) {
+	p := taskPath(ref, "attempts")
+	if step != "" {
+		p += "?step=" + url.QueryEscape(step)
+	}
+	var as []*store.Attempt
+	return as, c.do(ctx, "GET", p, nil, &as)
+}
+
+// Events returns the task's events from sequence number from on (the
+// first event is number 0).
+func (c *Client) Events(ctx context.Context, ref string, from uint64) ([]store.Event, error) {
+	var evs []store.Event
+	return evs, c.do(ctx, "GET", taskPath(ref, "events")+"?from="+strconv.FormatUint(from, 10), nil, &evs)
+}
+
+// StreamItem is one message of an event stream: an Event, or the Task for
+// StreamTask and StreamEnd.
+type StreamItem struct {
+	Type  string // StreamEvent, StreamTask or StreamEnd
+	Event *store.Event
+	Task  *Task
+}
+
+// Follow streams the task's events from sequence number from on, and its
+// record whenever it changes, to fn until the task finishes (the last item
+// is StreamEnd with the finished task), ctx ends, or fn returns an error.
+func (c *Client) Follow(ctx context.Context, ref string, from uint64, fn func(StreamItem) error) error {
+	resp, err := c.send(ctx, "GET", taskPath(ref, "events")+"?follow=1&from="+strconv.FormatUint(from, 10), nil, "text/event-stream")
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 64<<20)
+	var typ string
+	var data []byte
+	for sc.Scan() {
+		line := sc.Bytes()
+		switch {
+		case len(line) == 0:
+			if typ == "" && data == nil {
+				continue
+			}
+			it := StreamItem{Type: typ}
+			var err error
+			switch typ {
+			case StreamEvent:
+				it.Event = new(store.Event)
+				err = json.Unmarshal(data, it.Event)
+			case StreamTask, StreamEnd:
+				it.Task = new(Task)
+				err = json.Unmarshal(data, it.Task)
+			case "error":
+				e := &Error{}
+				if err := json.Unmarshal(data, e); err != nil || e.Message == "" {
+					return fmt.Errorf("event stream: the owner failed: %s", data)
+				}
+				return e
+			}
+			if err != nil {
+				return fmt.Errorf("event stream: bad %s: %w", typ, err)
+			}
+			if typ != "" {
+				if err := fn(it); err != nil {
+					return err
+				}
+			}
+			if typ == StreamEnd {
+				return nil
+			}
+			typ, data = "", nil
+		case bytes.HasPrefix(line, []byte("event:")):
+			typ = strings.TrimSpace(string(line[len("event:"):]))
+		case bytes.HasPrefix(line, []byte("data:")):
+			d := bytes.TrimPrefix(line[len("data:"):], []byte(" "))
+			if data != nil {
+				data = append(data, '\n')
+			}
+			data = append(data, d...)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return err
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return errors.New("event stream: the owner closed it before the task finished")
+}
+
+// Artifacts lists the task's artifacts with their provenance.
+func (c *Client) Artifacts(ctx context.Context, ref string) ([]store.Provenance, error) {
+	var ps []store.Provenance
+	return ps, c.do(ctx, "GET", taskPath(ref, "artifacts"), nil, &ps)
+}
+
+// Artifact streams an artifact's bytes; size is its length.
+func (c *Client) Artifact(ctx context.Context, ref string) (body io.ReadCloser, size int64, err error) {
+	resp, err := c.send(ctx, "GET", "/v1/artifacts/"+url.PathEscape(ref), nil, "application/octet-stream")
+	if err != nil {
+		return nil, 0, err
+	}
+	return resp.Body, resp.ContentLength, nil
+}
+
+// Effects returns the task's effect journal.
+func (c *Client) Effects(ctx context.Context, ref string) ([]store.Effect, error) {
+	var es []store.Effect
+	return es, c.do(ctx, "GET", taskPath(ref, "effects"), nil, &es)
+}
+
+// Settle settles an effect whose outcome is unknown: confirmed (it
+// happened) or not (perform it again).
+func (c *Client) Settle(ctx context.Context, ref string, confirmed bool, req SettleRequest) (*store.Effect, error) {
+	verb := "retry"
+	if confirmed {
+		verb = "confirm"
+	}
+	var e store.Effect
+	return &e, c.do(ctx, "POST", taskPath(ref, "effects", verb), req, &e)
+}
+
+// GC frees what no task needs any more.
+func (c *Client) GC(ctx context.Context, req GCRequest) (*engine.GCReport, error) {
+	var r engine.GCReport
+	return &r, c.do(ctx, "POST", "/v1/gc", req, &r)
+}
+
+// ReclaimSpace gives back value-log space of records deleted before the
+// owner opened the store.
+func (c *Client) ReclaimSpace(ctx context.Context) (files int, err error) {
+	var r struct {
+		Files int `json:"files"`
+	}
+	return r.Files, c.do(ctx, "POST", "/v1/reclaim", struct{}{}, &r)
+}

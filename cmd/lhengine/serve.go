@@ -1,0 +1,83 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/lhengine/lhengine/api"
+	"github.com/lhengine/lhengine/engine"
+	"github.com/lhengine/lhengine/server"
+)
+
+func (a *app) serveCmd() *cobra.Command {
+	var (
+		listen string
+		o      engine.WorkOptions
+	)
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Own the home: workers, the HTTP API and the web dashboard in one long-lived process",
+		Long: `serve owns the home until it is stopped: its workers run every task submitted
+to the home, and it serves the API (specs/api.md) on the home's Unix socket,
+where every other lhengine command finds it, and with --listen on TCP: the API
+under /v1/ and the web dashboard at /.
+
+The TCP listener requires a bearer token. It is created in the home on the
+first start (HOME/run/token, readable by its owner only); clients pass it with
+--token-file FILE or the LHENGINE_TOKEN environment variable, and a browser
+logs in with it once. The default address is loopback only.
+
+SIGTERM or Ctrl-C stops it: the listeners close, event streams end, and units
+in flight are given back at once (the next owner of the home takes their
+leases over; committed units never run again).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			a.dashboard = true
+			var tokenFile string
+			if listen != "" {
+				l, err := net.Listen("tcp", listen)
+				if err != nil {
+					return fmt.Errorf("--listen %s: %w", listen, err)
+				}
+				defer l.Close()
+				a.extra = append(a.extra, extraListener{l: l, h: func(srv *server.Server) http.Handler {
+					tok, err := server.Token(a.home)
+					if err != nil {
+						// No token, no TCP: refuse everything rather than serve open.
+						a.logger().Error("no API token; the TCP listener refuses every request", "error", err)
+						return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+							http.Error(w, "the server has no API token: "+err.Error(), http.StatusServiceUnavailable)
+						})
+					}
+					return server.RequireToken(srv.Handler(), tok)
+				}})
+				tokenFile = api.TokenPath(a.home)
+				listen = l.Addr().String()
+			}
+			return a.withOwner(ctx, func(s *session) error {
+				fmt.Fprintf(a.stdout, "serving home %s\n  socket:    %s\n", a.home, api.SocketPath(a.home))
+				if listen != "" {
+					fmt.Fprintf(a.stdout, "  dashboard: http://%s/\n  API:       http://%s/v1/ (bearer token in %s)\n", listen, listen, tokenFile)
+				}
+				err := s.e.Work(ctx, o)
+				if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
+					fmt.Fprintln(a.stderr, "stopping: units in flight are given back")
+					return nil
+				}
+				return err
+			})
+		},
+	}
+	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:7777", `also serve the API and the dashboard on this TCP address ("" = the home's socket only)`)
+	cmd.Flags().IntVar(&o.Concurrency, "concurrency", defaultConcurrency, "attempts run at once (at least 1)")
+	cmd.Flags().DurationVar(&o.LeaseFor, "lease", 30*time.Second, "lease length, at least 1s; renewed at a third of it while a step runs")
+	cmd.Flags().DurationVar(&o.PollEvery, "poll", time.Second, "longest wait of an idle worker before it looks for new work; positive")
+	return cmd
+}

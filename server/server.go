@@ -1,0 +1,277 @@
+// Package server serves lhengine's control-plane API (package api,
+// specs/api.md) and its web dashboard from an open engine.
+//
+// The process that owns a home creates one Server over its engine and
+// serves it on the home's Unix socket (Listen), and with `serve --listen`
+// on TCP behind a bearer token (RequireToken). Every handler reads the
+// ledger through the engine in one snapshot, or changes it through the
+// engine's control methods; nothing here writes the store directly.
+package server
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/lhengine/lhengine/api"
+	"github.com/lhengine/lhengine/engine"
+	"github.com/lhengine/lhengine/store"
+)
+
+// Options configure a Server.
+type Options struct {
+	// Owner describes this process, for GET /v1/owner.
+	Owner  api.Owner
+	Logger hclog.Logger
+	// Dashboard serves the web dashboard at / (serve does; other owners
+	// serve only the API).
+	Dashboard bool
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Server is the API (and, with Options.Dashboard, the dashboard) of one
+// engine. Its handler is safe for concurrent use.
+type Server struct {
+	e   *engine.Engine
+	o   Options
+	mux *http.ServeMux
+
+	mu    sync.Mutex
+	works string // Owner.Works, set by SetWorks once the owner knows
+}
+
+// New returns the server of e. It starts nothing: serve its Handler, or
+// call Serve.
+func New(e *engine.Engine, o Options) *Server {
+	if o.Logger == nil {
+		o.Logger = hclog.NewNullLogger()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	s := &Server{e: e, o: o, mux: http.NewServeMux(), works: o.Owner.Works}
+	s.routes()
+	return s
+}
+
+// SetWorks changes what GET /v1/owner says the owner's workers run: "all",
+// a task id, or "".
+func (s *Server) SetWorks(works string) {
+	s.mu.Lock()
+	s.works = works
+	s.mu.Unlock()
+}
+
+// Owner describes the owner as GET /v1/owner does.
+func (s *Server) Owner() api.Owner {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o := s.o.Owner
+	o.Works = s.works
+	return o
+}
+
+// Handler is the server's HTTP handler.
+func (s *Server) Handler() http.Handler { return s.mux }
+
+// Serve serves the handler on l until ctx ends, then stops: it closes l,
+// ends event streams and waits up to grace for requests in flight.
+func (s *Server) Serve(ctx context.Context, l net.Listener, h http.Handler, grace time.Duration) error {
+	if h == nil {
+		h = s.mux
+	}
+	hs := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+		ErrorLog:          s.o.Logger.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
+	}
+	done := make(chan error, 1)
+	go func() { done <- hs.Serve(l) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace)
+	defer cancel()
+	err := hs.Shutdown(sctx)
+	if errors.Is(err, context.DeadlineExceeded) {
+		err = hs.Close()
+	}
+	if serr := <-done; !errors.Is(serr, http.ErrServerClosed) {
+		err = errors.Join(err, serr)
+	}
+	return err
+}
+
+func (s *Server) routes() {
+	m := s.mux
+	m.HandleFunc("GET /v1/owner", s.owner)
+	m.HandleFunc("GET /v1/version", s.version)
+	m.HandleFunc("GET /v1/tasks", s.tasks)
+	m.HandleFunc("POST /v1/tasks", s.submit)
+	m.HandleFunc("GET /v1/tasks/{id}", s.report)
+	m.HandleFunc("DELETE /v1/tasks/{id}", s.remove)
+	m.HandleFunc("POST /v1/tasks/{id}/cancel", s.cancel)
+	m.HandleFunc("POST /v1/tasks/{id}/resume", s.resume)
+	m.HandleFunc("POST /v1/tasks/{id}/retry", s.retry)
+	m.HandleFunc("GET /v1/tasks/{id}/outputs", s.outputs)
+	m.HandleFunc("GET /v1/tasks/{id}/attempts", s.attempts)
+	m.HandleFunc("GET /v1/tasks/{id}/events", s.events)
+	m.HandleFunc("GET /v1/tasks/{id}/artifacts", s.artifacts)
+	m.HandleFunc("GET /v1/tasks/{id}/effects", s.effects)
+	m.HandleFunc("POST /v1/tasks/{id}/effects/confirm", s.settle(true))
+	m.HandleFunc("POST /v1/tasks/{id}/effects/retry", s.settle(false))
+	m.HandleFunc("GET /v1/artifacts/{ref}", s.artifact)
+	m.HandleFunc("POST /v1/gc", s.gc)
+	m.HandleFunc("POST /v1/reclaim", s.reclaim)
+	m.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, &api.Error{HTTPStatus: http.StatusNotFound, Code: api.CodeNotFound,
+			Message: fmt.Sprintf("no API route %s %s (see specs/api.md)", r.Method, r.URL.Path)})
+	})
+	if s.o.Dashboard {
+		s.dashboardRoutes()
+	}
+}
+
+// RequireToken wraps h so that a request without "Authorization: Bearer
+// token" gets 401 and reaches nothing. The comparison takes the same time
+// whatever the token sent.
+func RequireToken(h http.Handler, token string) http.Handler {
+	want := []byte(token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok {
+			// The dashboard in a browser cannot send a header on a link:
+			// it carries the token in a cookie set by /login.
+			if c, err := r.Cookie(tokenCookie); err == nil {
+				got, ok = c.Value, true
+			}
+		}
+		if !ok || !equalTime([]byte(got), want) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="lhengine"`)
+			if !strings.HasPrefix(r.URL.Path, "/v1/") && r.Method == http.MethodGet && r.URL.Path != "/login" {
+				http.Redirect(w, r, "/login", http.StatusSeeOther)
+				return
+			}
+			if r.URL.Path == "/login" {
+				h.ServeHTTP(w, r) // the login form itself
+				return
+			}
+			writeError(w, &api.Error{HTTPStatus: http.StatusUnauthorized, Code: api.CodeUnauthorized,
+				Message: "a valid bearer token is required (--token-file, or " + api.TokenEnv + ")"})
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// tokenCookie carries the bearer token of a browser that logged in to the
+// dashboard.
+const tokenCookie = "lhengine_token"
+
+func equalTime(a, b []byte) bool { return subtle.ConstantTimeCompare(a, b) == 1 }
+
+// Versions are this binary's versions.
+func Versions() api.Versions {
+	v := api.Versions{Engine: engine.Version, ABI: engine.ABIVersion, Language: engine.LanguageVersion,
+		Go: runtime.Version(), Wazero: "unknown", Badger: "unknown"}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, d := range bi.Deps {
+			if d.Replace != nil {
+				d = d.Replace
+			}
+			switch d.Path {
+			case "github.com/tetratelabs/wazero":
+				v.Wazero = d.Version
+			case "github.com/dgraph-io/badger/v4":
+				v.Badger = d.Version
+			}
+		}
+	}
+	return v
+}
+
+// ---- answers ----
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+func writeError(w http.ResponseWriter, e *api.Error) {
+	writeJSON(w, e.HTTPStatus, e)
+}
+
+// fail answers err with the status and code its kind calls for.
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	e := toAPIError(err)
+	if e.HTTPStatus >= 500 {
+		s.o.Logger.Error("API request failed", "method", r.Method, "path", r.URL.Path, "error", err)
+	}
+	writeError(w, e)
+}
+
+func toAPIError(err error) *api.Error {
+	var ae *api.Error
+	if errors.As(err, &ae) {
+		return ae
+	}
+	var inv *engine.InvalidTaskError
+	if errors.As(err, &inv) {
+		var b strings.Builder
+		_ = inv.Diagnostics.Write(&b, 0, false)
+		return &api.Error{HTTPStatus: http.StatusUnprocessableEntity, Code: api.CodeInvalidTask,
+			Message: "the task file is not valid", Diagnostics: b.String()}
+	}
+	e := &api.Error{HTTPStatus: http.StatusInternalServerError, Code: api.CodeInternal, Message: err.Error()}
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		e.HTTPStatus, e.Code = http.StatusNotFound, api.CodeNotFound
+	case errors.Is(err, store.ErrTerminal):
+		e.HTTPStatus, e.Code = http.StatusConflict, api.CodeConflict
+	case errors.Is(err, store.ErrNoSpace), errors.Is(err, store.ErrStoreFailed), errors.Is(err, store.ErrReadOnly):
+		e.HTTPStatus, e.Code = http.StatusServiceUnavailable, api.CodeUnavailable
+	case errors.Is(err, errBadRequest):
+		e.HTTPStatus, e.Code = http.StatusBadRequest, api.CodeInvalid
+	case errors.Is(err, errConflict):
+		e.HTTPStatus, e.Code = http.StatusConflict, api.CodeConflict
+	}
+	return e
+}
+
+var (
+	errBadRequest = errors.New("bad request")
+	errConflict   = errors.New("conflict")
+)
+
+// badRequest is an error of the caller's making.
+func badRequest(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", errBadRequest, fmt.Sprintf(format, args...))
+}
+
+// readJSON decodes a request body of at most 1 MiB into v.
+func readJSON(r *http.Request, v any) error {
+	dec := json.NewDecoder(http.MaxBytesReader(nil, r.Body, 1<<20))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return badRequest("request body: %v", err)
+	}
+	return nil
+}

@@ -1,0 +1,425 @@
+package server
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/lhengine/lhengine/api"
+	"github.com/lhengine/lhengine/engine"
+	"github.com/lhengine/lhengine/store"
+)
+
+// view is a task as the owner sees it: a running task that none of its
+// workers may work is interrupted (its process is gone).
+func (s *Server) view(t *store.Task) api.Task {
+	v := api.Task{Task: t, ShownStatus: string(t.Status), Worked: s.e.Working(t.ID)}
+	if t.Status == store.Running && !v.Worked {
+		v.ShownStatus = api.Interrupted
+	}
+	return v
+}
+
+// find resolves the {id} of a request (an id or a unique prefix) in r.
+func find(r *store.Reader, req *http.Request) (*store.Task, error) {
+	return r.FindTask(req.PathValue("id"))
+}
+
+// findTask resolves the request's task in its own snapshot.
+func (s *Server) findTask(req *http.Request) (*store.Task, error) {
+	var t *store.Task
+	err := s.e.Read(func(r *store.Reader) error {
+		var err error
+		t, err = find(r, req)
+		return err
+	})
+	return t, err
+}
+
+func (s *Server) owner(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, s.Owner())
+}
+
+func (s *Server) version(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, Versions())
+}
+
+func (s *Server) tasks(w http.ResponseWriter, req *http.Request) {
+	var ts []*store.Task
+	if err := s.e.Read(func(r *store.Reader) error {
+		var err error
+		ts, err = r.Tasks()
+		return err
+	}); err != nil {
+		s.fail(w, req, err)
+		return
+	}
+	out := make([]api.Task, len(ts))
+	for i, t := range ts {
+		out[i] = s.view(t)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) report(w http.ResponseWriter, req *http.Request) {
+	rep, err := s.readReport(req)
+	if err != nil {
+		s.fail(w, req, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, rep)
+}
+
+func (s *Server) readReport(req *http.Request) (*api.Report, error) {
+	var rep api.Report
+	err := s.e.Read(func(r *store.Reader) error {
+		t, err := find(r, req)
+		if err != nil {
+			return err
+		}
+		m, err := r.Manifest(t.ID)
+		if err != nil {
+			return err
+		}
+		notes, err := r.Notes(t.ID)
+		if err != nil {
+			return err
+		}
+		if notes == nil {
+			notes = []store.Note{}
+		}
+		rep = api.Report{Task: s.view(t), Manifest: summary(m), Notes: notes}
+		rep.ShownStatus = rep.Task.ShownStatus
+		return nil
+	})
+	return &rep, err
+}
+
+func summary(m *store.Manifest) api.ManifestSummary {
+	sum := sha256.Sum256(m.Source)
+	return api.ManifestSummary{
+		Objective: m.Objective, Constraints: m.Constraints, Filename: m.Filename,
+		Vars: m.Vars, Plugins: m.Plugins, EngineVersion: m.EngineVersion, ABI: m.ABI,
+		SourceSHA256: hex.EncodeToString(sum[:]),
+	}
+}
+
+func (s *Server) submit(w http.ResponseWriter, req *http.Request) {
+	var in api.SubmitRequest
+	if err := readJSON(req, &in); err != nil {
+		s.fail(w, req, err)
+		return
+	}
+	if in.Path == "" || !filepath.IsAbs(in.Path) {
+		s.fail(w, req, badRequest("path must be the absolute path of a task file on the owner's file system, not %q", in.Path))
+		return
+	}
+	t, created, err := s.e.Submit(req.Context(), in.Path, engine.SubmitOptions{Vars: in.Vars, IdempotencyKey: in.IdempotencyKey})
+	if err != nil {
+		if !errors.As(err, new(*engine.InvalidTaskError)) && !isStoreError(err) {
+			err = fmt.Errorf("%w: %v", errBadRequest, err) // an unreadable file or plugin
+		}
+		s.fail(w, req, err)
+		return
+	}
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
+	}
+	writeJSON(w, status, api.SubmitResponse{ID: t.ID, Created: created, Status: t.Status, Task: s.view(t)})
+}
+
+// isStoreError tells failures of the store (disk full, failed) from
+// failures of the request.
+func isStoreError(err error) bool {
+	return errors.Is(err, store.ErrNoSpace) || errors.Is(err, store.ErrStoreFailed) || errors.Is(err, store.ErrReadOnly)
+}
+
+func (s *Server) cancel(w http.ResponseWriter, req *http.Request) {
+	var in api.CancelRequest
+	if err := readJSON(req, &in); err != nil {
+		s.fail(w, req, err)
+		return
+	}
+	t, err := s.findTask(req)
+	if err == nil {
+		t, err = s.e.Cancel(req.Context(), t.ID, in.Reason)
+	}
+	if err != nil {
+		s.fail(w, req, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, s.view(t))
+}
+
+func (s *Server) resume(w http.ResponseWriter, req *http.Request) {
+	t, err := s.findTask(req)
+	if err != nil {
+		s.fail(w, req, err)
+		return
+	}
+	if t.Status.Terminal() {
+		hint := ""
+		if t.Status != store.Succeeded {
+			hint = fmt.Sprintf("; to run it again from where it stopped: lhengine retry %s", t.ID)
+		}
+		s.fail(w, req, fmt.Errorf("%w: task %s is %s; nothing to resume%s%s", errConflict, t.ID, t.Status, reasonSuffix(t), hint))
+		return
+	}
+	if err := s.e.CheckPlugins(t.ID); err != nil {
+		s.fail(w, req, fmt.Errorf("%w: cannot resume task %s: %v\na task submitted before modules were kept in the store runs from its plugin files: restore the file(s) it was submitted with and resume again", errConflict, t.ID, err))
+		return
+	}
+	if t.Status == store.Paused {
+		if t, err = s.e.Resume(req.Context(), t.ID); err != nil {
+			s.fail(w, req, err)
+			return
+		}
+	}
+	writeJSON(w, http.StatusOK, s.view(t))
+}
+
+func reasonSuffix(t *store.Task) string {
+	if t.Reason == "" {
+		return ""
+	}
+	return " (" + t.Reason + ")"
+}
+
+func (s *Server) retry(w http.ResponseWriter, req *http.Request) {
+	var in api.RetryRequest
+	if err := readJSON(req, &in); err != nil {
+		s.fail(w, req, err)
+		return
+	}
+	t, err := s.findTask(req)
+	if err == nil {
+		if in.From != "" && t.StepIndex(in.From) < 0 {
+			err = badRequest("task %s has no step %q", t.ID, in.From)
+		} else {
+			t, err = s.e.Retry(req.Context(), t.ID, in.From, in.By)
+		}
+	}
+	if err != nil {
+		s.fail(w, req, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, s.view(t))
+}
+
+func (s *Server) remove(w http.ResponseWriter, req *http.Request) {
+	t, err := s.findTask(req)
+	if err == nil {
+		err = s.e.Remove(req.Context(), t.ID)
+	}
+	if err != nil {
+		if errors.As(err, new(*engine.NotFinishedError)) {
+			err = fmt.Errorf("%w: %v", errConflict, err)
+		}
+		s.fail(w, req, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, api.RemoveResult{ID: t.ID})
+}
+
+// steps returns the indexes of the task's steps the ?step= query names
+// (all when it is absent).
+func steps(t *store.Task, req *http.Request) ([]int, error) {
+	name := req.URL.Query().Get("step")
+	var out []int
+	for i, st := range t.Steps {
+		if name == "" || st.Name == name {
+			out = append(out, i)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("task %s has no step %q: %w", t.ID, name, store.ErrNotFound)
+	}
+	return out, nil
+}
+
+func (s *Server) outputs(w http.ResponseWriter, req *http.Request) {
+	outs := map[string]json.RawMessage{}
+	err := s.e.Read(func(r *store.Reader) error {
+		t, err := find(r, req)
+		if err != nil {
+			return err
+		}
+		idx, err := steps(t, req)
+		if err != nil {
+			return err
+		}
+		for _, i := range idx {
+			out, err := r.StepOutputOf(t, i)
+			if err != nil {
+				if errors.Is(err, store.ErrNotFound) {
+					continue // not completed in its current pass
+				}
+				return err
+			}
+			outs[t.Steps[i].Name] = out
+		}
+		return nil
+	})
+	if err != nil {
+		s.fail(w, req, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, outs)
+}
+
+func (s *Server) attempts(w http.ResponseWriter, req *http.Request) {
+	all := []*store.Attempt{}
+	err := s.e.Read(func(r *store.Reader) error {
+		t, err := find(r, req)
+		if err != nil {
+			return err
+		}
+		idx, err := steps(t, req)
+		if err != nil {
+			return err
+		}
+		for _, i := range idx {
+			as, err := r.Attempts(t.ID, i)
+			if err != nil {
+				return err
+			}
+			all = append(all, as...)
+		}
+		return nil
+	})
+	if err != nil {
+		s.fail(w, req, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, all)
+}
+
+func (s *Server) artifacts(w http.ResponseWriter, req *http.Request) {
+	ps := []store.Provenance{}
+	err := s.e.Read(func(r *store.Reader) error {
+		t, err := find(r, req)
+		if err != nil {
+			return err
+		}
+		got, err := r.Artifacts(t.ID)
+		ps = append(ps, got...)
+		return err
+	})
+	if err != nil {
+		s.fail(w, req, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, ps)
+}
+
+// artifact streams an artifact's bytes, a chunk at a time.
+func (s *Server) artifact(w http.ResponseWriter, req *http.Request) {
+	ref := req.PathValue("ref")
+	buf := make([]byte, store.ArtifactChunk)
+	n, size, err := s.e.ReadArtifact(ref, 0, buf)
+	if err != nil {
+		s.fail(w, req, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("Content-Length", strconv.FormatInt(size, 10))
+	w.Header().Set("Content-Disposition", "attachment")
+	w.WriteHeader(http.StatusOK)
+	for off := int64(0); n > 0; {
+		if _, err := w.Write(buf[:n]); err != nil {
+			return // the client went away
+		}
+		off += int64(n)
+		if n, _, err = s.e.ReadArtifact(ref, off, buf); err != nil {
+			// Headers are sent: cut the body short so the client sees
+			// fewer bytes than Content-Length, never wrong ones.
+			s.o.Logger.Error("artifact read failed mid-stream", "ref", ref, "offset", off, "error", err)
+			panic(http.ErrAbortHandler)
+		}
+	}
+}
+
+func (s *Server) effects(w http.ResponseWriter, req *http.Request) {
+	es := []store.Effect{}
+	err := s.e.Read(func(r *store.Reader) error {
+		t, err := find(r, req)
+		if err != nil {
+			return err
+		}
+		got, err := r.Effects(t.ID)
+		es = append(es, got...)
+		return err
+	})
+	if err != nil {
+		s.fail(w, req, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, es)
+}
+
+func (s *Server) settle(confirmed bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, req *http.Request) {
+		var in api.SettleRequest
+		if err := readJSON(req, &in); err != nil {
+			s.fail(w, req, err)
+			return
+		}
+		eff, err := s.settleEffect(req, confirmed, in)
+		if err != nil {
+			s.fail(w, req, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, eff)
+	}
+}
+
+func (s *Server) settleEffect(req *http.Request, confirmed bool, in api.SettleRequest) (*store.Effect, error) {
+	t, err := s.findTask(req)
+	if err != nil {
+		return nil, err
+	}
+	step := t.StepIndex(in.Step)
+	if step < 0 {
+		return nil, badRequest("task %s has no step %q", t.ID, in.Step)
+	}
+	return s.e.ResolveEffect(req.Context(), t.ID, step, in.Item, in.Key, confirmed, in.Note)
+}
+
+func (s *Server) gc(w http.ResponseWriter, req *http.Request) {
+	var in api.GCRequest
+	if err := readJSON(req, &in); err != nil {
+		s.fail(w, req, err)
+		return
+	}
+	o := engine.GCOptions{Workspaces: in.Workspaces}
+	if in.OlderThan != "" {
+		d, err := time.ParseDuration(in.OlderThan)
+		if err != nil || d < 0 {
+			s.fail(w, req, badRequest("older_than %q: want a duration that is not negative, such as 72h", in.OlderThan))
+			return
+		}
+		o.OlderThan = d
+	}
+	rep, err := s.e.GC(req.Context(), o)
+	if err != nil {
+		s.fail(w, req, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, rep)
+}
+
+func (s *Server) reclaim(w http.ResponseWriter, req *http.Request) {
+	n, err := s.e.ReclaimSpace(req.Context())
+	if err != nil {
+		s.fail(w, req, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]int{"files": n})
+}
