@@ -59,3 +59,41 @@ func BenchmarkSync(b *testing.B) {
 		require.NoError(b, err)
 	}
 }
+
+// BenchmarkSerialCommitLength: the ledger's share of a serial step as the
+// pipeline grows: commit-and-claim of one plain step after another, as the
+// worker does it, without syncs. The figure is the same at any length.
+func BenchmarkSerialCommitLength(b *testing.B) {
+	for _, n := range []int{50, 1000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			ctx := context.Background()
+			s, err := Open(b.TempDir(), Options{NoSync: true})
+			require.NoError(b, err)
+			defer s.Close()
+			steps := make([]StepState, n)
+			for i := range steps {
+				steps[i] = StepState{Name: fmt.Sprint("s", i)}
+			}
+			next := ClaimRequest{Owner: s.Owner("w"), Max: 1}
+			var l *Lease
+			b.ResetTimer()
+			for range b.N {
+				if l == nil {
+					b.StopTimer()
+					_, _, err := s.Submit(ctx, NewTask{Name: "t", Steps: steps})
+					require.NoError(b, err)
+					c, err := s.Claim(ctx, next)
+					require.NoError(b, err)
+					l = &c.Leases[0]
+					b.StartTimer()
+				}
+				_, c, err := s.CommitAndClaim(ctx, Result{Lease: *l, Output: json.RawMessage(`{"ok":true}`), HeaderOnly: true}, next)
+				require.NoError(b, err)
+				l = nil
+				if len(c.Leases) > 0 {
+					l = &c.Leases[0]
+				}
+			}
+		})
+	}
+}

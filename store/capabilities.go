@@ -394,7 +394,7 @@ func (s *Store) ResolveEffect(ctx context.Context, task string, step, item int, 
 				return err
 			}
 		}
-		return t.putJSON(taskKey(task), tk)
+		return t.saveTask(tk)
 	})
 	return out, err
 }
@@ -417,10 +417,10 @@ func (s *Store) Pause(ctx context.Context, l Lease, reason string) (*Task, error
 		ref := unitRef{l.Task, l.Step, l.Item}
 		t.after(func(x *index) { delete(x.leases, ref) })
 		task.Leases--
-		task.Steps[l.Step].Leased--
+		t.step(task, l.Step).Leased--
 		task.Status, task.Reason = Paused, reason
 		item := l.Item
-		if err := s.event(t, task, Event{Type: EvPaused, Step: task.Steps[l.Step].Name, Item: &item, Attempt: l.Attempt, Message: reason}); err != nil {
+		if err := s.event(t, task, Event{Type: EvPaused, Step: t.step(task, l.Step).Name, Item: &item, Attempt: l.Attempt, Message: reason}); err != nil {
 			return err
 		}
 		if err := t.del(activeKey(task.ID)); err != nil {
@@ -428,8 +428,11 @@ func (s *Store) Pause(ctx context.Context, l Lease, reason string) (*Task, error
 		}
 		id := task.ID
 		t.after(func(x *index) { x.removeTask(id) })
+		if err := t.saveTask(task); err != nil {
+			return err
+		}
 		out = task
-		return t.putJSON(taskKey(task.ID), task)
+		return t.fill(out)
 	})
 	return out, err
 }
@@ -444,14 +447,17 @@ func (s *Store) Resume(ctx context.Context, id string) (*Task, error) {
 		}
 		if task.Status != Paused {
 			out = task
-			return nil
+			return t.fill(out)
 		}
 		t.durable = true
 		if err := s.unpause(t, task); err != nil {
 			return err
 		}
+		if err := t.saveTask(task); err != nil {
+			return err
+		}
 		out = task
-		return t.putJSON(taskKey(id), task)
+		return t.fill(out)
 	})
 	return out, err
 }

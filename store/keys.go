@@ -9,7 +9,8 @@ import (
 // Key layout. Every key starts with a one-letter table name and the task id,
 // so one task's records are one prefix scan away and tasks sort by creation.
 //
-//	t/<task>                                 Task
+//	t/<task>                                 Task header (all but its steps)
+//	s/<task>/<step>                          StepState of one step of the task
 //	m/<task>                                 Manifest (written once)
 //	u/<task>/<step>/<item>                   Unit
 //	a/<task>                                 runnable (queued or running) tasks
@@ -20,6 +21,10 @@ import (
 // Numbers are fixed-width hex so that byte order is numeric order.
 
 func taskKey(id string) []byte { return []byte("t/" + id) }
+
+func stepKey(id string, step int) []byte { return fmt.Appendf(nil, "s/%s/%04x", id, step) }
+
+func stepPrefix(id string) []byte { return []byte("s/" + id + "/") }
 
 func manifestKey(id string) []byte { return []byte("m/" + id) }
 

@@ -52,8 +52,8 @@ func (s *Store) Submit(ctx context.Context, nt NewTask) (*Task, bool, error) {
 		created = false
 		if nt.IdempotencyKey != "" {
 			if id, err := t.getRaw(idemKey(nt.IdempotencyKey)); err == nil {
-				out = new(Task)
-				return t.getJSON(taskKey(string(id)), out)
+				out, err = t.loadTask(string(id))
+				return err
 			} else if !errors.Is(err, ErrNotFound) {
 				return err
 			}
@@ -106,7 +106,7 @@ func (s *Store) Submit(ctx context.Context, nt NewTask) (*Task, bool, error) {
 			}
 		}
 		out, created = task, true
-		return t.putJSON(taskKey(task.ID), task)
+		return t.saveTask(task)
 	})
 	if err != nil {
 		return nil, false, err
@@ -241,7 +241,7 @@ func (s *Store) claim(t *tx, req ClaimRequest, held *Task) (Claimed, error) {
 			if !task.Status.runnable() {
 				continue
 			}
-			st := &task.Steps[task.Cursor]
+			st := t.step(task, task.Cursor)
 			n := min(req.Max-len(out.Leases), st.Limit-st.Leased)
 			if round == 0 {
 				n = min(n, share)
@@ -309,8 +309,7 @@ func (s *Store) claim(t *tx, req ClaimRequest, held *Task) (Claimed, error) {
 	for i, l := range out.Leases {
 		snap, ok := snaps[l.Task]
 		if !ok {
-			snap = new(Task)
-			tasks[l.Task].copyTo(snap)
+			snap = s.snapshot(t, tasks[l.Task])
 			snaps[l.Task] = snap
 		}
 		out.Leases[i].Snapshot = snap
@@ -320,7 +319,7 @@ func (s *Store) claim(t *tx, req ClaimRequest, held *Task) (Claimed, error) {
 			continue // the caller saves held; an unchanged task needs no write
 		}
 		task.UpdatedAt = now
-		if err := t.putJSON(taskKey(id), task); err != nil {
+		if err := t.saveTask(task); err != nil {
 			return out, err
 		}
 	}
@@ -394,7 +393,7 @@ func (s *Store) reclaim(t *tx, only string, now time.Time, load func(string) (*T
 			}
 			return nil, err
 		}
-		if u.State != UnitLeased || !task.Status.runnable() || u.Pass != task.Steps[d.step].Pass {
+		if u.State != UnitLeased || !task.Status.runnable() || u.Pass != t.step(task, d.step).Pass {
 			forget()
 			continue
 		}
@@ -412,14 +411,14 @@ func (s *Store) reclaim(t *tx, only string, now time.Time, load func(string) (*T
 		}
 		forget()
 		item := d.item
-		if err := s.event(t, task, Event{Type: EvLeaseExpired, Step: task.Steps[d.step].Name, Item: &item,
+		if err := s.event(t, task, Event{Type: EvLeaseExpired, Step: t.step(task, d.step).Name, Item: &item,
 			Attempt: u.Attempt, Epoch: u.Epoch, Owner: u.Owner,
 			Message: fmt.Sprintf("lease of %s (epoch %d) taken back", u.Owner, u.Epoch)}); err != nil {
 			return nil, err
 		}
 		task.Reclaims++
 		task.Leases--
-		task.Steps[d.step].Leased--
+		t.step(task, d.step).Leased--
 		u.State, u.Owner, u.LeaseUntil, u.NotBefore = UnitReady, "", time.Time{}, time.Time{}
 		if err := t.putJSON(unitKey(d.task, d.step, d.item), u); err != nil {
 			return nil, err
@@ -465,7 +464,7 @@ func (s *Store) leased(t *tx, l Lease) (*Unit, *Task, error) {
 	if task.Status.Terminal() {
 		return nil, nil, fmt.Errorf("%w: task %s is %s", ErrLeaseLost, task.ID, task.Status)
 	}
-	if l.Step < 0 || l.Step >= len(task.Steps) {
+	if l.Step < 0 || l.Step >= task.stepCount() {
 		return nil, nil, fmt.Errorf("%w: task %s has no step %d", ErrLeaseLost, task.ID, l.Step)
 	}
 	u := new(Unit)
@@ -475,7 +474,7 @@ func (s *Store) leased(t *tx, l Lease) (*Unit, *Task, error) {
 		}
 		return nil, nil, err
 	}
-	if u.Pass != task.Steps[l.Step].Pass {
+	if u.Pass != t.step(task, l.Step).Pass {
 		return nil, nil, fmt.Errorf("%w: unit %s/%d/%d belongs to pass %d of its step, which a repair replaced",
 			ErrLeaseLost, l.Task, l.Step, l.Item, u.Pass)
 	}
@@ -503,6 +502,10 @@ type Result struct {
 	// recorded only if the attempt succeeded, with its output.
 	Counts map[string]int64
 	Notes  []Note
+	// HeaderOnly: the caller does not read the steps of the task that
+	// CommitAndClaim returns, which then has Steps nil. That saves reading
+	// every step's record: the commit itself reads only the steps it changes.
+	HeaderOnly bool
 }
 
 // Repair asks to send the task back to step RestartFrom.
@@ -537,7 +540,7 @@ func (s *Store) CommitAndClaim(ctx context.Context, r Result, next ClaimRequest)
 			return err
 		}
 		now := s.now()
-		st := &task.Steps[l.Step]
+		st := t.step(task, l.Step)
 		item := l.Item
 		rec := Attempt{Step: l.Step, Item: l.Item, Attempt: l.Attempt, Epoch: l.Epoch, Owner: l.Owner,
 			Log: r.Log, Started: r.Started, Finished: now}
@@ -649,8 +652,14 @@ func (s *Store) CommitAndClaim(ctx context.Context, r Result, next ClaimRequest)
 			}
 		}
 		task.UpdatedAt = now
+		if err := t.saveTask(task); err != nil {
+			return err
+		}
 		out = task
-		return t.putJSON(taskKey(task.ID), task)
+		if r.HeaderOnly {
+			return nil
+		}
+		return t.fill(out)
 	})
 	if errors.Is(err, badger.ErrTxnTooBig) && r.Failure == nil {
 		// Everything the attempt wrote does not fit one transaction: that
@@ -659,7 +668,7 @@ func (s *Store) CommitAndClaim(ctx context.Context, r Result, next ClaimRequest)
 		f := &Failure{Kind: fault.TooLarge, Message: fmt.Sprintf(
 			"the attempt's commit is too large for one transaction (output %d bytes, %d notes, %d counters): %v",
 			len(r.Output), len(r.Notes), len(r.Counts), err)}
-		fr := Result{Lease: r.Lease, Failure: f, Log: r.Log, Started: r.Started}
+		fr := Result{Lease: r.Lease, Failure: f, Log: r.Log, Started: r.Started, HeaderOnly: r.HeaderOnly}
 		return s.CommitAndClaim(ctx, fr, next)
 	}
 	if err != nil {
@@ -687,11 +696,11 @@ func (s *Store) CommitAndClaim(ctx context.Context, r Result, next ClaimRequest)
 func (s *Store) advance(t *tx, task *Task) error {
 	for {
 		cur := task.Cursor
-		if err := s.event(t, task, Event{Type: EvStepDone, Step: task.Steps[cur].Name,
-			Message: fmt.Sprintf("%d units", task.Steps[cur].Units)}); err != nil {
+		if err := s.event(t, task, Event{Type: EvStepDone, Step: t.step(task, cur).Name,
+			Message: fmt.Sprintf("%d units", t.step(task, cur).Units)}); err != nil {
 			return err
 		}
-		if cur == len(task.Steps)-1 {
+		if cur == task.stepCount()-1 {
 			out, err := (&Reader{t: t}).StepOutputOf(task, cur)
 			if err != nil {
 				return err
@@ -709,7 +718,7 @@ func (s *Store) advance(t *tx, task *Task) error {
 		if !task.Status.runnable() {
 			return nil
 		}
-		if st := task.Steps[task.Cursor]; !st.Planned || st.Units > 0 {
+		if st := *t.step(task, task.Cursor); !st.Planned || st.Units > 0 {
 			return nil // units to run, or items still to plan
 		}
 	}
@@ -721,7 +730,7 @@ func (s *Store) advance(t *tx, task *Task) error {
 // and in bounded batches, once this transaction has committed.
 func (s *Store) enterStep(t *tx, task *Task) error {
 	idx := task.Cursor
-	st := &task.Steps[idx]
+	st := t.step(task, idx)
 	st.Pass++
 	st.Planned, st.Units, st.Written, st.PlanHash, st.Done, st.Leased = false, 0, 0, "", 0, 0
 	id := task.ID
@@ -742,7 +751,7 @@ func (s *Store) enterStep(t *tx, task *Task) error {
 // writeUnits creates ready units for items, numbered from the step's
 // Written count on, and advances it.
 func (s *Store) writeUnits(t *tx, task *Task, idx int, items []Item) error {
-	st := &task.Steps[idx]
+	st := t.step(task, idx)
 	id, from := task.ID, st.Written
 	b := t.batch()
 	for i, it := range items {
@@ -823,8 +832,8 @@ func (s *Store) planTask(ctx context.Context, id string) (done bool, err error) 
 	var items []Item
 	var perr error
 	err = s.view(func(t *tx) error {
-		task = new(Task)
-		if err := t.getJSON(taskKey(id), task); err != nil {
+		var err error
+		if task, err = t.loadTask(id); err != nil {
 			return err
 		}
 		if st := task.Steps[task.Cursor]; !task.Status.runnable() || st.Planned || !st.FanOut {
@@ -850,7 +859,7 @@ func (s *Store) planTask(ctx context.Context, id string) (done bool, err error) 
 		if err := t.getJSON(taskKey(id), cur); err != nil {
 			return nil, err
 		}
-		if !cur.Status.runnable() || cur.Cursor != step || cur.Steps[step].Pass != pass || cur.Steps[step].Planned {
+		if !cur.Status.runnable() || cur.Cursor != step || t.step(cur, step).Pass != pass || t.step(cur, step).Planned {
 			return nil, nil
 		}
 		return cur, nil
@@ -883,7 +892,7 @@ func (s *Store) planTask(ctx context.Context, id string) (done bool, err error) 
 				finished = true
 				return nil
 			}
-			st := &cur.Steps[step]
+			st := t.step(cur, step)
 			if st.Written == 0 && st.PlanHash == "" {
 				st.Units, st.PlanHash = len(items), sum
 				if err := s.event(t, cur, Event{Type: EvStepStarted, Step: st.Name,
@@ -896,7 +905,7 @@ func (s *Store) planTask(ctx context.Context, id string) (done bool, err error) 
 					"for_each gave a different list when planning resumed (%d items; the first batch had %d)", len(items), st.Units)}); err != nil {
 					return err
 				}
-				return t.putJSON(taskKey(id), cur)
+				return t.saveTask(cur)
 			}
 			from, to, size := st.Written, st.Written, 0
 			for to < len(items) && to-from < limit && (to == from || size < planBatchBytes) {
@@ -916,7 +925,7 @@ func (s *Store) planTask(ctx context.Context, id string) (done bool, err error) 
 				}
 			}
 			cur.UpdatedAt = s.now()
-			return t.putJSON(taskKey(id), cur)
+			return t.saveTask(cur)
 		})
 		if err == nil && !finished && s.planHook != nil {
 			s.planHook()
@@ -948,7 +957,7 @@ func (s *Store) failPlanning(ctx context.Context, id string, current func(*tx) (
 		if err := s.failPlan(t, task, f); err != nil {
 			return err
 		}
-		return t.putJSON(taskKey(id), task)
+		return t.saveTask(task)
 	})
 }
 
@@ -978,7 +987,7 @@ func digestItems(items []Item) string {
 func (s *Store) repair(t *tx, task *Task, l Lease, r Repair) error {
 	task.Repairs++
 	task.RepairReason = r.Reason
-	st := task.Steps[l.Step]
+	st := *t.step(task, l.Step)
 	item := l.Item
 	if task.Repairs > r.Max {
 		if err := s.event(t, task, Event{Type: EvRepair, Step: st.Name, Item: &item, Attempt: l.Attempt,
@@ -993,10 +1002,10 @@ func (s *Store) repair(t *tx, task *Task, l Lease, r Repair) error {
 		return fmt.Errorf("repair restart step %d is not at or before step %d", r.RestartFrom, l.Step)
 	}
 	if err := s.event(t, task, Event{Type: EvRepair, Step: st.Name, Item: &item, Attempt: l.Attempt,
-		Message: fmt.Sprintf("repair %d of %d: back to %q: %s", task.Repairs, r.Max, task.Steps[r.RestartFrom].Name, r.Reason)}); err != nil {
+		Message: fmt.Sprintf("repair %d of %d: back to %q: %s", task.Repairs, r.Max, t.step(task, r.RestartFrom).Name, r.Reason)}); err != nil {
 		return err
 	}
-	for i := r.RestartFrom; i < len(task.Steps); i++ {
+	for i := r.RestartFrom; i < task.stepCount(); i++ {
 		if err := s.resetStep(t, task, i); err != nil {
 			return err
 		}
@@ -1008,7 +1017,7 @@ func (s *Store) repair(t *tx, task *Task, l Lease, r Repair) error {
 // resetStep marks every unit of a step stale and withdraws them from the
 // ready and lease indexes.
 func (s *Store) resetStep(t *tx, task *Task, step int) error {
-	st := &task.Steps[step]
+	st := t.step(task, step)
 	if st.Written == 0 {
 		return nil
 	}
@@ -1028,7 +1037,10 @@ func (s *Store) resetStep(t *tx, task *Task, step int) error {
 		}
 	}
 	id := task.ID
-	t.after(func(x *index) { x.dropStep(id, step) })
+	t.after(func(x *index) {
+		x.dropStep(id, step)
+		s.prefixes.truncate(id, step)
+	})
 	task.Leases -= st.Leased
 	st.Planned, st.Units, st.Written, st.PlanHash, st.Done, st.Leased = false, 0, 0, "", 0, 0
 	return nil
@@ -1045,12 +1057,32 @@ func (s *Store) fail(t *tx, task *Task, f *Failure, reason string) error {
 
 // withdraw takes a task that is no longer runnable out of the claim index.
 func (s *Store) withdraw(t *tx, task *Task) error {
-	task.Leases = 0
-	for i := range task.Steps {
-		task.Steps[i].Leased = 0
+	// Leases are counted on the task and on their steps. Units exist only
+	// for the step under the cursor, so that is where the leases are; the
+	// other steps are read only if the counts say some lease is elsewhere.
+	if task.lazy == nil {
+		for i := range task.Steps {
+			task.Steps[i].Leased = 0
+		}
+	} else {
+		t.step(task, task.Cursor)
+		n := 0
+		for _, st := range task.lazy.got {
+			n += st.Leased
+			st.Leased = 0
+		}
+		if n != task.Leases {
+			for i := range task.stepCount() {
+				t.step(task, i).Leased = 0
+			}
+		}
 	}
+	task.Leases = 0
 	id := task.ID
-	t.after(func(x *index) { x.removeTask(id) })
+	t.after(func(x *index) {
+		x.removeTask(id)
+		s.prefixes.drop(id)
+	})
 	return t.del(activeKey(id))
 }
 
@@ -1077,8 +1109,11 @@ func (s *Store) Cancel(ctx context.Context, id, reason string) (*Task, error) {
 		if err := s.event(t, task, Event{Type: EvCancelled, Message: reason}); err != nil {
 			return err
 		}
+		if err := t.saveTask(task); err != nil {
+			return err
+		}
 		out = task
-		return t.putJSON(taskKey(id), task)
+		return t.fill(out)
 	})
 	return out, err
 }
@@ -1146,13 +1181,13 @@ func (s *Store) Retry(ctx context.Context, id string, from int, by string) (*Tas
 		if from < 0 {
 			from = task.Cursor
 		}
-		if from > task.Cursor || from >= len(task.Steps) {
+		if from > task.Cursor || from >= task.stepCount() {
 			return fmt.Errorf("task %s stopped at step %d %q: it can be retried from that step or an earlier one, not from step %d",
-				id, task.Cursor+1, task.Steps[task.Cursor].Name, from+1)
+				id, task.Cursor+1, t.step(task, task.Cursor).Name, from+1)
 		}
 		t.durable = true
 		was := task.Status
-		for i := from; i < len(task.Steps); i++ {
+		for i := from; i < task.stepCount(); i++ {
 			if err := s.resetStep(t, task, i); err != nil {
 				return err
 			}
@@ -1167,17 +1202,17 @@ func (s *Store) Retry(ctx context.Context, id string, from int, by string) (*Tas
 			return err
 		}
 		t.after(func(x *index) { x.addActive(id) })
-		msg := fmt.Sprintf("%s task retried from step %q", was, task.Steps[from].Name)
+		msg := fmt.Sprintf("%s task retried from step %q", was, t.step(task, from).Name)
 		if by != "" {
 			msg += " by " + by
 		}
-		if err := s.event(t, task, Event{Type: EvRetried, Step: task.Steps[from].Name, Message: msg}); err != nil {
+		if err := s.event(t, task, Event{Type: EvRetried, Step: t.step(task, from).Name, Message: msg}); err != nil {
 			return err
 		}
 		if err := s.enterStep(t, task); err != nil {
 			return err
 		}
-		return t.putJSON(taskKey(id), task)
+		return t.saveTask(task)
 	})
 	if err != nil {
 		return nil, err

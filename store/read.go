@@ -18,10 +18,10 @@ func (s *Store) Read(fn func(r *Reader) error) error {
 	return s.view(func(t *tx) error { return fn(&Reader{t: t}) })
 }
 
-// Task returns the task record.
+// Task returns the task record, every step's state included.
 func (r *Reader) Task(id string) (*Task, error) {
-	task := new(Task)
-	if err := r.t.getJSON(taskKey(id), task); err != nil {
+	task, err := r.t.loadTask(id)
+	if err != nil {
 		return nil, fmt.Errorf("task %s: %w", id, err)
 	}
 	return task, nil
@@ -40,11 +40,11 @@ func (r *Reader) Manifest(id string) (*Manifest, error) {
 // its unit, or for a fan-out step the JSON array of its items' outputs in item
 // order. It returns ErrNotFound if the step has not completed in its current pass.
 func (r *Reader) StepOutput(id string, step int) (json.RawMessage, error) {
-	task, err := r.Task(id)
-	if err != nil {
-		return nil, err
+	task := new(Task)
+	if err := r.t.getJSON(taskKey(id), task); err != nil {
+		return nil, fmt.Errorf("task %s: %w", id, err)
 	}
-	if step < 0 || step >= len(task.Steps) {
+	if step < 0 || step >= task.stepCount() {
 		return nil, fmt.Errorf("task %s has no step %d: %w", id, step, ErrNotFound)
 	}
 	return r.StepOutputOf(task, step)
@@ -52,6 +52,8 @@ func (r *Reader) StepOutput(id string, step int) (json.RawMessage, error) {
 
 // StepOutputOf is StepOutput for a task record the caller already holds (a
 // Planner must use the record it was given: it is newer than the stored one).
+// Only the state of that step is read from the task (a lease's Snapshot
+// holds the steps before the leased one).
 func (r *Reader) StepOutputOf(task *Task, step int) (json.RawMessage, error) {
 	return r.StepOutputLimited(task, step, -1)
 }
@@ -63,7 +65,10 @@ var ErrTooLarge = errors.New("too large")
 // as the output would exceed max bytes (max < 0: no limit), before holding
 // more than that in memory.
 func (r *Reader) StepOutputLimited(task *Task, step int, max int64) (json.RawMessage, error) {
-	st := task.Steps[step]
+	st := *r.t.step(task, step)
+	if r.t.err != nil {
+		return nil, r.t.err
+	}
 	if !st.Planned || st.Done < st.Units {
 		return nil, fmt.Errorf("step %q of task %s has not completed: %w", st.Name, task.ID, ErrNotFound)
 	}
@@ -161,13 +166,21 @@ func (r *Reader) Tasks() ([]*Task, error) {
 	var out []*Task
 	err := r.t.scan([]byte("t/"), func(_, val []byte) (bool, error) {
 		task := new(Task)
-		if err := json.Unmarshal(val, task); err != nil {
+		if err := decodeTask(val, task); err != nil {
 			return false, err
 		}
 		out = append(out, task)
 		return true, nil
 	})
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	for _, task := range out {
+		if err := r.t.fill(task); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // FindTask resolves a task id or a unique prefix of one (at least 6 characters).

@@ -44,8 +44,11 @@ type Task struct {
 	Failure *Failure `json:"failure,omitempty"`
 
 	// Cursor is the index of the step whose units are being worked.
-	Cursor int         `json:"cursor"`
-	Steps  []StepState `json:"steps"`
+	Cursor int `json:"cursor"`
+	// Steps is every step's state, in order, in a task read through Reader
+	// or Store.Task. The ledger keeps each step under a key of its own (see
+	// steps.go), so a commit reads and writes only the steps it changes.
+	Steps []StepState `json:"steps,omitempty"`
 
 	// Epoch is the fencing epoch: every lease grant takes the next value.
 	Epoch uint64 `json:"epoch"`
@@ -80,6 +83,10 @@ type Task struct {
 	Removing bool `json:"removing,omitempty"`
 
 	NextEvent uint64 `json:"next_event"`
+
+	// lazy, inside the ledger, stands for Steps: the number of steps and
+	// those loaded so far. A task with lazy set has no Steps.
+	lazy *lazySteps
 }
 
 // StepIndex returns the index of the step named name, or -1.
@@ -102,6 +109,7 @@ func (t *Task) copyTo(dst *Task) {
 		f := *t.Failure
 		dst.Failure = &f
 	}
+	dst.lazy = t.lazy.clone()
 }
 
 // StepState is the progress of one step of a task.
@@ -228,10 +236,12 @@ type Lease struct {
 	Until   time.Time
 	// Unit is the unit as leased (item key and value included).
 	Unit Unit
-	// Snapshot is the task record as of the claim, shared by the leases of
-	// one claim: read-only. It saves the worker a read of the record, which
-	// holds every step's state. Later commits may have changed the task;
-	// what matters for the attempt (a repair, a cancel) also takes the lease.
+	// Snapshot is the task as of the claim, shared by the leases of one
+	// claim: read-only. Its Steps hold the steps before the unit's own
+	// (complete: what the attempt's input may read), not that step nor the
+	// ones after it. It saves the worker a read of the task. Later commits
+	// may have changed the task; what matters for the attempt (a repair, a
+	// cancel) also takes the lease.
 	Snapshot *Task `json:"-"`
 }
 

@@ -35,7 +35,8 @@ var taskTables = []string{"u", "o", "e", "p", "j", "v", "n", "q"}
 
 // Remove deletes a finished task and every record of it: units, attempts,
 // events, notes, effect journal, key/value entries, artifact provenance,
-// quota keys, its idempotency key, manifest and task record. The artifacts
+// quota keys, its idempotency key, manifest and task record (with its step
+// records). The artifacts
 // and modules it referred to stay until GC finds nothing else refers to them.
 //
 // Deletion runs in transactions of at most 1,000 keys, the task record last:
@@ -62,6 +63,13 @@ func (s *Store) Remove(ctx context.Context, id string) error {
 		t.durable = true
 		if err := t.del(manifestKey(id)); err != nil {
 			return err
+		}
+		// The step records go with the task record, in one transaction:
+		// a task record is never left without its steps.
+		for _, k := range t.keys(stepPrefix(id)) {
+			if err := t.del(k); err != nil {
+				return err
+			}
 		}
 		return t.del(taskKey(id))
 	})
@@ -306,6 +314,6 @@ func (s *Store) markRemoving(ctx context.Context, id string) error {
 			return err
 		}
 		task.Removing = true
-		return t.putJSON(taskKey(id), task)
+		return t.saveTask(task)
 	})
 }

@@ -103,8 +103,9 @@ type Store struct {
 	sync     bool // fsync after transactions that must be durable
 	log      hclog.Logger
 	plan     Planner
-	tasks    taskCache // decoded task records (see getTask)
-	planHook func()    // tests: called after each planning batch that left items to plan
+	tasks    taskCache    // decoded task records (see getTask)
+	prefixes stepPrefixes // step states shared by lease snapshots
+	planHook func()       // tests: called after each planning batch that left items to plan
 	idx      *index
 
 	mu      sync.Mutex // guards queue and leading
@@ -423,7 +424,7 @@ func (s *Store) rebuildIndex() error {
 				continue
 			}
 			s.idx.addActive(id)
-			st := task.Steps[task.Cursor]
+			st := *t.step(task, task.Cursor)
 			if !st.Planned {
 				s.idx.needPlan(id) // planning was cut short: it resumes
 			}
@@ -641,7 +642,7 @@ func (s *Store) tryBatch(batch []*op) (sync, ok bool) {
 	shared := &batchState{}
 	for i, o := range batch {
 		txs[i] = &tx{txn: txn, s: s, b: shared}
-		errs[i] = o.fn(txs[i])
+		errs[i] = txs[i].run(o.fn)
 		if errs[i] != nil && txs[i].wrote {
 			return false, false
 		}
@@ -669,7 +670,7 @@ func (s *Store) runAlone(o *op) (sync bool) {
 	txn := s.db.NewTransaction(true)
 	defer txn.Discard()
 	t := &tx{txn: txn, s: s}
-	o.err = o.fn(t)
+	o.err = t.run(o.fn)
 	if o.err == nil && t.size > 0 {
 		o.err = s.space.checkWrite(t.size)
 	}
@@ -703,7 +704,17 @@ func (s *Store) applyIndex(txs []*tx, errs []error) (durable bool) {
 
 // view runs fn in a read-only transaction.
 func (s *Store) view(fn func(*tx) error) error {
-	return s.db.View(func(txn *badger.Txn) error { return fn(&tx{txn: txn, s: s}) })
+	return s.db.View(func(txn *badger.Txn) error { return (&tx{txn: txn, s: s}).run(fn) })
+}
+
+// run runs fn in t. A record fn could not read (t.err) fails it, whatever
+// fn returned.
+func (t *tx) run(fn func(*tx) error) error {
+	err := fn(t)
+	if t.err != nil {
+		return t.err
+	}
+	return err
 }
 
 // ---- transactions ----
@@ -719,6 +730,7 @@ type tx struct {
 	durable bool           // the operation must be on disk before it returns
 	afters  []func(*index) // index changes to apply once committed
 	b       *batchState    // shared by the operations of one transaction
+	err     error          // a record the operation could not read (see step)
 }
 
 // batchState is what the operations sharing one transaction must see of
@@ -776,7 +788,7 @@ func (t *tx) getTask(key []byte, item *badger.Item, task *Task) error {
 			return nil
 		}
 	}
-	if err := itemValue(item, func(b []byte) error { return json.Unmarshal(b, task) }); err != nil {
+	if err := itemValue(item, func(b []byte) error { return decodeTask(b, task) }); err != nil {
 		return err
 	}
 	if !pending {
@@ -787,10 +799,10 @@ func (t *tx) getTask(key []byte, item *badger.Item, task *Task) error {
 	return nil
 }
 
-// taskCache holds decoded task records by key and committed version.
-// Decoding a task record (which holds every step's state) on every claim,
-// commit and attempt was half the CPU of a long serial pipeline. Entries are
-// never changed after they are put; readers get copies.
+// taskCache holds decoded task headers by key and committed version, with
+// the step under the cursor when it is known (a step record is written only
+// with its header, so the header's version dates the steps too). Entries
+// are never changed after they are put; readers get copies.
 type taskCache struct {
 	mu sync.Mutex
 	m  map[string]cachedTask
@@ -857,20 +869,14 @@ func (t *tx) getRaw(key []byte) ([]byte, error) {
 }
 
 func (t *tx) putJSON(key []byte, v any) error {
+	if task, ok := v.(*Task); ok {
+		return t.saveTask(task) // a header and its steps
+	}
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
-	if err := t.put(key, b); err != nil {
-		return err
-	}
-	if task, ok := v.(*Task); ok {
-		// Kept to seed the cache of decoded records once committed.
-		c := new(Task)
-		task.copyTo(c)
-		t.batch().wroteTask[string(key)] = c
-	}
-	return nil
+	return t.put(key, b)
 }
 
 func (t *tx) put(key, val []byte) error {

@@ -101,6 +101,7 @@ func (s *Store) scrub(rep *Report) (findings []Finding) {
 	tasks := map[string]*Task{}
 	var active []string
 	owned := map[string][]string{} // task id -> first key of each kind that names it
+	stepRecs := map[string]int{}   // task id -> step records
 	err := s.db.View(func(txn *badger.Txn) (err error) {
 		opts := badger.DefaultIteratorOptions
 		opts.PrefetchValues = false
@@ -132,7 +133,14 @@ func (s *Store) scrub(rep *Report) (findings []Finding) {
 			switch table {
 			case "t":
 				task := new(Task)
-				v, tasks[id] = task, task
+				tasks[id] = task
+				if err := decodeTask(val, task); err != nil {
+					add("record", key, "does not decode: %v", err)
+				}
+			case "s":
+				v = new(StepState)
+				owned[id] = append(owned[id], key)
+				stepRecs[id]++
 			case "m":
 				v = new(Manifest)
 			case "u":
@@ -175,6 +183,11 @@ func (s *Store) scrub(rep *Report) (findings []Finding) {
 			add("invariant", string(activeKey(id)), "task is marked runnable but its record says %s", t.Status)
 		}
 	}
+	for id, t := range tasks {
+		if t.lazy != nil && stepRecs[id] != t.lazy.n {
+			add("invariant", string(taskKey(id)), "task has %d steps but %d step records", t.lazy.n, stepRecs[id])
+		}
+	}
 	ids := make([]string, 0, len(owned))
 	for id := range owned {
 		ids = append(ids, id)
@@ -182,7 +195,7 @@ func (s *Store) scrub(rep *Report) (findings []Finding) {
 	slices.Sort(ids)
 	for _, id := range ids {
 		if _, ok := tasks[id]; !ok {
-			add("invariant", owned[id][0], "%d unit or effect journal records belong to task %s, which has no task record", len(owned[id]), id)
+			add("invariant", owned[id][0], "%d step, unit or effect journal records belong to task %s, which has no task record", len(owned[id]), id)
 		}
 	}
 	return findings

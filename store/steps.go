@@ -1,0 +1,309 @@
+package store
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"sync"
+)
+
+// Per-step records.
+//
+// A task is stored as a header, t/<task> (every field of Task but Steps,
+// and the number of steps), and one record per step, s/<task>/<step>. An
+// operation loads the header and only the steps it touches (Task.lazy), and
+// saving writes the header and the steps that changed: a commit costs the
+// same in a pipeline of 50 steps and of 1,000. Every write of a step record
+// writes the header in the same transaction, so the header's version is the
+// version of the whole task (the cache of decoded records relies on it).
+//
+// Stores written before this layout hold the steps in the task record
+// ("steps"); such a record is read as it is and rewritten in the new layout
+// by the first operation that saves the task.
+
+// lazySteps stands for a task's steps inside the ledger.
+type lazySteps struct {
+	n    int                // number of steps
+	got  map[int]*StepState // steps loaded (and maybe changed) by the operation
+	orig map[int]StepState  // the same steps as stored
+}
+
+func newLazySteps(n int) *lazySteps {
+	return &lazySteps{n: n, got: map[int]*StepState{}, orig: map[int]StepState{}}
+}
+
+func (l *lazySteps) clone() *lazySteps {
+	if l == nil {
+		return nil
+	}
+	c := &lazySteps{n: l.n, got: make(map[int]*StepState, len(l.got)), orig: maps.Clone(l.orig)}
+	for i, st := range l.got {
+		v := *st
+		c.got[i] = &v
+	}
+	return c
+}
+
+// stepCount returns the number of steps of the task.
+func (t *Task) stepCount() int {
+	if t.lazy != nil {
+		return t.lazy.n
+	}
+	return len(t.Steps)
+}
+
+// taskHeader is the stored form of a task record: the task without its
+// steps, and their number. A record of the earlier layout has no
+// step_count and holds the steps.
+type taskHeader struct {
+	*Task
+	StepCount int `json:"step_count,omitempty"`
+}
+
+// decodeTask decodes a task record into task: a header (task.lazy set,
+// Steps nil) or a record of the earlier layout (Steps set).
+func decodeTask(b []byte, task *Task) error {
+	h := taskHeader{Task: task}
+	if err := json.Unmarshal(b, &h); err != nil {
+		return err
+	}
+	task.lazy = nil
+	if h.StepCount > 0 {
+		task.Steps, task.lazy = nil, newLazySteps(h.StepCount)
+	}
+	return nil
+}
+
+func encodeTaskHeader(task *Task) ([]byte, error) {
+	h := *task
+	h.Steps, h.lazy = nil, nil
+	return json.Marshal(taskHeader{Task: &h, StepCount: task.stepCount()})
+}
+
+// step returns step i of the task, to read or change (saveTask writes the
+// changes): from Steps when the task holds them, else loaded from its record
+// on first use. A record that cannot be read fails the operation (t.err)
+// and reads as a zero step.
+func (t *tx) step(task *Task, i int) *StepState {
+	lz := task.lazy
+	if lz == nil {
+		return &task.Steps[i]
+	}
+	if st, ok := lz.got[i]; ok {
+		return st
+	}
+	st := new(StepState)
+	if i < 0 || i >= lz.n {
+		t.fail(fmt.Errorf("task %s has no step %d (it has %d)", task.ID, i, lz.n))
+		return st
+	}
+	if err := t.getJSON(stepKey(task.ID, i), st); err != nil {
+		t.fail(fmt.Errorf("step %d of task %s: %w", i, task.ID, err))
+		return st
+	}
+	lz.got[i], lz.orig[i] = st, *st
+	return st
+}
+
+// stepValue is step i of the task without keeping it loaded.
+func (t *tx) stepValue(task *Task, i int) StepState {
+	lz := task.lazy
+	if lz == nil {
+		return task.Steps[i]
+	}
+	if st, ok := lz.got[i]; ok {
+		return *st
+	}
+	var st StepState
+	if err := t.getJSON(stepKey(task.ID, i), &st); err != nil {
+		t.fail(fmt.Errorf("step %d of task %s: %w", i, task.ID, err))
+	}
+	return st
+}
+
+// fail records the first error of a record an operation could not read.
+func (t *tx) fail(err error) {
+	if t.err == nil {
+		t.err = err
+	}
+}
+
+// saveTask writes the task's header and the steps that changed; a task that
+// holds its Steps (a new one, or one read from a record of the earlier
+// layout) has every step written.
+func (t *tx) saveTask(task *Task) error {
+	id := task.ID
+	if lz := task.lazy; lz != nil {
+		for i, st := range lz.got {
+			if *st == lz.orig[i] {
+				continue
+			}
+			if err := t.putJSON(stepKey(id, i), st); err != nil {
+				return err
+			}
+			lz.orig[i] = *st
+		}
+	} else {
+		for i := range task.Steps {
+			if err := t.putJSON(stepKey(id, i), &task.Steps[i]); err != nil {
+				return err
+			}
+		}
+	}
+	b, err := encodeTaskHeader(task)
+	if err != nil {
+		return err
+	}
+	key := taskKey(id)
+	if err := t.put(key, b); err != nil {
+		return err
+	}
+	// Kept to seed the cache of decoded records once committed: the header
+	// and the step under the cursor, which the next operation on the task
+	// most likely needs.
+	c := new(Task)
+	task.copyTo(c)
+	n := task.stepCount()
+	c.Steps, c.lazy = nil, newLazySteps(n)
+	if cur := task.Cursor; cur >= 0 && cur < n {
+		var st StepState
+		if task.lazy == nil {
+			st = task.Steps[cur]
+		} else if p, ok := task.lazy.got[cur]; ok {
+			st = *p
+		}
+		if task.lazy == nil || task.lazy.got[cur] != nil {
+			c.lazy.got[cur], c.lazy.orig[cur] = &st, st
+		}
+	}
+	t.batch().wroteTask[string(key)] = c
+	return nil
+}
+
+// fill loads every step of a task into Steps (readers get whole tasks).
+func (t *tx) fill(task *Task) error {
+	lz := task.lazy
+	if lz == nil {
+		return nil
+	}
+	steps := make([]StepState, lz.n)
+	prefix := stepPrefix(task.ID)
+	found := 0
+	err := t.scan(prefix, func(key, val []byte) (bool, error) {
+		i, err := strconv.ParseUint(string(key[len(prefix):]), 16, 32)
+		if err != nil || int(i) >= lz.n {
+			return false, fmt.Errorf("%w: step record %q of task %s, which has %d steps", ErrDamaged, key, task.ID, lz.n)
+		}
+		if err := json.Unmarshal(val, &steps[i]); err != nil {
+			return false, fmt.Errorf("step record %q: %w", key, err)
+		}
+		found++
+		return true, nil
+	})
+	if err != nil {
+		return err
+	}
+	if found != lz.n {
+		return fmt.Errorf("%w: task %s has %d of its %d step records", ErrDamaged, task.ID, found, lz.n)
+	}
+	for i, st := range lz.got {
+		steps[i] = *st
+	}
+	task.Steps, task.lazy = steps, nil
+	return nil
+}
+
+// loadTask reads a whole task (every step) inside a transaction.
+func (t *tx) loadTask(id string) (*Task, error) {
+	task := new(Task)
+	if err := t.getJSON(taskKey(id), task); err != nil {
+		return nil, err
+	}
+	if err := t.fill(task); err != nil {
+		return nil, err
+	}
+	return task, nil
+}
+
+// stepPrefixes keeps, for each task being worked, the states of the steps
+// before its cursor, which lease snapshots share (Lease.Snapshot). Those
+// steps are complete, and their states do not change until a repair or a
+// retry sends the task back over them, which drops what is kept from there
+// on. Every lease of a serial pipeline thus gets a snapshot without a copy
+// of every step's state.
+//
+// A prefix grows past its length only by appending, and snapshots hold
+// slices no longer than the prefix was when they were taken: growing it
+// never writes what a snapshot can see. It grows (in the claiming
+// transaction) from the transaction's own view, and keeps the growth only
+// once that transaction committed.
+type stepPrefixes struct {
+	mu sync.Mutex
+	m  map[string]*prefixEntry
+}
+
+type prefixEntry struct{ steps []StepState }
+
+// maxPrefixTasks bounds the tasks whose prefix is kept; past it, it starts over.
+const maxPrefixTasks = 1024
+
+// snapshot returns a copy of the task's header for lease snapshots, with
+// Steps holding the steps before the cursor. The caller holds s.idx.mu.
+func (s *Store) snapshot(t *tx, task *Task) *Task {
+	snap := new(Task)
+	h := *task
+	h.Steps, h.lazy = nil, nil
+	h.copyTo(snap)
+	snap.Steps = s.prefixes.get(t, task)
+	return snap
+}
+
+func (p *stepPrefixes) get(t *tx, task *Task) []StepState {
+	id, c := task.ID, task.Cursor
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	e := p.m[id]
+	if e == nil {
+		if p.m == nil || len(p.m) >= maxPrefixTasks {
+			p.m = map[string]*prefixEntry{}
+		}
+		e = &prefixEntry{}
+		p.m[id] = e
+	}
+	n := len(e.steps)
+	if n >= c {
+		return e.steps[:c:c]
+	}
+	grown := e.steps
+	for i := n; i < c; i++ {
+		grown = append(grown, t.stepValue(task, i))
+	}
+	t.after(func(*index) {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if p.m[id] == e && len(e.steps) == n {
+			e.steps = grown
+		}
+	})
+	return grown[:c:c]
+}
+
+// truncate forgets the kept states of step from and the ones after it (a
+// repair or retry entered them again). Runs once the transaction committed.
+func (p *stepPrefixes) truncate(id string, from int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if e := p.m[id]; e != nil && len(e.steps) > from {
+		// A new array: snapshots may still read the old one.
+		p.m[id] = &prefixEntry{steps: slices.Clone(e.steps[:from])}
+	}
+}
+
+// drop forgets a task that is no longer runnable.
+func (p *stepPrefixes) drop(id string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.m, id)
+}
