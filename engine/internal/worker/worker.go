@@ -242,7 +242,8 @@ func (w *Worker) attempt(ctx context.Context, l store.Lease) []store.Lease {
 		}
 		return nil
 	}
-	r := store.Result{Lease: l, Started: started}
+	// Only a progress display (OnCommit) reads the committed task's steps.
+	r := store.Result{Lease: l, Started: started, HeaderOnly: w.cfg.OnCommit == nil}
 	if res != nil {
 		r.Log = res.Log
 	}
