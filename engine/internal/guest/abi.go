@@ -81,11 +81,12 @@ var hostFuncs = []hostFunc{
 	{name: "artifact_read", params: []api.ValueType{i32, i32, i64, i32, i32},
 		names: []string{"ref_ptr", "ref_len", "offset", "out_ptr", "out_cap"}, results: []api.ValueType{i32}, fn: hostArtifactRead},
 	{name: "last_error", params: []api.ValueType{i32, i32}, names: []string{"out_ptr", "out_cap"}, results: []api.ValueType{i32}, fn: hostLastError},
+	{name: serveNextName, results: []api.ValueType{i32}, fn: hostServeNext},
 }
 
 // instantiateHostModules adds wasi_snapshot_preview1 and lhengine_v1 to rt.
 func instantiateHostModules(ctx context.Context, rt wazero.Runtime) error {
-	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
+	if err := instantiateWASI(ctx, rt); err != nil {
 		return err
 	}
 	b := rt.NewHostModuleBuilder(HostModule)
@@ -186,7 +187,7 @@ func sigString(s signature) string {
 // argument is a negative status, not a trap.
 
 func hostVersion(ctx context.Context, _ api.Module, stack []uint64) {
-	att := attemptFrom(ctx)
+	att, ctx := attemptFrom(ctx)
 	if rc := att.begin("version"); rc != StatusOK {
 		stack[0] = api.EncodeI32(rc)
 		return
@@ -203,7 +204,7 @@ func hostLog(ctx context.Context, mod api.Module, stack []uint64) {
 }
 
 func logCall(ctx context.Context, mod api.Module, level int32, ptr, n uint32) int32 {
-	att := attemptFrom(ctx)
+	att, ctx := attemptFrom(ctx)
 	if rc := att.begin("log"); rc != StatusOK {
 		return rc
 	}
@@ -229,7 +230,7 @@ var logLevels = map[int32]hclog.Level{0: hclog.Debug, 1: hclog.Info, 2: hclog.Wa
 // hostHeartbeat is heartbeat() -> i32. When the host reports the lease lost
 // it returns StatusLeaseLost and cancels the attempt.
 func hostHeartbeat(ctx context.Context, _ api.Module, stack []uint64) {
-	att := attemptFrom(ctx)
+	att, ctx := attemptFrom(ctx)
 	if rc := att.begin("heartbeat"); rc != StatusOK {
 		stack[0] = api.EncodeI32(rc)
 		return
@@ -285,13 +286,21 @@ func readRequest(mem api.Memory, ptr, n, max uint32) ([]byte, int32) {
 // attemptKey is the context key of the *attempt a host call belongs to.
 type attemptKey struct{}
 
-// attemptFrom returns the attempt of ctx; a call from outside Run (which
-// cannot happen through Run) gets an attempt whose budget is spent.
-func attemptFrom(ctx context.Context) *attempt {
-	if a, ok := ctx.Value(attemptKey{}).(*attempt); ok {
-		return a
+// attemptFrom returns the attempt of ctx and the context its Host calls
+// take: the attempt's own in a reused instance (whose ctx is the
+// instance's), ctx otherwise. A call from outside Run (which cannot happen
+// through Run) gets an attempt whose budget is spent.
+func attemptFrom(ctx context.Context) (*attempt, context.Context) {
+	switch v := ctx.Value(attemptKey{}).(type) {
+	case *attempt:
+		return v, ctx
+	case *instance:
+		if a := v.cur; a.ctx != nil {
+			return a, a.ctx
+		}
+		return v.cur, ctx
 	}
-	return orphan
+	return orphan, ctx
 }
 
 var orphan = &attempt{maxCalls: -1, host: nopHost{}, log: newLogBuffer(0)}

@@ -36,6 +36,27 @@ func BenchmarkRunGo(b *testing.B) {
 	benchRun(b, p, Request{Step: "s", Attempt: 1, Input: json.RawMessage(`{"mode":"echo"}`)})
 }
 
+// BenchmarkRunGoStateless is BenchmarkRunGo for the same plugin declared
+// stateless (testdata/guests/go/stateless), its attempts served by one
+// instance put back to its image each time ("reuse"), and, for
+// comparison, with reuse turned off ("fresh").
+func BenchmarkRunGoStateless(b *testing.B) {
+	ctx := context.Background()
+	for _, noReuse := range []bool{false, true} {
+		name := "reuse"
+		if noReuse {
+			name = "fresh"
+		}
+		b.Run(name, func(b *testing.B) {
+			r, err := NewRuntime(ctx, Config{CacheDir: sharedCacheDir(b), NoInstanceReuse: noReuse})
+			require.NoError(b, err)
+			b.Cleanup(func() { r.Close(ctx) })
+			p := loadAs(b, r, "stateless", buildGo(b, "stateless"))
+			benchRun(b, p, Request{TaskID: "t", Step: "s", Attempt: 1, Input: json.RawMessage(`{"mode":"echo"}`)})
+		})
+	}
+}
+
 // BenchmarkHostCallNoop measures one call of lhengine_v1.version from a C
 // guest: the fixed cost every host capability pays.
 func BenchmarkHostCallNoop(b *testing.B) {

@@ -123,6 +123,9 @@ func (a *attempt) fail(rc int32, msg string) int32 {
 		msg = strings.ToValidUTF8(msg, "\uFFFD")
 	}
 	a.lastErr = msg
+	if rc == StatusBudget {
+		a.overBudget = true
+	}
 	return rc
 }
 
@@ -233,7 +236,7 @@ func hostCall(ctx context.Context, mod api.Module, stack []uint64) {
 
 func callCall(ctx context.Context, mod api.Module, namePtr, nameLen, reqPtr, reqLen, outPtr, outCap uint32) int32 {
 	const fn = "call"
-	att := attemptFrom(ctx)
+	att, ctx := attemptFrom(ctx)
 	if rc := att.begin(fn); rc != StatusOK {
 		return rc
 	}
@@ -277,7 +280,7 @@ func hostResult(ctx context.Context, mod api.Module, stack []uint64) {
 
 func resultCall(ctx context.Context, mod api.Module, outPtr, outCap uint32) int32 {
 	const fn = "result"
-	att := attemptFrom(ctx)
+	att, ctx := attemptFrom(ctx)
 	if rc := att.chargeFor(fn); rc != StatusOK {
 		return rc
 	}
@@ -307,7 +310,7 @@ func hostArtifactPut(ctx context.Context, mod api.Module, stack []uint64) {
 
 func artifactPutCall(ctx context.Context, mod api.Module, metaPtr, metaLen, dataPtr, dataLen, outPtr, outCap uint32) int32 {
 	const fn = "artifact_put"
-	att := attemptFrom(ctx)
+	att, ctx := attemptFrom(ctx)
 	if rc := att.begin(fn); rc != StatusOK {
 		return rc
 	}
@@ -357,7 +360,7 @@ const readChunkMax = 1 << 30
 
 func artifactReadCall(ctx context.Context, mod api.Module, refPtr, refLen uint32, offset int64, outPtr, outCap uint32) int32 {
 	const fn = "artifact_read"
-	att := attemptFrom(ctx)
+	att, ctx := attemptFrom(ctx)
 	if rc := att.begin(fn); rc != StatusOK {
 		return rc
 	}
@@ -400,7 +403,7 @@ func hostLastError(ctx context.Context, mod api.Module, stack []uint64) {
 }
 
 func lastErrorCall(ctx context.Context, mod api.Module, outPtr, outCap uint32) int32 {
-	att := attemptFrom(ctx)
+	att, ctx := attemptFrom(ctx)
 	att.dropPending()
 	if rc := att.charge(); rc != StatusOK {
 		return rc

@@ -22,14 +22,20 @@ type outcome struct {
 }
 
 // TestConformance runs one table of behaviours against the Go guest (with
-// the SDK) and the C guest (without it, and with lhengine.h): every guest
+// the SDK; plain, and declared stateless so that one instance serves many
+// attempts) and the C guest (without it, and with lhengine.h): every guest
 // must give the same classified result.
 func TestConformance(t *testing.T) {
 	t.Parallel()
 	r := sharedRuntime(t)
 	guests := map[string]func(t *testing.T) *Plugin{
 		"go": func(t *testing.T) *Plugin { return loadAs(t, r, "conformance", buildGo(t, "conformance")) },
-		"c":  func(t *testing.T) *Plugin { return loadAs(t, r, "conformance", buildC(t, "conformance")) },
+		"go+stateless": func(t *testing.T) *Plugin {
+			p := loadAs(t, r, "conformance", buildGo(t, "stateless"))
+			require.True(t, p.reuse)
+			return p
+		},
+		"c": func(t *testing.T) *Plugin { return loadAs(t, r, "conformance", buildC(t, "conformance")) },
 		"c+header": func(t *testing.T) *Plugin {
 			return loadAs(t, r, "conformance", buildC(t, "conformance", "-DUSE_LHENGINE_H"))
 		},

@@ -5,6 +5,7 @@
 //
 //	file ──Load──▶ read, sha256, compile once (cached on disk), check ABI ──▶ *Plugin
 //	*Plugin ──Run(request, limits, host)──▶ fresh instance ──▶ _start ──▶ *Result | *fault.StepError
+//	                                   └──▶ (stateless) idle instance of the task, reset to its image ──▶ serve_next
 //
 // A Runtime owns one wazero runtime, its compilation cache and the two host
 // modules every plugin may import: wasi_snapshot_preview1 and lhengine_v1.
@@ -14,7 +15,10 @@
 // not provide (fault.ABIMismatch).
 //
 // Run gives every attempt a fresh module instance, so no state leaks from one
-// step to the next. The request envelope is the instance's stdin; its stdout
+// step to the next; a plugin that declares itself stateless (it imports
+// lhengine_v1.serve_next, as sdk.Stateless makes a Go plugin do) is served
+// instead from an instance of its task reset to its post-start image before
+// every attempt (reuse.go). The request envelope is the instance's stdin; its stdout
 // is the result; its stderr and its log calls are the step's log. An attempt
 // is bounded in time (Limits.Timeout, enforced by closing the instance when
 // its context is done), in memory (Limits.MemoryBytes, enforced by a

@@ -42,11 +42,15 @@ func sharedRuntime(t testing.TB) *Runtime {
 	sharedOnce.Do(func() {
 		// The compilation cache makes repeat runs fast (Go guests take
 		// about a second each to compile) and exercises the disk cache.
-		dir := filepath.Join(testwasm.CacheDir(t), "wazero")
-		sharedRT, sharedErr = NewRuntime(context.Background(), Config{CacheDir: dir})
+		sharedRT, sharedErr = NewRuntime(context.Background(), Config{CacheDir: sharedCacheDir(t)})
 	})
 	require.NoError(t, sharedErr)
 	return sharedRT
+}
+
+// sharedCacheDir is the wazero compilation cache of the package's tests.
+func sharedCacheDir(t testing.TB) string {
+	return filepath.Join(testwasm.CacheDir(t), "wazero")
 }
 
 // guestPath is the path of a guest source under testdata/guests.

@@ -67,3 +67,17 @@ func (m *memoryCap) done() {
 		m.reg = nil
 	}
 }
+
+// beginAttempt starts the accounting of an attempt in a reused instance:
+// no growth refused yet, the peak the current size.
+func (m *memoryCap) beginAttempt() {
+	m.hit, m.refused, m.peak = false, 0, m.size()
+}
+
+// size is the current size of the memory.
+func (m *memoryCap) size() uint64 {
+	if m.reg == nil {
+		return 0
+	}
+	return uint64(len(m.reg.buf))
+}

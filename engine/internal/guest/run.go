@@ -19,7 +19,9 @@ import (
 )
 
 // Plugin is a loaded module, ready to run. It is safe for concurrent use:
-// every Run is a fresh instance.
+// every Run is a fresh instance, or for a stateless plugin an instance
+// that only ever served attempts of the same task, put back to its
+// post-start image (reuse.go).
 type Plugin struct {
 	Name   string // file base name, or the name given to LoadBytes
 	SHA256 string // lower-case hex
@@ -30,6 +32,8 @@ type Plugin struct {
 	compiled wazero.CompiledModule
 	sec      sections
 	cfg      wazero.ModuleConfig // what every attempt starts from; see moduleConfig
+	reuse    bool                // stateless and reusable (reuse.go)
+	nglob    int                 // globals exported for the image
 }
 
 // moduleConfig is the module configuration every attempt of a plugin
@@ -194,6 +198,16 @@ type attempt struct {
 	pending  []byte   // the pending result, nil if none
 	lastErr  string   // the message of the most recent failed call
 	logSent  int64    // bytes of log messages passed to Host.Log; -1 once suppressed (passLog)
+
+	overBudget bool // a call was refused for a budget (StatusBudget)
+	serveCalls int  // serve_next calls in a fresh instance
+
+	// In a reused instance (reuse.go): the attempt's context, request,
+	// stdout, and whether the instance has switched to it.
+	ctx    context.Context
+	env    []byte
+	stdout *stdoutBuffer
+	served bool
 }
 
 var (
@@ -201,7 +215,8 @@ var (
 	errOutputTooLarge = errors.New("stdout limit reached")
 )
 
-// Run runs one attempt of the plugin in a fresh instance: req is its stdin,
+// Run runs one attempt of the plugin in a fresh instance (for a stateless
+// plugin, possibly an instance reset to its image: reuse.go): req is its stdin,
 // its stdout is the result, host serves its lhengine_v1 calls (nil serves
 // logs to nothing, heartbeats as always held and capabilities as
 // StatusUnavailable), lim.Mounts are its filesystem.
@@ -252,7 +267,15 @@ func (p *Plugin) Run(ctx context.Context, req Request, lim Limits, host Host) (*
 	if closed {
 		return res, fault.New(fault.Internal, "running %s: runtime is closed", p.Name)
 	}
+	if p.reusable(lim) {
+		return p.runReused(ctx, req, env, lim, host)
+	}
+	return p.runFresh(ctx, req, env, lim, host)
+}
 
+// runFresh is Run in a fresh instance.
+func (p *Plugin) runFresh(ctx context.Context, req Request, env []byte, lim Limits, host Host) (*Result, error) {
+	res := &Result{}
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	if lim.Timeout > 0 {

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/tetratelabs/wazero"
@@ -23,6 +24,9 @@ type Config struct {
 	CacheDir string
 	// Logger receives the runtime's own messages. Nil discards them.
 	Logger hclog.Logger
+	// NoInstanceReuse runs every attempt in a fresh instance, stateless
+	// plugins' too (reuse.go): for comparisons and diagnosis.
+	NoInstanceReuse bool
 }
 
 // Runtime loads and runs plugins. It is safe for concurrent use. Each
@@ -35,6 +39,12 @@ type Runtime struct {
 	cache  wazero.CompilationCache // nil without CacheDir
 	logger hclog.Logger
 	have   map[string]map[string]signature // host functions by module and name
+
+	noReuse bool
+	pool    instancePool // idle instances of stateless plugins
+	starts  atomic.Int64 // instances of stateless plugins started
+
+	failedStarts sync.Map // startKey -> true
 
 	mu      sync.Mutex
 	closed  bool
@@ -49,6 +59,8 @@ type compiledEntry struct {
 	size     int // bytes of the module
 	info     Info
 	sec      sections
+	reuse    bool // stateless, and its instances can be reused
+	nglob    int  // globals exported for the image
 	err      error
 }
 
@@ -97,11 +109,13 @@ func newRuntime(ctx context.Context, cfg Config, closeOnContextDone bool) (*Runt
 		logger:  logger,
 		have:    provided(rt),
 		modules: map[string]*compiledEntry{},
+		noReuse: cfg.NoInstanceReuse,
 	}, nil
 }
 
-// Close releases the compiled modules. Plugins loaded from r cannot run
-// afterwards. Close waits for nothing: attempts still running fail.
+// Close releases the compiled modules and closes the idle instances of
+// stateless plugins. Plugins loaded from r cannot run afterwards. Close
+// waits for nothing else: attempts still running fail.
 func (r *Runtime) Close(ctx context.Context) error {
 	r.mu.Lock()
 	if r.closed {
@@ -110,6 +124,7 @@ func (r *Runtime) Close(ctx context.Context) error {
 	}
 	r.closed = true
 	r.mu.Unlock()
+	r.pool.close()
 	err := r.rt.Close(ctx)
 	if r.cache != nil {
 		err = errors.Join(err, r.cache.Close(ctx))
@@ -167,7 +182,7 @@ func (r *Runtime) LoadPinned(ctx context.Context, name, sum string, fetch func()
 		select {
 		case <-e.ready:
 			if e.err == nil {
-				return &Plugin{Name: name, SHA256: sum, Size: e.size, Info: e.info, r: r, compiled: e.compiled, sec: e.sec, cfg: moduleConfig(name)}, nil
+				return e.plugin(r, name, sum), nil
 			}
 		case <-ctx.Done():
 			return nil, fault.Wrap(fault.Internal, ctx.Err(), "loading "+name+": "+ctx.Err().Error())
@@ -209,7 +224,12 @@ func (r *Runtime) load(ctx context.Context, name, sum string, wasm []byte) (*Plu
 	if e.err != nil {
 		return nil, prefixed(e.err, name)
 	}
-	return &Plugin{Name: name, SHA256: sum, Size: len(wasm), Info: e.info, r: r, compiled: e.compiled, sec: e.sec, cfg: moduleConfig(name)}, nil
+	return e.plugin(r, name, sum), nil
+}
+
+func (e *compiledEntry) plugin(r *Runtime, name, sum string) *Plugin {
+	return &Plugin{Name: name, SHA256: sum, Size: e.size, Info: e.info, r: r, compiled: e.compiled, sec: e.sec,
+		cfg: moduleConfig(name), reuse: e.reuse, nglob: e.nglob}
 }
 
 // compile fills e and closes e.ready. A failure caused by ctx is not kept,
@@ -219,13 +239,13 @@ func (r *Runtime) compile(ctx context.Context, e *compiledEntry, name, sum strin
 	defer close(e.ready)
 	e.size = len(wasm)
 	log := r.logger.With("plugin", name, "sha256", sum[:12])
-	compiled, err := compilePacked(ctx, r.rt, wasm)
+	compiled, reuse, nglob, err := compileForRun(ctx, r.rt, wasm)
 	if err == nil {
 		e.info, e.sec, err = describe(wasm, compiled, r.have)
 		if err != nil {
 			compiled.Close(ctx)
 		} else {
-			e.compiled = compiled
+			e.compiled, e.reuse, e.nglob = compiled, reuse, nglob
 		}
 	}
 	e.err = err
@@ -238,7 +258,7 @@ func (r *Runtime) compile(ctx context.Context, e *compiledEntry, name, sum strin
 		}
 		return
 	}
-	log.Debug("plugin compiled", "abi", e.info.ABI)
+	log.Debug("plugin compiled", "abi", e.info.ABI, "reused_instances", e.reuse)
 }
 
 // prefixed returns err with the plugin's name in front of its message.

@@ -18,6 +18,7 @@ var (
 	hostArtifactPut  = func([]byte, []byte, []byte) int32 { return int32(ErrUnavailable) }
 	hostArtifactRead = func(string, int64, []byte) int32 { return int32(ErrUnavailable) }
 	hostLastError    = offHostLastError
+	hostServeNext    = func() int32 { return int32(ErrUnavailable) }
 )
 
 func offHostLastError(out []byte) int32 {

@@ -25,6 +25,9 @@ func lhArtifactRead(refPtr unsafe.Pointer, refLen int32, offset int64, outPtr un
 //go:wasmimport lhengine_v1 last_error
 func lhLastError(outPtr unsafe.Pointer, outCap int32) int32
 
+//go:wasmimport lhengine_v1 serve_next
+func lhServeNext() int32
+
 func hostLog(level Level, msg string) int32 {
 	return lhLog(int32(level), unsafe.Pointer(unsafe.StringData(msg)), int32(len(msg)))
 }
@@ -55,3 +58,5 @@ func hostArtifactRead(ref string, offset int64, out []byte) int32 {
 func hostLastError(out []byte) int32 {
 	return lhLastError(unsafe.Pointer(unsafe.SliceData(out)), int32(len(out)))
 }
+
+func hostServeNext() int32 { return lhServeNext() }

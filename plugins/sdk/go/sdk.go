@@ -20,6 +20,17 @@
 // error gives {"error": ...}. A panic gives {"error": "panic: ..."}, the stack
 // on stderr, and exit status 1.
 //
+// A handler that keeps nothing from one request to the next may say so:
+//
+//	sdk.Run(Draft, sdk.Stateless())
+//
+// The engine may then start the plugin once and serve many attempts of the
+// same task from it, each from the image of memory the plugin had once
+// started, instead of starting the Go runtime for every attempt (about
+// three quarters of a small Go plugin's cost). What a handler leaves in
+// globals, caches or goroutines is wiped before the next attempt, so it is
+// not a way to keep state either; see Stateless for what changes.
+//
 // The package uses only the standard library and compiles on every GOOS.
 // Off wasip1 the host calls do nothing (Log discards, Heartbeat returns nil,
 // capabilities such as Call and PutArtifact return ErrUnavailable), so
@@ -33,6 +44,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"runtime/debug"
 	"strconv"
 	"unicode/utf8"
@@ -173,9 +185,109 @@ func NeedsRepair(reason string) error { return &RepairError{Reason: reason} }
 type Handler[In, Out any] func(ctx *Context, in In) (Out, error)
 
 // Run reads the request from stdin, calls h, writes the result to stdout and
-// exits. It does not return.
-func Run[In, Out any](h Handler[In, Out]) {
-	os.Exit(Serve(os.Stdin, os.Stdout, os.Stderr, h))
+// exits. It does not return. With Stateless it may serve many requests, one
+// after another, before it exits.
+func Run[In, Out any](h Handler[In, Out], opts ...Option) {
+	os.Exit(run(os.Stdin, os.Stdout, os.Stderr, h, opts))
+}
+
+func run[In, Out any](stdin io.Reader, stdout, stderr io.Writer, h Handler[In, Out], opts []Option) int {
+	one := func() int { return Serve(stdin, stdout, stderr, h) }
+	for _, o := range opts {
+		if o.serve != nil {
+			return o.serve(one, warmUp[In, Out])
+		}
+	}
+	return one()
+}
+
+// warmUp readies a reused instance before the engine takes the image its
+// requests start from. It runs what Serve runs for every request but the
+// handler, on a made-up request, so that the image holds what a first
+// request fills in (encoding/json's caches of the envelope's, the input's
+// and the output's types), which every request would otherwise pay for.
+// And it leaves the Go heap with free room (warmHeadroom): a request that
+// needs more memory than the image has grows the instance's memory, which
+// cannot shrink back, so the engine closes the instance after it. It has
+// no effect a request can see, unless the input or output type has JSON
+// methods with side effects.
+func warmUp[In, Out any]() {
+	warmSink = make([]byte, warmHeadroom)
+	warmSink = nil
+	runtime.GC()
+
+	var env envelope
+	_ = json.Unmarshal(warmEnvelope, &env)
+	var in In
+	_ = json.Unmarshal([]byte("{}"), &in)
+	var out Out
+	raw, _ := json.Marshal(out)
+	var buf bytes.Buffer
+	_ = json.NewEncoder(&buf).Encode(result{Output: raw})
+	_ = json.NewEncoder(&buf).Encode(result{Error: "e", NeedsRepair: true, Reason: "r"})
+}
+
+// warmHeadroom is the free heap a stateless plugin's image keeps: the Go
+// runtime's smallest heap goal, so that a request whose live heap stays
+// small never grows the memory (the collector runs instead). It costs the
+// instance 4 MiB of memory, so a stateless Go plugin needs a memory limit
+// of about 8 MiB or more.
+const warmHeadroom = 4 << 20
+
+var warmSink []byte
+
+var warmEnvelope = []byte(`{"abi":1,"task_id":"t","task_name":"n","step":"s","item":{"index":0,"key":"k","value":{}},"attempt":1,"repair":{"count":1,"reason":"r"},"input":{}}`)
+
+// Option changes how Run serves requests.
+type Option struct {
+	serve func(one func() int, warm func()) int
+}
+
+// Stateless declares that the handler keeps no state between requests, so
+// the engine may reuse the plugin's instance for further attempts of the
+// same task instead of starting a new one for each (specs/abi.md, section
+// 2.2). Run then tells the engine, through the host function serve_next,
+// once the Go runtime and the package's init functions have run, and
+// again after each result.
+//
+// Every attempt starts from the plugin's memory as it was at that first
+// call: globals set, caches filled and goroutines started by one request
+// are gone at the next. The clocks, the random bytes of crypto/rand, the
+// request, stdout and stderr are the attempt's own, as in a fresh
+// instance. What differs: state the Go runtime seeds at start-up from the
+// random source (the top-level functions of math/rand and math/rand/v2,
+// map iteration order) is that of the start-up, the same for every attempt
+// of the task, where a fresh instance has it differ per attempt; draw
+// identifiers from crypto/rand. Before its first request a stateless
+// plugin has no capabilities (Call and the others return ErrUnavailable);
+// its init functions may log.
+//
+// An engine that does not reuse instances (for an attempt with workspace
+// mounts, say) runs the plugin as usual: one request on stdin, then exit.
+//
+// Using Stateless is what makes the module import serve_next: a plugin that
+// does not call it is built without the import and is always run fresh.
+func Stateless() Option { return Option{serve: serveStateless} }
+
+// serveStateless serves requests until the host stops giving them or a
+// request fails the process (a panic, a result that could not be written).
+func serveStateless(one func() int, warm func()) int {
+	rc := hostServeNext()
+	if rc == 1 { // a reused instance: get ready before the first request
+		warm()
+		rc = hostServeNext()
+	}
+	if rc != 0 {
+		return one() // not served by the engine: the one request on stdin
+	}
+	for {
+		if status := one(); status != 0 {
+			return status
+		}
+		if hostServeNext() != 0 {
+			return 0
+		}
+	}
 }
 
 // Serve is Run without the process: it reads the request from stdin, calls
