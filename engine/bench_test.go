@@ -6,7 +6,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -129,6 +131,59 @@ task "fan" {
 			if syncs, ops := engine.StoreOf(e).SyncStats(); syncs > 0 {
 				b.ReportMetric(float64(ops)/float64(syncs), "ops/sync")
 			}
+			b.ReportMetric(0, "ns/op")
+		})
+	}
+}
+
+// cpuTime is the CPU time the process has used, user and system.
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	require.NoError(b, syscall.Getrusage(syscall.RUSAGE_SELF, &ru))
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkFanOutGo: a 1,000-item fan-out of the Go-SDK conformance guest,
+// concurrency 16, fsync on: "fresh" is the plain plugin (a fresh instance
+// per unit, the Go runtime starting each time), "reuse" the same handler
+// declared stateless (testdata/guests/go/stateless), whose instances serve
+// many units each. cpu-ms/unit is the process's CPU time (user + system)
+// per unit.
+func BenchmarkFanOutGo(b *testing.B) {
+	const items = 1000
+	task := fmt.Sprintf(`
+task "fan" {
+  step "each" {
+    plugin      = "step.wasm"
+    for_each    = range(%d)
+    concurrency = 16
+    input       = { mode = "echo" }
+  }
+}
+`, items)
+	for _, g := range []struct{ name, guest string }{{"fresh", "conformance"}, {"reuse", "stateless"}} {
+		b.Run(g.name, func(b *testing.B) {
+			wasm := testwasm.BuildGo(b, filepath.Join(testwasm.ModuleRoot(b), "testdata/guests/go", g.guest))
+			ctx := context.Background()
+			e, path := benchEngine(b, wasm, task, false)
+			one := func() {
+				t, _, err := e.Submit(ctx, path, engine.SubmitOptions{})
+				require.NoError(b, err)
+				require.NoError(b, e.Work(ctx, engine.WorkOptions{Task: t.ID, Concurrency: 16, ExitWhenIdle: true}))
+				got, err := e.Task(ctx, t.ID)
+				require.NoError(b, err)
+				require.Equal(b, store.Succeeded, got.Status, got.Reason)
+			}
+			one() // compile the plugin outside the timing
+			b.ResetTimer()
+			cpu0 := cpuTime(b)
+			for range b.N {
+				one()
+			}
+			cpu := cpuTime(b) - cpu0
+			b.StopTimer()
+			b.ReportMetric(float64(b.N*items)/b.Elapsed().Seconds(), "units/s")
+			b.ReportMetric(float64(cpu.Microseconds())/1e3/float64(b.N*items), "cpu-ms/unit")
 			b.ReportMetric(0, "ns/op")
 		})
 	}

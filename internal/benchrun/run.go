@@ -44,9 +44,13 @@ type Config struct {
 	// GoPlugin, if set, is a Go-SDK plugin answering {"mode":"echo"}
 	// (testdata/guests/go/conformance); it adds a fan-out figure.
 	GoPlugin string
-	Rounds   int // rounds of every figure; medians are over rounds
-	Steps    int // steps of the serial pipeline, and fsyncs per round
-	Items    int // items of each fan-out, and transactions and instances per round
+	// GoReusePlugin, if set, is the same plugin declared stateless
+	// (sdk.Stateless(); testdata/guests/go/stateless), whose instances
+	// the engine reuses; it adds a fan-out figure beside GoPlugin's.
+	GoReusePlugin string
+	Rounds        int // rounds of every figure; medians are over rounds
+	Steps         int // steps of the serial pipeline, and fsyncs per round
+	Items         int // items of each fan-out, and transactions and instances per round
 	// Concurrency of the fan-outs, and the smaller of Badger's two
 	// goroutine counts (the other is twice it).
 	Concurrency int
@@ -98,6 +102,7 @@ const (
 	FigSerial     = "serial-steps"
 	FigFanOutC    = "fan-out-c"
 	FigFanOutGo   = "fan-out-go"
+	FigFanOutGoRe = "fan-out-go-reuse"
 	floorSerialOf = FigFsync + " + " + FigInstance
 )
 
@@ -135,10 +140,15 @@ func Run(ctx context.Context, c Config) (rep *Report, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the step plugin: %w", err)
 	}
-	var goWasm []byte
+	var goWasm, goReWasm []byte
 	if c.GoPlugin != "" {
 		if goWasm, err = os.ReadFile(c.GoPlugin); err != nil {
 			return nil, fmt.Errorf("reading the Go plugin: %w", err)
+		}
+	}
+	if c.GoReusePlugin != "" {
+		if goReWasm, err = os.ReadFile(c.GoReusePlugin); err != nil {
+			return nil, fmt.Errorf("reading the stateless Go plugin: %w", err)
 		}
 	}
 	tasks := filepath.Join(c.Dir, "tasks")
@@ -147,7 +157,7 @@ func Run(ctx context.Context, c Config) (rep *Report, err error) {
 			return nil, err
 		}
 	}
-	if err := writeTasks(tasks, c, wasm, goWasm); err != nil {
+	if err := writeTasks(tasks, c, wasm, goWasm, goReWasm); err != nil {
 		return nil, err
 	}
 
@@ -193,6 +203,11 @@ func Run(ctx context.Context, c Config) (rep *Report, err error) {
 			return nil, fmt.Errorf("warm-up task of the Go plugin: %w", err)
 		}
 	}
+	if goReWasm != nil {
+		if _, err := runTask(ctx, e, filepath.Join(tasks, "warm-go-reuse.hcl"), 1); err != nil {
+			return nil, fmt.Errorf("warm-up task of the stateless Go plugin: %w", err)
+		}
+	}
 
 	lo, hi := c.Concurrency, 2*c.Concurrency
 	type measure struct {
@@ -223,6 +238,13 @@ func Run(ctx context.Context, c Config) (rep *Report, err error) {
 		figs = append(figs, measure{&Figure{Name: FigFanOutGo, What: fmt.Sprintf("lhengine: fan-out of %d items, Go-SDK plugin, concurrency %d", c.Items, c.Concurrency), Unit: "units/s"},
 			func() (float64, error) {
 				d, err := runTask(ctx, e, filepath.Join(tasks, "fanout-go.hcl"), c.Concurrency)
+				return float64(c.Items) / d.Seconds(), err
+			}})
+	}
+	if goReWasm != nil {
+		figs = append(figs, measure{&Figure{Name: FigFanOutGoRe, What: fmt.Sprintf("lhengine: fan-out of %d items, stateless Go-SDK plugin (reused instances), concurrency %d", c.Items, c.Concurrency), Unit: "units/s"},
+			func() (float64, error) {
+				d, err := runTask(ctx, e, filepath.Join(tasks, "fanout-go-reuse.hcl"), c.Concurrency)
 				return float64(c.Items) / d.Seconds(), err
 			}})
 	}
@@ -267,6 +289,7 @@ func Run(ctx context.Context, c Config) (rep *Report, err error) {
 	low := byName[fmt.Sprintf(FigBadgerLow, lo)]
 	compare(FigFanOutC, low.Name, low.Median, low.Unit)
 	compare(FigFanOutGo, low.Name, low.Median, low.Unit)
+	compare(FigFanOutGoRe, low.Name, low.Median, low.Unit)
 	return rep, nil
 }
 
@@ -293,7 +316,7 @@ func runTask(ctx context.Context, e *engine.Engine, path string, concurrency int
 }
 
 // writeTasks writes the plugins and the task files Run submits into dir.
-func writeTasks(dir string, c Config, wasm, goWasm []byte) error {
+func writeTasks(dir string, c Config, wasm, goWasm, goReWasm []byte) error {
 	files := map[string][]byte{
 		"step.wasm":  wasm,
 		"warm.hcl":   []byte(serialTask("step.wasm", 1)),
@@ -304,6 +327,11 @@ func writeTasks(dir string, c Config, wasm, goWasm []byte) error {
 		files["warm-go.hcl"] = []byte(serialTask("go.wasm", 1))
 		files["go.wasm"] = goWasm
 		files["fanout-go.hcl"] = []byte(fanOutTask("go.wasm", c.Items, c.Concurrency))
+	}
+	if goReWasm != nil {
+		files["warm-go-reuse.hcl"] = []byte(serialTask("go-reuse.wasm", 1))
+		files["go-reuse.wasm"] = goReWasm
+		files["fanout-go-reuse.hcl"] = []byte(fanOutTask("go-reuse.wasm", c.Items, c.Concurrency))
 	}
 	for name, b := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {

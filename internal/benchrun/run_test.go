@@ -2,6 +2,7 @@ package benchrun
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -66,6 +67,29 @@ func TestRunClosesEverything(t *testing.T) {
 		}
 	}
 	require.FileExists(t, filepath.Join(dir, "tasks", "serial.hcl"))
+}
+
+// TestRunGoFigures: with the Go plugins, plain and stateless, Run adds
+// both Go fan-outs, compared with Badger's group commit.
+func TestRunGoFigures(t *testing.T) {
+	t.Parallel()
+	root := testwasm.ModuleRoot(t)
+	wasm := testwasm.BuildC(t, filepath.Join(root, "testdata/guests/c/pipeline.c"))
+	goWasm := testwasm.BuildGo(t, filepath.Join(root, "testdata/guests/go/conformance"))
+	goReWasm := testwasm.BuildGo(t, filepath.Join(root, "testdata/guests/go/stateless"))
+	rep, err := Run(context.Background(), Config{Dir: t.TempDir(), Plugin: wasm, GoPlugin: goWasm, GoReusePlugin: goReWasm,
+		Rounds: 1, Steps: 1, Items: 4, Concurrency: 2})
+	require.NoError(t, err)
+	byName := map[string]Figure{}
+	for _, f := range rep.Figures {
+		byName[f.Name] = f
+	}
+	for _, name := range []string{FigFanOutGo, FigFanOutGoRe} {
+		f, ok := byName[name]
+		require.True(t, ok, name)
+		require.Positive(t, f.Median, name)
+		require.Equal(t, fmt.Sprintf(FigBadgerLow, 2), f.Floor, name)
+	}
 }
 
 // TestRunRefusesHostImports: a plugin importing more than WASI cannot be
