@@ -63,7 +63,13 @@ func BenchmarkSync(b *testing.B) {
 // BenchmarkSerialCommitLength: the ledger's share of a serial step as the
 // pipeline grows: commit-and-claim of one plain step after another, as the
 // worker does it, without syncs. The figure is the same at any length.
-func BenchmarkSerialCommitLength(b *testing.B) {
+func BenchmarkSerialCommitLength(b *testing.B) { serialCommitLength(b, true) }
+
+// BenchmarkSerialCommitLengthWithTask: the same for a caller that reads the
+// committed task (a progress display): the commit also reads every step.
+func BenchmarkSerialCommitLengthWithTask(b *testing.B) { serialCommitLength(b, false) }
+
+func serialCommitLength(b *testing.B, headerOnly bool) {
 	for _, n := range []int{50, 1000} {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
 			ctx := context.Background()
@@ -87,7 +93,7 @@ func BenchmarkSerialCommitLength(b *testing.B) {
 					l = &c.Leases[0]
 					b.StartTimer()
 				}
-				_, c, err := s.CommitAndClaim(ctx, Result{Lease: *l, Output: json.RawMessage(`{"ok":true}`), HeaderOnly: true}, next)
+				_, c, err := s.CommitAndClaim(ctx, Result{Lease: *l, Output: json.RawMessage(`{"ok":true}`), HeaderOnly: headerOnly}, next)
 				require.NoError(b, err)
 				l = nil
 				if len(c.Leases) > 0 {

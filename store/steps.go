@@ -134,7 +134,10 @@ func (t *tx) fail(err error) {
 // holds its Steps (a new one, or one read from a record of the earlier
 // layout) has every step written.
 func (t *tx) saveTask(task *Task) error {
+	t.saving = true
+	defer func() { t.saving = false }()
 	id := task.ID
+	wrote := map[int]StepState{}
 	if lz := task.lazy; lz != nil {
 		for i, st := range lz.got {
 			if *st == lz.orig[i] {
@@ -143,13 +146,14 @@ func (t *tx) saveTask(task *Task) error {
 			if err := t.putJSON(stepKey(id, i), st); err != nil {
 				return err
 			}
-			lz.orig[i] = *st
+			lz.orig[i], wrote[i] = *st, *st
 		}
 	} else {
 		for i := range task.Steps {
 			if err := t.putJSON(stepKey(id, i), &task.Steps[i]); err != nil {
 				return err
 			}
+			wrote[i] = task.Steps[i]
 		}
 	}
 	b, err := encodeTaskHeader(task)
@@ -160,6 +164,16 @@ func (t *tx) saveTask(task *Task) error {
 	if err := t.put(key, b); err != nil {
 		return err
 	}
+	bs := t.batch()
+	if bs.wroteSteps == nil {
+		bs.wroteSteps = map[string]map[int]StepState{}
+	}
+	if bs.wroteSteps[id] == nil {
+		bs.wroteSteps[id] = map[int]StepState{}
+	}
+	maps.Copy(bs.wroteSteps[id], wrote)
+	count := task.stepCount()
+	t.after(func(*index) { t.s.mirror.apply(id, count, wrote) })
 	// Kept to seed the cache of decoded records once committed: the header
 	// and the step under the cursor, which the next operation on the task
 	// most likely needs.
@@ -182,11 +196,26 @@ func (t *tx) saveTask(task *Task) error {
 	return nil
 }
 
-// fill loads every step of a task into Steps (readers get whole tasks).
+// fill loads every step of a task into Steps (readers get whole tasks). A
+// writer takes them from the mirror when it has the task.
 func (t *tx) fill(task *Task) error {
 	lz := task.lazy
 	if lz == nil {
 		return nil
+	}
+	if t.rw && (t.b == nil || !t.b.rawTask[task.ID]) {
+		if steps := t.s.mirror.get(task.ID, lz.n); steps != nil {
+			if t.b != nil {
+				for i, st := range t.b.wroteSteps[task.ID] {
+					steps[i] = st
+				}
+			}
+			for i, st := range lz.got {
+				steps[i] = *st
+			}
+			task.Steps, task.lazy = steps, nil
+			return nil
+		}
 	}
 	steps := make([]StepState, lz.n)
 	prefix := stepPrefix(task.ID)
@@ -212,6 +241,12 @@ func (t *tx) fill(task *Task) error {
 		steps[i] = *st
 	}
 	task.Steps, task.lazy = steps, nil
+	if t.rw && !task.Status.Terminal() {
+		// What the scan saw is what is committed once this transaction
+		// is (operations after this one in it update the mirror after).
+		id, kept := task.ID, slices.Clone(steps)
+		t.after(func(*index) { t.s.mirror.add(id, kept) })
+	}
 	return nil
 }
 
@@ -306,4 +341,63 @@ func (p *stepPrefixes) drop(id string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	delete(p.m, id)
+}
+
+// stepMirror keeps every step's state, as committed, of the tasks that a
+// write operation returned whole (a commit for a progress display, a
+// cancel): such a caller then gets them by a copy instead of a read of
+// every step record. An entry is made from a scan in a write transaction
+// once it commits, kept up to date by every saveTask after its transaction
+// commits (write transactions and their after-commit updates run one at a
+// time, in the group-commit leader), and dropped by any other write of the
+// task record. Read-only transactions, which may read older versions, do
+// not use it.
+type stepMirror struct {
+	mu sync.Mutex
+	m  map[string][]StepState
+}
+
+// maxMirrorTasks bounds the tasks mirrored; past it, the mirror starts over.
+const maxMirrorTasks = 64
+
+// get returns a copy of the task's steps, or nil.
+func (m *stepMirror) get(id string, n int) []StepState {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if e, ok := m.m[id]; ok && len(e) == n {
+		return slices.Clone(e)
+	}
+	return nil
+}
+
+func (m *stepMirror) add(id string, steps []StepState) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.m == nil || len(m.m) >= maxMirrorTasks {
+		m.m = map[string][]StepState{}
+	}
+	m.m[id] = steps
+}
+
+// apply records the steps a committed transaction wrote.
+func (m *stepMirror) apply(id string, n int, wrote map[int]StepState) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, ok := m.m[id]
+	if !ok {
+		return
+	}
+	if len(e) != n {
+		delete(m.m, id)
+		return
+	}
+	for i, st := range wrote {
+		e[i] = st
+	}
+}
+
+func (m *stepMirror) drop(id string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.m, id)
 }

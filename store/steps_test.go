@@ -2,10 +2,13 @@ package store
 
 import (
 	"encoding/json"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -233,4 +236,78 @@ func TestVerifyFindsAMissingStepRecord(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, rep.Findings, 1)
 	require.Contains(t, rep.Findings[0].Detail, "3 steps but 2 step records")
+}
+
+// The task a commit returns whole (for a progress display) is what is
+// stored, whether its steps were read from their records or from the
+// mirror kept for such callers: through commits, concurrent commits that
+// share transactions, a repair and a cancel.
+func TestCommittedTasksMatchTheRecords(t *testing.T) {
+	t.Parallel()
+	b := setup(t, fanOutPlanner(12))
+	task := b.submit(t, []StepState{{Name: "list"}, {Name: "each", FanOut: true, Limit: 4}, {Name: "end"}, {Name: "last"}})
+	check := func(got *Task) {
+		t.Helper()
+		require.NoError(t, b.s.Read(func(r *Reader) error {
+			require.Equal(t, storedTask(t, r, task.ID), got)
+			return nil
+		}))
+	}
+	next := func(w string) ClaimRequest {
+		return ClaimRequest{Owner: b.s.Owner(w), Max: 1, LeaseFor: time.Minute, Task: task.ID}
+	}
+	l := b.claim1(t, "w")
+	// (The task returned here is read before the claim that follows planning.)
+	_, c, err := b.s.CommitAndClaim(b.ctx, Result{Lease: l, Output: json.RawMessage(`1`)}, next("w0"))
+	require.NoError(t, err)
+	leases := c.Leases
+	for i := 1; i < 4; i++ {
+		more, err := b.s.Claim(b.ctx, next(fmt.Sprint("w", i)))
+		require.NoError(t, err)
+		leases = append(leases, more.Leases...)
+	}
+	require.Len(t, leases, 4)
+	var wg sync.WaitGroup
+	after := make(chan Lease, len(leases)) // a lease of the next step, taken with a commit
+	for _, l := range leases {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				_, c, err := b.s.CommitAndClaim(b.ctx, Result{Lease: l, Output: json.RawMessage(`2`)}, next(l.Owner[len(b.s.Session())+1:]))
+				if !assert.NoError(t, err) || len(c.Leases) == 0 {
+					return
+				}
+				if c.Leases[0].Step != 1 {
+					after <- c.Leases[0]
+					return
+				}
+				l = c.Leases[0]
+			}
+		}()
+	}
+	wg.Wait()
+	got, err := b.s.Task(b.ctx, task.ID)
+	require.NoError(t, err)
+	require.Equal(t, 2, got.Cursor)
+	select {
+	case l = <-after:
+	default:
+		l = b.claim1(t, "w")
+	}
+	got, err = b.s.Commit(b.ctx, Result{Lease: l, Output: json.RawMessage(`3`)})
+	require.NoError(t, err)
+	check(got)
+	l = b.claim1(t, "w")
+	got, err = b.s.Commit(b.ctx, Result{Lease: l, Repair: &Repair{RestartFrom: 2, Max: 2, Reason: "again"}})
+	require.NoError(t, err)
+	check(got)
+	require.Equal(t, 2, got.Steps[2].Pass)
+	l = b.claim1(t, "w")
+	got, err = b.s.Commit(b.ctx, Result{Lease: l, Output: json.RawMessage(`4`)})
+	require.NoError(t, err)
+	check(got)
+	got, err = b.s.Cancel(b.ctx, task.ID, "enough")
+	require.NoError(t, err)
+	check(got)
 }

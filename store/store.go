@@ -105,6 +105,7 @@ type Store struct {
 	plan     Planner
 	tasks    taskCache    // decoded task records (see getTask)
 	prefixes stepPrefixes // step states shared by lease snapshots
+	mirror   stepMirror   // every step of tasks read whole by writers
 	planHook func()       // tests: called after each planning batch that left items to plan
 	idx      *index
 
@@ -641,7 +642,7 @@ func (s *Store) tryBatch(batch []*op) (sync, ok bool) {
 	txs := make([]*tx, len(batch))
 	shared := &batchState{}
 	for i, o := range batch {
-		txs[i] = &tx{txn: txn, s: s, b: shared}
+		txs[i] = &tx{txn: txn, s: s, b: shared, rw: true}
 		errs[i] = txs[i].run(o.fn)
 		if errs[i] != nil && txs[i].wrote {
 			return false, false
@@ -669,7 +670,7 @@ func (s *Store) tryBatch(batch []*op) (sync, ok bool) {
 func (s *Store) runAlone(o *op) (sync bool) {
 	txn := s.db.NewTransaction(true)
 	defer txn.Discard()
-	t := &tx{txn: txn, s: s}
+	t := &tx{txn: txn, s: s, rw: true}
 	o.err = t.run(o.fn)
 	if o.err == nil && t.size > 0 {
 		o.err = s.space.checkWrite(t.size)
@@ -731,6 +732,8 @@ type tx struct {
 	afters  []func(*index) // index changes to apply once committed
 	b       *batchState    // shared by the operations of one transaction
 	err     error          // a record the operation could not read (see step)
+	rw      bool           // a read-write transaction, run by the group-commit leader
+	saving  bool           // saveTask is writing
 }
 
 // batchState is what the operations sharing one transaction must see of
@@ -742,6 +745,10 @@ type batchState struct {
 	taken     map[unitRef]bool // units leased by an operation of the batch
 	ready     []unitRef        // units made ready by an operation of the batch
 	wroteTask map[string]*Task // task records written in the transaction (nil: not as a record)
+	// steps written in the transaction, by task, and tasks whose record
+	// was written other than by saveTask (see stepMirror)
+	wroteSteps map[string]map[int]StepState
+	rawTask    map[string]bool
 }
 
 // batch returns the transaction's batch state.
@@ -900,6 +907,14 @@ func (t *tx) noteWrite(key []byte) {
 			b.wroteTask = map[string]*Task{}
 		}
 		b.wroteTask[string(key)] = nil // a deletion, or a raw write
+		if !t.saving {
+			id := string(key[2:])
+			if b.rawTask == nil {
+				b.rawTask = map[string]bool{}
+			}
+			b.rawTask[id] = true
+			t.after(func(*index) { t.s.mirror.drop(id) })
+		}
 	}
 }
 
