@@ -4,7 +4,9 @@
 #   - C: clang-14 targeting wasm32-wasi, its linker, WASI libc and builtins;
 #   - Rust: Debian's rustc (/usr/bin/rustc, 1.63 on bookworm) and its
 #     wasm32-wasi standard library;
-#   - wabt (wat2wasm) for the WebAssembly text fixtures.
+#   - wabt (wat2wasm) for the WebAssembly text fixtures;
+#   - chromium, the headless browser the dashboard's test drives
+#     (server/dashboard_test.go, through chromedp).
 # Go plugins need only the Go toolchain.
 #
 # The checks look for Debian's files, not for whatever is first on PATH: a
@@ -19,6 +21,7 @@ ls /usr/lib/llvm-14/lib/clang/*/lib/wasi/libclang_rt.builtins-wasm32.a >/dev/nul
 command -v wat2wasm >/dev/null 2>&1 || need+=(wabt)
 [ -x /usr/bin/rustc ] || need+=(rustc)
 ls /usr/lib/rustlib/wasm32-wasi/lib/libstd-*.rlib >/dev/null 2>&1 || need+=(libstd-rust-dev-wasm32)
+[ -x /usr/bin/chromium ] || need+=(chromium)
 
 if [ ${#need[@]} -eq 0 ]; then
 	exit 0

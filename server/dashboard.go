@@ -1,3 +1,504 @@
 package server
 
-func (s *Server) dashboardRoutes() {}
+import (
+	"bytes"
+	"crypto/sha256"
+	"embed"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html/template"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lhengine/lhengine/api"
+	"github.com/lhengine/lhengine/store"
+)
+
+// The web dashboard: server-rendered pages (html/template, which escapes
+// every value: task names, step names, outputs and notes come from users
+// and plugins), a stylesheet inlined in each page and one hand-written
+// script that follows the API's event streams. Everything is embedded:
+// the dashboard loads nothing from anywhere but its own server.
+//
+// Its buttons are HTML forms posted to dashboard routes, which call the
+// API's own handlers in the same process (act): a button does exactly what
+// the CLI does, with the same checks and errors. Posts must come from the
+// dashboard's own origin (http.CrossOriginProtection).
+
+//go:embed web
+var webFS embed.FS
+
+var (
+	pages = template.Must(template.New("").Funcs(template.FuncMap{
+		"when":     when,
+		"iso":      func(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) },
+		"size":     humanSize,
+		"item":     func(i *int) string { return itemText(i) },
+		"raw":      func(b json.RawMessage) string { return string(b) },
+		"pretty":   prettyJSON,
+		"shortKey": func(b json.RawMessage) string { return clip(string(b), 80) },
+	}).ParseFS(webFS, "web/*.html"))
+	stylesheet = mustRead("web/dashboard.css")
+	// styleHash admits the inlined stylesheet, and nothing else, in the
+	// pages' Content-Security-Policy.
+	styleHash = func() string {
+		sum := sha256.Sum256([]byte(stylesheet))
+		return "'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'"
+	}()
+)
+
+func mustRead(name string) string {
+	b, err := webFS.ReadFile(name)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
+
+// Limits of what one task page shows; the API has the rest.
+const (
+	pageUnits     = 200      // units of a fan-out step
+	pageEvents    = 200      // most recent events
+	pageNotes     = 200      // most recent notes
+	pageOutput    = 64 << 10 // bytes of one step's output
+	formBodyLimit = 64 << 10
+)
+
+// loginCookie marks a browser that just posted a token to /login, so that
+// the login page can say the token was refused when RequireToken sends the
+// browser back to it. Any page served with a valid token clears it.
+const loginCookie = "lhengine_login"
+
+func (s *Server) dashboardRoutes() {
+	m := s.mux
+	m.HandleFunc("GET /{$}", s.pageList)
+	m.HandleFunc("GET /tasks/{id}", s.pageTask)
+	m.HandleFunc("GET /login", s.pageLogin)
+	m.HandleFunc("GET /assets/dashboard.js", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/javascript; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-cache")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		_, _ = io.WriteString(w, script)
+	})
+
+	cop := http.NewCrossOriginProtection()
+	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.pageError(w, http.StatusForbidden, "This request came from another site and was refused: the dashboard's buttons work only on its own pages.", "/")
+	}))
+	post := func(pattern string, h http.HandlerFunc) {
+		m.Handle("POST "+pattern, cop.Handler(http.MaxBytesHandler(h, formBodyLimit)))
+	}
+	post("/login", s.login)
+	post("/logout", s.logout)
+	post("/tasks/{id}/cancel", s.act(s.cancel, func(*http.Request) any {
+		return api.CancelRequest{Reason: "cancelled from the dashboard"}
+	}))
+	post("/tasks/{id}/resume", s.act(s.resume, func(*http.Request) any { return struct{}{} }))
+	post("/tasks/{id}/retry", s.act(s.retry, func(r *http.Request) any {
+		return api.RetryRequest{From: r.PostFormValue("from"), By: "dashboard"}
+	}))
+	for verb, confirmed := range map[string]bool{"confirm": true, "retry": false} {
+		post("/tasks/{id}/effects/"+verb, s.act(s.settle(confirmed), func(r *http.Request) any {
+			item, _ := strconv.Atoi(r.PostFormValue("item"))
+			return api.SettleRequest{Step: r.PostFormValue("step"), Item: item, Key: r.PostFormValue("key"),
+				Note: strings.TrimSpace(r.PostFormValue("note"))}
+		}))
+	}
+}
+
+var script = mustRead("web/dashboard.js")
+
+// ---- pages ----
+
+// render writes the page template name with data.
+func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, name string, data any) {
+	var buf bytes.Buffer
+	if err := pages.ExecuteTemplate(&buf, name, data); err != nil {
+		s.o.Logger.Error("dashboard page failed", "page", name, "path", r.URL.Path, "error", err)
+		http.Error(w, "the page could not be rendered: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; connect-src 'self'; img-src 'self'; style-src "+
+		styleHash+"; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "same-origin")
+	h.Set("Cache-Control", "no-store")
+	if _, err := r.Cookie(loginCookie); err == nil && name != "login" {
+		clearCookie(w, r, loginCookie)
+	}
+	w.WriteHeader(status)
+	_, _ = w.Write(buf.Bytes())
+}
+
+// page is what every page template gets.
+type page struct {
+	Title string
+	CSS   template.CSS
+	Owner api.Owner
+	Nav   bool // show the navigation (not on the login page)
+	Data  any
+}
+
+func (s *Server) page(title string, data any) page {
+	return page{Title: title, CSS: template.CSS(stylesheet), Owner: s.Owner(), Nav: true, Data: data}
+}
+
+// listRow is one task of the task list.
+type listRow struct {
+	api.Task
+	Done, Total int
+	Current     string
+}
+
+func row(t api.Task) listRow {
+	done, total := t.Progress()
+	return listRow{Task: t, Done: done, Total: total, Current: currentStep(t.Task)}
+}
+
+// currentStep names the step a task is at, "" once it finished.
+func currentStep(t *store.Task) string {
+	if t.Status == store.Succeeded || t.Cursor < 0 || t.Cursor >= len(t.Steps) {
+		return ""
+	}
+	return t.Steps[t.Cursor].Name
+}
+
+func (s *Server) pageList(w http.ResponseWriter, r *http.Request) {
+	ts, err := s.taskList()
+	if err != nil {
+		s.pageError(w, toAPIError(err).HTTPStatus, err.Error(), "")
+		return
+	}
+	rows := make([]listRow, 0, len(ts))
+	for _, t := range slices.Backward(ts) { // newest first
+		rows = append(rows, row(t))
+	}
+	s.render(w, r, http.StatusOK, "list", s.page("Tasks", rows))
+}
+
+// taskView is everything the task page shows, read in one snapshot.
+type taskView struct {
+	listRow
+	Manifest   api.ManifestSummary
+	Steps      []stepView
+	Counters   []counter
+	Notes      []store.Note // newest first
+	NotesMore  uint64       // older notes not shown
+	Events     []store.Event
+	EventsMore uint64 // older events not shown
+	Artifacts  []store.Provenance
+	Effects    []effectView
+	Waiting    int // effects waiting for a person
+
+	CanCancel, CanResume, CanRetry bool
+}
+
+type stepView struct {
+	store.StepState
+	Index     int
+	UnitList  []*store.Unit // the first pageUnits units of a fan-out step
+	UnitsMore int           // units not shown
+	Completed bool
+	Output    string // pretty JSON of a completed step's output
+	OutputErr string // why it is not shown
+}
+
+type counter struct {
+	Name  string
+	Value int64
+}
+
+type effectView struct {
+	store.Effect
+	Request string
+	Outcome string
+	// Waiting: its outcome is unknown and a person must confirm it or ask
+	// for it to be performed again.
+	Waiting bool
+}
+
+func (s *Server) pageTask(w http.ResponseWriter, r *http.Request) {
+	var v taskView
+	err := s.e.Read(func(rd *store.Reader) error {
+		t, err := find(rd, r)
+		if err != nil {
+			return err
+		}
+		m, err := rd.Manifest(t.ID)
+		if err != nil {
+			return err
+		}
+		v.listRow = row(s.view(t))
+		v.Manifest = summary(m)
+		for i, st := range t.Steps {
+			sv := stepView{StepState: st, Index: i, Completed: st.Planned && st.Done >= st.Units}
+			if st.FanOut {
+				units, err := rd.Units(t.ID, i)
+				if err != nil {
+					return err
+				}
+				if len(units) > pageUnits {
+					sv.UnitsMore = len(units) - pageUnits
+					units = units[:pageUnits]
+				}
+				sv.UnitList = units
+			}
+			if sv.Completed {
+				out, err := rd.StepOutputLimited(t, i, pageOutput)
+				switch {
+				case errors.Is(err, store.ErrTooLarge):
+					sv.OutputErr = fmt.Sprintf("more than %s: read it with GET /v1/tasks/%s/outputs?step=%s", humanSize(pageOutput), t.ID, url.QueryEscape(st.Name))
+				case err != nil && !errors.Is(err, store.ErrNotFound):
+					return err
+				case err == nil:
+					sv.Output = prettyJSON(out)
+				}
+			}
+			v.Steps = append(v.Steps, sv)
+		}
+		for name, n := range t.Counters {
+			v.Counters = append(v.Counters, counter{name, n})
+		}
+		slices.SortFunc(v.Counters, func(a, b counter) int { return strings.Compare(a.Name, b.Name) })
+
+		notes, err := rd.Notes(t.ID)
+		if err != nil {
+			return err
+		}
+		if len(notes) > pageNotes {
+			v.NotesMore = uint64(len(notes) - pageNotes)
+			notes = notes[len(notes)-pageNotes:]
+		}
+		slices.Reverse(notes)
+		v.Notes = notes
+
+		from := uint64(0)
+		if t.NextEvent > pageEvents {
+			from = t.NextEvent - pageEvents
+		}
+		v.EventsMore = from
+		evs, err := rd.Events(t.ID, from, 0)
+		if err != nil {
+			return err
+		}
+		slices.Reverse(evs)
+		v.Events = evs
+
+		if v.Artifacts, err = rd.Artifacts(t.ID); err != nil {
+			return err
+		}
+		effs, err := rd.Effects(t.ID)
+		if err != nil {
+			return err
+		}
+		for _, e := range effs {
+			ev := effectView{Effect: e, Request: clip(prettyJSON(e.Request), 2000), Outcome: clip(prettyJSON(e.Outcome), 2000),
+				Waiting: e.State == store.EffectUnknown && e.Mode == "manual"}
+			if ev.Waiting {
+				v.Waiting++
+			}
+			v.Effects = append(v.Effects, ev)
+		}
+		return nil
+	})
+	if err != nil {
+		s.pageError(w, toAPIError(err).HTTPStatus, err.Error(), "/")
+		return
+	}
+	st := v.Status
+	v.CanCancel = !st.Terminal()
+	// A task paused for an effect goes on once the effect is settled;
+	// resumed before, it would only pause again.
+	v.CanResume = (st == store.Paused && v.Waiting == 0) || v.ShownStatus == api.Interrupted
+	v.CanRetry = st == store.Failed || st == store.Cancelled
+	s.render(w, r, http.StatusOK, "task", s.page(v.Name, v))
+}
+
+// errorPage is the page of a request the dashboard could not carry out.
+type errorPage struct {
+	Status  int
+	Message string
+	Back    string
+}
+
+func (s *Server) pageError(w http.ResponseWriter, status int, msg, back string) {
+	p := s.page(http.StatusText(status), errorPage{Status: status, Message: msg, Back: back})
+	var buf bytes.Buffer
+	if err := pages.ExecuteTemplate(&buf, "error", p); err != nil {
+		http.Error(w, msg, status)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src "+styleHash+"; form-action 'self'; frame-ancestors 'none'")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = w.Write(buf.Bytes())
+}
+
+// ---- login ----
+
+type loginPage struct {
+	Refused bool // a token was posted and not accepted
+}
+
+func (s *Server) pageLogin(w http.ResponseWriter, r *http.Request) {
+	if d := r.Header.Get("Sec-Fetch-Dest"); d != "" && d != "document" {
+		// RequireToken sends every request without a token here, a
+		// browser's request for /favicon.ico too: only a page load may
+		// read (and clear) the mark of a refused login.
+		http.NotFound(w, r)
+		return
+	}
+	_, err := r.Cookie(loginCookie)
+	p := s.page("Log in", loginPage{Refused: err == nil})
+	p.Nav = false
+	if err == nil {
+		clearCookie(w, r, loginCookie)
+	}
+	s.render(w, r, http.StatusOK, "login", p)
+}
+
+// login stores the posted token in the cookie RequireToken reads, and
+// sends the browser to the task list; with a wrong token RequireToken
+// sends it back to the login page, which then says so.
+func (s *Server) login(w http.ResponseWriter, r *http.Request) {
+	tok := strings.TrimSpace(r.PostFormValue("token"))
+	if tok == "" {
+		http.Redirect(w, r, "/login", http.StatusSeeOther)
+		return
+	}
+	http.SetCookie(w, &http.Cookie{Name: tokenCookie, Value: tok, Path: "/", HttpOnly: true,
+		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+	http.SetCookie(w, &http.Cookie{Name: loginCookie, Value: "1", Path: "/", HttpOnly: true,
+		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil, MaxAge: 60})
+	http.Redirect(w, r, "/", http.StatusSeeOther)
+}
+
+func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
+	clearCookie(w, r, tokenCookie)
+	http.Redirect(w, r, "/login", http.StatusSeeOther)
+}
+
+func clearCookie(w http.ResponseWriter, r *http.Request, name string) {
+	http.SetCookie(w, &http.Cookie{Name: name, Value: "", Path: "/", HttpOnly: true,
+		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil, MaxAge: -1})
+}
+
+// ---- actions ----
+
+// act is a dashboard form handler that calls the API handler h in this
+// process with the JSON body body makes from the form, then sends the
+// browser back to the task's page (303), or shows the API's error.
+func (s *Server) act(h http.HandlerFunc, body func(*http.Request) any) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		back := "/tasks/" + url.PathEscape(r.PathValue("id"))
+		if err := r.ParseForm(); err != nil {
+			s.pageError(w, http.StatusBadRequest, "the form could not be read: "+err.Error(), back)
+			return
+		}
+		b, err := json.Marshal(body(r))
+		if err != nil {
+			s.pageError(w, http.StatusInternalServerError, err.Error(), back)
+			return
+		}
+		ar := r.Clone(r.Context()) // keeps the path values ({id})
+		ar.Body = io.NopCloser(bytes.NewReader(b))
+		ar.ContentLength = int64(len(b))
+		ar.Header.Set("Content-Type", "application/json")
+		rec := &recorder{header: http.Header{}, status: http.StatusOK}
+		h(rec, ar)
+		if rec.status/100 != 2 {
+			e := api.Error{Message: strings.TrimSpace(rec.body.String())}
+			_ = json.Unmarshal(rec.body.Bytes(), &e)
+			s.pageError(w, rec.status, e.Message, back)
+			return
+		}
+		http.Redirect(w, r, back, http.StatusSeeOther)
+	}
+}
+
+// recorder is the response of an API handler called by act.
+type recorder struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+	wrote  bool
+}
+
+func (r *recorder) Header() http.Header { return r.header }
+
+func (r *recorder) Write(b []byte) (int, error) {
+	r.wrote = true
+	return r.body.Write(b)
+}
+
+func (r *recorder) WriteHeader(status int) {
+	if !r.wrote {
+		r.status, r.wrote = status, true
+	}
+}
+
+// ---- formatting ----
+
+func when(t time.Time) string {
+	if t.IsZero() {
+		return "—"
+	}
+	return t.UTC().Format("2006-01-02 15:04:05Z")
+}
+
+func humanSize(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+func itemText(i *int) string {
+	if i == nil {
+		return ""
+	}
+	return strconv.Itoa(*i)
+}
+
+// prettyJSON indents a JSON value for reading; anything else is shown as
+// it is.
+func prettyJSON(b json.RawMessage) string {
+	if len(b) == 0 {
+		return ""
+	}
+	var out bytes.Buffer
+	if err := json.Indent(&out, b, "", "  "); err != nil {
+		return string(b)
+	}
+	return out.String()
+}
+
+// clip shortens s to at most n bytes (on a rune boundary), marking the cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !isRuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }

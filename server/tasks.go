@@ -51,6 +51,10 @@ func (s *Server) version(w http.ResponseWriter, _ *http.Request) {
 }
 
 func (s *Server) tasks(w http.ResponseWriter, req *http.Request) {
+	if wantsFollow(req) {
+		s.listStream(w, req)
+		return
+	}
 	var ts []*store.Task
 	if err := s.e.Read(func(r *store.Reader) error {
 		var err error

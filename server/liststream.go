@@ -1,0 +1,119 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/lhengine/lhengine/api"
+	"github.com/lhengine/lhengine/store"
+)
+
+// streamTasks is the event of GET /v1/tasks?follow=1 whose data is the
+// JSON list of every task (api.Task), oldest first.
+const streamTasks = "tasks"
+
+// listEvery is the shortest time between two messages of a task list
+// stream: commits that come faster are coalesced into the next message.
+const listEvery = 200 * time.Millisecond
+
+// wantsFollow reports whether GET /v1/tasks asks for the list as a stream.
+func wantsFollow(req *http.Request) bool {
+	f := req.URL.Query().Get("follow")
+	return f == "1" || f == "true"
+}
+
+// taskList reads every task, oldest first, as the owner shows it.
+func (s *Server) taskList() ([]api.Task, error) {
+	var ts []*store.Task
+	if err := s.e.Read(func(r *store.Reader) error {
+		var err error
+		ts, err = r.Tasks()
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	out := make([]api.Task, len(ts))
+	for i, t := range ts {
+		out[i] = s.view(t)
+	}
+	return out, nil
+}
+
+// listStream answers GET /v1/tasks?follow=1 with server-sent events: a
+// "tasks" message holding the whole list at the start, then again whenever
+// the store changes, at most one every listEvery. A list equal to the last
+// one sent is not sent again. The stream lasts until the client goes away
+// or the server stops.
+func (s *Server) listStream(w http.ResponseWriter, req *http.Request) {
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		s.fail(w, req, fmt.Errorf("this connection cannot stream"))
+		return
+	}
+	ctx := req.Context()
+	tick := time.NewTicker(keepAlive)
+	defer tick.Stop()
+	var (
+		started bool
+		last    []byte
+		sentAt  time.Time
+	)
+	for {
+		changed := s.e.Changed() // before reading: a commit during the read wakes the next wait
+		list, err := s.taskList()
+		if err != nil {
+			if !started {
+				s.fail(w, req, err)
+				return
+			}
+			writeSSE(w, "error", "", toAPIError(err))
+			flusher.Flush()
+			return
+		}
+		if !started {
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.Header().Set("Cache-Control", "no-store")
+			w.Header().Set("X-Accel-Buffering", "no")
+			w.WriteHeader(http.StatusOK)
+			started = true
+		}
+		b, err := json.Marshal(list)
+		if err != nil {
+			writeSSE(w, "error", "", toAPIError(err))
+			flusher.Flush()
+			return
+		}
+		if !bytes.Equal(b, last) {
+			if _, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", streamTasks, b); err != nil {
+				return
+			}
+			flusher.Flush()
+			last, sentAt = b, time.Now()
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-changed:
+			// Coalesce: let the commits of the next moments join this one.
+			if wait := listEvery - time.Since(sentAt); wait > 0 {
+				t := time.NewTimer(wait)
+				select {
+				case <-ctx.Done():
+					t.Stop()
+					return
+				case <-t.C:
+				}
+			}
+		case <-tick.C:
+			// The shown status may change with no commit (a worker of the
+			// owner stopped): look again, and keep the connection alive.
+			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil {
+				return
+			}
+			flusher.Flush()
+		}
+	}
+}

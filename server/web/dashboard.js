@@ -1,0 +1,179 @@
+// The dashboard's one script: it follows the API's event streams and keeps
+// the page current without reloading. Every value from the server is put
+// into the page as text (textContent), never as markup; the parts of a task
+// page that are rendered by the server are fetched again as a whole page and
+// swapped in (elements marked data-live).
+"use strict";
+
+(function () {
+  const body = document.body;
+  if (body.dataset.page === "list") listPage();
+  if (body.dataset.page === "task") taskPage();
+
+  // progress mirrors store.Task.Progress: committed units of the current
+  // pass, and units known so far (a step not yet planned counts as one).
+  function progress(t) {
+    let done = 0, total = 0;
+    for (const s of t.steps || []) {
+      done += s.done;
+      total += (s.planned || s.units > 0) ? s.units : 1;
+    }
+    return [done, total];
+  }
+
+  function currentStep(t) {
+    const steps = t.steps || [];
+    if (t.status === "succeeded" || t.cursor < 0 || t.cursor >= steps.length) return "";
+    return steps[t.cursor].name;
+  }
+
+  // when mirrors the server's time format: UTC, to the second.
+  function when(iso) {
+    if (!iso || iso.startsWith("0001-")) return "—";
+    return new Date(iso).toISOString().slice(0, 19).replace("T", " ") + "Z";
+  }
+
+  function el(tag, attrs, ...kids) {
+    const e = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (k === "class") e.className = v; else e.setAttribute(k, v);
+    }
+    for (const k of kids) e.append(k instanceof Node ? k : document.createTextNode(String(k)));
+    return e;
+  }
+
+  function statusBadge(s) {
+    return el("span", { class: "status s-" + s }, s);
+  }
+
+  function listPage() {
+    const tbody = document.getElementById("tasks");
+    const es = new EventSource("/v1/tasks?follow=1");
+    es.addEventListener("tasks", (m) => {
+      const tasks = JSON.parse(m.data);
+      const rows = [];
+      for (const t of tasks.slice().reverse()) { // newest first
+        const [done, total] = progress(t);
+        const bar = el("progress", { value: done, max: total });
+        rows.push(el("tr", { "data-id": t.id },
+          el("td", { class: "id" }, el("a", { href: "/tasks/" + encodeURIComponent(t.id) }, t.id)),
+          el("td", { class: "name" }, t.name),
+          el("td", {}, statusBadge(t.shown_status)),
+          el("td", { class: "progress" }, bar, " ", el("span", {}, done + " / " + total)),
+          el("td", { class: "step" }, currentStep(t)),
+          el("td", {}, el("time", { datetime: t.updated_at }, when(t.updated_at)))));
+      }
+      tbody.replaceChildren(...rows);
+      document.getElementById("empty").hidden = tasks.length > 0;
+    });
+    es.addEventListener("error", (m) => {
+      if (m.data) es.close(); // the server said why; a dropped connection is retried
+    });
+  }
+
+  function taskPage() {
+    const id = body.dataset.task;
+    if (body.dataset.terminal === "true") return;
+    const live = document.getElementById("live");
+    const url = "/v1/tasks/" + encodeURIComponent(id) + "/events?follow=1&from=" + body.dataset.nextEvent;
+    const es = new EventSource(url);
+    es.addEventListener("open", () => { live.hidden = false; });
+    es.addEventListener("event", (m) => addEvent(JSON.parse(m.data)));
+    es.addEventListener("task", (m) => { showTask(JSON.parse(m.data)); refreshSoon(); });
+    es.addEventListener("end", (m) => {
+      es.close();
+      live.hidden = true;
+      showTask(JSON.parse(m.data));
+      body.dataset.terminal = "true";
+      refreshSoon();
+    });
+    es.addEventListener("error", (m) => {
+      if (m.data) { es.close(); live.hidden = true; } // the server ended it with an error
+    });
+  }
+
+  const maxEvents = 500;
+
+  function addEvent(ev) {
+    const tbody = document.getElementById("events");
+    const msg = (ev.message || "") + (ev.kind ? " [" + ev.kind + "]" : "");
+    const row = el("tr", { class: "new" },
+      el("td", {}, ev.seq), el("td", { class: "nowrap" }, when(ev.time)),
+      el("td", {}, el("span", { class: "ev ev-" + ev.type }, ev.type)),
+      el("td", {}, ev.step || ""), el("td", {}, ev.item == null ? "" : ev.item), el("td", {}, msg));
+    tbody.prepend(row);
+    while (tbody.rows.length > maxEvents) tbody.lastElementChild.remove();
+  }
+
+  function text(id, s) {
+    const e = document.getElementById(id);
+    if (e) e.textContent = s;
+  }
+
+  function showTask(t) {
+    const [done, total] = progress(t);
+    const status = document.getElementById("status");
+    status.textContent = t.shown_status;
+    status.className = "status s-" + t.shown_status;
+    const bar = document.getElementById("progress");
+    bar.max = total;
+    bar.value = done;
+    text("progress-text", done + " / " + total);
+    text("current", currentStep(t) || "—");
+    text("finished", when(t.finished_at));
+    text("attempts", t.attempts + " (" + t.failures + " failed)");
+    const upd = document.getElementById("updated");
+    upd.dateTime = t.updated_at;
+    upd.textContent = when(t.updated_at);
+    const reason = document.getElementById("reason");
+    reason.textContent = t.reason || "";
+    reason.hidden = !t.reason;
+    (t.steps || []).forEach((s, i) => {
+      const row = document.getElementById("step-" + i);
+      if (!row) return;
+      row.querySelector(".units").textContent = (s.planned || s.units > 0) ? s.units : "—";
+      row.querySelector(".done").textContent = s.done;
+      row.querySelector(".leased").textContent = s.leased;
+      row.querySelector(".pass").textContent = s.pass;
+      row.classList.toggle("cursor", i === t.cursor);
+    });
+  }
+
+  // refreshSoon fetches the page again and swaps in its data-live parts
+  // (effects, steps with their units, counters, notes, artifacts, outputs,
+  // the buttons): at most one fetch at a time, and one a second at most.
+  let busy = false, again = false, last = 0;
+  function refreshSoon() {
+    if (busy) { again = true; return; }
+    busy = true;
+    setTimeout(refresh, Math.max(0, last + 1000 - Date.now()));
+  }
+
+  async function refresh() {
+    last = Date.now();
+    try {
+      const resp = await fetch(location.pathname, { credentials: "same-origin", redirect: "manual", cache: "no-store" });
+      if (resp.ok) swap(new DOMParser().parseFromString(await resp.text(), "text/html"));
+    } catch (e) {
+      // the next task message tries again
+    } finally {
+      busy = false;
+      if (again) { again = false; refreshSoon(); }
+    }
+  }
+
+  function swap(doc) {
+    const open = new Set([...document.querySelectorAll("details[id][open]")].map((d) => d.id));
+    const focused = document.activeElement;
+    for (const fresh of doc.querySelectorAll("[data-live][id]")) {
+      const cur = document.getElementById(fresh.id);
+      if (!cur) continue;
+      if (focused && cur.contains(focused) && focused.tagName === "INPUT") continue; // someone is typing a note
+      cur.replaceWith(document.adoptNode(fresh));
+    }
+    for (const id of open) {
+      const d = document.getElementById(id);
+      if (d) d.open = true;
+    }
+  }
+})();
