@@ -132,6 +132,9 @@ func (s *Store) SubmitWithModules(ctx context.Context, nt NewTask, modules map[s
 	sums := make([]string, 0, len(nt.Manifest.Plugins))
 	seen := map[string]bool{}
 	for step, pin := range nt.Manifest.Plugins {
+		if seen[pin.SHA256] {
+			continue // checked once however many steps pin it
+		}
 		data, ok := modules[pin.SHA256]
 		if !ok {
 			return nil, false, fmt.Errorf("step %q: the module %s pinned with sha256 %s was not given", step, pin.Path, pin.SHA256)
@@ -139,10 +142,8 @@ func (s *Store) SubmitWithModules(ctx context.Context, nt NewTask, modules map[s
 		if sum := sha256.Sum256(data); hex.EncodeToString(sum[:]) != pin.SHA256 {
 			return nil, false, fmt.Errorf("step %q: the bytes given for %s do not have the pinned sha256 %s", step, pin.Path, pin.SHA256)
 		}
-		if !seen[pin.SHA256] {
-			seen[pin.SHA256] = true
-			sums = append(sums, pin.SHA256)
-		}
+		seen[pin.SHA256] = true
+		sums = append(sums, pin.SHA256)
 	}
 	sort.Strings(sums)
 	for _, sum := range sums {
