@@ -26,9 +26,16 @@ func (e *Engine) Task(ctx context.Context, id string) (*store.Task, error) {
 }
 
 // Cancel cancels a task that has not finished; attempts in flight lose
-// their leases. It returns store.ErrTerminal for a finished task.
+// their leases, and those of this engine's workers stop at once. It
+// returns store.ErrTerminal for a finished task.
 func (e *Engine) Cancel(ctx context.Context, id, reason string) (*store.Task, error) {
-	return e.store.Cancel(ctx, id, reason)
+	t, err := e.store.Cancel(ctx, id, reason)
+	if err == nil {
+		// The store refuses their commits now; stop them without waiting
+		// for their next lease renewal to find out.
+		e.aborts.Abort(id, "the task was cancelled")
+	}
+	return t, err
 }
 
 // Resume makes a paused task runnable again.

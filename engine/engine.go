@@ -64,6 +64,7 @@ type Engine struct {
 
 	mu      sync.Mutex
 	working map[string]int // Work calls running, by task ("" = every task)
+	aborts  worker.Aborts  // attempts of this engine's workers, by task
 }
 
 // Open opens (creating if needed) the home directory. Only one process may
@@ -183,7 +184,7 @@ func (e *Engine) Work(ctx context.Context, o WorkOptions) error {
 		Store: e.store, Runtime: e.rt, Specs: e.specs, Logger: e.log,
 		Name: o.Name, Concurrency: o.Concurrency, LeaseFor: o.LeaseFor, Task: o.Task,
 		ExitWhenIdle: o.ExitWhenIdle, OnCommit: o.OnCommit, Workspaces: filepath.Join(e.home, "workspaces"),
-		PollEvery: o.PollEvery,
+		PollEvery: o.PollEvery, Aborts: &e.aborts,
 	})
 	return w.Run(ctx)
 }

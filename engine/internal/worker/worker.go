@@ -56,6 +56,9 @@ type Config struct {
 	// OnCommit, when set, is called after every committed attempt with the
 	// task as committed (for progress displays). Called from unit goroutines.
 	OnCommit func(*store.Task)
+	// Aborts, when set, lets the engine stop this worker's attempts of a
+	// task it cancelled (see Aborts).
+	Aborts *Aborts
 	// Clock is the worker's time; nil = RealClock. Give the store the same
 	// one (store.Options.Now) or lease times will not agree.
 	Clock Clock
@@ -374,6 +377,7 @@ func (w *Worker) execute(ctx context.Context, l store.Lease, log hclog.Logger) (
 	attemptCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	h.cancel = cancel
+	defer w.cfg.Aborts.add(l.Task, h)()
 	stop := w.renew(attemptCtx, h)
 	res, err := p.Run(attemptCtx, req, lim, h)
 	stop()
