@@ -156,8 +156,12 @@ func RequireToken(h http.Handler, token string) http.Handler {
 		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		if !ok {
 			// The dashboard in a browser cannot send a header on a link:
-			// it carries the token in a cookie set by /login.
-			if c, err := r.Cookie(tokenCookie); err == nil {
+			// it carries the token in a cookie set by /login. The cookie
+			// counts for reads, and for the dashboard's own forms (which
+			// refuse cross-origin posts); an API call that changes
+			// something needs the header, which a page of another origin
+			// cannot make a browser send.
+			if c, err := r.Cookie(tokenCookie); err == nil && cookieMay(r) {
 				got, ok = c.Value, true
 			}
 		}
@@ -177,6 +181,11 @@ func RequireToken(h http.Handler, token string) http.Handler {
 		}
 		h.ServeHTTP(w, r)
 	})
+}
+
+// cookieMay: the token cookie may authorise r.
+func cookieMay(r *http.Request) bool {
+	return r.Method == http.MethodGet || r.Method == http.MethodHead || !strings.HasPrefix(r.URL.Path, "/v1/")
 }
 
 // tokenCookie carries the bearer token of a browser that logged in to the

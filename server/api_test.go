@@ -1,0 +1,196 @@
+package server_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lhengine/lhengine/api"
+	"github.com/lhengine/lhengine/engine"
+	"github.com/lhengine/lhengine/internal/testgate"
+	"github.com/lhengine/lhengine/internal/testwasm"
+	"github.com/lhengine/lhengine/server"
+	"github.com/lhengine/lhengine/store"
+)
+
+// apiBundle is an engine on a temp home, its server on 127.0.0.1 behind a
+// token, and a folder with the gate guest.
+type apiBundle struct {
+	dir   string
+	e     *engine.Engine
+	srv   *server.Server
+	url   string
+	token string
+	gate  *testgate.Gate
+}
+
+func setupAPI(t *testing.T) *apiBundle {
+	t.Helper()
+	ctx := context.Background()
+	b := &apiBundle{dir: t.TempDir(), gate: testgate.New(t)}
+	wasm, err := os.ReadFile(testwasm.BuildC(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/c/gate.c")))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(b.dir, "gate.wasm"), wasm, 0o644))
+	home := filepath.Join(b.dir, "home")
+	b.e, err = engine.Open(ctx, engine.Config{Home: home})
+	require.NoError(t, err)
+	b.token, err = server.Token(home)
+	require.NoError(t, err)
+	b.srv = server.New(b.e, server.Options{Owner: api.Owner{PID: os.Getpid(), Works: "all"}})
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	b.url = "http://" + l.Addr().String()
+	sctx, stop := context.WithCancel(ctx)
+	served := make(chan error, 1)
+	go func() { served <- b.srv.Serve(sctx, l, server.RequireToken(b.srv.Handler(), b.token), 0) }()
+	t.Cleanup(func() {
+		stop()
+		require.NoError(t, <-served)
+		require.NoError(t, b.e.Close(ctx))
+	})
+	return b
+}
+
+// submit writes a task of n gate items and submits it through c.
+func (b *apiBundle) submit(t *testing.T, c *api.Client, n int) *api.SubmitResponse {
+	t.Helper()
+	path := filepath.Join(b.dir, "task.hcl")
+	require.NoError(t, os.WriteFile(path, []byte(`task "gated" {`+b.gate.Step("each", "gate.wasm", n, 2)+`}`), 0o644))
+	r, err := c.Submit(context.Background(), api.SubmitRequest{Path: path})
+	require.NoError(t, err)
+	return r
+}
+
+func TestTCPRequiresTheToken(t *testing.T) {
+	t.Parallel()
+	b := setupAPI(t)
+	ctx := context.Background()
+	good := api.NewClient(b.url, nil, b.token)
+	task := b.submit(t, good, 3)
+
+	for name, c := range map[string]*api.Client{
+		"none":  api.NewClient(b.url, nil, ""),
+		"wrong": api.NewClient(b.url, nil, strings.Repeat("0", len(b.token))),
+	} {
+		_, err := c.Tasks(ctx)
+		var ae *api.Error
+		require.ErrorAs(t, err, &ae, name)
+		require.Equal(t, http.StatusUnauthorized, ae.HTTPStatus, name)
+		_, err = c.Cancel(ctx, task.ID, "no")
+		require.ErrorAs(t, err, &ae, name)
+		require.Equal(t, http.StatusUnauthorized, ae.HTTPStatus, name)
+	}
+	got, err := good.Task(ctx, task.ID)
+	require.NoError(t, err)
+	require.Equal(t, store.Queued, got.Status, "a refused request touched nothing")
+
+	// A browser's cookie reads, but does not change anything through /v1:
+	// only the header does, which another origin cannot make it send.
+	req, err := http.NewRequest("POST", b.url+"/v1/tasks/"+task.ID+"/cancel", strings.NewReader(`{}`))
+	require.NoError(t, err)
+	req.AddCookie(&http.Cookie{Name: "lhengine_token", Value: b.token})
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+	req, err = http.NewRequest("GET", b.url+"/v1/tasks/"+task.ID, nil)
+	require.NoError(t, err)
+	req.AddCookie(&http.Cookie{Name: "lhengine_token", Value: b.token})
+	resp, err = http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+}
+
+func TestAPIErrorsHaveCodes(t *testing.T) {
+	t.Parallel()
+	b := setupAPI(t)
+	ctx := context.Background()
+	c := api.NewClient(b.url, nil, b.token)
+
+	_, err := c.Report(ctx, "01NOSUCHTASK0000000000000")
+	require.True(t, errors.Is(err, store.ErrNotFound), "%v", err)
+
+	bad := filepath.Join(b.dir, "bad.hcl")
+	require.NoError(t, os.WriteFile(bad, []byte("task \"x\" {\n  step \"a\" {\n    plugin = \"gate.wasm\"\n    input = var.nope\n  }\n}\n"), 0o644))
+	_, err = c.Submit(ctx, api.SubmitRequest{Path: bad})
+	var ae *api.Error
+	require.ErrorAs(t, err, &ae)
+	require.Equal(t, api.CodeInvalidTask, ae.Code)
+	require.Contains(t, ae.Diagnostics, "bad.hcl:4:", "diagnostics point at file:line:col")
+
+	_, err = c.Submit(ctx, api.SubmitRequest{Path: "relative/task.hcl"})
+	require.ErrorAs(t, err, &ae)
+	require.Equal(t, api.CodeInvalid, ae.Code)
+
+	task := b.submit(t, c, 1)
+	_, err = c.Cancel(ctx, task.ID, "first")
+	require.NoError(t, err)
+	_, err = c.Cancel(ctx, task.ID, "second")
+	require.True(t, errors.Is(err, store.ErrTerminal), "%v", err)
+	_, err = c.Resume(ctx, task.ID)
+	require.ErrorAs(t, err, &ae)
+	require.Equal(t, api.CodeConflict, ae.Code)
+	require.Contains(t, ae.Message, "lhengine retry")
+
+	_, err = c.Retry(ctx, task.ID, api.RetryRequest{From: "nope"})
+	require.ErrorAs(t, err, &ae)
+	require.Equal(t, api.CodeInvalid, ae.Code)
+
+	resp, err := http.Get(b.url + "/v1/nothing-here")
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusUnauthorized, resp.StatusCode, "unknown routes are behind the token too")
+}
+
+// TestFollowSeesEveryCommitAndEnds: a follower gets each unit's events as
+// the gate lets it commit, task updates in between, and the end.
+func TestFollowSeesEveryCommitAndEnds(t *testing.T) {
+	t.Parallel()
+	b := setupAPI(t)
+	ctx := context.Background()
+	c := api.NewClient(b.url, nil, b.token)
+	task := b.submit(t, c, 4)
+
+	wctx, stop := context.WithCancel(ctx)
+	worked := make(chan error, 1)
+	go func() { worked <- b.e.Work(wctx, engine.WorkOptions{Concurrency: 2}) }()
+	defer func() {
+		stop()
+		require.ErrorIs(t, <-worked, context.Canceled)
+	}()
+
+	items := make(chan api.StreamItem, 1000)
+	followed := make(chan error, 1)
+	go func() {
+		followed <- c.Follow(ctx, task.ID, 0, func(it api.StreamItem) error { items <- it; return nil })
+	}()
+	done := 0
+	for done < 4 {
+		b.gate.Release(1)
+		// Wait for this unit's commit to reach the follower.
+		for it := range items {
+			if it.Type == api.StreamEvent && it.Event.Type == store.EvUnitDone {
+				done++
+				break
+			}
+		}
+	}
+	var last api.StreamItem
+	for it := range items {
+		last = it
+		if it.Type == api.StreamEnd {
+			break
+		}
+	}
+	require.NoError(t, <-followed)
+	require.Equal(t, store.Succeeded, last.Task.Status)
+	require.Equal(t, "succeeded", last.Task.ShownStatus)
+}
