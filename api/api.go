@@ -79,8 +79,9 @@ type Owner struct {
 	PID     int       `json:"pid"`
 	Command string    `json:"command"` // its command line
 	Started time.Time `json:"started"`
-	// Works says which tasks its workers run: "all", one task id, or ""
-	// (it runs none: a command that only reads or steers).
+	// Works says which tasks its workers run: "all"; one task id; "task"
+	// while that one is being submitted; or "" (it runs none: a command
+	// that only reads or steers, and holds the home for a moment).
 	Works   string `json:"works"`
 	Version string `json:"version"`
 	Home    string `json:"home"`

@@ -84,9 +84,14 @@ func (a *app) connect(ctx context.Context, m homeMode) (*session, error) {
 			return nil, err
 		}
 		// Another process has the store: talk to it, or wait for it to
-		// start serving or to let go.
+		// start serving or to let go. A command that works tasks waits
+		// for one that only holds the home for a moment (status, or
+		// events --follow looking at it) to let go.
 		if s := a.dialOwner(ctx); s != nil {
-			return s, nil
+			if !m.own || s.owner.Works != "" {
+				return s, nil
+			}
+			s.c.Close()
 		}
 		if time.Now().After(deadline) {
 			return nil, a.busy(err)
@@ -156,9 +161,6 @@ func (a *app) busy(cause error) error {
 func (a *app) serveLocal(ctx context.Context, e *engine.Engine, m homeMode) (*session, error) {
 	owner := api.Owner{Session: server.NewSession(), PID: os.Getpid(), Command: strings.Join(append([]string{"lhengine"}, os.Args[1:]...), " "),
 		Started: time.Now().UTC(), Works: m.works, Version: engine.Version, Home: a.home}
-	if m.works == "task" {
-		owner.Works = "" // set once the task is known
-	}
 	srv := server.New(e, server.Options{Owner: owner, Logger: a.logger().Named("api"), Dashboard: a.dashboard})
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup

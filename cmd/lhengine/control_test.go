@@ -1,0 +1,314 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lhengine/lhengine/api"
+	"github.com/lhengine/lhengine/internal/testgate"
+	"github.com/lhengine/lhengine/internal/testwasm"
+	"github.com/lhengine/lhengine/store"
+)
+
+// procBundle runs the real binary in separate processes on one home.
+type procBundle struct {
+	bin  string
+	dir  string
+	home string
+}
+
+func setupProcs(t *testing.T) *procBundle {
+	t.Helper()
+	b := &procBundle{bin: buildBinary(t), dir: t.TempDir()}
+	b.home = filepath.Join(b.dir, "home")
+	wasm, err := os.ReadFile(testwasm.BuildC(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/c/gate.c")))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(b.dir, "gate.wasm"), wasm, 0o644))
+	return b
+}
+
+// task writes a task file of n gate items fetching from g.
+func (b *procBundle) task(t *testing.T, name string, g *testgate.Gate, n, conc int) string {
+	t.Helper()
+	path := filepath.Join(b.dir, name+".hcl")
+	require.NoError(t, os.WriteFile(path, []byte(`task "`+name+`" {`+g.Step("each", "gate.wasm", n, conc)+`}`), 0o644))
+	return path
+}
+
+func (b *procBundle) cmd(args ...string) *exec.Cmd {
+	return exec.Command(b.bin, append([]string{"--home", b.home, "--log-level", "error"}, args...)...)
+}
+
+// lh runs a command to its end and returns its exit code and output.
+func (b *procBundle) lh(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	c := b.cmd(args...)
+	var out, errb strings.Builder
+	c.Stdout, c.Stderr = &out, &errb
+	err := c.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else {
+		require.NoError(t, err)
+	}
+	return code, out.String(), errb.String()
+}
+
+// proc is a started command whose stdout is read line by line.
+type proc struct {
+	c      *exec.Cmd
+	lines  chan string
+	stderr *strings.Builder
+}
+
+func (b *procBundle) start(t *testing.T, args ...string) *proc {
+	t.Helper()
+	c := b.cmd(args...)
+	out, err := c.StdoutPipe()
+	require.NoError(t, err)
+	p := &proc{c: c, lines: make(chan string, 1<<16), stderr: &strings.Builder{}}
+	c.Stderr = syncWriter(p.stderr)
+	require.NoError(t, c.Start())
+	go func() {
+		defer close(p.lines)
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			p.lines <- sc.Text()
+		}
+		_, _ = io.Copy(io.Discard, out)
+	}()
+	t.Cleanup(func() {
+		if c.ProcessState == nil {
+			_ = c.Process.Kill()
+			_ = c.Wait()
+		}
+	})
+	return p
+}
+
+// until reads lines until one matches re and returns it; the process
+// ending first fails the test.
+func (p *proc) until(t *testing.T, re *regexp.Regexp) string {
+	t.Helper()
+	for l := range p.lines {
+		if re.MatchString(l) {
+			return l
+		}
+	}
+	t.Fatalf("%v ended before a line matching %s; stderr:\n%s", p.c.Args, re, p.stderr)
+	return ""
+}
+
+// wait waits for the process and returns its exit code.
+func (p *proc) wait(t *testing.T) int {
+	t.Helper()
+	for range p.lines {
+	}
+	err := p.c.Wait()
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode()
+	}
+	require.NoError(t, err)
+	return 0
+}
+
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
+}
+
+func syncWriter(w io.Writer) io.Writer { return &lockedWriter{w: w} }
+
+var unitDone = regexp.MustCompile(`unit_done +each\[(\d+)\]`)
+
+// countDone reads the follower's lines until it has seen n unit_done
+// events in all, counting from *seen.
+func countDone(t *testing.T, p *proc, seen *int, n int) {
+	t.Helper()
+	for *seen < n {
+		p.until(t, unitDone)
+		*seen++
+	}
+}
+
+// TestOtherProcessesWatchAndCancelARun: while `lhengine run` works a
+// 200-unit task, status, ls, outputs and events --follow from other
+// processes succeed, the follower sees each commit, and a cancel from
+// another process stops the run, which exits 1.
+func TestOtherProcessesWatchAndCancelARun(t *testing.T) {
+	t.Parallel()
+	b := setupProcs(t)
+	g := testgate.New(t)
+	run := b.start(t, "run", b.task(t, "gated", g, 200, 8))
+	id := strings.TrimPrefix(run.until(t, regexp.MustCompile(`^task `)), "task ")
+	<-g.Arrived() // the run is working
+
+	// The socket is the owner's alone.
+	fi, err := os.Stat(api.SocketPath(b.home))
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
+	di, err := os.Stat(filepath.Dir(api.SocketPath(b.home)))
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o700), di.Mode().Perm(), "other users cannot even reach the socket")
+
+	g.Release(20)
+	follow := b.start(t, "events", "--follow", id)
+	seen := 0
+	countDone(t, follow, &seen, 20)
+	g.Release(5)
+	countDone(t, follow, &seen, 25) // each commit reaches the follower
+
+	code, out, errOut := b.lh(t, "status", id)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, `"gated": running`)
+	require.Regexp(t, `progress: +2[5-9]/200 units`, out)
+	code, out, errOut = b.lh(t, "ls")
+	require.Equal(t, 0, code, errOut)
+	require.Regexp(t, id+` +gated +running`, out)
+	code, out, errOut = b.lh(t, "-o", "json", "outputs", id)
+	require.Equal(t, 0, code, errOut)
+	var outs map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal([]byte(out), &outs))
+
+	start := time.Now()
+	code, _, errOut = b.lh(t, "cancel", id, "--reason", "seen enough")
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, 1, run.wait(t), "a cancelled run exits 1: %s", run.stderr)
+	t.Logf("the run exited %s after the cancel command returned", time.Since(start).Round(time.Millisecond))
+	require.Equal(t, 1, follow.wait(t), "the follower ends with the task, 1 as it did not succeed")
+	require.Contains(t, follow.stderr.String(), "cancelled")
+
+	code, out, _ = b.lh(t, "-o", "json", "status", id)
+	require.Equal(t, 0, code)
+	var rep api.Report
+	require.NoError(t, json.Unmarshal([]byte(out), &rep))
+	require.Equal(t, store.Cancelled, rep.Task.Status)
+	_, err = os.Stat(api.SocketPath(b.home))
+	require.ErrorIs(t, err, os.ErrNotExist, "the owner removed its socket on the way out")
+}
+
+// TestServeSurvivesKill9: two clients submit to serve, one follows; serve
+// is killed with SIGKILL mid-task and started again; both tasks finish,
+// the follower sees it through, and no unit committed before the kill
+// runs again.
+func TestServeSurvivesKill9(t *testing.T) {
+	t.Parallel()
+	b := setupProcs(t)
+	gates := []*testgate.Gate{testgate.New(t), testgate.New(t)}
+	serving := regexp.MustCompile(`^serving home`)
+	srv := b.start(t, "serve", "--listen", "", "--concurrency", "4")
+	srv.until(t, serving)
+
+	ids := make([]string, 2)
+	var wg sync.WaitGroup
+	for i, name := range []string{"first", "second"} {
+		path := b.task(t, name, gates[i], 30, 2)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			code, out, errOut := b.lh(t, "submit", path)
+			if code == 0 {
+				ids[i] = strings.TrimSpace(out)
+			} else {
+				t.Errorf("submit %s: exit %d: %s", name, code, errOut)
+			}
+		}()
+	}
+	wg.Wait()
+	require.False(t, t.Failed())
+
+	follow := b.start(t, "events", "--follow", ids[0])
+	gates[0].Release(10)
+	gates[1].Release(5)
+	seen := 0
+	countDone(t, follow, &seen, 10)
+	<-gates[0].Arrived() // let the first batch through, then note who is waiting
+	require.NoError(t, srv.c.Process.Signal(syscall.SIGKILL))
+	_ = srv.wait(t)
+
+	// Units committed before the kill, by the records.
+	committed := func(id string) map[string]bool {
+		code, out, errOut := b.lh(t, "-o", "json", "outputs", "--attempts", id)
+		require.Equal(t, 0, code, errOut)
+		var as []store.Attempt
+		require.NoError(t, json.Unmarshal([]byte(out), &as))
+		m := map[string]bool{}
+		for _, a := range as {
+			if a.Failure == nil && a.Repair == "" {
+				key := strconv.Itoa(a.Item)
+				require.False(t, m[key], "item %d committed twice", a.Item)
+				m[key] = true
+			}
+		}
+		return m
+	}
+	before := []map[string]bool{committed(ids[0]), committed(ids[1])}
+	require.GreaterOrEqual(t, len(before[0]), 10)
+
+	// Drain what reached the gates before the kill; after the restart no
+	// committed item may arrive again.
+	for _, g := range gates {
+	drain:
+		for {
+			select {
+			case <-g.Arrived():
+			default:
+				break drain
+			}
+		}
+	}
+	srv = b.start(t, "serve", "--listen", "", "--concurrency", "4")
+	srv.until(t, serving)
+	for _, g := range gates {
+		g.Open()
+	}
+	require.Equal(t, 0, follow.wait(t), "the follower waited for the new owner and saw the task succeed: %s", follow.stderr)
+	for i, id := range ids {
+		var rep api.Report
+		for {
+			code, out, errOut := b.lh(t, "-o", "json", "status", id)
+			require.Equal(t, 0, code, errOut)
+			require.NoError(t, json.Unmarshal([]byte(out), &rep))
+			if rep.Task.Status.Terminal() {
+				break
+			}
+			// Not finished yet: follow it to its end.
+			code, _, errOut = b.lh(t, "events", "--follow", id)
+			require.Equal(t, 0, code, errOut)
+		}
+		require.Equal(t, store.Succeeded, rep.Task.Status, "task %d", i)
+		after := committed(id)
+		require.Len(t, after, 30)
+	again:
+		for {
+			select {
+			case item := <-gates[i].Arrived():
+				require.False(t, before[i][item], "item %s of task %d was committed before the kill and ran again", item, i)
+			default:
+				break again
+			}
+		}
+	}
+	require.NoError(t, srv.c.Process.Signal(syscall.SIGTERM))
+	require.Equal(t, 0, srv.wait(t), srv.stderr.String())
+}
