@@ -162,6 +162,9 @@ const (
 	StreamEvent = "event" // data: a store.Event, id: its sequence number
 	StreamTask  = "task"  // data: the Task, when its record changed
 	StreamEnd   = "end"   // data: the Task, finished; the stream ends
+	// StreamTasks is the message of GET /v1/tasks?follow=1: data is every
+	// Task, oldest first.
+	StreamTasks = "tasks"
 )
 
 // Error is the body of every response that is not 2xx, and the error the

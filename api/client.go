@@ -234,8 +234,72 @@ func (c *Client) Follow(ctx context.Context, ref string, from uint64, fn func(St
 		return err
 	}
 	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 64<<20)
+	err = readStream(resp.Body, func(typ string, data []byte) (bool, error) {
+		it := StreamItem{Type: typ}
+		switch typ {
+		case StreamEvent:
+			it.Event = new(store.Event)
+			if err := json.Unmarshal(data, it.Event); err != nil {
+				return false, fmt.Errorf("event stream: bad %s: %w", typ, err)
+			}
+		case StreamTask, StreamEnd:
+			it.Task = new(Task)
+			if err := json.Unmarshal(data, it.Task); err != nil {
+				return false, fmt.Errorf("event stream: bad %s: %w", typ, err)
+			}
+		default:
+			return true, nil // a kind this client does not know
+		}
+		if err := fn(it); err != nil {
+			return false, err
+		}
+		return typ != StreamEnd, nil
+	})
+	if errors.Is(err, errStreamEnded) {
+		err = errors.New("event stream: the owner closed it before the task finished")
+	}
+	if err != nil && ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return err
+}
+
+// FollowTasks streams the task list: fn gets every task, oldest first, at
+// once and again after changes, until ctx ends or fn returns an error.
+func (c *Client) FollowTasks(ctx context.Context, fn func([]Task) error) error {
+	resp, err := c.send(ctx, "GET", "/v1/tasks?follow=1", nil, "text/event-stream")
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	err = readStream(resp.Body, func(typ string, data []byte) (bool, error) {
+		if typ != StreamTasks {
+			return true, nil
+		}
+		var ts []Task
+		if err := json.Unmarshal(data, &ts); err != nil {
+			return false, fmt.Errorf("task list stream: %w", err)
+		}
+		return true, fn(ts)
+	})
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if errors.Is(err, errStreamEnded) {
+		err = errors.New("task list stream: the owner closed it")
+	}
+	return err
+}
+
+var errStreamEnded = errors.New("stream ended")
+
+// readStream reads server-sent events from r and calls fn with each
+// message's event name and data until fn says stop or fails, the stream
+// reports an error (an "error" message, returned as *Error), or it ends
+// (errStreamEnded).
+func readStream(r io.Reader, fn func(typ string, data []byte) (more bool, err error)) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), maxMessage)
 	var typ string
 	var data []byte
 	for sc.Scan() {
@@ -243,36 +307,22 @@ func (c *Client) Follow(ctx context.Context, ref string, from uint64, fn func(St
 		switch {
 		case len(line) == 0:
 			if typ == "" && data == nil {
-				continue
+				continue // a comment or keep-alive ended
 			}
-			it := StreamItem{Type: typ}
-			var err error
-			switch typ {
-			case StreamEvent:
-				it.Event = new(store.Event)
-				err = json.Unmarshal(data, it.Event)
-			case StreamTask, StreamEnd:
-				it.Task = new(Task)
-				err = json.Unmarshal(data, it.Task)
-			case "error":
+			if typ == "error" {
 				e := &Error{}
 				if err := json.Unmarshal(data, e); err != nil || e.Message == "" {
-					return fmt.Errorf("event stream: the owner failed: %s", data)
+					return fmt.Errorf("stream: the owner failed: %s", data)
 				}
 				return e
 			}
-			if err != nil {
-				return fmt.Errorf("event stream: bad %s: %w", typ, err)
-			}
-			if typ != "" {
-				if err := fn(it); err != nil {
-					return err
-				}
-			}
-			if typ == StreamEnd {
-				return nil
+			more, err := fn(typ, data)
+			if err != nil || !more {
+				return err
 			}
 			typ, data = "", nil
+		case line[0] == ':':
+			// a comment
 		case bytes.HasPrefix(line, []byte("event:")):
 			typ = strings.TrimSpace(string(line[len("event:"):]))
 		case bytes.HasPrefix(line, []byte("data:")):
@@ -281,19 +331,20 @@ func (c *Client) Follow(ctx context.Context, ref string, from uint64, fn func(St
 				data = append(data, '\n')
 			}
 			data = append(data, d...)
+			if len(data) > maxMessage {
+				return fmt.Errorf("stream: a message over %d bytes", maxMessage)
+			}
 		}
 	}
 	if err := sc.Err(); err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
 		return err
 	}
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	return errors.New("event stream: the owner closed it before the task finished")
+	return errStreamEnded
 }
+
+// maxMessage bounds one stream message (a task list of many tasks is the
+// largest).
+const maxMessage = 64 << 20
 
 // Artifacts lists the task's artifacts with their provenance.
 func (c *Client) Artifacts(ctx context.Context, ref string) ([]store.Provenance, error) {

@@ -13,7 +13,7 @@ import (
 
 // streamTasks is the event of GET /v1/tasks?follow=1 whose data is the
 // JSON list of every task (api.Task), oldest first.
-const streamTasks = "tasks"
+const streamTasks = api.StreamTasks
 
 // listEvery is the shortest time between two messages of a task list
 // stream: commits that come faster are coalesced into the next message.

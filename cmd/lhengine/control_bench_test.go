@@ -1,0 +1,43 @@
+package main
+
+import (
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lhengine/lhengine/api"
+	"github.com/lhengine/lhengine/internal/testwasm"
+)
+
+// BenchmarkStatusThroughSocket: `lhengine status ID` (the whole command:
+// flags, finding the owner on the home's socket, the report, printing)
+// while another session owns the home, without the process start.
+func BenchmarkStatusThroughSocket(b *testing.B) {
+	ctx := context.Background()
+	dir := b.TempDir()
+	wasm, err := os.ReadFile(testwasm.BuildC(b, filepath.Join(testwasm.ModuleRoot(b), "testdata/guests/c/pipeline.c")))
+	require.NoError(b, err)
+	require.NoError(b, os.WriteFile(filepath.Join(dir, "step.wasm"), wasm, 0o644))
+	require.NoError(b, os.WriteFile(filepath.Join(dir, "task.hcl"), []byte(chainTask), 0o644))
+	home := filepath.Join(dir, "home")
+	owner := &app{home: home, logLevel: "off", stdout: io.Discard, stderr: io.Discard}
+	s, err := owner.connect(ctx, homeMode{create: true, works: "all", own: true})
+	require.NoError(b, err)
+	defer s.close()
+	r, err := s.c.Submit(ctx, api.SubmitRequest{Path: filepath.Join(dir, "task.hcl")})
+	require.NoError(b, err)
+	args := []string{"--home", home, "status", r.ID}
+	require.Equal(b, exitOK, run(ctx, args, io.Discard, io.Discard))
+	b.ResetTimer()
+	for range b.N {
+		if code := run(ctx, args, io.Discard, io.Discard); code != exitOK {
+			b.Fatalf("status exited %d", code)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/1000, "ms/status")
+}
