@@ -24,6 +24,10 @@
 //     (mounts and file effects reach files only through internal/confine,
 //     which resolves every path through directory descriptors)
 //  7. fault              the one vocabulary of step failures
+//  8. ../server, ../api  the control plane around an Engine: the owner of a
+//     home serves the API (specs/api.md) on the home's socket, streams
+//     events as commits land (Changed), shows liveness (Working), and with
+//     lhengine serve, the web dashboard; the CLI is an api.Client
 //
 // The ABI's version and host module name are defined once, in the Go SDK's
 // leaf package github.com/lhengine/lhengine/plugins/sdk/go/abi, which both
