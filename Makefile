@@ -34,7 +34,8 @@ notify-demo: build
 	./bin/lhengine run plugins/examples/notify/task.hcl --var sink=http://$$addr/mail && curl -sf http://$$addr/stats; \
 	status=$$?; echo; exit $$status
 
-# Toolchains for the C and Rust test guests (Debian packages; needs root or sudo).
+# Toolchains for the C and Rust test guests, and Chromium for the dashboard's
+# test (Debian packages; needs root or sudo).
 deps:
 	./scripts/deps.sh
 
@@ -70,13 +71,28 @@ bench: deps
 	$(GO) test -run '^$$' -bench . -benchtime 3x -count 3 ./engine/ ./store/
 	$(GO) test -run '^$$' -bench . -count 3 ./engine/internal/guest/
 	$(GO) test -run '^$$' -bench . -benchtime 200x -count 3 ./engine/internal/hostcall/
+	$(GO) test -run '^$$' -bench . -benchtime 3x -count 3 ./server/
+	$(GO) test -run '^$$' -bench StatusThroughSocket -benchtime 500x -count 3 ./cmd/lhengine/
+
+# Every fuzz target, FUZZTIME each (the corpus they found is kept under
+# testdata/fuzz of their package).
+FUZZTIME ?= 30s
+fuzz:
+	@for pkg in $$($(GO) list ./...); do \
+		for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+			echo "== $$pkg $$f"; \
+			$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+		done; \
+	done
 
 # lhengine bench on this machine's disk: the engine's figures beside fsync,
 # Badger group commit and wazero, interleaved over rounds (docs/BENCHMARKS.md,
 # "Side by side"). Extra flags: make bench-compare BENCH_ARGS='--rounds 5'.
 bench-compare: deps build
 	clang-14 --target=wasm32-wasi -O2 -Wall -Werror -I plugins/sdk/c -o bin/pipeline.wasm testdata/guests/c/pipeline.c
-	./bin/lhengine bench --plugin bin/pipeline.wasm $(BENCH_ARGS)
+	GOOS=wasip1 GOARCH=wasm $(GO) build -o bin/conformance.wasm ./testdata/guests/go/conformance
+	GOOS=wasip1 GOARCH=wasm $(GO) build -o bin/stateless.wasm ./testdata/guests/go/stateless
+	./bin/lhengine bench --plugin bin/pipeline.wasm --go-plugin bin/conformance.wasm --go-reuse-plugin bin/stateless.wasm $(BENCH_ARGS)
 
 clean:
 	rm -rf bin $(EXAMPLE)/*.wasm plugins/examples/notify/*.wasm

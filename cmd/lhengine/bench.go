@@ -34,6 +34,8 @@ figures next to the floors beneath them, and prints the median of each over
   fan-out-c                 a fan-out of --items items at --concurrency
                             (units/s), compared with Badger at that concurrency
   fan-out-go                the same with --go-plugin, if given
+  fan-out-go-reuse          the same with --go-reuse-plugin (the plugin
+                            declared stateless: its instance is reused)
 
 Rounds are interleaved: each round runs every figure once, so a shared
 machine's drift reaches every figure alike. The step plugin must import only
@@ -83,6 +85,7 @@ the network.`,
 	}
 	cmd.Flags().StringVar(&c.Plugin, "plugin", "", "the step plugin: a WASI-only module answering {\"mode\":\"echo\"} (testdata/guests/c/pipeline.c)")
 	cmd.Flags().StringVar(&c.GoPlugin, "go-plugin", "", "also measure a fan-out of this Go-SDK plugin (testdata/guests/go/conformance)")
+	cmd.Flags().StringVar(&c.GoReusePlugin, "go-reuse-plugin", "", "also measure a fan-out of this stateless Go-SDK plugin, whose instance is reused (testdata/guests/go/stateless)")
 	cmd.Flags().IntVar(&c.Rounds, "rounds", c.Rounds, "rounds of every figure, interleaved; medians are over rounds")
 	cmd.Flags().IntVar(&c.Steps, "steps", c.Steps, "steps of the serial task, and fsyncs per round")
 	cmd.Flags().IntVar(&c.Items, "items", c.Items, "items of each fan-out, and Badger transactions and wazero instances per round")
