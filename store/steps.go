@@ -172,28 +172,36 @@ func (t *tx) saveTask(task *Task) error {
 		bs.wroteSteps[id] = map[int]StepState{}
 	}
 	maps.Copy(bs.wroteSteps[id], wrote)
-	count := task.stepCount()
-	t.after(func(*index) { t.s.mirror.apply(id, count, wrote) })
+	n := task.stepCount()
+	t.after(func(*index) { t.s.mirror.apply(id, n, wrote) })
 	// Kept to seed the cache of decoded records once committed: the header
 	// and the step under the cursor, which the next operation on the task
 	// most likely needs.
-	c := new(Task)
-	task.copyTo(c)
-	n := task.stepCount()
-	c.Steps, c.lazy = nil, newLazySteps(n)
+	c := task.header()
+	c.lazy = newLazySteps(n)
 	if cur := task.Cursor; cur >= 0 && cur < n {
-		var st StepState
+		var st *StepState
 		if task.lazy == nil {
-			st = task.Steps[cur]
-		} else if p, ok := task.lazy.got[cur]; ok {
-			st = *p
+			st = &task.Steps[cur]
+		} else {
+			st = task.lazy.got[cur]
 		}
-		if task.lazy == nil || task.lazy.got[cur] != nil {
-			c.lazy.got[cur], c.lazy.orig[cur] = &st, st
+		if st != nil {
+			v := *st
+			c.lazy.got[cur], c.lazy.orig[cur] = &v, v
 		}
 	}
-	t.batch().wroteTask[string(key)] = c
+	bs.wroteTask[string(key)] = c
 	return nil
+}
+
+// header returns a deep copy of the task without its steps.
+func (t *Task) header() *Task {
+	h := *t
+	h.Steps, h.lazy = nil, nil
+	c := new(Task)
+	h.copyTo(c)
+	return c
 }
 
 // fill loads every step of a task into Steps (readers get whole tasks). A
@@ -287,10 +295,7 @@ const maxPrefixTasks = 1024
 // snapshot returns a copy of the task's header for lease snapshots, with
 // Steps holding the steps before the cursor. The caller holds s.idx.mu.
 func (s *Store) snapshot(t *tx, task *Task) *Task {
-	snap := new(Task)
-	h := *task
-	h.Steps, h.lazy = nil, nil
-	h.copyTo(snap)
+	snap := task.header()
 	snap.Steps = s.prefixes.get(t, task)
 	return snap
 }
