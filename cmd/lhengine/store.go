@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 
@@ -28,14 +29,22 @@ the checksum of every table, block and value, the store's sync sequence
 against its high-water mark (rollback or lost writes), that every record
 decodes, and that every runnable task, unit and effect journal entry belongs
 to a task record. A store that was closed is opened read-only; one that was
-not is opened as any command opens it (taking its lock, so not beside an
-engine using the same home, and replaying its write-ahead log).
+not is opened as any command opens it (taking its lock, and replaying its
+write-ahead log). It reads the store alone: with an owner serving the home
+(run, worker, serve) it says so and stops.
 
 Exit codes: 0 the store is whole; 1 damage found (each finding is listed) or
 the store could not be read.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			rep, err := store.Verify(filepath.Join(a.home, "store"), a.logger())
+			if errors.Is(err, store.ErrInUse) {
+				if s := a.dialOwner(cmd.Context()); s != nil {
+					s.c.Close()
+					return fmt.Errorf("home %s is owned by %s: verify reads the store alone; stop that process first", a.home, s.owner)
+				}
+				return a.busy(err)
+			}
 			if err != nil {
 				return err
 			}
