@@ -83,6 +83,8 @@ func decodeCapabilities(s *Step, attrs hcl.Attributes, blocks hcl.Blocks) hcl.Di
 		}
 	}
 
+	diags = append(diags, decodeModelGrant(s, attrs)...)
+
 	var httpBlock *hcl.Block
 	effectBlocks := map[string]*hcl.Block{}
 	mountBlocks := map[string]*hcl.Block{}

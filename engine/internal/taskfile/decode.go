@@ -28,6 +28,7 @@ var taskSchema = &hcl.BodySchema{
 		{Type: "variable", LabelNames: []string{"name"}},
 		{Type: "step", LabelNames: []string{"name"}},
 		{Type: "limits"},
+		{Type: "model", LabelNames: []string{"name"}},
 	},
 }
 
@@ -50,6 +51,7 @@ var stepSchema = &hcl.BodySchema{
 		{Name: "memory"},
 		{Name: "workspace"},
 		{Name: "host_calls"},
+		{Name: "models"},
 	},
 	Blocks: []hcl.BlockHeaderSchema{
 		{Type: "retry"},
@@ -188,8 +190,18 @@ func decodeTaskBlock(block *hcl.Block) (*Task, hcl.Diagnostics) {
 
 	variables := map[string]*Variable{}
 	steps := map[string]*Step{}
+	models := map[string]*Model{}
 	for _, b := range content.Blocks {
 		switch b.Type {
+		case "model":
+			m, d := decodeModelBlock(b)
+			diags = append(diags, d...)
+			if prev, dup := models[m.Name]; dup {
+				diags = append(diags, labelDiag(b, "Duplicate model", fmt.Sprintf("A model named %q was already declared at %s. Model names must be unique within a task.", m.Name, prev.DeclRange)))
+				continue
+			}
+			models[m.Name] = m
+			task.Models = append(task.Models, m)
 		case "limits":
 			if task.Limits.DeclRange != (hcl.Range{}) {
 				diags = append(diags, &hcl.Diagnostic{
@@ -234,6 +246,7 @@ func decodeTaskBlock(block *hcl.Block) (*Task, hcl.Diagnostics) {
 		})
 	}
 
+	diags = append(diags, resolveModels(task)...)
 	for _, s := range task.Steps {
 		if s.Repair == nil || s.Repair.RestartFrom == "" {
 			continue

@@ -92,6 +92,7 @@ type Task struct {
 	Source      []byte
 	DeclRange   hcl.Range // the task block's header
 	Limits      Limits    // the limits block over DefaultLimits
+	Models      []*Model  // the model blocks, in declaration order
 }
 
 // Variable is a declared input of a task.
@@ -133,6 +134,10 @@ type Step struct {
 	Mounts    []*Mount                // extra read-only directories, in declaration order
 	HostCalls int                     // host calls allowed per attempt; 0 means unlimited
 	Limits    *Limits                 // the task's limits; nil (a Step not from Parse) means DefaultLimits
+	Models    map[string]*Model       // the task's models the step may call, by name; nil when it may call none
+
+	modelNames []string       // the models attribute, resolved into Models by resolveModels
+	modelsAttr *hcl.Attribute // the models attribute; nil when absent
 
 	taskName string    // for task.name
 	shaRange hcl.Range // the plugin_sha256 expression, for a mismatch found later
