@@ -68,20 +68,26 @@ func (b *procBundle) lh(t *testing.T, args ...string) (int, string, string) {
 	return code, out.String(), errb.String()
 }
 
-// proc is a started command whose stdout is read line by line.
+// proc is a started command whose stdout is read line by line; stderr
+// closes its seen channel once it has printed what the test waits for.
 type proc struct {
 	c      *exec.Cmd
 	lines  chan string
-	stderr *strings.Builder
+	stderr *watchWriter
 }
 
 func (b *procBundle) start(t *testing.T, args ...string) *proc {
 	t.Helper()
+	return b.startWatching(t, "\x00never", args...)
+}
+
+func (b *procBundle) startWatching(t *testing.T, stderrWant string, args ...string) *proc {
+	t.Helper()
 	c := b.cmd(args...)
 	out, err := c.StdoutPipe()
 	require.NoError(t, err)
-	p := &proc{c: c, lines: make(chan string, 1<<16), stderr: &strings.Builder{}}
-	c.Stderr = syncWriter(p.stderr)
+	p := &proc{c: c, lines: make(chan string, 1<<16), stderr: newWatchWriter(stderrWant)}
+	c.Stderr = p.stderr
 	require.NoError(t, c.Start())
 	go func() {
 		defer close(p.lines)
@@ -125,19 +131,6 @@ func (p *proc) wait(t *testing.T) int {
 	require.NoError(t, err)
 	return 0
 }
-
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(b []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(b)
-}
-
-func syncWriter(w io.Writer) io.Writer { return &lockedWriter{w: w} }
 
 var unitDone = regexp.MustCompile(`unit_done +each\[(\d+)\]`)
 
@@ -311,4 +304,28 @@ func TestServeSurvivesKill9(t *testing.T) {
 	}
 	require.NoError(t, srv.c.Process.Signal(syscall.SIGTERM))
 	require.Equal(t, 0, srv.wait(t), srv.stderr.String())
+}
+
+// TestFollowWaitsForAWorkerAndCtrlCIs130: events --follow on a task nobody
+// works says so and waits without holding the home (a submit beside it
+// works), and Ctrl-C ends it with 130.
+func TestFollowWaitsForAWorkerAndCtrlCIs130(t *testing.T) {
+	t.Parallel()
+	b := setupProcs(t)
+	g := testgate.New(t)
+	path := b.task(t, "queued", g, 3, 1)
+	code, out, errOut := b.lh(t, "submit", path)
+	require.Equal(t, 0, code, errOut)
+	id := strings.TrimSpace(out)
+
+	follow := b.startWatching(t, "waiting for one", "events", "--follow", id)
+	follow.until(t, regexp.MustCompile(`submitted`))
+	<-follow.stderr.seen
+	// A second submit proves the follower does not hold the home while it
+	// waits.
+	code, _, errOut = b.lh(t, "submit", path)
+	require.Equal(t, 0, code, errOut)
+	require.NoError(t, follow.c.Process.Signal(os.Interrupt))
+	require.Equal(t, 130, follow.wait(t), follow.stderr.String())
+	require.Contains(t, follow.stderr.String(), "no process is working on it")
 }
