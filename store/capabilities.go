@@ -20,6 +20,7 @@ import (
 //	b/<sha256>/<chunk>                            artifact bytes, in chunks of ArtifactChunk
 //	p/<task>/<step>/<item>/<sha256>/<name>        provenance of an artifact put by a unit
 //	j/<task>/<step>/<item>/<key>                  effect journal entry
+//	g/<task>/<step>/<item>/<sha256>/<key>         model journal entry (model.go)
 //	v/<task>/<step>/<item>/<key>                  unit key/value
 //	n/<task>/<seq>                                progress note
 //	q/<task>/...                                  storage usage and quota marks (quota.go)

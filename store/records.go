@@ -71,6 +71,9 @@ type Task struct {
 	Counters map[string]int64 `json:"counters,omitempty"`
 	// Notes counts the progress notes recorded (read them with Reader.Notes).
 	Notes uint64 `json:"notes,omitempty"`
+	// ModelUsage totals the task's model calls: each billed once, when its
+	// response was recorded (read them with Reader.ModelCalls).
+	ModelUsage ModelUsage `json:"model_usage,omitzero"`
 
 	CreatedAt  time.Time `json:"created_at"`
 	UpdatedAt  time.Time `json:"updated_at"`
@@ -266,6 +269,7 @@ const (
 	EvResumed        EventType = "resumed"
 	EvEffectResolved EventType = "effect_resolved"
 	EvRetried        EventType = "retried"
+	EvModelCall      EventType = "model_call"
 )
 
 // Event is one entry of a task's durable event log.
@@ -280,6 +284,8 @@ type Event struct {
 	Owner   string     `json:"owner,omitempty"`
 	Kind    fault.Kind `json:"kind,omitempty"`
 	Message string     `json:"message,omitempty"`
+	// Model describes the call of an EvModelCall event.
+	Model *ModelCallEvent `json:"model,omitempty"`
 }
 
 // Attempt is the record of one finished attempt of a unit: its output (when it

@@ -35,6 +35,10 @@ const (
 	EffectAfterPerform = "effect.after_perform" // effect performed, outcome not recorded
 	EffectAfterOutcome = "effect.after_outcome" // outcome synced, unit not committed
 	ArtifactAfterPut   = "artifact.after_put"   // artifact and provenance synced
+	// ModelAfterRecord: a model call's response and cost synced, unit not
+	// committed. Only steps that call models reach it, so it is not among
+	// Points, whose matrix runs a task that calls none.
+	ModelAfterRecord = "model.after_record"
 )
 
 // Points lists every point, for tests that run a matrix over them.

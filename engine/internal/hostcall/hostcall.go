@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/lhengine/lhengine/engine/internal/guest"
 	"github.com/lhengine/lhengine/engine/internal/taskfile"
@@ -30,8 +31,16 @@ type Attempt struct {
 	Workspace    string
 	PluginSHA256 string
 	InputSHA256  string
-	// Client performs http effects and fetches; nil means a default client.
+	// Client performs http effects, fetches and model calls; nil means a
+	// default client.
 	Client *http.Client
+	// Getenv reads the environment variable holding a model's API key;
+	// nil means os.Getenv.
+	Getenv func(string) string
+	// ModelBackoff is the first wait before a model call is sent again
+	// after a rate limit or a server error, doubled each time; 0 means
+	// 500ms.
+	ModelBackoff time.Duration
 
 	mu        sync.Mutex
 	counts    map[string]int64
@@ -77,6 +86,8 @@ func (a *Attempt) Call(ctx context.Context, name string, req []byte) ([]byte, er
 		return a.effect(ctx, req)
 	case "http.fetch":
 		return a.fetch(ctx, req)
+	case "model.generate":
+		return a.generate(ctx, req)
 	case "progress.count":
 		var r struct {
 			Name  string `json:"name"`

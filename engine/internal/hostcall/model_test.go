@@ -1,0 +1,331 @@
+package hostcall
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lhengine/lhengine/engine/internal/guest"
+	"github.com/lhengine/lhengine/engine/internal/taskfile"
+	"github.com/lhengine/lhengine/internal/testmodel"
+	"github.com/lhengine/lhengine/store"
+)
+
+const testKey = "sk-test-7f3a9c1e55d2b0aa"
+
+// modelStep is a step granted the model "m" of provider proto served by
+// srv, whose key is in the environment variable TEST_MODEL_KEY.
+func modelStep(srv *testmodel.Server, proto string) *taskfile.Step {
+	base := srv.URL
+	if proto == taskfile.ProviderOpenAI {
+		base += "/v1"
+	}
+	m := &taskfile.Model{Name: "m", Provider: proto, BaseURL: base, ID: "test-model", APIKeyEnv: "TEST_MODEL_KEY",
+		InputPrice: 3, OutputPrice: 15, Timeout: 5 * time.Second, MaxTokens: 256}
+	return &taskfile.Step{Name: "think", Models: map[string]*taskfile.Model{"m": m}}
+}
+
+func modelAttempt(t *testing.T, srv *testmodel.Server, proto string, opts store.Options) *Attempt {
+	t.Helper()
+	srv.Key = testKey
+	a := setupIn(t, modelStep(srv, proto), opts)
+	withKey(a)
+	return a
+}
+
+func withKey(a *Attempt) {
+	a.Getenv = func(name string) string {
+		if name == "TEST_MODEL_KEY" {
+			return testKey
+		}
+		return ""
+	}
+	a.ModelBackoff = time.Millisecond
+}
+
+func generate(t *testing.T, a *Attempt, req string) (ModelResponse, error) {
+	t.Helper()
+	b, err := a.Call(context.Background(), "model.generate", []byte(req))
+	if err != nil {
+		return ModelResponse{}, err
+	}
+	var out ModelResponse
+	require.NoError(t, json.Unmarshal(b, &out))
+	return out, nil
+}
+
+func usage(t *testing.T, a *Attempt) store.ModelUsage {
+	t.Helper()
+	task, err := a.Store.Task(context.Background(), a.Lease.Task)
+	require.NoError(t, err)
+	return task.ModelUsage
+}
+
+const toolRequest = `{"model":"m","key":"plan-1","messages":[
+	{"role":"system","content":"You are terse."},
+	{"role":"user","content":"weather in Paris"}],
+  "tools":[{"name":"lookup","description":"looks things up","parameters":{"type":"object","properties":{"input":{"type":"string"}}}}]}`
+
+const toolAnswer = `{"model":"m","key":"plan-2","messages":[
+	{"role":"system","content":"You are terse."},
+	{"role":"user","content":"weather in Paris"},
+	{"role":"assistant","content":"","tool_calls":[{"id":"call_1","name":"lookup","arguments":{"input":"weather in Paris"}}]},
+	{"role":"tool","tool_call_id":"call_1","content":"sunny and mild"}],
+  "tools":[{"name":"lookup","parameters":{"type":"object"}}]}`
+
+// TestModelGenerateSpeaksBothProtocols: a tool-using exchange through each
+// protocol: the tool call, then the answer to its result, with usage and
+// cost charged to the task, and the key in the provider's header.
+func TestModelGenerateSpeaksBothProtocols(t *testing.T) {
+	t.Parallel()
+	for _, proto := range []string{taskfile.ProviderOpenAI, taskfile.ProviderAnthropic} {
+		t.Run(proto, func(t *testing.T) {
+			t.Parallel()
+			srv := testmodel.New(t)
+			a := modelAttempt(t, srv, proto, store.Options{InMemory: true})
+
+			out, err := generate(t, a, toolRequest)
+			require.NoError(t, err)
+			require.Equal(t, StopToolCalls, out.StopReason)
+			require.Len(t, out.ToolCalls, 1)
+			require.Equal(t, "lookup", out.ToolCalls[0].Name)
+			require.NotEmpty(t, out.ToolCalls[0].ID)
+			require.JSONEq(t, `{"input":"weather in Paris"}`, string(out.ToolCalls[0].Arguments))
+			require.Equal(t, ModelUsage{InputTokens: 6, OutputTokens: 5}, out.Usage, "words of the system and user messages; 5 per tool call")
+			require.InDelta(t, (6*3+5*15)/1e6, out.Cost, 1e-12)
+			require.False(t, out.Replayed)
+
+			out2, err := generate(t, a, toolAnswer)
+			require.NoError(t, err)
+			require.Equal(t, StopEnd, out2.StopReason)
+			require.Equal(t, "tool said: sunny and mild", out2.Text)
+			require.Empty(t, out2.ToolCalls)
+			require.NotNil(t, out2.ToolCalls, "always an array")
+
+			reqs := srv.Requests()
+			require.Len(t, reqs, 2)
+			for _, r := range reqs {
+				require.Equal(t, proto, r.Protocol)
+				if proto == taskfile.ProviderOpenAI {
+					require.Equal(t, "Bearer "+testKey, r.Header.Get("Authorization"))
+				} else {
+					require.Equal(t, testKey, r.Header.Get("x-api-key"))
+					require.Equal(t, "2023-06-01", r.Header.Get("anthropic-version"))
+				}
+			}
+			var body map[string]any
+			require.NoError(t, json.Unmarshal(reqs[0].Body, &body))
+			require.Equal(t, "test-model", body["model"])
+			require.EqualValues(t, 256, body["max_tokens"], "the model's cap when the request names none")
+
+			u := usage(t, a)
+			require.EqualValues(t, 2, u.Calls)
+			require.Equal(t, out.Usage.InputTokens+out2.Usage.InputTokens, u.InputTokens)
+			require.Equal(t, out.Usage.OutputTokens+out2.Usage.OutputTokens, u.OutputTokens)
+			require.InDelta(t, out.Cost+out2.Cost, u.Cost, 1e-12)
+
+			var events []store.Event
+			require.NoError(t, a.Store.Read(func(r *store.Reader) error {
+				events, err = r.Events(a.Lease.Task, 0, 0)
+				return err
+			}))
+			var calls []*store.ModelCallEvent
+			for _, e := range events {
+				if e.Type == store.EvModelCall {
+					calls = append(calls, e.Model)
+					require.NotContains(t, e.Message, "Paris", "no prompt text in events")
+					require.NotContains(t, e.Message, "sunny")
+				}
+			}
+			require.Len(t, calls, 2)
+			require.Equal(t, store.ModelCallEvent{Model: "m", ModelID: "test-model", Key: "plan-1", InputTokens: 6, OutputTokens: 5, Cost: out.Cost}, *calls[0])
+		})
+	}
+}
+
+// TestModelGenerateReplaysTheJournal: the same call again (as a retried
+// attempt makes it) is answered from the journal with replayed true, is
+// not sent and not billed; the same key with another request is a new
+// call.
+func TestModelGenerateReplaysTheJournal(t *testing.T) {
+	t.Parallel()
+	srv := testmodel.New(t)
+	a := modelAttempt(t, srv, taskfile.ProviderOpenAI, store.Options{InMemory: true})
+	req := `{"model":"m","key":"k","messages":[{"role":"user","content":"hello there"}],"temperature":0.5}`
+	first, err := generate(t, a, req)
+	require.NoError(t, err)
+	require.Equal(t, "echo: hello there", first.Text)
+
+	// Another attempt of the unit makes the same call; the key order of
+	// the request does not matter.
+	a.Lease.Attempt++
+	again, err := generate(t, a, `{"temperature":0.5,"messages":[{"content":"hello there","role":"user"}],"key":"k","model":"m"}`)
+	require.NoError(t, err)
+	require.True(t, again.Replayed)
+	first.Replayed = true
+	require.Equal(t, first, again)
+	require.Equal(t, 1, len(srv.Requests()), "sent once")
+	require.EqualValues(t, 1, usage(t, a).Calls, "billed once")
+	require.InDelta(t, first.Cost, usage(t, a).Cost, 1e-12)
+
+	other, err := generate(t, a, `{"model":"m","key":"k","messages":[{"role":"user","content":"something else"}]}`)
+	require.NoError(t, err)
+	require.False(t, other.Replayed, "another request under the key is another call")
+	require.Equal(t, "echo: something else", other.Text)
+	require.Equal(t, 2, len(srv.Requests()))
+	require.EqualValues(t, 2, usage(t, a).Calls)
+
+	var calls []store.ModelCall
+	require.NoError(t, a.Store.Read(func(r *store.Reader) error {
+		calls, err = r.ModelCalls(a.Lease.Task)
+		return err
+	}))
+	require.Len(t, calls, 2)
+	for _, c := range calls {
+		require.Equal(t, "k", c.Key)
+		require.Len(t, c.RequestSHA256, 64)
+	}
+}
+
+// TestModelGenerateRefusals: no grant is DENIED, a malformed request
+// INVALID, a missing key variable UNAVAILABLE; nothing is sent.
+func TestModelGenerateRefusals(t *testing.T) {
+	t.Parallel()
+	srv := testmodel.New(t)
+	a := modelAttempt(t, srv, taskfile.ProviderOpenAI, store.Options{InMemory: true})
+	ok := `{"model":"m","key":"k","messages":[{"role":"user","content":"hi"}]}`
+	for _, c := range []struct {
+		req  string
+		want int32
+	}{
+		{`{"model":"other","key":"k","messages":[{"role":"user","content":"hi"}]}`, guest.StatusDenied},
+		{`{"model":"m","messages":[{"role":"user","content":"hi"}]}`, guest.StatusInvalid},
+		{`{"model":"m","key":"k","messages":[]}`, guest.StatusInvalid},
+		{`{"model":"m","key":"k","messages":[{"role":"robot","content":"hi"}]}`, guest.StatusInvalid},
+		{`{"model":"m","key":"k","messages":[{"role":"tool","content":"hi"}]}`, guest.StatusInvalid},
+		{`{"model":"m","key":"k","messages":[{"role":"user","content":"hi"}],"temperature":9}`, guest.StatusInvalid},
+		{`{"model":"m","key":"k","messages":[{"role":"user","content":"hi"}],"tools":[{"name":"t","parameters":[1]}]}`, guest.StatusInvalid},
+		{`{"model":"m","key":"k","prompt":"hi"}`, guest.StatusInvalid},
+	} {
+		_, err := generate(t, a, c.req)
+		require.Equal(t, c.want, status(t, err), c.req)
+	}
+
+	bare := setup(t, &taskfile.Step{Name: "plain"})
+	_, err := generate(t, bare, ok)
+	require.Equal(t, guest.StatusDenied, status(t, err), "a step without models may call none")
+
+	a.Getenv = func(string) string { return "" }
+	_, err = generate(t, a, ok)
+	require.Equal(t, guest.StatusUnavailable, status(t, err))
+	require.Contains(t, err.Error(), "TEST_MODEL_KEY")
+	require.Empty(t, srv.Requests(), "nothing was sent")
+}
+
+// TestModelGenerateProviderErrors: a rate limit with Retry-After and
+// server errors are sent again; a persistent 500 ends UNAVAILABLE; a 4xx
+// is INVALID at once, with the provider's message but never the key.
+func TestModelGenerateProviderErrors(t *testing.T) {
+	t.Parallel()
+	req := `{"model":"m","key":"k","messages":[{"role":"user","content":"hi"}]}`
+	for _, proto := range []string{taskfile.ProviderOpenAI, taskfile.ProviderAnthropic} {
+		t.Run(proto, func(t *testing.T) {
+			t.Parallel()
+			srv := testmodel.New(t)
+			a := modelAttempt(t, srv, proto, store.Options{InMemory: true})
+			srv.FailNext(1, http.StatusTooManyRequests, "0")
+			srv.FailNext(1, http.StatusServiceUnavailable, "")
+			out, err := generate(t, a, req)
+			require.NoError(t, err)
+			require.Equal(t, "echo: hi", out.Text)
+			require.Len(t, srv.Requests(), 3)
+			require.Equal(t, 1, srv.Answered())
+			require.EqualValues(t, 1, usage(t, a).Calls)
+
+			srv.FailNext(modelTries, http.StatusInternalServerError, "")
+			_, err = generate(t, a, strings.Replace(req, `"k"`, `"k2"`, 1))
+			require.Equal(t, guest.StatusUnavailable, status(t, err))
+			require.Contains(t, err.Error(), "500")
+			require.Len(t, srv.Requests(), 3+modelTries)
+
+			srv.Key = "another key"
+			_, err = generate(t, a, strings.Replace(req, `"k"`, `"k3"`, 1))
+			require.Equal(t, guest.StatusInvalid, status(t, err))
+			require.Contains(t, err.Error(), "401")
+			require.Contains(t, err.Error(), "wrong API key")
+			require.NotContains(t, err.Error(), testKey)
+			require.Len(t, srv.Requests(), 4+modelTries, "a 4xx is not sent again")
+			require.EqualValues(t, 1, usage(t, a).Calls, "failures are not billed")
+		})
+	}
+}
+
+// TestModelGenerateRetriesWithinTheStepDeadline: with the step's time
+// running out, a rate limit asking for a longer wait ends the call
+// UNAVAILABLE at once instead of waiting past the deadline.
+func TestModelGenerateRetriesWithinTheStepDeadline(t *testing.T) {
+	t.Parallel()
+	srv := testmodel.New(t)
+	a := modelAttempt(t, srv, taskfile.ProviderOpenAI, store.Options{InMemory: true})
+	srv.FailNext(1, http.StatusTooManyRequests, "3600")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	start := time.Now()
+	_, err := a.Call(ctx, "model.generate", []byte(`{"model":"m","key":"k","messages":[{"role":"user","content":"hi"}]}`))
+	require.Equal(t, guest.StatusUnavailable, status(t, err))
+	require.Less(t, time.Since(start), 30*time.Second)
+	require.Len(t, srv.Requests(), 1)
+}
+
+// TestModelKeyNeverStored: after calls that succeeded, were replayed and
+// were refused, no value in the store holds the API key.
+func TestModelKeyNeverStored(t *testing.T) {
+	t.Parallel()
+	srv := testmodel.New(t)
+	srv.Key = testKey
+	dir := t.TempDir()
+	s, err := store.Open(dir, store.Options{})
+	require.NoError(t, err)
+	ctx := context.Background()
+	_, _, err = s.Submit(ctx, store.NewTask{Name: "t", Steps: []store.StepState{{Name: "think"}}})
+	require.NoError(t, err)
+	c, err := s.Claim(ctx, store.ClaimRequest{Owner: s.Owner("w"), Max: 1})
+	require.NoError(t, err)
+	a := &Attempt{Store: s, Lease: c.Leases[0], Step: modelStep(srv, taskfile.ProviderAnthropic)}
+	withKey(a)
+	req := `{"model":"m","key":"k","messages":[{"role":"user","content":"hi"}]}`
+	_, err = generate(t, a, req)
+	require.NoError(t, err)
+	_, err = generate(t, a, req)
+	require.NoError(t, err)
+	srv.Key = "rotated"
+	_, err = generate(t, a, strings.Replace(req, "hi", "bye", 1))
+	require.Error(t, err)
+	require.NotContains(t, err.Error(), testKey)
+	require.NoError(t, s.Close())
+
+	db, err := badger.Open(badger.DefaultOptions(dir).WithLogger(nil))
+	require.NoError(t, err)
+	defer db.Close()
+	n := 0
+	require.NoError(t, db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.DefaultIteratorOptions)
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			n++
+			require.NotContains(t, string(it.Item().Key()), testKey)
+			require.NoError(t, it.Item().Value(func(v []byte) error {
+				require.NotContains(t, string(v), testKey, "key %s", it.Item().Key())
+				return nil
+			}))
+		}
+		return nil
+	}))
+	require.Greater(t, n, 5)
+}
