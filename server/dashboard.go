@@ -242,13 +242,12 @@ func (s *Server) pageTask(w http.ResponseWriter, r *http.Request) {
 		for i, st := range t.Steps {
 			sv := stepView{StepState: st, Index: i, Completed: st.Planned && st.Done >= st.Units}
 			if st.FanOut {
-				units, err := rd.Units(t.ID, i)
+				units, err := rd.UnitsUpTo(t.ID, i, pageUnits)
 				if err != nil {
 					return err
 				}
-				if len(units) > pageUnits {
-					sv.UnitsMore = len(units) - pageUnits
-					units = units[:pageUnits]
+				if st.Planned && st.Units > len(units) {
+					sv.UnitsMore = st.Units - len(units)
 				}
 				sv.UnitList = units
 			}

@@ -32,3 +32,22 @@ func TestChangedIsClosedByTheNextCommit(t *testing.T) {
 	<-next
 	_ = task
 }
+
+func TestUnitsUpToReadsAPage(t *testing.T) {
+	t.Parallel()
+	b := setup(t, fanOutPlanner(5))
+	task := b.submit(t, []StepState{{Name: "each", FanOut: true, Limit: 5}})
+	_ = task
+	require.NoError(t, b.s.Read(func(r *Reader) error {
+		all, err := r.Units(task.ID, 0)
+		require.NoError(t, err)
+		page, err := r.UnitsUpTo(task.ID, 0, 3)
+		require.NoError(t, err)
+		require.Len(t, page, 3)
+		require.Equal(t, all[:3], page)
+		none, err := r.UnitsUpTo(task.ID, 0, 0)
+		require.NoError(t, err)
+		require.Empty(t, none)
+		return nil
+	}))
+}
