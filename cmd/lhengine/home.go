@@ -93,7 +93,7 @@ func (a *app) connect(ctx context.Context, m homeMode) (*session, error) {
 			}
 			s.c.Close()
 		}
-		if time.Now().After(deadline) {
+		if time.Now().After(deadline) || a.stuckOwner() {
 			return nil, a.busy(err)
 		}
 		t := time.NewTimer(50 * time.Millisecond)
@@ -142,6 +142,15 @@ func (a *app) dialServer(ctx context.Context) (*session, error) {
 		return nil, fmt.Errorf("server %s: %w", a.server, err)
 	}
 	return &session{c: c, owner: o}, nil
+}
+
+// stuckOwner: the home's owner record names a live process that works
+// tasks and started a while ago, yet its socket did not answer. Waiting
+// for it to let go would be waiting for a worker to finish: say so at once.
+func (a *app) stuckOwner() bool {
+	o, err := server.ReadOwner(a.home)
+	return err == nil && o.Stopped.IsZero() && o.Works != "" &&
+		time.Since(o.Started) > 2*time.Second && alive(o.PID)
 }
 
 // busy explains a home held by a process that does not answer.
