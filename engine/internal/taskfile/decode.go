@@ -23,6 +23,7 @@ var taskSchema = &hcl.BodySchema{
 	Attributes: []hcl.AttributeSchema{
 		{Name: "objective"},
 		{Name: "constraints"},
+		{Name: "policies"},
 	},
 	Blocks: []hcl.BlockHeaderSchema{
 		{Type: "variable", LabelNames: []string{"name"}},
@@ -185,6 +186,11 @@ func decodeTaskBlock(block *hcl.Block) (*Task, hcl.Diagnostics) {
 	if attr, ok := content.Attributes["constraints"]; ok {
 		var d hcl.Diagnostics
 		task.Constraints, d = constStringList(attr)
+		diags = append(diags, d...)
+	}
+	if attr, ok := content.Attributes["policies"]; ok {
+		var d hcl.Diagnostics
+		task.Policies, d = decodePolicyRefs(attr) // policy.go
 		diags = append(diags, d...)
 	}
 

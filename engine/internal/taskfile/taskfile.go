@@ -93,6 +93,9 @@ type Task struct {
 	DeclRange   hcl.Range // the task block's header
 	Limits      Limits    // the limits block over DefaultLimits
 	Models      []*Model  // the model blocks, in declaration order
+	// Policies are the policies the task selects (specs/policies.md), as
+	// written; ApplyPolicies applies the ones a run resolves.
+	Policies []PolicyRef
 }
 
 // Variable is a declared input of a task.
@@ -135,6 +138,12 @@ type Step struct {
 	HostCalls int                     // host calls allowed per attempt; 0 means unlimited
 	Limits    *Limits                 // the task's limits; nil (a Step not from Parse) means DefaultLimits
 	Models    map[string]*Model       // the task's models the step may call, by name; nil when it may call none
+
+	// Set by ApplyPolicies (specs/policies.md): the policy parameters
+	// handed to the step's plugin (a JSON object; nil for none), and the
+	// policy versions of the run, NAME@VERSION.
+	Params   []byte
+	Policies []string
 
 	modelNames []string       // the models attribute, resolved into Models by resolveModels
 	modelsAttr *hcl.Attribute // the models attribute; nil when absent

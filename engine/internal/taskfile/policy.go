@@ -1,0 +1,944 @@
+package taskfile
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"path"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
+)
+
+// A Policy is one version of a harness policy (specs/policies.md): a
+// workaround for what today's models do badly, stated as data the engine
+// applies to a task (steps inserted before or after matching steps,
+// parameters handed to plugins, overrides of step limits), with the model
+// capability it assumes and the evidence for it.
+//
+// A Policy is immutable once parsed. Its Text is the policy block's own
+// source, which is what a run manifest pins: ParsePinnedPolicy reads it back,
+// with the same file positions, without the file.
+type Policy struct {
+	Name       string
+	Version    int
+	Assumption string
+	Evidence   Evidence
+	Steps      string                     // glob of the steps Params go to; "*" by default
+	Params     map[string][]byte          // parameter name -> JSON value; nil when none
+	Inserts    []*Insert                  // in declaration order
+	Overrides  []*Override                // in declaration order
+	Filename   string                     // the file the block is in
+	Start      hcl.Pos                    // where Text starts in that file
+	Text       []byte                     // the policy block's source
+	SHA256     string                     // of Text, lower-case hex
+	DeclRange  hcl.Range                  // the block's header
+	ParamsRng  hcl.Range                  // the params attribute, for conflicts
+	paramRange map[string]hcl.Range       // each parameter's value
+	blocks     map[*Insert]insertTemplate // to decode an insert again for each anchor
+}
+
+// Evidence is why a policy is believed to help: text, and the path of an eval
+// result file when one backs it.
+type Evidence struct {
+	Text   string
+	Result string // "" when no eval result backs the policy yet
+}
+
+// Ref is NAME@VERSION, the way reports and provenance name a policy version.
+func (p *Policy) Ref() string { return p.Name + "@" + strconv.Itoa(p.Version) }
+
+// Insert adds a step before or after every task step whose name matches a
+// glob. The inserted step is decoded like a task step (the same attributes and
+// blocks); in its expressions step.anchor.output is the output of the step it
+// was inserted next to, and restart_from = "anchor" names that step.
+type Insert struct {
+	Name      string
+	Before    string // glob; exactly one of Before and After is set
+	After     string
+	DeclRange hcl.Range
+	anchorRng hcl.Range
+}
+
+// Anchor is the glob and where the insert goes: "before" or "after".
+func (in *Insert) Anchor() (where, glob string) {
+	if in.Before != "" {
+		return "before", in.Before
+	}
+	return "after", in.After
+}
+
+type insertTemplate struct {
+	index int // of the insert block among the policy's insert blocks
+}
+
+// Override changes limits of the steps whose names match Steps. A nil field
+// leaves the step's own value.
+type Override struct {
+	Steps      string
+	Attempts   *int
+	Backoff    *time.Duration
+	MaxBackoff *time.Duration
+	Timeout    *time.Duration
+	Memory     *uint64
+	HostCalls  *int
+	RepairMax  *int
+	DeclRange  hcl.Range
+	ranges     map[string]hcl.Range // field -> its value's range
+}
+
+// PolicyRef is a policy selected by a task's policies attribute (or on the
+// command line): NAME or NAME@VERSION.
+type PolicyRef struct {
+	Name    string
+	Version int       // 0: the highest version found
+	Range   hcl.Range // the list element; zero when not from a file
+}
+
+func (r PolicyRef) String() string {
+	if r.Version == 0 {
+		return r.Name
+	}
+	return r.Name + "@" + strconv.Itoa(r.Version)
+}
+
+// ParsePolicyRef parses NAME or NAME@VERSION (VERSION a whole number >= 1).
+func ParsePolicyRef(s string) (PolicyRef, error) {
+	name, ver, hasVer := strings.Cut(s, "@")
+	if !hclsyntax.ValidIdentifier(name) {
+		return PolicyRef{}, fmt.Errorf("%q is not a policy name: a policy name starts with a letter or underscore and holds letters, digits, underscores and dashes", name)
+	}
+	r := PolicyRef{Name: name}
+	if hasVer {
+		n, err := strconv.Atoi(ver)
+		if err != nil || n < 1 {
+			return PolicyRef{}, fmt.Errorf("%q: the version after @ must be a whole number of at least 1", s)
+		}
+		r.Version = n
+	}
+	return r, nil
+}
+
+var policyFileSchema = &hcl.BodySchema{
+	Blocks: []hcl.BlockHeaderSchema{{Type: "policy", LabelNames: []string{"name"}}},
+}
+
+var policySchema = &hcl.BodySchema{
+	Attributes: []hcl.AttributeSchema{
+		{Name: "version", Required: true},
+		{Name: "assumption", Required: true},
+		{Name: "steps"},
+		{Name: "params"},
+	},
+	Blocks: []hcl.BlockHeaderSchema{
+		{Type: "evidence"},
+		{Type: "insert", LabelNames: []string{"name"}},
+		{Type: "override"},
+	},
+}
+
+var evidenceSchema = &hcl.BodySchema{
+	Attributes: []hcl.AttributeSchema{
+		{Name: "text", Required: true},
+		{Name: "result"},
+	},
+}
+
+var insertAnchorSchema = &hcl.BodySchema{
+	Attributes: []hcl.AttributeSchema{{Name: "before"}, {Name: "after"}},
+}
+
+var overrideSchema = &hcl.BodySchema{
+	Attributes: []hcl.AttributeSchema{
+		{Name: "steps", Required: true},
+		{Name: "attempts"},
+		{Name: "backoff"},
+		{Name: "max_backoff"},
+		{Name: "timeout"},
+		{Name: "memory"},
+		{Name: "host_calls"},
+		{Name: "repair_max"},
+	},
+}
+
+// ParsePolicies parses a policy file: one or more policy blocks, each one
+// version of a policy. Every mistake is reported, in file order, with a
+// Subject range in filename; a syntax error stops the parse. Policies with
+// errors are left out of the result. ParsePolicies never panics.
+func ParsePolicies(filename string, src []byte) (ps []*Policy, diags hcl.Diagnostics) {
+	return parsePolicies(filename, src, hcl.InitialPos)
+}
+
+// ParsePinnedPolicy reads back the Text of a policy pinned in a run manifest,
+// whose block starts at start in filename. The text must hold exactly one
+// policy block.
+func ParsePinnedPolicy(filename string, text []byte, start hcl.Pos) (*Policy, hcl.Diagnostics) {
+	ps, diags := parsePolicies(filename, text, start)
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	if len(ps) != 1 {
+		return nil, append(diags, &hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Invalid pinned policy",
+			Detail:   fmt.Sprintf("A pinned policy holds exactly one policy block; this one holds %d.", len(ps)),
+			Subject:  &hcl.Range{Filename: filename, Start: start, End: start},
+		})
+	}
+	return ps[0], diags
+}
+
+func parsePolicies(filename string, src []byte, start hcl.Pos) (ps []*Policy, diags hcl.Diagnostics) {
+	defer func() {
+		if r := recover(); r != nil {
+			ps = nil
+			diags = append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Internal error while parsing the policy file",
+				Detail:   fmt.Sprintf("The policy file could not be parsed because of a bug in lhengine: %v. Please report it with the file attached.", r),
+				Subject:  &hcl.Range{Filename: filename, Start: start, End: start},
+			})
+		}
+	}()
+	if diags := checkSource(filename, src); diags.HasErrors() {
+		return nil, diags
+	}
+	file, diags := hclsyntax.ParseConfig(src, filename, start)
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	boundSyntax(file.Body)
+	content, d := file.Body.Content(policyFileSchema)
+	diags = append(diags, d...)
+	seen := map[string]*Policy{}
+	for _, b := range content.Blocks {
+		p, d := decodePolicyBlock(b)
+		diags = append(diags, d...)
+		if d.HasErrors() {
+			continue
+		}
+		rng := b.Body.(*hclsyntax.Body).SrcRange
+		from, to := b.DefRange.Start.Byte-start.Byte, rng.End.Byte-start.Byte
+		p.Filename = filename
+		p.Start = b.DefRange.Start
+		p.Text = bytes.Clone(src[from:to])
+		sum := sha256.Sum256(p.Text)
+		p.SHA256 = hex.EncodeToString(sum[:])
+		if prev, dup := seen[p.Ref()]; dup {
+			diags = append(diags, labelDiag(b, "Duplicate policy version", fmt.Sprintf("Version %d of policy %q was already declared at %s. Give the new one the next version number.", p.Version, p.Name, prev.DeclRange)))
+			continue
+		}
+		seen[p.Ref()] = p
+		ps = append(ps, p)
+	}
+	if len(content.Blocks) == 0 && !diags.HasErrors() {
+		diags = append(diags, &hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Missing policy block",
+			Detail:   `A policy file declares one or more policies: policy "name" { version = 1 ... }.`,
+			Subject:  file.Body.MissingItemRange().Ptr(),
+		})
+	}
+	return ps, sortDiagnostics(diags)
+}
+
+func decodePolicyBlock(block *hcl.Block) (*Policy, hcl.Diagnostics) {
+	p := &Policy{Name: block.Labels[0], Steps: "*", DeclRange: block.DefRange, blocks: map[*Insert]insertTemplate{}}
+	var diags hcl.Diagnostics
+	if !hclsyntax.ValidIdentifier(p.Name) {
+		diags = append(diags, invalidName("policy", block))
+	}
+	content, d := block.Body.Content(policySchema)
+	diags = append(diags, d...)
+	if attr, ok := content.Attributes["version"]; ok {
+		n, d := constInt(attr)
+		diags = append(diags, d...)
+		if !d.HasErrors() && n < 1 {
+			diags = append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Invalid policy version",
+				Detail:   fmt.Sprintf("version is a whole number of at least 1; got %d.", n),
+				Subject:  attr.Expr.Range().Ptr(),
+				Context:  attr.Range.Ptr(),
+			})
+		}
+		p.Version = n
+	}
+	if attr, ok := content.Attributes["assumption"]; ok {
+		s, d := constString(attr)
+		diags = append(diags, d...)
+		if !d.HasErrors() && strings.TrimSpace(s) == "" {
+			diags = append(diags, emptyText(attr, "assumption states the model capability the policy compensates for"))
+		}
+		p.Assumption = s
+	}
+	if attr, ok := content.Attributes["steps"]; ok {
+		p.Steps, d = constGlob(attr)
+		diags = append(diags, d...)
+	}
+	if attr, ok := content.Attributes["params"]; ok {
+		p.ParamsRng = attr.Range
+		p.Params, p.paramRange, d = constParams(attr)
+		diags = append(diags, d...)
+	}
+	var evidence *hcl.Block
+	inserts := map[string]*Insert{}
+	for _, b := range content.Blocks {
+		switch b.Type {
+		case "evidence":
+			if evidence != nil {
+				diags = append(diags, &hcl.Diagnostic{
+					Severity: hcl.DiagError,
+					Summary:  "Duplicate evidence block",
+					Detail:   fmt.Sprintf("A policy has one evidence block; the first is at %s.", evidence.DefRange),
+					Subject:  b.DefRange.Ptr(),
+				})
+				continue
+			}
+			evidence = b
+			p.Evidence, d = decodeEvidenceBlock(b)
+			diags = append(diags, d...)
+		case "insert":
+			in, d := decodeInsertAnchor(b)
+			diags = append(diags, d...)
+			if prev, dup := inserts[in.Name]; dup {
+				diags = append(diags, labelDiag(b, "Duplicate insert", fmt.Sprintf("An insert named %q was already declared at %s.", in.Name, prev.DeclRange)))
+				continue
+			}
+			// Decode the step part once now, for its diagnostics; it is
+			// decoded again, fresh, for every step it is inserted next to.
+			_, d = decodeInsertStep(b, "")
+			diags = append(diags, d...)
+			inserts[in.Name] = in
+			p.blocks[in] = insertTemplate{index: len(p.Inserts)}
+			p.Inserts = append(p.Inserts, in)
+		case "override":
+			o, d := decodeOverrideBlock(b)
+			diags = append(diags, d...)
+			p.Overrides = append(p.Overrides, o)
+		}
+	}
+	if evidence == nil {
+		diags = append(diags, &hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Missing evidence block",
+			Detail:   `A policy says why it is believed to help: evidence { text = "...", result = "path/to/eval/result.json" } (result is optional; say plainly when no eval backs the policy yet).`,
+			Subject:  block.DefRange.Ptr(),
+		})
+	}
+	return p, diags
+}
+
+func emptyText(attr *hcl.Attribute, what string) *hcl.Diagnostic {
+	return &hcl.Diagnostic{
+		Severity: hcl.DiagError,
+		Summary:  "Empty text",
+		Detail:   fmt.Sprintf("%s must not be blank: %s.", attr.Name, what),
+		Subject:  attr.Expr.Range().Ptr(),
+		Context:  attr.Range.Ptr(),
+	}
+}
+
+func decodeEvidenceBlock(b *hcl.Block) (Evidence, hcl.Diagnostics) {
+	var e Evidence
+	content, diags := b.Body.Content(evidenceSchema)
+	if attr, ok := content.Attributes["text"]; ok {
+		s, d := constString(attr)
+		diags = append(diags, d...)
+		if !d.HasErrors() && strings.TrimSpace(s) == "" {
+			diags = append(diags, emptyText(attr, "say what backs the policy, or plainly that nothing does yet"))
+		}
+		e.Text = s
+	}
+	if attr, ok := content.Attributes["result"]; ok {
+		s, d := constString(attr)
+		diags = append(diags, d...)
+		e.Result = s
+	}
+	return e, diags
+}
+
+// constGlob evaluates a constant step-name glob (path.Match syntax).
+func constGlob(attr *hcl.Attribute) (string, hcl.Diagnostics) {
+	s, diags := constString(attr)
+	if diags.HasErrors() {
+		return "", diags
+	}
+	if _, err := path.Match(s, ""); err != nil || s == "" {
+		return "", append(diags, &hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Invalid step pattern",
+			Detail:   fmt.Sprintf("%s is a pattern of step names: * matches any run of characters, ? one character, [abc] one of a set; %q is not one.", attr.Name, s),
+			Subject:  attr.Expr.Range().Ptr(),
+			Context:  attr.Range.Ptr(),
+		})
+	}
+	return s, diags
+}
+
+// constParams evaluates params: a constant object whose members become JSON.
+func constParams(attr *hcl.Attribute) (map[string][]byte, map[string]hcl.Range, hcl.Diagnostics) {
+	v, diags := constValue(attr)
+	if diags.HasErrors() {
+		return nil, nil, diags
+	}
+	ty := v.Type()
+	if v.IsNull() || !(ty.IsObjectType() || ty.IsMapType()) {
+		return nil, nil, append(diags, wrongType(attr, "an object of parameters required, such as { single_tool = true }"))
+	}
+	ranges := map[string]hcl.Range{}
+	if obj, ok := attr.Expr.(*hclsyntax.ObjectConsExpr); ok {
+		for _, item := range obj.Items {
+			if k, d := item.KeyExpr.Value(nil); !d.HasErrors() && k.Type() == cty.String && k.IsKnown() && !k.IsNull() {
+				ranges[k.AsString()] = hcl.RangeBetween(item.KeyExpr.Range(), item.ValueExpr.Range())
+			}
+		}
+	}
+	out := map[string][]byte{}
+	for it := v.ElementIterator(); it.Next(); {
+		k, e := it.Element()
+		b, err := ToJSON(e)
+		if err != nil {
+			return nil, nil, append(diags, wrongType(attr, fmt.Sprintf("parameter %q: %s", k.AsString(), errorText(err))))
+		}
+		out[k.AsString()] = b
+		if _, ok := ranges[k.AsString()]; !ok {
+			ranges[k.AsString()] = attr.Expr.Range()
+		}
+	}
+	return out, ranges, diags
+}
+
+func decodeInsertAnchor(b *hcl.Block) (*Insert, hcl.Diagnostics) {
+	in := &Insert{Name: b.Labels[0], DeclRange: b.DefRange, anchorRng: b.DefRange}
+	content, _, diags := b.Body.PartialContent(insertAnchorSchema)
+	before, hasBefore := content.Attributes["before"]
+	after, hasAfter := content.Attributes["after"]
+	switch {
+	case hasBefore && hasAfter:
+		diags = append(diags, &hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Conflicting insert anchors",
+			Detail:   "An insert goes either before or after the steps it matches; give one of before and after.",
+			Subject:  after.Range.Ptr(),
+			Context:  b.DefRange.Ptr(),
+		})
+	case !hasBefore && !hasAfter:
+		diags = append(diags, &hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Missing insert anchor",
+			Detail:   `An insert says where its step goes: before = "glob" or after = "glob", a pattern of task step names such as "draft*".`,
+			Subject:  b.DefRange.Ptr(),
+		})
+	case hasBefore:
+		in.anchorRng = before.Expr.Range()
+		g, d := constGlob(before)
+		diags = append(diags, d...)
+		in.Before = g
+	default:
+		in.anchorRng = after.Expr.Range()
+		g, d := constGlob(after)
+		diags = append(diags, d...)
+		in.After = g
+	}
+	return in, diags
+}
+
+// decodeInsertStep decodes the step part of an insert block as a task step
+// would be, then points step.anchor at the anchor step: references become
+// step.<anchor>, and restart_from = "anchor" the anchor's name. With anchor
+// "" the references are left alone (for the diagnostics of the block).
+func decodeInsertStep(b *hcl.Block, anchor string) (*Step, hcl.Diagnostics) {
+	_, rest, _ := b.Body.PartialContent(insertAnchorSchema)
+	s, diags := decodeStepBlock(&hcl.Block{
+		Type: b.Type, Labels: b.Labels, Body: rest,
+		DefRange: b.DefRange, TypeRange: b.TypeRange, LabelRanges: b.LabelRanges,
+	})
+	if anchor == "" {
+		return s, diags
+	}
+	for _, expr := range []hcl.Expression{s.Input, s.ForEach} {
+		if expr == nil {
+			continue
+		}
+		se, ok := expr.(hclsyntax.Expression)
+		if !ok {
+			continue
+		}
+		_ = hclsyntax.VisitAll(se, func(n hclsyntax.Node) hcl.Diagnostics {
+			st, ok := n.(*hclsyntax.ScopeTraversalExpr)
+			if !ok || st.Traversal.RootName() != "step" || len(st.Traversal) < 2 {
+				return nil
+			}
+			if a, ok := st.Traversal[1].(hcl.TraverseAttr); ok && a.Name == "anchor" {
+				tr := append(hcl.Traversal{}, st.Traversal...)
+				tr[1] = hcl.TraverseAttr{Name: anchor, SrcRange: a.SrcRange}
+				st.Traversal = tr
+			}
+			return nil
+		})
+	}
+	if s.Repair != nil && s.Repair.RestartFrom == "anchor" {
+		s.Repair.RestartFrom = anchor
+	}
+	return s, diags
+}
+
+func decodeOverrideBlock(b *hcl.Block) (*Override, hcl.Diagnostics) {
+	o := &Override{DeclRange: b.DefRange, ranges: map[string]hcl.Range{}}
+	content, diags := b.Body.Content(overrideSchema)
+	attrs := content.Attributes
+	if attr, ok := attrs["steps"]; ok {
+		g, d := constGlob(attr)
+		diags = append(diags, d...)
+		o.Steps = g
+	}
+	atLeast := func(attr *hcl.Attribute, min int, summary string) *int {
+		n, d := constInt(attr)
+		diags = append(diags, d...)
+		if d.HasErrors() {
+			return nil
+		}
+		if n < min {
+			diags = append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  summary,
+				Detail:   fmt.Sprintf("%s must be at least %d; got %d.", attr.Name, min, n),
+				Subject:  attr.Expr.Range().Ptr(),
+				Context:  attr.Range.Ptr(),
+			})
+			return nil
+		}
+		return &n
+	}
+	duration := func(attr *hcl.Attribute, positive bool) *time.Duration {
+		v, d := constDuration(attr)
+		diags = append(diags, d...)
+		if d.HasErrors() {
+			return nil
+		}
+		if v < 0 || (positive && v == 0) {
+			diags = append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Invalid duration",
+				Detail:   fmt.Sprintf("%s must be positive; got %s.", attr.Name, v),
+				Subject:  attr.Expr.Range().Ptr(),
+				Context:  attr.Range.Ptr(),
+			})
+			return nil
+		}
+		return &v
+	}
+	for name, attr := range attrs {
+		if name == "steps" {
+			continue
+		}
+		o.ranges[name] = attr.Range
+		switch name {
+		case "attempts":
+			o.Attempts = atLeast(attr, 1, "Invalid retry attempts")
+		case "host_calls":
+			o.HostCalls = atLeast(attr, 0, "Invalid host call budget")
+		case "repair_max":
+			o.RepairMax = atLeast(attr, 0, "Invalid repair budget")
+		case "backoff":
+			o.Backoff = duration(attr, false)
+		case "max_backoff":
+			o.MaxBackoff = duration(attr, false)
+		case "timeout":
+			o.Timeout = duration(attr, true)
+		case "memory":
+			if m, d := constMemory(attr); !d.HasErrors() {
+				o.Memory = &m
+			} else {
+				diags = append(diags, d...)
+			}
+		}
+	}
+	if o.Backoff != nil && o.MaxBackoff != nil && *o.MaxBackoff < *o.Backoff {
+		diags = append(diags, &hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Invalid duration",
+			Detail:   fmt.Sprintf("max_backoff (%s) must not be less than backoff (%s).", *o.MaxBackoff, *o.Backoff),
+			Subject:  attrs["max_backoff"].Expr.Range().Ptr(),
+		})
+	}
+	if len(o.ranges) == 0 && !diags.HasErrors() {
+		diags = append(diags, &hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Empty override",
+			Detail:   "An override sets at least one of attempts, backoff, max_backoff, timeout, memory, host_calls and repair_max.",
+			Subject:  b.DefRange.Ptr(),
+		})
+	}
+	return o, diags
+}
+
+// decodePolicyRefs decodes a task's policies attribute.
+func decodePolicyRefs(attr *hcl.Attribute) ([]PolicyRef, hcl.Diagnostics) {
+	names, diags := constStringList(attr)
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	var elems []hclsyntax.Expression
+	if tup, ok := attr.Expr.(*hclsyntax.TupleConsExpr); ok && len(tup.Exprs) == len(names) {
+		elems = tup.Exprs
+	}
+	var refs []PolicyRef
+	seen := map[string]hcl.Range{}
+	for i, s := range names {
+		rng := attr.Expr.Range()
+		if elems != nil {
+			rng = elems[i].Range()
+		}
+		r, err := ParsePolicyRef(s)
+		if err != nil {
+			diags = append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Invalid policy reference",
+				Detail:   fmt.Sprintf("A policy is selected as NAME or NAME@VERSION: %v.", err),
+				Subject:  rng.Ptr(),
+				Context:  attr.Range.Ptr(),
+			})
+			continue
+		}
+		if prev, dup := seen[r.Name]; dup {
+			diags = append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Duplicate policy",
+				Detail:   fmt.Sprintf("Policy %q is already selected at %s; a task runs one version of a policy.", r.Name, prev),
+				Subject:  rng.Ptr(),
+				Context:  attr.Range.Ptr(),
+			})
+			continue
+		}
+		seen[r.Name] = rng
+		r.Range = rng
+		refs = append(refs, r)
+	}
+	return refs, diags
+}
+
+// ApplyPolicies returns a copy of t with the policies applied, in the order
+// given: their steps inserted (before, then the anchor, then after; several
+// policies' inserts next to one anchor in policy order), their parameters set
+// on the steps they match (Step.Params) and their overrides applied. Every
+// step gets the list of the policies (Step.Policies).
+//
+// Two policies that set the same parameter, or the same override field, of
+// one step are an error naming both; so are references and types in inserted
+// steps that the task cannot satisfy (a variable it does not declare, a
+// later step), reported in the policy's file. With checkPlugins the inserted
+// steps' plugin files and mount sources are checked as Parse checks a task's.
+// t is not changed.
+func ApplyPolicies(t *Task, ps []*Policy, checkPlugins bool) (*Task, hcl.Diagnostics) {
+	if len(ps) == 0 {
+		return t, nil
+	}
+	out := *t
+	out.Steps = nil
+	var diags hcl.Diagnostics
+	var inserted []*Step
+	insertAt := func(p *Policy, where string, anchor *Step) {
+		for _, in := range p.Inserts {
+			w, glob := in.Anchor()
+			if w != where {
+				continue
+			}
+			if ok, _ := path.Match(glob, anchor.Name); !ok {
+				continue
+			}
+			s, d := p.instantiate(in, anchor.Name)
+			diags = append(diags, d...)
+			if s == nil {
+				continue
+			}
+			s.Name = fmt.Sprintf("%s.%s@%s", p.Name, in.Name, anchor.Name)
+			inserted = append(inserted, s)
+			out.Steps = append(out.Steps, s)
+		}
+	}
+	for _, orig := range t.Steps {
+		s := *orig
+		if orig.Repair != nil {
+			r := *orig.Repair
+			s.Repair = &r
+		}
+		for _, p := range ps {
+			insertAt(p, "before", &s)
+		}
+		out.Steps = append(out.Steps, &s)
+		for _, p := range ps {
+			insertAt(p, "after", &s)
+		}
+	}
+	for _, p := range ps {
+		for _, in := range p.Inserts {
+			_, glob := in.Anchor()
+			matched := false
+			for _, s := range t.Steps {
+				if ok, _ := path.Match(glob, s.Name); ok {
+					matched = true
+				}
+			}
+			if !matched {
+				diags = append(diags, &hcl.Diagnostic{
+					Severity: hcl.DiagWarning,
+					Summary:  "Insert matches no step",
+					Detail:   fmt.Sprintf("Policy %s inserts %q next to steps matching %q, and task %q has none.", p.Ref(), in.Name, glob, t.Name),
+					Subject:  in.anchorRng.Ptr(),
+				})
+			}
+		}
+	}
+
+	index := map[string]int{}
+	for i, s := range out.Steps {
+		s.Index = i
+		index[s.Name] = i
+	}
+	isInserted := map[*Step]bool{}
+	for _, s := range inserted {
+		isInserted[s] = true
+		s.taskName = t.Name
+		s.Limits = &out.Limits
+		s.PluginPath = resolvePath(filepath.Dir(s.DeclRange.Filename), s.Plugin)
+		for _, m := range s.Mounts {
+			m.SourcePath = resolvePath(filepath.Dir(s.DeclRange.Filename), m.Source)
+		}
+	}
+	for _, s := range out.Steps {
+		if s.Repair == nil || s.Repair.RestartFrom == "" {
+			continue
+		}
+		target, ok := index[s.Repair.RestartFrom]
+		switch {
+		case !ok:
+			diags = append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Reference to undeclared step",
+				Detail:   fmt.Sprintf("restart_from names step %q, but the task declares no such step; restart_from = \"anchor\" names the step an insert is next to.", s.Repair.RestartFrom),
+				Subject:  s.Repair.restartRange.Ptr(),
+			})
+		case target > s.Index:
+			diags = append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Invalid repair target",
+				Detail:   fmt.Sprintf("restart_from must name step %q or a step that runs before it; step %q comes later.", s.Name, s.Repair.RestartFrom),
+				Subject:  s.Repair.restartRange.Ptr(),
+			})
+		default:
+			s.Repair.RestartIndex = target
+		}
+	}
+	diags = append(diags, resolveModels(&Task{Models: out.Models, Steps: inserted})...)
+	for _, s := range inserted {
+		fe := out.checkRefs(s, "for_each", s.ForEach)
+		ie := out.checkRefs(s, "input", s.Input)
+		diags = append(diags, fe...)
+		diags = append(diags, ie...)
+		if !fe.HasErrors() && !ie.HasErrors() {
+			diags = append(diags, out.checkTypes(s)...)
+		}
+	}
+	if checkPlugins && len(inserted) > 0 {
+		only := &Task{Steps: inserted}
+		diags = append(diags, only.checkPlugins()...)
+		diags = append(diags, only.checkMounts()...)
+	}
+
+	refs := make([]string, len(ps))
+	for i, p := range ps {
+		refs[i] = p.Ref()
+	}
+	for _, s := range out.Steps {
+		s.Policies = refs
+	}
+	diags = append(diags, applyParams(out.Steps, ps)...)
+	diags = append(diags, applyOverrides(out.Steps, ps)...)
+	return &out, sortDiagnostics(diags)
+}
+
+// instantiate decodes insert in afresh, pointed at anchor: every step it is
+// inserted next to gets its own expressions.
+func (p *Policy) instantiate(in *Insert, anchor string) (*Step, hcl.Diagnostics) {
+	file, diags := hclsyntax.ParseConfig(p.Text, p.Filename, p.Start)
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	boundSyntax(file.Body)
+	content, _ := file.Body.Content(policyFileSchema)
+	if len(content.Blocks) != 1 {
+		return nil, diags
+	}
+	pc, _ := content.Blocks[0].Body.Content(policySchema)
+	i := 0
+	for _, b := range pc.Blocks {
+		if b.Type != "insert" {
+			continue
+		}
+		if i == p.blocks[in].index {
+			s, d := decodeInsertStep(b, anchor)
+			if d.HasErrors() {
+				return nil, d
+			}
+			return s, d
+		}
+		i++
+	}
+	return nil, diags
+}
+
+// applyParams sets Step.Params from the policies' params, reporting a
+// parameter two policies set for one step.
+func applyParams(steps []*Step, ps []*Policy) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	reported := map[string]bool{}
+	for _, s := range steps {
+		params := map[string][]byte{}
+		from := map[string]*Policy{}
+		for _, p := range ps {
+			if len(p.Params) == 0 {
+				continue
+			}
+			if ok, _ := path.Match(p.Steps, s.Name); !ok {
+				continue
+			}
+			for k, v := range p.Params {
+				if prev, dup := from[k]; dup {
+					key := prev.Ref() + "\x00" + p.Ref() + "\x00" + k
+					if !reported[key] {
+						reported[key] = true
+						r := p.paramRange[k]
+						diags = append(diags, &hcl.Diagnostic{
+							Severity: hcl.DiagError,
+							Summary:  "Conflicting policy parameter",
+							Detail:   fmt.Sprintf("Policies %s and %s both set parameter %q for step %q (%s at %s). Enable one of them, or narrow their steps patterns so that they do not overlap.", prev.Ref(), p.Ref(), k, s.Name, prev.Ref(), prev.paramRange[k]),
+							Subject:  &r,
+						})
+					}
+					continue
+				}
+				from[k] = p
+				params[k] = v
+			}
+		}
+		if len(params) > 0 {
+			s.Params = encodeParams(params)
+		} else {
+			s.Params = nil
+		}
+	}
+	return diags
+}
+
+// encodeParams writes params as one JSON object with sorted keys.
+func encodeParams(params map[string][]byte) []byte {
+	keys := make([]string, 0, len(params))
+	for k := range params {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var buf bytes.Buffer
+	buf.WriteByte('{')
+	for i, k := range keys {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		_ = writeJSONString(&buf, k)
+		buf.WriteByte(':')
+		buf.Write(params[k])
+	}
+	buf.WriteByte('}')
+	return buf.Bytes()
+}
+
+// applyOverrides changes the limits of matching steps, reporting a field two
+// overrides set for one step.
+func applyOverrides(steps []*Step, ps []*Policy) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	reported := map[string]bool{}
+	type setBy struct {
+		p *Policy
+		o *Override
+	}
+	for _, s := range steps {
+		from := map[string]setBy{}
+		for _, p := range ps {
+			for _, o := range p.Overrides {
+				if ok, _ := path.Match(o.Steps, s.Name); !ok {
+					continue
+				}
+				fields := make([]string, 0, len(o.ranges))
+				for f := range o.ranges {
+					fields = append(fields, f)
+				}
+				sort.Strings(fields)
+				for _, f := range fields {
+					if prev, dup := from[f]; dup {
+						key := fmt.Sprintf("%p\x00%p\x00%s", prev.o, o, f)
+						if !reported[key] {
+							reported[key] = true
+							r := o.ranges[f]
+							diags = append(diags, &hcl.Diagnostic{
+								Severity: hcl.DiagError,
+								Summary:  "Conflicting policy override",
+								Detail:   fmt.Sprintf("Policies %s and %s both override %s of step %q (%s at %s). Enable one of them, or narrow their steps patterns so that they do not overlap.", prev.p.Ref(), p.Ref(), f, s.Name, prev.p.Ref(), prev.o.ranges[f]),
+								Subject:  &r,
+							})
+						}
+						continue
+					}
+					from[f] = setBy{p, o}
+					o.apply(s, f)
+				}
+			}
+		}
+	}
+	return diags
+}
+
+// apply sets one field of the override on s. repair_max changes only a step
+// that has a repair block.
+func (o *Override) apply(s *Step, field string) {
+	switch field {
+	case "attempts":
+		if o.Attempts != nil {
+			s.Retry.Attempts = *o.Attempts
+		}
+	case "backoff":
+		if o.Backoff != nil {
+			s.Retry.Backoff = *o.Backoff
+			if s.Retry.MaxBackoff < s.Retry.Backoff {
+				s.Retry.MaxBackoff = s.Retry.Backoff
+			}
+		}
+	case "max_backoff":
+		if o.MaxBackoff != nil {
+			s.Retry.MaxBackoff = max(*o.MaxBackoff, s.Retry.Backoff)
+		}
+	case "timeout":
+		if o.Timeout != nil {
+			s.Timeout = *o.Timeout
+		}
+	case "memory":
+		if o.Memory != nil {
+			s.Memory = *o.Memory
+		}
+	case "host_calls":
+		if o.HostCalls != nil {
+			s.HostCalls = *o.HostCalls
+		}
+	case "repair_max":
+		if o.RepairMax != nil && s.Repair != nil {
+			s.Repair.Max = *o.RepairMax
+		}
+	}
+}

@@ -1,0 +1,1 @@
+# ERROR: Missing policy block

@@ -1,0 +1,3 @@
+policy "broken" {
+  version = 1 +  # ERROR: Invalid expression
+}
