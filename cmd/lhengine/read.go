@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -130,6 +131,10 @@ func (a *app) report(rep *api.Report) {
 			parts[i] = fmt.Sprintf("%s %d", n, t.Counters[n])
 		}
 		fmt.Fprintf(w, "  counts:      %s\n", strings.Join(parts, " · "))
+	}
+	if u := t.ModelUsage; u.Calls > 0 {
+		fmt.Fprintf(w, "  models:      %d calls · %d input tokens · %d output tokens · cost %s\n",
+			u.Calls, u.InputTokens, u.OutputTokens, strconv.FormatFloat(u.Cost, 'f', -1, 64))
 	}
 	for _, n := range notes {
 		fmt.Fprintf(w, "  %-12s %s (%s[%d])\n", n.Kind+":", n.Text, n.Step, n.Item)

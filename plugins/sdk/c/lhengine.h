@@ -113,6 +113,21 @@ int32_t lhengine_artifact_read(const char *ref, int32_t ref_len, int64_t offset,
  * no call has failed. */
 LHENGINE_IMPORT("last_error") int32_t lhengine_last_error(char *out, int32_t out_cap);
 
+/* lhengine_generate calls a model the step is granted ("model.generate",
+ * specs/abi.md section 4.1) with the JSON request req[0:req_len], such as
+ * {"model":"fast","key":"turn-1","messages":[{"role":"user","content":"hi"}]},
+ * and returns the length of the JSON response {"text":...,"tool_calls":[...],
+ * "stop_reason":...,"usage":{"input_tokens":N,"output_tokens":N},"cost":N,
+ * "replayed":bool}, under the output convention (lhengine_result fetches a
+ * response larger than out_cap). A call the unit made before under the same
+ * key with the same request returns the recorded response, "replayed":true.
+ * Errors: LHENGINE_ERR_DENIED (model not granted), LHENGINE_ERR_INVALID
+ * (malformed request, or refused by the provider), LHENGINE_ERR_UNAVAILABLE
+ * (the provider kept failing, or the key's variable is not set). */
+static inline int32_t lhengine_generate(const char *req, int32_t req_len, char *out, int32_t out_cap) {
+	return lhengine_call("model.generate", 14, req, req_len, out, out_cap);
+}
+
 /* lhengine_log_str logs a NUL-terminated string, truncated to
  * LHENGINE_LOG_MAX bytes. */
 static inline int32_t lhengine_log_str(int32_t level, const char *msg) {

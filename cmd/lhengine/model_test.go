@@ -1,0 +1,152 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lhengine/lhengine/engine"
+	"github.com/lhengine/lhengine/internal/crashpoint"
+	"github.com/lhengine/lhengine/internal/testmodel"
+	"github.com/lhengine/lhengine/internal/testwasm"
+	"github.com/lhengine/lhengine/store"
+)
+
+// TestModelCallsSurviveSIGKILL runs a fan-out whose items each make two
+// model calls (a tool call, then the answer) in a real lhengine process,
+// kills it with SIGKILL once the second response is recorded but before
+// its unit commits, and resumes it: the resumed attempt gets both recorded
+// responses (replayed), the loopback server saw exactly one request per
+// call key, and every call was billed once. status shows the tokens and
+// the cost.
+func TestModelCallsSurviveSIGKILL(t *testing.T) {
+	t.Parallel()
+	bin := buildBinary(t)
+	wasm, err := os.ReadFile(testwasm.BuildGo(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/go/model")))
+	require.NoError(t, err)
+	srv := testmodel.New(t)
+	const secret = "sk-crash-test-93c1f0a2"
+	srv.Key = secret
+
+	dir := t.TempDir()
+	home := filepath.Join(dir, "home")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "model.wasm"), wasm, 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "task.hcl"), fmt.Appendf(nil, `
+task "cities" {
+  model "m" {
+    provider     = "openai"
+    base_url     = "%s/v1"
+    model        = "test-model"
+    api_key_env  = "LHENGINE_CRASH_MODEL_KEY"
+    input_price  = 1
+    output_price = 4
+  }
+  step "ask" {
+    plugin      = "model.wasm"
+    models      = ["m"]
+    for_each    = ["Paris", "Rome", "Oslo"]
+    concurrency = 1
+    input       = { model = "m", key = "q", prompt = "weather in ${each.value}", tools = true, fail_attempts = 0 }
+  }
+}
+`, srv.URL), 0o644))
+
+	lh := func(crashAt string, args ...string) (string, bool) {
+		cmd := exec.Command(bin, append([]string{"--home", home, "--log-level", "off"}, args...)...)
+		cmd.Env = append(os.Environ(), "LHENGINE_CRASH_AT="+crashAt, "LHENGINE_CRASH_MODEL_KEY="+secret)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err == nil {
+			return string(out), false
+		}
+		var ee *exec.ExitError
+		require.ErrorAs(t, err, &ee)
+		ws := ee.Sys().(syscall.WaitStatus)
+		require.True(t, ws.Signaled() && ws.Signal() == syscall.SIGKILL, "lhengine %v failed on its own: %v\n%s", args, err, stderr.String())
+		return string(out), true
+	}
+
+	out, killed := lh(crashpoint.ModelAfterRecord+"@2", "run", filepath.Join(dir, "task.hcl"))
+	require.True(t, killed, "the run must die once the second response is recorded:\n%s", out)
+	id := strings.TrimSpace(strings.TrimPrefix(strings.SplitN(out, "\n", 2)[0], "task "))
+	require.Len(t, id, 26, out)
+	require.Len(t, srv.Requests(), 2, "two calls made before the kill")
+
+	out, killed = lh("", "resume", id)
+	require.False(t, killed)
+	require.Contains(t, out, "succeeded", out)
+
+	reqs := srv.Requests()
+	require.Len(t, reqs, 6, "one request per call key: 3 items × 2 calls")
+	bodies := map[string]bool{}
+	for _, r := range reqs {
+		require.Equal(t, "Bearer "+secret, r.Header.Get("Authorization"))
+		bodies[string(r.Body)] = true
+	}
+	require.Len(t, bodies, 6, "no call was sent twice")
+
+	status, _ := lh("", "status", id)
+	require.Contains(t, status, "models:      6 calls")
+
+	e, err := engine.Open(context.Background(), engine.Config{Home: home})
+	require.NoError(t, err)
+	defer e.Close(context.Background())
+	require.NoError(t, e.Read(func(r *store.Reader) error {
+		task, err := r.Task(id)
+		require.NoError(t, err)
+		require.Equal(t, store.Succeeded, task.Status, task.Reason)
+		u := task.ModelUsage
+		require.EqualValues(t, 6, u.Calls, "billed once per call")
+		require.InDelta(t, (float64(u.InputTokens)*1+float64(u.OutputTokens)*4)/1e6, u.Cost, 1e-12)
+		require.Contains(t, status, fmt.Sprintf("%d input tokens · %d output tokens", u.InputTokens, u.OutputTokens))
+
+		out, err := r.StepOutput(id, 0)
+		require.NoError(t, err)
+		var items []struct {
+			Text     string
+			Replayed []bool
+		}
+		require.NoError(t, json.Unmarshal(out, &items))
+		require.Len(t, items, 3)
+		resumed := 0
+		for _, it := range items {
+			require.Contains(t, it.Text, "tool said: result for weather in ")
+			if it.Replayed[0] {
+				require.Equal(t, []bool{true, true}, it.Replayed, "the resumed attempt got both recorded responses")
+				resumed++
+			} else {
+				require.Equal(t, []bool{false, false}, it.Replayed)
+			}
+		}
+		require.Equal(t, 1, resumed, "the unit cut short by the kill")
+
+		events, err := r.Events(id, 0, 0)
+		require.NoError(t, err)
+		billed, replayed := 0, 0
+		for _, ev := range events {
+			if ev.Type == store.EvModelCall {
+				if ev.Model.Replayed {
+					replayed++
+				} else {
+					billed++
+				}
+			}
+		}
+		require.Equal(t, 6, billed)
+		require.Equal(t, 2, replayed)
+
+		calls, err := r.ModelCalls(id)
+		require.NoError(t, err)
+		require.Len(t, calls, 6)
+		return nil
+	}))
+}

@@ -1,0 +1,198 @@
+package engine_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/hashicorp/go-hclog"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lhengine/lhengine/engine"
+	"github.com/lhengine/lhengine/internal/testmodel"
+	"github.com/lhengine/lhengine/internal/testwasm"
+	"github.com/lhengine/lhengine/store"
+)
+
+// lockedBuffer is a log sink written from the engine's goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestModelCallsFromAGoGuest runs a Go-SDK guest's tool-using loop
+// against the loopback server through both protocols. Its first attempt
+// fails after its calls; the retry makes the same calls and gets the
+// recorded responses (replayed), so the server saw one request per call
+// key and the task was billed once. A step without the grant is DENIED.
+// The API key, read from the worker's environment, reaches the server and
+// nowhere else: not the store, the events, the attempt logs or the
+// engine's log.
+func TestModelCallsFromAGoGuest(t *testing.T) {
+	t.Parallel()
+	wasm := testwasm.BuildGo(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/go/model"))
+	for _, proto := range []string{"openai", "anthropic"} {
+		t.Run(proto, func(t *testing.T) {
+			t.Parallel()
+			srv := testmodel.New(t)
+			secret := "sk-engine-test-" + proto + "-4b1d9e"
+			srv.Key = secret
+			envVar := "LHENGINE_TEST_MODEL_KEY_" + strings.ToUpper(proto)
+			require.NoError(t, os.Setenv(envVar, secret))
+			t.Cleanup(func() { os.Unsetenv(envVar) })
+			base := srv.URL
+			if proto == "openai" {
+				base += "/v1"
+			}
+
+			dir := t.TempDir()
+			b, err := os.ReadFile(wasm)
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "model.wasm"), b, 0o644))
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "task.hcl"), fmt.Appendf(nil, `
+task "ask" {
+  model "m" {
+    provider     = %q
+    base_url     = %q
+    model        = "test-model"
+    api_key_env  = %q
+    input_price  = 2
+    output_price = 10
+  }
+  step "ask" {
+    plugin = "model.wasm"
+    models = ["m"]
+    input  = { model = "m", key = "q", prompt = "weather in Paris", tools = true, fail_attempts = 1 }
+    retry {
+      attempts = 2
+      backoff  = "0s"
+    }
+  }
+  step "plain" {
+    plugin = "model.wasm"
+    input  = { model = "m", key = "x", prompt = "hi", tools = false, fail_attempts = 0 }
+  }
+}
+`, proto, base, envVar), 0o644))
+
+			logs := &lockedBuffer{}
+			home := filepath.Join(dir, "home")
+			ctx := context.Background()
+			e, err := engine.Open(ctx, engine.Config{Home: home, Logger: hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Trace})})
+			require.NoError(t, err)
+			task, _, err := e.Submit(ctx, filepath.Join(dir, "task.hcl"), engine.SubmitOptions{})
+			require.NoError(t, err)
+			require.NoError(t, e.Work(ctx, engine.WorkOptions{Task: task.ID, Concurrency: 1, ExitWhenIdle: true}))
+			task, err = e.Task(ctx, task.ID)
+			require.NoError(t, err)
+			require.Equal(t, store.Succeeded, task.Status, task.Reason)
+
+			var ask, plain struct {
+				Text         string
+				Turns        int
+				Replayed     []bool
+				InputTokens  int64 `json:"input_tokens"`
+				OutputTokens int64 `json:"output_tokens"`
+				Cost         float64
+				Status       int32
+				Message      string
+			}
+			var events []store.Event
+			var attempts []*store.Attempt
+			require.NoError(t, e.Read(func(r *store.Reader) error {
+				out, err := r.StepOutput(task.ID, 0)
+				require.NoError(t, err)
+				require.NoError(t, json.Unmarshal(out, &ask))
+				out, err = r.StepOutput(task.ID, 1)
+				require.NoError(t, err)
+				require.NoError(t, json.Unmarshal(out, &plain))
+				events, err = r.Events(task.ID, 0, 0)
+				require.NoError(t, err)
+				attempts, err = r.Attempts(task.ID, 0)
+				return err
+			}))
+			require.Equal(t, "tool said: result for weather in Paris", ask.Text)
+			require.Equal(t, 2, ask.Turns, "a tool call, then the answer")
+			require.Equal(t, []bool{true, true}, ask.Replayed, "the retry got both responses from the journal")
+			require.Len(t, attempts, 2)
+			require.Contains(t, string(attempts[0].Failure.Message), "failing attempt 1 on purpose")
+
+			require.Len(t, srv.Requests(), 2, "one request per call key")
+			require.Equal(t, 2, srv.Answered())
+			u := task.ModelUsage
+			require.EqualValues(t, 2, u.Calls, "billed once per call")
+			require.Equal(t, ask.InputTokens, u.InputTokens)
+			require.Equal(t, ask.OutputTokens, u.OutputTokens)
+			require.InDelta(t, ask.Cost, u.Cost, 1e-12)
+			require.InDelta(t, (float64(u.InputTokens)*2+float64(u.OutputTokens)*10)/1e6, u.Cost, 1e-12)
+
+			require.EqualValues(t, -4, plain.Status, "DENIED without a grant")
+			require.Contains(t, plain.Message, "may call no model")
+
+			var billed, replayed int
+			for _, ev := range events {
+				if ev.Type != store.EvModelCall {
+					continue
+				}
+				require.Equal(t, "m", ev.Model.Model)
+				require.NotContains(t, ev.Message, "Paris", "no prompt text in events")
+				if ev.Model.Replayed {
+					replayed++
+				} else {
+					billed++
+				}
+			}
+			require.Equal(t, 2, billed)
+			require.Equal(t, 2, replayed)
+
+			require.NoError(t, e.Close(ctx))
+			require.NotContains(t, logs.String(), secret, "the engine's log")
+			require.Contains(t, logs.String(), "failing attempt 1 on purpose", "the log was captured")
+			scanStore(t, filepath.Join(home, "store"), secret)
+		})
+	}
+}
+
+// scanStore fails the test if any key or value of the store in dir holds
+// secret.
+func scanStore(t *testing.T, dir, secret string) {
+	t.Helper()
+	db, err := badger.Open(badger.DefaultOptions(dir).WithLogger(nil))
+	require.NoError(t, err)
+	defer db.Close()
+	n := 0
+	require.NoError(t, db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.DefaultIteratorOptions)
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			n++
+			key := it.Item().KeyCopy(nil)
+			require.NotContains(t, string(key), secret)
+			require.NoError(t, it.Item().Value(func(v []byte) error {
+				require.NotContains(t, string(v), secret, "the value of %s", key)
+				return nil
+			}))
+		}
+		return nil
+	}))
+	require.Greater(t, n, 10, "the store was read")
+}
