@@ -143,6 +143,165 @@ static inline int32_t lhengine_call_str(const char *name, const char *req, char 
 	return lhengine_call(name, (int32_t)strlen(name), req, (int32_t)strlen(req), out, out_cap);
 }
 
+/* Policy parameters. A step request (the JSON object on stdin) carries a
+ * "policy" object: the parameters the run's harness policies hand to the
+ * step, such as {"single_tool":true,"few_shot":"examples/v2"}
+ * (specs/policies.md); it is {} when none do. These functions find one
+ * parameter in the request text without a JSON library. They scan, they do
+ * not validate: give them the request as the engine sent it. */
+
+/* lhengine_json_ws_ skips JSON white space. Internal. */
+static inline const char *lhengine_json_ws_(const char *p, const char *end) {
+	while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')) {
+		p++;
+	}
+	return p;
+}
+
+/* lhengine_json_skip_ returns the end of the JSON value at p, or NULL when
+ * it is cut short. Internal. */
+static inline const char *lhengine_json_skip_(const char *p, const char *end) {
+	int depth = 0;
+	do {
+		p = lhengine_json_ws_(p, end);
+		if (p >= end) {
+			return NULL;
+		}
+		if (*p == '"') {
+			for (p++; p < end && *p != '"'; p++) {
+				if (*p == '\\') {
+					p++;
+				}
+			}
+			if (p >= end) {
+				return NULL;
+			}
+			p++;
+		} else if (*p == '{' || *p == '[') {
+			depth++;
+			p++;
+			continue;
+		} else if (*p == '}' || *p == ']') {
+			depth--;
+			p++;
+		} else if (*p == ',' || *p == ':') {
+			p++;
+			continue;
+		} else {
+			while (p < end && *p != ',' && *p != '}' && *p != ']' && *p != ' ' && *p != '\n' && *p != '\r' && *p != '\t') {
+				p++;
+			}
+		}
+	} while (depth > 0);
+	return p;
+}
+
+/* lhengine_json_member_ finds member key of the object at obj and sets
+ * *val, *val_end to its value. Returns 1 when found. Internal. */
+static inline int lhengine_json_member_(const char *obj, const char *end, const char *key, const char **val,
+                                        const char **val_end) {
+	size_t klen = strlen(key);
+	const char *p = lhengine_json_ws_(obj, end);
+	if (p >= end || *p != '{') {
+		return 0;
+	}
+	p++;
+	for (;;) {
+		p = lhengine_json_ws_(p, end);
+		if (p >= end || *p != '"') {
+			return 0;
+		}
+		const char *k = p + 1;
+		const char *kend = lhengine_json_skip_(p, end);
+		if (!kend) {
+			return 0;
+		}
+		p = lhengine_json_ws_(kend, end);
+		if (p >= end || *p != ':') {
+			return 0;
+		}
+		const char *v = lhengine_json_ws_(p + 1, end);
+		const char *vend = lhengine_json_skip_(v, end);
+		if (!vend) {
+			return 0;
+		}
+		if ((size_t)(kend - 1 - k) == klen && memcmp(k, key, klen) == 0) {
+			*val = v;
+			*val_end = vend;
+			return 1;
+		}
+		p = lhengine_json_ws_(vend, end);
+		if (p >= end || *p != ',') {
+			return 0;
+		}
+		p++;
+	}
+}
+
+/* lhengine_policy_param finds parameter name in the "policy" object of the
+ * request req (req_len bytes) and sets *val and *val_len to its value as
+ * JSON text (a string keeps its quotes). Returns 1 when the parameter is
+ * there, 0 when it is not. Names are compared byte for byte. */
+static inline int lhengine_policy_param(const char *req, size_t req_len, const char *name, const char **val,
+                                        size_t *val_len) {
+	const char *end = req + req_len, *pol, *pol_end, *v, *v_end;
+	if (!lhengine_json_member_(req, end, "policy", &pol, &pol_end) ||
+	    !lhengine_json_member_(pol, pol_end, name, &v, &v_end)) {
+		return 0;
+	}
+	*val = v;
+	*val_len = (size_t)(v_end - v);
+	return 1;
+}
+
+/* lhengine_policy_bool returns 1 when parameter name is true, 0 otherwise. */
+static inline int lhengine_policy_bool(const char *req, size_t req_len, const char *name) {
+	const char *v;
+	size_t n;
+	return lhengine_policy_param(req, req_len, name, &v, &n) && n == 4 && memcmp(v, "true", 4) == 0;
+}
+
+/* lhengine_policy_int returns parameter name as a whole number, or def when
+ * it is absent or not a number. */
+static inline long lhengine_policy_int(const char *req, size_t req_len, const char *name, long def) {
+	const char *v;
+	size_t n;
+	if (!lhengine_policy_param(req, req_len, name, &v, &n) || n == 0 || n > 19) {
+		return def;
+	}
+	long x = 0;
+	size_t i = 0;
+	int neg = v[0] == '-';
+	if (neg) {
+		i = 1;
+	}
+	if (i == n) {
+		return def;
+	}
+	for (; i < n; i++) {
+		if (v[i] < '0' || v[i] > '9') {
+			return def;
+		}
+		x = x * 10 + (v[i] - '0');
+	}
+	return neg ? -x : x;
+}
+
+/* lhengine_policy_string copies string parameter name, without its quotes
+ * and with escapes left as they are, into out (NUL-terminated) and returns
+ * its length; -1 when it is absent, not a string or does not fit in out_cap
+ * bytes with the NUL. */
+static inline int lhengine_policy_string(const char *req, size_t req_len, const char *name, char *out, size_t out_cap) {
+	const char *v;
+	size_t n;
+	if (!lhengine_policy_param(req, req_len, name, &v, &n) || n < 2 || v[0] != '"' || n - 2 + 1 > out_cap) {
+		return -1;
+	}
+	memcpy(out, v + 1, n - 2);
+	out[n - 2] = 0;
+	return (int)(n - 2);
+}
+
 #undef LHENGINE_IMPORT
 
 #ifdef __cplusplus

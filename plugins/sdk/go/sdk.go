@@ -138,6 +138,9 @@ type Context struct {
 	Item     *Item // nil unless the step fans out
 	Attempt  int   // 1 on the first attempt of this step
 	Repair   Repair
+	// Policy holds the parameters the run's harness policies hand to this
+	// step (specs/policies.md); empty when none do.
+	Policy Policy
 }
 
 // Log appends msg to the step's log at level. Messages longer than LogMax
@@ -314,6 +317,7 @@ func Serve[In, Out any](stdin io.Reader, stdout, stderr io.Writer, h Handler[In,
 	if env.Repair != nil {
 		ctx.Repair = *env.Repair
 	}
+	ctx.Policy = env.Policy
 	var in In
 	if len(env.Input) > 0 {
 		if err := json.Unmarshal(env.Input, &in); err != nil {
@@ -370,6 +374,7 @@ type envelope struct {
 	Attempt  int             `json:"attempt"`
 	Repair   *Repair         `json:"repair"`
 	Input    json.RawMessage `json:"input"`
+	Policy   Policy          `json:"policy"`
 }
 
 // result is the answer as the ABI reads it.
