@@ -1,0 +1,79 @@
+// Command summary is the step the periodic-summary policy inserts after
+// matching steps: it condenses the anchor step's output into one line
+// (what it is and how big) and records it as a progress finding, so that a
+// fresh model context resumed from the handoff sees what each stage
+// produced without reading it all.
+//
+// The policy's "max_chars" parameter bounds the line (default 200).
+//
+// Build, from the module root:
+//
+//	GOOS=wasip1 GOARCH=wasm go build -o plugins/examples/summary/summary.wasm ./plugins/examples/summary
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	sdk "github.com/lhengine/lhengine/plugins/sdk/go"
+)
+
+// Input is what the policy hands the step: the anchor step's output, and
+// its name ("" for the anchor named in the step's own name).
+type Input struct {
+	Step   string          `json:"step"`
+	Output json.RawMessage `json:"output"`
+}
+
+// Summary is the step's output.
+type Summary struct {
+	Step string `json:"step"`
+	Line string `json:"line"`
+}
+
+func summarize(ctx *sdk.Context, in Input) (Summary, error) {
+	line := describe(in.Output)
+	if in.Step == "" {
+		// An inserted step is named POLICY.INSERT@ANCHOR.
+		if i := strings.LastIndexByte(ctx.Step, '@'); i >= 0 {
+			in.Step = ctx.Step[i+1:]
+		}
+	}
+	if in.Step != "" {
+		line = fmt.Sprintf("step %s produced %s", in.Step, line)
+	}
+	if limit := ctx.Policy.Int("max_chars", 200); limit > 3 && len(line) > limit {
+		line = line[:limit-3] + "..."
+	}
+	if err := ctx.Note(sdk.NoteFinding, line); err != nil {
+		ctx.Logf(sdk.LevelWarn, "progress note not recorded: %v", err)
+	}
+	return Summary{Step: in.Step, Line: line}, nil
+}
+
+// describe says what a JSON value is and how big, in a few words.
+func describe(raw json.RawMessage) string {
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil || v == nil {
+		return "nothing"
+	}
+	switch x := v.(type) {
+	case []any:
+		return fmt.Sprintf("a list of %d items", len(x))
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		return fmt.Sprintf("an object with %d fields (%s)", len(keys), strings.Join(keys, ", "))
+	case string:
+		return fmt.Sprintf("a text of %d characters", len(x))
+	default:
+		return fmt.Sprintf("the value %v", x)
+	}
+}
+
+func main() { sdk.Run(summarize) }
