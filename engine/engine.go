@@ -109,6 +109,14 @@ func (e *Engine) Close(ctx context.Context) error {
 type SubmitOptions struct {
 	Vars           map[string]string // raw --var values
 	IdempotencyKey string
+
+	// The run's harness policies (specs/policies.md): Policies adds NAME
+	// or NAME@VERSION to those the task lists (or re-versions one),
+	// Without removes by name, PolicyDirs are searched after policies/
+	// beside the task file and before HOME/policies.
+	Policies   []string
+	Without    []string
+	PolicyDirs []string
 }
 
 // Submit validates the task file at path, pins its run manifest and queues
@@ -133,7 +141,9 @@ func (e *Engine) Submit(ctx context.Context, path string, o SubmitOptions) (*sto
 		modules[pl.SHA256] = wasm
 		return nil
 	}
-	sub, err := plan.Prepare(ctx, path, o.Vars, check)
+	sub, err := plan.PrepareWith(ctx, path, o.Vars, plan.PolicyOptions{
+		Add: o.Policies, Without: o.Without, Dirs: o.PolicyDirs, Home: e.home,
+	}, check)
 	var inv *plan.InvalidTaskError
 	if errors.As(err, &inv) {
 		return nil, false, &InvalidTaskError{Diagnostics: &Diagnostics{diags: inv.Diagnostics, files: inv.Files}}

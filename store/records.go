@@ -163,7 +163,29 @@ type Manifest struct {
 	Plugins       map[string]PluginPin `json:"plugins"`
 	EngineVersion string               `json:"engine_version"`
 	ABI           string               `json:"abi"`
+	// Policies are the harness policies of the run, in the order they
+	// apply, each pinned with its full text (specs/policies.md): the run
+	// applies these, never the files they came from. Manifests written
+	// before policies existed have none.
+	Policies []PolicyPin `json:"policies,omitempty"`
 }
+
+// PolicyPin is one policy version as a run pinned it: the policy block's own
+// text, its sha256, and where the block started in the file it came from
+// (so diagnostics read from the text point at the file's lines).
+type PolicyPin struct {
+	Name     string `json:"name"`
+	Version  int    `json:"version"`
+	SHA256   string `json:"sha256"`
+	Filename string `json:"filename"`
+	Line     int    `json:"line"`
+	Column   int    `json:"column"`
+	Byte     int    `json:"byte"`
+	Text     string `json:"text"`
+}
+
+// Ref is NAME@VERSION.
+func (p PolicyPin) Ref() string { return fmt.Sprintf("%s@%d", p.Name, p.Version) }
 
 // PluginPin is a plugin file and the sha256 it had when the task was submitted.
 type PluginPin struct {

@@ -19,19 +19,24 @@ func TestRequestJSON(t *testing.T) {
 		{
 			name: "plain step",
 			req:  Request{TaskID: "01J", TaskName: "report", Step: "draft", Attempt: 1, Input: json.RawMessage(`{"topic": "x"}`)},
-			want: `{"abi":1,"task_id":"01J","task_name":"report","step":"draft","item":null,"attempt":1,"input":{"topic":"x"}}`,
+			want: `{"abi":1,"task_id":"01J","task_name":"report","step":"draft","item":null,"attempt":1,"input":{"topic":"x"},"policy":{}}`,
 		},
 		{
 			name: "fan-out item with repair",
 			req: Request{TaskID: "01J", TaskName: "audit", Step: "check", Attempt: 2,
 				Item:   &Item{Index: 3, Key: json.RawMessage(`"/about"`), Value: json.RawMessage(`{"url":"/about"}`)},
 				Repair: &Repair{Count: 1, Reason: "missing section: Risks"}},
-			want: `{"abi":1,"task_id":"01J","task_name":"audit","step":"check","item":{"index":3,"key":"/about","value":{"url":"/about"}},"attempt":2,"repair":{"count":1,"reason":"missing section: Risks"},"input":null}`,
+			want: `{"abi":1,"task_id":"01J","task_name":"audit","step":"check","item":{"index":3,"key":"/about","value":{"url":"/about"}},"attempt":2,"repair":{"count":1,"reason":"missing section: Risks"},"input":null,"policy":{}}`,
 		},
 		{
 			name: "repair count zero is omitted, nil key is null",
 			req:  Request{Step: "s", Repair: &Repair{}, Item: &Item{}},
-			want: `{"abi":1,"task_id":"","task_name":"","step":"s","item":{"index":0,"key":null,"value":null},"attempt":0,"input":null}`,
+			want: `{"abi":1,"task_id":"","task_name":"","step":"s","item":{"index":0,"key":null,"value":null},"attempt":0,"input":null,"policy":{}}`,
+		},
+		{
+			name: "policy parameters",
+			req:  Request{Step: "draft", Attempt: 1, Policy: json.RawMessage(`{"few_shot":"examples/v2","single_tool":true}`)},
+			want: `{"abi":1,"task_id":"","task_name":"","step":"draft","item":null,"attempt":1,"input":null,"policy":{"few_shot":"examples/v2","single_tool":true}}`,
 		},
 	}
 	for _, tc := range cases {

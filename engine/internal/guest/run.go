@@ -55,6 +55,9 @@ type Request struct {
 	Attempt                int   // 1 for the first attempt
 	Repair                 *Repair
 	Input                  json.RawMessage // nil => null
+	// Policy is the policy parameters of the step (a JSON object,
+	// specs/policies.md); nil => {}.
+	Policy json.RawMessage
 }
 
 // Item is the fan-out item a step runs for.
@@ -79,6 +82,7 @@ type wireRequest struct {
 	Attempt  int             `json:"attempt"`
 	Repair   *Repair         `json:"repair,omitempty"`
 	Input    json.RawMessage `json:"input"`
+	Policy   json.RawMessage `json:"policy"`
 }
 
 type wireItem struct {
@@ -89,7 +93,10 @@ type wireItem struct {
 
 // MarshalJSON writes the envelope as the ABI specifies.
 func (r Request) MarshalJSON() ([]byte, error) {
-	w := wireRequest{ABI: ABIVersion, TaskID: r.TaskID, TaskName: r.TaskName, Step: r.Step, Attempt: r.Attempt, Input: r.Input}
+	w := wireRequest{ABI: ABIVersion, TaskID: r.TaskID, TaskName: r.TaskName, Step: r.Step, Attempt: r.Attempt, Input: r.Input, Policy: r.Policy}
+	if len(w.Policy) == 0 {
+		w.Policy = json.RawMessage("{}")
+	}
 	if r.Item != nil {
 		w.Item = &wireItem{Index: r.Item.Index, Key: r.Item.Key, Value: r.Item.Value}
 	}

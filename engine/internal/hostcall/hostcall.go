@@ -157,7 +157,7 @@ func (a *Attempt) PutArtifact(ctx context.Context, meta, data []byte) ([]byte, e
 	}
 	ref, err := a.Store.PutArtifactQuota(ctx, store.Provenance{
 		Name: m.Name, MediaType: m.MediaType, Task: a.Lease.Task, Step: a.Step.Name, Item: a.Lease.Item,
-		Attempt: a.Lease.Attempt, PluginSHA256: a.PluginSHA256, InputSHA256: a.InputSHA256,
+		Attempt: a.Lease.Attempt, PluginSHA256: a.PluginSHA256, InputSHA256: a.InputSHA256, Policies: a.Step.Policies,
 	}, data, int64(a.limits().ArtifactBytes))
 	if err != nil {
 		return nil, quotaStatus("artifact_put", err)

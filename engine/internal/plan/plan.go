@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"sort"
@@ -63,11 +64,17 @@ func (e *InvalidTaskError) Error() string {
 // check, when set, loads each plugin module the way it will be run (see
 // CheckModules); nil uses Inspect.
 func Prepare(ctx context.Context, path string, vars map[string]string, check ModuleCheck) (*Submission, error) {
+	return PrepareWith(ctx, path, vars, PolicyOptions{}, check)
+}
+
+// PrepareWith is Prepare with the run's policies chosen by po: they are
+// resolved, applied to the task and pinned in the manifest with their text.
+func PrepareWith(ctx context.Context, path string, vars map[string]string, po PolicyOptions, check ModuleCheck) (*Submission, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, err
 	}
-	t, files, diags := Validate(ctx, abs, check)
+	t, ps, files, diags := ValidateWith(ctx, abs, po, check)
 	if diags.HasErrors() {
 		return nil, &InvalidTaskError{Diagnostics: diags, Files: files}
 	}
@@ -84,6 +91,9 @@ func Prepare(ctx context.Context, path string, vars map[string]string, check Mod
 		Plugins:       map[string]store.PluginPin{},
 		EngineVersion: EngineVersion,
 		ABI:           strconv.Itoa(guest.ABIVersion),
+	}
+	if len(ps) > 0 {
+		m.Policies = Pins(ps)
 	}
 	for name, v := range values {
 		b, err := taskfile.ToJSON(v)
@@ -164,7 +174,17 @@ func CheckModules(ctx context.Context, t *taskfile.Task, check ModuleCheck) hcl.
 // plugin files exist, match any pinned sha256 and are modules lhengine can
 // run (with check; nil means Inspect). files holds the sources the
 // diagnostics refer to, for rendering.
+//
+// The policies the task lists are applied, looked for beside the task file
+// only; ValidateWith chooses them and the search path.
 func Validate(ctx context.Context, path string, check ModuleCheck) (*taskfile.Task, map[string][]byte, hcl.Diagnostics) {
+	t, _, files, diags := ValidateWith(ctx, path, PolicyOptions{}, check)
+	return t, files, diags
+}
+
+// ValidateWith is Validate with the policies chosen by po. It returns the
+// task with the policies applied, and the policies in the order they apply.
+func ValidateWith(ctx context.Context, path string, po PolicyOptions, check ModuleCheck) (*taskfile.Task, []*taskfile.Policy, map[string][]byte, hcl.Diagnostics) {
 	t, diags := taskfile.ParseFile(path, taskfile.Options{CheckPlugins: true})
 	files := map[string][]byte{}
 	if t != nil {
@@ -172,10 +192,22 @@ func Validate(ctx context.Context, path string, check ModuleCheck) (*taskfile.Ta
 	} else if src, err := os.ReadFile(path); err == nil {
 		files[path] = src
 	}
-	if !diags.HasErrors() {
-		diags = append(diags, CheckModules(ctx, t, check)...)
+	if diags.HasErrors() {
+		return t, nil, files, diags
 	}
-	return t, files, diags
+	ps, pfiles, d := ResolvePolicies(t, po)
+	maps.Copy(files, pfiles)
+	diags = append(diags, d...)
+	if diags.HasErrors() {
+		return nil, nil, files, diags
+	}
+	t, d = taskfile.ApplyPolicies(t, ps, true)
+	diags = append(diags, d...)
+	if diags.HasErrors() {
+		return nil, nil, files, diags
+	}
+	diags = append(diags, CheckModules(ctx, t, check)...)
+	return t, ps, files, diags
 }
 
 // HashFile returns the lower-case hex sha256 of a file.
@@ -199,12 +231,23 @@ type Spec struct {
 	Manifest *store.Manifest
 }
 
-// FromManifest re-parses a task's pinned source. It does not look at plugin
-// files: those are checked against the pinned hashes when loaded.
+// FromManifest re-parses a task's pinned source and applies the policies
+// pinned with it, from their pinned texts. It does not look at plugin or
+// policy files: plugins are checked against the pinned hashes when loaded.
 func FromManifest(m *store.Manifest) (*Spec, error) {
 	t, diags := taskfile.Parse(m.Filename, m.Source, taskfile.Options{})
 	if diags.HasErrors() {
 		return nil, &InvalidTaskError{Diagnostics: diags, Files: map[string][]byte{m.Filename: m.Source}}
+	}
+	// The pinned texts, never the policy files, which may have changed.
+	if len(m.Policies) > 0 {
+		ps, diags := pinnedPolicies(m)
+		if !diags.HasErrors() {
+			t, diags = taskfile.ApplyPolicies(t, ps, false)
+		}
+		if diags.HasErrors() {
+			return nil, &InvalidTaskError{Diagnostics: diags, Files: map[string][]byte{m.Filename: m.Source}}
+		}
 	}
 	vars := map[string]cty.Value{}
 	for _, v := range t.Variables {

@@ -339,7 +339,7 @@ func (w *Worker) execute(ctx context.Context, l store.Lease, log hclog.Logger) (
 		return nil, step, nil, err
 	}
 
-	req := guest.Request{TaskID: task.ID, TaskName: task.Name, Step: step.Name, Attempt: l.Attempt, Input: input}
+	req := guest.Request{TaskID: task.ID, TaskName: task.Name, Step: step.Name, Attempt: l.Attempt, Input: input, Policy: step.Params}
 	if step.ForEach != nil {
 		req.Item = &guest.Item{Index: l.Item, Key: l.Unit.Key, Value: l.Unit.Value}
 	}

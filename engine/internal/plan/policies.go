@@ -1,0 +1,225 @@
+package plan
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+
+	"github.com/hashicorp/hcl/v2"
+
+	"github.com/lhengine/lhengine/engine/internal/taskfile"
+	"github.com/lhengine/lhengine/store"
+)
+
+// PolicyOptions change which policies a run applies beyond the ones its
+// task file lists, and where they are looked for (specs/policies.md, §4).
+type PolicyOptions struct {
+	// Add selects NAME or NAME@VERSION: a policy the task lists is
+	// re-versioned, another one is added after the task's own.
+	Add []string
+	// Without removes policies by name; a name not selected is no error.
+	Without []string
+	// Dirs are searched after the policies/ directory beside the task file.
+	Dirs []string
+	// Home, when set, makes Home/policies the last directory searched.
+	Home string
+}
+
+// SearchPath returns the directories policies are looked for in, in order:
+// policies/ beside the task file, o.Dirs, then Home/policies.
+func (o PolicyOptions) SearchPath(taskDir string) []string {
+	var dirs []string
+	add := func(d string) {
+		if abs, err := filepath.Abs(d); err == nil {
+			d = abs
+		}
+		if !slices.Contains(dirs, d) {
+			dirs = append(dirs, d)
+		}
+	}
+	add(filepath.Join(taskDir, "policies"))
+	for _, d := range o.Dirs {
+		add(d)
+	}
+	if o.Home != "" {
+		add(filepath.Join(o.Home, "policies"))
+	}
+	return dirs
+}
+
+// Selection returns the policies a run of t selects: the task's policies
+// attribute, then o.Add (re-versioning or adding), less o.Without.
+func (o PolicyOptions) Selection(t *taskfile.Task) ([]taskfile.PolicyRef, hcl.Diagnostics) {
+	refs := slices.Clone(t.Policies)
+	var diags hcl.Diagnostics
+	for _, s := range o.Add {
+		r, err := taskfile.ParsePolicyRef(s)
+		if err != nil {
+			diags = append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Invalid policy reference",
+				Detail:   fmt.Sprintf("--policy selects NAME or NAME@VERSION: %v.", err),
+			})
+			continue
+		}
+		if i := slices.IndexFunc(refs, func(x taskfile.PolicyRef) bool { return x.Name == r.Name }); i >= 0 {
+			r.Range = refs[i].Range
+			refs[i] = r
+			continue
+		}
+		refs = append(refs, r)
+	}
+	refs = slices.DeleteFunc(refs, func(r taskfile.PolicyRef) bool { return slices.Contains(o.Without, r.Name) })
+	return refs, diags
+}
+
+// LoadPolicies reads every *.hcl file of the directories, in order (files in
+// lexical order within a directory), and returns the policies found, with
+// the sources the diagnostics refer to. A directory that does not exist is
+// skipped, unless it is in required. Every mistake of every file read is
+// reported.
+func LoadPolicies(dirs []string, required []string) ([]*taskfile.Policy, map[string][]byte, hcl.Diagnostics) {
+	files := map[string][]byte{}
+	var all []*taskfile.Policy
+	var diags hcl.Diagnostics
+	for _, dir := range dirs {
+		names, err := filepath.Glob(filepath.Join(dir, "*.hcl"))
+		if err == nil && len(names) == 0 {
+			if _, err = os.Stat(dir); err == nil {
+				continue
+			}
+		}
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) && !slices.Contains(required, dir) {
+				continue
+			}
+			diags = append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Cannot read policy directory",
+				Detail:   fmt.Sprintf("The policy directory %s could not be read: %v.", dir, err),
+			})
+			continue
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			src, err := os.ReadFile(name)
+			if err != nil {
+				diags = append(diags, &hcl.Diagnostic{
+					Severity: hcl.DiagError,
+					Summary:  "Cannot read policy file",
+					Detail:   fmt.Sprintf("The policy file %s could not be read: %v.", name, err),
+				})
+				continue
+			}
+			files[name] = src
+			ps, d := taskfile.ParsePolicies(name, src)
+			diags = append(diags, d...)
+			all = append(all, ps...)
+		}
+	}
+	return all, files, diags
+}
+
+// ResolvePolicies finds the policies a run of t applies, in selection order:
+// NAME@VERSION is the first block of that name and version in search order,
+// NAME alone the highest version found in any directory (the first found
+// among equal versions). Nothing is read when no policy is selected.
+func ResolvePolicies(t *taskfile.Task, o PolicyOptions) ([]*taskfile.Policy, map[string][]byte, hcl.Diagnostics) {
+	refs, diags := o.Selection(t)
+	if len(refs) == 0 || diags.HasErrors() {
+		return nil, nil, diags
+	}
+	var required []string
+	for _, d := range o.Dirs {
+		if abs, err := filepath.Abs(d); err == nil {
+			required = append(required, abs)
+		}
+	}
+	lib, files, d := LoadPolicies(o.SearchPath(t.Dir), required)
+	diags = append(diags, d...)
+	if diags.HasErrors() {
+		return nil, files, diags
+	}
+	var out []*taskfile.Policy
+	for _, r := range refs {
+		var found *taskfile.Policy
+		var versions []int
+		for _, p := range lib {
+			if p.Name != r.Name {
+				continue
+			}
+			versions = append(versions, p.Version)
+			switch {
+			case r.Version != 0:
+				if p.Version == r.Version && found == nil {
+					found = p
+				}
+			case found == nil || p.Version > found.Version:
+				found = p
+			}
+		}
+		if found != nil {
+			out = append(out, found)
+			continue
+		}
+		d := &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Unknown policy"}
+		if r.Range != (hcl.Range{}) {
+			d.Subject = r.Range.Ptr()
+		}
+		if len(versions) == 0 {
+			d.Detail = fmt.Sprintf("No policy %q was found in %v (specs/policies.md, the search path).", r.Name, o.SearchPath(t.Dir))
+		} else {
+			slices.Sort(versions)
+			d.Summary = "Unknown policy version"
+			d.Detail = fmt.Sprintf("Policy %q has versions %v, not %d.", r.Name, slices.Compact(versions), r.Version)
+		}
+		diags = append(diags, d)
+	}
+	if diags.HasErrors() {
+		return nil, files, diags
+	}
+	return out, files, diags
+}
+
+// Pins returns the manifest records of the policies.
+func Pins(ps []*taskfile.Policy) []store.PolicyPin {
+	pins := make([]store.PolicyPin, len(ps))
+	for i, p := range ps {
+		pins[i] = store.PolicyPin{
+			Name: p.Name, Version: p.Version, SHA256: p.SHA256, Filename: p.Filename,
+			Line: p.Start.Line, Column: p.Start.Column, Byte: p.Start.Byte, Text: string(p.Text),
+		}
+	}
+	return pins
+}
+
+// pinnedPolicies reads back the policies a manifest pins, from their texts
+// alone, checking each text against its sha256.
+func pinnedPolicies(m *store.Manifest) ([]*taskfile.Policy, hcl.Diagnostics) {
+	var ps []*taskfile.Policy
+	var diags hcl.Diagnostics
+	for _, pin := range m.Policies {
+		sum := sha256.Sum256([]byte(pin.Text))
+		if hex.EncodeToString(sum[:]) != pin.SHA256 {
+			diags = append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Pinned policy damaged",
+				Detail:   fmt.Sprintf("The text pinned for policy %s does not have the sha256 pinned with it (%s).", pin.Ref(), pin.SHA256),
+			})
+			continue
+		}
+		start := hcl.Pos{Line: pin.Line, Column: pin.Column, Byte: pin.Byte}
+		p, d := taskfile.ParsePinnedPolicy(pin.Filename, []byte(pin.Text), start)
+		diags = append(diags, d...)
+		if p != nil {
+			ps = append(ps, p)
+		}
+	}
+	return ps, diags
+}
