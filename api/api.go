@@ -70,6 +70,25 @@ type ManifestSummary struct {
 	EngineVersion string                     `json:"engine_version"`
 	ABI           string                     `json:"abi"`
 	SourceSHA256  string                     `json:"source_sha256"`
+	// Policies are the run's policy versions, without their text.
+	Policies []PolicySummary `json:"policies,omitempty"`
+}
+
+// PolicySummary names one pinned policy version.
+type PolicySummary struct {
+	Name    string `json:"name"`
+	Version int    `json:"version"`
+	SHA256  string `json:"sha256"`
+}
+
+// Manifest is a task's whole run manifest: GET /v1/tasks/{id}/manifest.
+// Summary is what a report shows; Source is the pinned task file and
+// Policies the pinned policies with their full text.
+type Manifest struct {
+	ID       string            `json:"id"`
+	Summary  ManifestSummary   `json:"summary"`
+	Source   string            `json:"source"`
+	Policies []store.PolicyPin `json:"policies"`
 }
 
 // Owner describes the process that owns a home: GET /v1/owner.
@@ -114,6 +133,13 @@ type SubmitRequest struct {
 	Path           string            `json:"path"`
 	Vars           map[string]string `json:"vars,omitempty"`
 	IdempotencyKey string            `json:"idempotency_key,omitempty"`
+	// Policies adds NAME or NAME@VERSION to the task's policies (or
+	// re-versions one it lists), Without removes policies by name, and
+	// PolicyDirs are searched for them after policies/ beside the task
+	// file (absolute paths on the owner's file system; specs/policies.md).
+	Policies   []string `json:"policies,omitempty"`
+	Without    []string `json:"without,omitempty"`
+	PolicyDirs []string `json:"policy_dirs,omitempty"`
 }
 
 // SubmitResponse answers a SubmitRequest.

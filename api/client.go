@@ -157,6 +157,13 @@ func (c *Client) Task(ctx context.Context, ref string) (*Task, error) {
 	return &r.Task, nil
 }
 
+// Manifest returns the run manifest of the task ref names, policy texts
+// included.
+func (c *Client) Manifest(ctx context.Context, ref string) (*Manifest, error) {
+	var m Manifest
+	return &m, c.do(ctx, "GET", taskPath(ref)+"/manifest", nil, &m)
+}
+
 // Submit validates, pins and queues a task file on the owner's file system.
 func (c *Client) Submit(ctx context.Context, req SubmitRequest) (*SubmitResponse, error) {
 	var r SubmitResponse

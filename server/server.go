@@ -124,6 +124,7 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /v1/tasks", s.tasks)
 	m.HandleFunc("POST /v1/tasks", s.submit)
 	m.HandleFunc("GET /v1/tasks/{id}", s.report)
+	m.HandleFunc("GET /v1/tasks/{id}/manifest", s.manifest)
 	m.HandleFunc("DELETE /v1/tasks/{id}", s.remove)
 	m.HandleFunc("POST /v1/tasks/{id}/cancel", s.cancel)
 	m.HandleFunc("POST /v1/tasks/{id}/resume", s.resume)

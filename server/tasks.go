@@ -107,11 +107,40 @@ func (s *Server) readReport(req *http.Request) (*api.Report, error) {
 
 func summary(m *store.Manifest) api.ManifestSummary {
 	sum := sha256.Sum256(m.Source)
-	return api.ManifestSummary{
+	s := api.ManifestSummary{
 		Objective: m.Objective, Constraints: m.Constraints, Filename: m.Filename,
 		Vars: m.Vars, Plugins: m.Plugins, EngineVersion: m.EngineVersion, ABI: m.ABI,
 		SourceSHA256: hex.EncodeToString(sum[:]),
 	}
+	for _, p := range m.Policies {
+		s.Policies = append(s.Policies, api.PolicySummary{Name: p.Name, Version: p.Version, SHA256: p.SHA256})
+	}
+	return s
+}
+
+// manifest answers GET /v1/tasks/{id}/manifest: the whole run manifest as
+// pinned at submit, policy texts included.
+func (s *Server) manifest(w http.ResponseWriter, req *http.Request) {
+	var out api.Manifest
+	if err := s.e.Read(func(r *store.Reader) error {
+		t, err := find(r, req)
+		if err != nil {
+			return err
+		}
+		m, err := r.Manifest(t.ID)
+		if err != nil {
+			return err
+		}
+		out = api.Manifest{ID: t.ID, Summary: summary(m), Source: string(m.Source), Policies: m.Policies}
+		if out.Policies == nil {
+			out.Policies = []store.PolicyPin{}
+		}
+		return nil
+	}); err != nil {
+		s.fail(w, req, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) submit(w http.ResponseWriter, req *http.Request) {
@@ -124,7 +153,10 @@ func (s *Server) submit(w http.ResponseWriter, req *http.Request) {
 		s.fail(w, req, badRequest("path must be the absolute path of a task file on the owner's file system, not %q", in.Path))
 		return
 	}
-	t, created, err := s.e.Submit(req.Context(), in.Path, engine.SubmitOptions{Vars: in.Vars, IdempotencyKey: in.IdempotencyKey})
+	t, created, err := s.e.Submit(req.Context(), in.Path, engine.SubmitOptions{
+		Vars: in.Vars, IdempotencyKey: in.IdempotencyKey,
+		Policies: in.Policies, Without: in.Without, PolicyDirs: in.PolicyDirs,
+	})
 	if err != nil {
 		if !errors.As(err, new(*engine.InvalidTaskError)) && !isStoreError(err) {
 			err = fmt.Errorf("%w: %v", errBadRequest, err) // an unreadable file or plugin

@@ -169,6 +169,7 @@ Exit codes: 0 success; 1 error, invalid task file, or a task that did not succee
 		a.rmCmd(), a.gcCmd(),
 		a.benchCmd(),
 		a.versionCmd(), a.retryCmd(), a.serveCmd(),
+		a.manifestCmd(),
 	)
 	// --version prints what `lhengine version` does.
 	root.Version = engine.Version

@@ -120,9 +120,35 @@ func (a *app) validateCmd() *cobra.Command {
 	}
 }
 
+// policyFlags are the flags of run and submit that choose a run's policies.
+type policyFlags struct {
+	add, without, dirs []string
+}
+
+func (f *policyFlags) register(cmd *cobra.Command) {
+	cmd.Flags().StringArrayVar(&f.add, "policy", nil, "apply policy NAME or NAME@VERSION, adding it or re-versioning one the task lists (repeatable)")
+	cmd.Flags().StringArrayVar(&f.without, "without", nil, "do not apply policy NAME though the task lists it (repeatable)")
+	cmd.Flags().StringArrayVar(&f.dirs, "policies", nil, "look for policies in DIR too, after policies/ beside the task file and before HOME/policies (repeatable)")
+}
+
+// apply sets the policy fields of req; directories become absolute, since
+// the owner may run elsewhere.
+func (f *policyFlags) apply(req *api.SubmitRequest) error {
+	req.Policies, req.Without = f.add, f.without
+	for _, d := range f.dirs {
+		abs, err := filepath.Abs(d)
+		if err != nil {
+			return err
+		}
+		req.PolicyDirs = append(req.PolicyDirs, abs)
+	}
+	return nil
+}
+
 func (a *app) submitCmd() *cobra.Command {
 	var vars []string
 	var key string
+	var pf policyFlags
 	cmd := &cobra.Command{
 		Use:   "submit FILE.hcl",
 		Short: "Queue a task and print its id at once; a worker runs it",
@@ -133,6 +159,9 @@ func (a *app) submitCmd() *cobra.Command {
 				return err
 			}
 			req.IdempotencyKey = key
+			if err := pf.apply(&req); err != nil {
+				return err
+			}
 			return a.withSession(cmd.Context(), homeMode{create: true}, func(s *session) error {
 				r, err := s.c.Submit(cmd.Context(), req)
 				if err != nil {
@@ -148,6 +177,7 @@ func (a *app) submitCmd() *cobra.Command {
 	}
 	cmd.Flags().StringArrayVar(&vars, "var", nil, "set a task variable: name=value (repeatable)")
 	cmd.Flags().StringVar(&key, "idempotency-key", "", "return the task submitted earlier with this key instead of a new one")
+	pf.register(cmd)
 	return cmd
 }
 
@@ -168,6 +198,7 @@ func submitRequest(path string, vars []string) (api.SubmitRequest, error) {
 func (a *app) runCmd() *cobra.Command {
 	var vars []string
 	var conc int
+	var pf policyFlags
 	cmd := &cobra.Command{
 		Use:   "run FILE.hcl",
 		Short: "Submit a task and work it to the end on the embedded store, with live progress",
@@ -186,6 +217,9 @@ serve" already owns the home, run submits the task there and follows it.`,
 			if err != nil {
 				return err
 			}
+			if err := pf.apply(&req); err != nil {
+				return err
+			}
 			return a.withWorker(cmd.Context(), true, func(s *session) error {
 				r, err := s.c.Submit(cmd.Context(), req)
 				if err != nil {
@@ -200,6 +234,7 @@ serve" already owns the home, run submits the task there and follows it.`,
 	}
 	cmd.Flags().StringArrayVar(&vars, "var", nil, "set a task variable: name=value (repeatable)")
 	cmd.Flags().IntVar(&conc, "concurrency", defaultConcurrency, "attempts run at once (fan-out steps also obey their own concurrency)")
+	pf.register(cmd)
 	return cmd
 }
 

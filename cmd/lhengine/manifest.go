@@ -1,0 +1,105 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/lhengine/lhengine/api"
+)
+
+func (a *app) manifestCmd() *cobra.Command {
+	var text bool
+	cmd := &cobra.Command{
+		Use:   "manifest ID",
+		Short: "The run manifest pinned at submit: versions, task source hash, variables, plugins, policies",
+		Long: `Show the run manifest of a task, fixed when it was submitted: the engine and
+ABI versions, the task file and the sha256 of its pinned source, the variable
+values, each step's plugin with its sha256, and the harness policies the run
+applies, NAME@VERSION with the sha256 of the pinned text. The run uses these
+pins, never the files they came from, so editing a policy or plugin file does
+not change a submitted task. --text adds the pinned policy texts; -o json
+prints everything, the task source included.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			return a.withClient(ctx, func(c *api.Client) error {
+				m, err := c.Manifest(ctx, args[0])
+				if err != nil {
+					return err
+				}
+				if a.json() {
+					return a.printJSON(m)
+				}
+				return a.printManifest(m, text)
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&text, "text", false, "print the pinned text of each policy")
+	return cmd
+}
+
+func (a *app) printManifest(m *api.Manifest, text bool) error {
+	s := m.Summary
+	w := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(w, "task\t%s\n", m.ID)
+	fmt.Fprintf(w, "engine\t%s (plugin ABI %s)\n", s.EngineVersion, s.ABI)
+	fmt.Fprintf(w, "source\t%s\n", s.Filename)
+	fmt.Fprintf(w, "source sha256\t%s\n", s.SourceSHA256)
+	if s.Objective != "" {
+		fmt.Fprintf(w, "objective\t%s\n", s.Objective)
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	names := make([]string, 0, len(s.Vars))
+	for k := range s.Vars {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	fmt.Fprintf(a.stdout, "\nvariables (%d)\n", len(names))
+	for _, k := range names {
+		fmt.Fprintf(a.stdout, "  %s = %s\n", k, compactJSON(s.Vars[k]))
+	}
+	steps := make([]string, 0, len(s.Plugins))
+	for k := range s.Plugins {
+		steps = append(steps, k)
+	}
+	sort.Strings(steps)
+	fmt.Fprintf(a.stdout, "\nplugins (%d)\n", len(steps))
+	w = tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+	for _, k := range steps {
+		p := s.Plugins[k]
+		fmt.Fprintf(w, "  %s\t%s\t%s\n", k, p.SHA256, p.Path)
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(a.stdout, "\npolicies (%d)\n", len(m.Policies))
+	w = tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+	for _, p := range m.Policies {
+		fmt.Fprintf(w, "  %s\t%s\t%s:%d\n", p.Ref(), p.SHA256, p.Filename, p.Line)
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	if text {
+		for _, p := range m.Policies {
+			fmt.Fprintf(a.stdout, "\n# %s (%s:%d, sha256 %s)\n%s\n", p.Ref(), p.Filename, p.Line, p.SHA256, strings.TrimRight(p.Text, "\n"))
+		}
+	}
+	return nil
+}
+
+func compactJSON(raw json.RawMessage) string {
+	var b bytes.Buffer
+	if err := json.Compact(&b, raw); err != nil {
+		return string(raw)
+	}
+	return b.String()
+}
