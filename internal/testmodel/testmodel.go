@@ -26,6 +26,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // Server is a loopback model server.
@@ -41,6 +42,7 @@ type Server struct {
 	mu       sync.Mutex
 	requests []Request
 	fail     []failure
+	busy     time.Duration
 }
 
 // Request is a request the server got.
@@ -104,7 +106,21 @@ func (s *Server) Answered() int {
 	return n
 }
 
+// Busy is the time the server spent in its handler, reading requests and
+// writing answers: what a benchmark subtracts to find its caller's share.
+func (s *Server) Busy() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.busy
+}
+
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	defer func() {
+		s.mu.Lock()
+		s.busy += time.Since(start)
+		s.mu.Unlock()
+	}()
 	var proto, key string
 	switch {
 	case r.Method == http.MethodPost && r.URL.Path == "/v1/chat/completions":

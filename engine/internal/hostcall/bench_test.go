@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/engine/internal/taskfile"
+	"github.com/lhengine/lhengine/internal/testmodel"
 	"github.com/lhengine/lhengine/store"
 )
 
@@ -63,5 +64,41 @@ func BenchmarkEffect(b *testing.B) {
 		if _, err := a.Call(ctx, "effect.do", []byte(req)); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkModelGenerate makes one model.generate call per op against the
+// loopback model server, on a durable store: live (a new key each op: the
+// POST, the answer parsed, the response, tokens and cost recorded with one
+// sync) and replayed (the same call again: answered from the journal, an
+// event recorded). host-µs/op is the time outside the server's handler.
+func BenchmarkModelGenerate(b *testing.B) {
+	for _, mode := range []string{"live", "replayed"} {
+		b.Run(mode, func(b *testing.B) {
+			srv := testmodel.New(b)
+			srv.Key = testKey
+			a := onDisk(b, modelStep(srv, taskfile.ProviderOpenAI))
+			withKey(a)
+			ctx := context.Background()
+			req := func(i int) []byte {
+				if mode == "replayed" {
+					i = 0
+				}
+				return fmt.Appendf(nil, `{"model":"m","key":"k%d","messages":[{"role":"system","content":"Answer briefly."},{"role":"user","content":"what is the weather like in Paris today?"}]}`, i)
+			}
+			if _, err := a.Call(ctx, "model.generate", req(0)); err != nil {
+				b.Fatal(err)
+			}
+			busy := srv.Busy()
+			b.ResetTimer()
+			for i := range b.N {
+				if _, err := a.Call(ctx, "model.generate", req(i+1)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			host := b.Elapsed() - (srv.Busy() - busy)
+			b.ReportMetric(float64(host.Microseconds())/float64(b.N), "host-µs/op")
+		})
 	}
 }
