@@ -187,10 +187,7 @@ func (t *Task) checkTypes(s *Step) hcl.Diagnostics {
 	for _, v := range t.Variables {
 		vars[v.Name] = cty.UnknownVal(v.Type)
 	}
-	outputs := make(map[string]cty.Value, s.Index)
-	for _, earlier := range t.Steps[:s.Index] {
-		outputs[earlier.Name] = cty.DynamicVal
-	}
+	outputs := referencedOutputs(s, t.Steps[:s.Index])
 	var diags hcl.Diagnostics
 	var each *Each
 	if s.ForEach != nil {
@@ -211,6 +208,36 @@ func (t *Task) checkTypes(s *Step) hcl.Diagnostics {
 		diags = append(diags, fillSubject(d, s.Input.Range())...)
 	}
 	return diags
+}
+
+// referencedOutputs returns unknown outputs for the earlier steps that s's
+// expressions name: building the evaluation context from every earlier step
+// made checking a pipeline quadratic in its length. A reference to `step`
+// as a whole (which checkRefs reports) gets every earlier step.
+func referencedOutputs(s *Step, earlier []*Step) map[string]cty.Value {
+	outputs := map[string]cty.Value{}
+	all := func() map[string]cty.Value {
+		for _, e := range earlier {
+			outputs[e.Name] = cty.DynamicVal
+		}
+		return outputs
+	}
+	for _, expr := range []hcl.Expression{s.ForEach, s.Input} {
+		if expr == nil {
+			continue
+		}
+		for _, tr := range expr.Variables() {
+			if tr.RootName() != "step" {
+				continue
+			}
+			name, ok := attrName(tr, 1)
+			if !ok {
+				return all()
+			}
+			outputs[name] = cty.DynamicVal
+		}
+	}
+	return outputs
 }
 
 // checkForEachType reports a for_each value that cannot be a collection of
