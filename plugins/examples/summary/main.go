@@ -4,6 +4,9 @@
 // fresh model context resumed from the handoff sees what each stage
 // produced without reading it all.
 //
+// Its output is the anchor's output, unchanged: inserted after a task's last
+// step, it would otherwise replace what the task produces.
+//
 // The policy's "max_chars" parameter bounds the line (default 200).
 //
 // Build, from the module root:
@@ -27,13 +30,7 @@ type Input struct {
 	Output json.RawMessage `json:"output"`
 }
 
-// Summary is the step's output.
-type Summary struct {
-	Step string `json:"step"`
-	Line string `json:"line"`
-}
-
-func summarize(ctx *sdk.Context, in Input) (Summary, error) {
+func summarize(ctx *sdk.Context, in Input) (json.RawMessage, error) {
 	line := describe(in.Output)
 	if in.Step == "" {
 		// An inserted step is named POLICY.INSERT@ANCHOR.
@@ -47,10 +44,14 @@ func summarize(ctx *sdk.Context, in Input) (Summary, error) {
 	if limit := ctx.Policy.Int("max_chars", 200); limit > 3 && len(line) > limit {
 		line = line[:limit-3] + "..."
 	}
+	ctx.Log(sdk.LevelInfo, line)
 	if err := ctx.Note(sdk.NoteFinding, line); err != nil {
 		ctx.Logf(sdk.LevelWarn, "progress note not recorded: %v", err)
 	}
-	return Summary{Step: in.Step, Line: line}, nil
+	if len(in.Output) == 0 {
+		return json.RawMessage("null"), nil
+	}
+	return in.Output, nil
 }
 
 // describe says what a JSON value is and how big, in a few words.
