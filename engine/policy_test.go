@@ -218,3 +218,32 @@ policy "mark" {
 	require.Equal(t, 2, m1.Policies[0].Line)
 	require.Contains(t, m1.Plugins, "mark.mark@a")
 }
+
+// TestArtifactProvenanceListsPolicies records the run's policy versions in
+// the provenance of an artifact a plugin stores.
+func TestArtifactProvenanceListsPolicies(t *testing.T) {
+	t.Parallel()
+	b := setup(t, `
+task "art" {
+  policies = ["single-tool-at-a-time@1", "context-reset-every-n"]
+  step "put" {
+    plugin = "caps.wasm"
+    input  = { mode = "artifact" }
+  }
+}`)
+	copyFile(t, testwasm.BuildC(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/c/caps.c")), filepath.Join(b.dir, "caps.wasm"))
+	writeFile(t, filepath.Join(b.dir, "policies", "single.hcl"), library(t, "single-tool-at-a-time", nil))
+	writeFile(t, filepath.Join(b.dir, "policies", "reset.hcl"), library(t, "context-reset-every-n", nil))
+	task := b.work(t, b.submit(t, nil).ID)
+	require.Equal(t, store.Succeeded, task.Status, task.Reason)
+	var arts []store.Provenance
+	require.NoError(t, b.e.Read(func(r *store.Reader) error {
+		var err error
+		arts, err = r.Artifacts(task.ID)
+		return err
+	}))
+	require.NotEmpty(t, arts)
+	for _, a := range arts {
+		require.Equal(t, []string{"single-tool-at-a-time@1", "context-reset-every-n@1"}, a.Policies)
+	}
+}

@@ -42,7 +42,7 @@ type Provenance struct {
 	Attempt      int       `json:"attempt"`
 	PluginSHA256 string    `json:"plugin_sha256"`
 	InputSHA256  string    `json:"input_sha256"`
-	Policies     []string  `json:"policies"`              // policy versions in force (none yet)
+	Policies     []string  `json:"policies"`              // the run's policy versions, NAME@VERSION (specs/policies.md)
 	Environment  string    `json:"environment,omitempty"` // environment version when known
 	Time         time.Time `json:"time"`
 }
