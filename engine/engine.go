@@ -174,6 +174,11 @@ type WorkOptions struct {
 	LeaseFor     time.Duration // 0 = 30s
 	PollEvery    time.Duration // longest idle wait before looking for work again; 0 = 1s
 	OnCommit     func(*store.Task)
+	// ModelReplay answers model calls from the recorded responses in this
+	// folder and sends nothing (--model-replay); a call with no recording
+	// fails, naming its request's sha256. ModelRecord records every live
+	// response in this folder (--model-record). "" for neither.
+	ModelReplay, ModelRecord string
 }
 
 // Work claims and runs work units until ctx is done or, with ExitWhenIdle,
@@ -194,7 +199,7 @@ func (e *Engine) Work(ctx context.Context, o WorkOptions) error {
 		Store: e.store, Runtime: e.rt, Specs: e.specs, Logger: e.log,
 		Name: o.Name, Concurrency: o.Concurrency, LeaseFor: o.LeaseFor, Task: o.Task,
 		ExitWhenIdle: o.ExitWhenIdle, OnCommit: o.OnCommit, Workspaces: filepath.Join(e.home, "workspaces"),
-		PollEvery: o.PollEvery, Aborts: &e.aborts,
+		PollEvery: o.PollEvery, Aborts: &e.aborts, ModelReplay: o.ModelReplay, ModelRecord: o.ModelRecord,
 	})
 	return w.Run(ctx)
 }

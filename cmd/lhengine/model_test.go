@@ -150,3 +150,79 @@ task "cities" {
 		return nil
 	}))
 }
+
+// TestModelRecordThenReplay records a tool-using run's model responses
+// with --model-record, replays them in another home with --model-replay
+// (nothing sent, the same outputs), and fails clearly, naming the
+// request's hash, when the conversation asks something not recorded.
+func TestModelRecordThenReplay(t *testing.T) {
+	t.Parallel()
+	wasm, err := os.ReadFile(testwasm.BuildGo(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/go/model")))
+	require.NoError(t, err)
+	srv := testmodel.New(t)
+	const secret = "sk-record-test-0c7e"
+	srv.Key = secret
+	require.NoError(t, os.Setenv("LHENGINE_RECORD_TEST_KEY", secret))
+	t.Cleanup(func() { os.Unsetenv("LHENGINE_RECORD_TEST_KEY") })
+
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "model.wasm"), wasm, 0o644))
+	task := func(name string, cities ...string) string {
+		path := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(path, fmt.Appendf(nil, `
+task "cities" {
+  model "m" {
+    provider    = "anthropic"
+    base_url    = %q
+    model       = "test-model"
+    api_key_env = "LHENGINE_RECORD_TEST_KEY"
+    input_price = 1
+  }
+  step "ask" {
+    plugin   = "model.wasm"
+    models   = ["m"]
+    for_each = %s
+    input    = { model = "m", key = "q", prompt = "weather in ${each.value}", tools = true, fail_attempts = 0 }
+  }
+}
+`, srv.URL, "[\""+strings.Join(cities, "\", \"")+"\"]"), 0o644))
+		return path
+	}
+	rec := filepath.Join(dir, "recorded")
+	output := func(out string) string {
+		_, after, ok := strings.Cut(out, "output of step")
+		require.True(t, ok, out)
+		return after
+	}
+
+	live := &cliBundle{dir: dir, home: filepath.Join(dir, "home1")}
+	code, out, errOut := live.lh(t, "--log-level", "off", "run", "--model-record", rec, task("task.hcl", "Paris", "Rome"))
+	require.Equal(t, 0, code, out+errOut)
+	require.Len(t, srv.Requests(), 4)
+	files, err := filepath.Glob(filepath.Join(rec, "*.json"))
+	require.NoError(t, err)
+	require.Len(t, files, 4, "one recording per call")
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		require.NoError(t, err)
+		require.NotContains(t, string(b), secret)
+	}
+
+	replay := &cliBundle{dir: dir, home: filepath.Join(dir, "home2")}
+	code, again, errOut := replay.lh(t, "--log-level", "off", "run", "--model-replay", rec, task("task.hcl", "Paris", "Rome"))
+	require.Equal(t, 0, code, again+errOut)
+	require.Equal(t, output(out), output(again), "the replay reproduces the run")
+	require.Len(t, srv.Requests(), 4, "nothing sent")
+
+	// The guest passes a refused call on in its output (status -8, UNAVAILABLE).
+	code, missed, _ := replay.lh(t, "--log-level", "off", "run", "--model-replay", rec, task("other.hcl", "Paris", "Lisbon"))
+	require.Equal(t, 0, code, missed)
+	require.Contains(t, missed, `"status": -8`)
+	require.Contains(t, missed, "no recorded response for request sha256 ")
+	require.Contains(t, missed, `"text": "tool said: result for weather in Paris"`, "the recorded city replays")
+	require.Len(t, srv.Requests(), 4)
+
+	code, _, errOut = replay.lh(t, "run", "--model-replay", rec, "--model-record", rec, task("task.hcl", "Paris"))
+	require.NotEqual(t, 0, code)
+	require.Contains(t, errOut, "exclude each other")
+}

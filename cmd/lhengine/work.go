@@ -199,6 +199,7 @@ func (a *app) runCmd() *cobra.Command {
 	var vars []string
 	var conc int
 	var pf policyFlags
+	var mf modelFlags
 	cmd := &cobra.Command{
 		Use:   "run FILE.hcl",
 		Short: "Submit a task and work it to the end on the embedded store, with live progress",
@@ -228,13 +229,14 @@ serve" already owns the home, run submits the task there and follows it.`,
 				if !a.json() {
 					fmt.Fprintf(a.stdout, "task %s\n", r.ID)
 				}
-				return a.workTask(cmd.Context(), s, r.ID, conc)
+				return a.workTask(cmd.Context(), s, r.ID, conc, mf)
 			})
 		},
 	}
 	cmd.Flags().StringArrayVar(&vars, "var", nil, "set a task variable: name=value (repeatable)")
 	cmd.Flags().IntVar(&conc, "concurrency", defaultConcurrency, "attempts run at once (fan-out steps also obey their own concurrency)")
 	pf.register(cmd)
+	mf.register(cmd)
 	return cmd
 }
 
@@ -253,6 +255,7 @@ func (a *app) withWorker(ctx context.Context, create bool, fn func(*session) err
 
 func (a *app) resumeCmd() *cobra.Command {
 	var conc int
+	var mf modelFlags
 	cmd := &cobra.Command{
 		Use:   "resume ID",
 		Short: "Continue a task from its last committed work unit (after a crash, kill or stop)",
@@ -267,11 +270,12 @@ func (a *app) resumeCmd() *cobra.Command {
 					done, total := t.Progress()
 					fmt.Fprintf(a.stdout, "task %s resuming at %d/%d units\n", t.ID, done, total)
 				}
-				return a.workTask(cmd.Context(), s, t.ID, conc)
+				return a.workTask(cmd.Context(), s, t.ID, conc, mf)
 			})
 		},
 	}
 	cmd.Flags().IntVar(&conc, "concurrency", defaultConcurrency, "attempts run at once")
+	mf.register(cmd)
 	return cmd
 }
 
@@ -286,13 +290,18 @@ func reasonSuffix(t *store.Task) string {
 // prints the outcome. A task that did not succeed is exit status 1. In a
 // session of another owner, that owner works it and this command follows
 // its stream.
-func (a *app) workTask(ctx context.Context, s *session, id string, conc int) error {
+func (a *app) workTask(ctx context.Context, s *session, id string, conc int, mf modelFlags) error {
+	o := engine.WorkOptions{Concurrency: conc, Task: id, ExitWhenIdle: true}
+	if err := mf.apply(&o, s.local()); err != nil {
+		return err
+	}
 	p := newProgress(a.stderr)
 	a.logs.to(p)
 	var err error
 	if s.local() {
 		s.srv.SetWorks(id)
-		err = s.e.Work(ctx, engine.WorkOptions{Concurrency: conc, Task: id, ExitWhenIdle: true, OnCommit: p.update})
+		o.OnCommit = p.update
+		err = s.e.Work(ctx, o)
 	} else {
 		err = s.c.Follow(ctx, id, math.MaxUint64, func(it api.StreamItem) error {
 			if it.Task != nil {
@@ -418,12 +427,16 @@ func (p *progress) finish() {
 
 func (a *app) workerCmd() *cobra.Command {
 	var o engine.WorkOptions
+	var mf modelFlags
 	cmd := &cobra.Command{
 		Use:   "worker",
 		Short: "Claim and run queued work units until stopped",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.withOwner(cmd.Context(), func(s *session) error {
+				if err := mf.apply(&o, true); err != nil {
+					return err
+				}
 				err := s.e.Work(cmd.Context(), o)
 				if err != nil && cmd.Context().Err() != nil && errors.Is(err, context.Canceled) {
 					return nil // stopped by signal: leases are taken back by the next worker
@@ -437,6 +450,7 @@ func (a *app) workerCmd() *cobra.Command {
 	cmd.Flags().StringVar(&o.Name, "name", "", "worker name in lease owners (default worker-PID)")
 	cmd.Flags().DurationVar(&o.LeaseFor, "lease", 30*time.Second, "lease length, at least 1s; renewed at a third of it while a step runs")
 	cmd.Flags().DurationVar(&o.PollEvery, "poll", time.Second, "longest wait of an idle worker before it looks for new work; positive")
+	mf.register(cmd)
 	return cmd
 }
 

@@ -133,15 +133,7 @@ func (a *Attempt) generate(ctx context.Context, raw []byte) ([]byte, error) {
 		return nil, err
 	}
 
-	body, err := providerRequest(&r, m)
-	if err != nil {
-		return nil, err
-	}
-	answer, err := a.sendModel(ctx, m, body)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := parseProviderAnswer(m, answer)
+	resp, err := a.answer(ctx, &r, m, sum)
 	if err != nil {
 		return nil, err
 	}
@@ -166,6 +158,32 @@ func (a *Attempt) generate(ctx context.Context, raw []byte) ([]byte, error) {
 		return a.replayModel(ctx, c)
 	}
 	return recorded, nil
+}
+
+// answer is the provider's response to r, or with ModelReplay set the
+// recorded one; with ModelRecord set a live response is recorded.
+func (a *Attempt) answer(ctx context.Context, r *ModelRequest, m *taskfile.Model, sum string) (*ModelResponse, error) {
+	if a.ModelReplay != "" {
+		return a.recorded(m, sum)
+	}
+	body, err := providerRequest(r, m)
+	if err != nil {
+		return nil, err
+	}
+	answer, err := a.sendModel(ctx, m, body)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := parseProviderAnswer(m, answer)
+	if err != nil {
+		return nil, err
+	}
+	if a.ModelRecord != "" {
+		if err := a.saveRecording(m, sum, resp); err != nil {
+			return nil, err
+		}
+	}
+	return resp, nil
 }
 
 // replayModel answers a call from its journal entry, with "replayed":

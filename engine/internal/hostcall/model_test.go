@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -328,4 +329,42 @@ func TestModelKeyNeverStored(t *testing.T) {
 		return nil
 	}))
 	require.Greater(t, n, 5)
+}
+
+// TestModelRecordAndReplay: --model-record writes each live response under
+// its request's hash; --model-replay answers the same calls from there
+// without sending anything, in another store, and a call with no
+// recording fails naming its hash.
+func TestModelRecordAndReplay(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	srv := testmodel.New(t)
+	a := modelAttempt(t, srv, taskfile.ProviderAnthropic, store.Options{InMemory: true})
+	a.ModelRecord = dir
+	live1, err := generate(t, a, toolRequest)
+	require.NoError(t, err)
+	live2, err := generate(t, a, toolAnswer)
+	require.NoError(t, err)
+	files, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	require.NoError(t, err)
+	require.Len(t, files, 2)
+	require.Len(t, srv.Requests(), 2)
+
+	off := testmodel.New(t)
+	b := modelAttempt(t, off, taskfile.ProviderAnthropic, store.Options{InMemory: true})
+	b.ModelReplay = dir
+	b.Getenv = func(string) string { return "" } // no key needed: nothing is sent
+	got1, err := generate(t, b, toolRequest)
+	require.NoError(t, err)
+	got2, err := generate(t, b, toolAnswer)
+	require.NoError(t, err)
+	require.Equal(t, live1, got1, "the same response, cost counted at the task's prices")
+	require.Equal(t, live2, got2)
+	require.Empty(t, off.Requests(), "nothing sent")
+	require.EqualValues(t, 2, usage(t, b).Calls, "journaled and counted like live calls")
+
+	_, err = generate(t, b, strings.Replace(toolRequest, "Paris", "Rome", 1))
+	require.Equal(t, guest.StatusUnavailable, status(t, err))
+	require.Contains(t, err.Error(), "no recorded response for request sha256 ")
+	require.Contains(t, err.Error(), dir)
 }

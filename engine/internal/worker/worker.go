@@ -53,6 +53,10 @@ type Config struct {
 	Workspaces string
 	// HTTPClient performs http effects and fetches; nil = http.DefaultClient.
 	HTTPClient *http.Client
+	// ModelReplay and ModelRecord are folders of recorded model responses
+	// (hostcall.Attempt): answer model calls from the first, record live
+	// answers in the second. "" for neither.
+	ModelReplay, ModelRecord string
 	// OnCommit, when set, is called after every committed attempt with the
 	// task as committed (for progress displays). Called from unit goroutines.
 	OnCommit func(*store.Task)
@@ -366,6 +370,7 @@ func (w *Worker) execute(ctx context.Context, l store.Lease, log hclog.Logger) (
 	h := &host{w: w, lease: l, until: l.Until, log: log, Attempt: &hostcall.Attempt{
 		Store: w.cfg.Store, Lease: l, TaskName: task.Name, Step: step, Workspace: workspace,
 		PluginSHA256: pin.SHA256, InputSHA256: hex.EncodeToString(inSum[:]), Client: w.cfg.HTTPClient,
+		ModelReplay: w.cfg.ModelReplay, ModelRecord: w.cfg.ModelRecord,
 	}}
 	lim := guest.Limits{Timeout: step.Timeout, MemoryBytes: step.Memory, MaxHostCalls: step.HostCalls}
 	if workspace != "" {
