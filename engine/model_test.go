@@ -145,6 +145,14 @@ task "ask" {
 			require.InDelta(t, ask.Cost, u.Cost, 1e-12)
 			require.InDelta(t, (float64(u.InputTokens)*2+float64(u.OutputTokens)*10)/1e6, u.Cost, 1e-12)
 
+			var m *store.Manifest
+			require.NoError(t, e.Read(func(r *store.Reader) error {
+				m, err = r.Manifest(task.ID)
+				return err
+			}))
+			require.Equal(t, []store.ModelPin{{Name: "m", Provider: proto, BaseURL: base, ID: "test-model", APIKeyEnv: envVar,
+				InputPrice: 2, OutputPrice: 10}}, m.Models, "the run manifest lists the models")
+
 			require.EqualValues(t, -4, plain.Status, "DENIED without a grant")
 			require.Contains(t, plain.Message, "may call no model")
 

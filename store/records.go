@@ -168,6 +168,22 @@ type Manifest struct {
 	// applies these, never the files they came from. Manifests written
 	// before policies existed have none.
 	Policies []PolicyPin `json:"policies,omitempty"`
+	// Models are the task's models as the run calls them (never their
+	// keys). Manifests written before models existed have none.
+	Models []ModelPin `json:"models,omitempty"`
+}
+
+// ModelPin is a model a task declares: the model block's name, protocol,
+// endpoint and model id, the name of the environment variable that holds
+// its key, and its prices in cost units per million tokens.
+type ModelPin struct {
+	Name        string  `json:"name"`
+	Provider    string  `json:"provider"`
+	BaseURL     string  `json:"base_url"`
+	ID          string  `json:"id"`
+	APIKeyEnv   string  `json:"api_key_env,omitempty"`
+	InputPrice  float64 `json:"input_price"`
+	OutputPrice float64 `json:"output_price"`
 }
 
 // PolicyPin is one policy version as a run pinned it: the policy block's own

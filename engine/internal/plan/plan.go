@@ -95,6 +95,10 @@ func PrepareWith(ctx context.Context, path string, vars map[string]string, po Po
 	if len(ps) > 0 {
 		m.Policies = Pins(ps)
 	}
+	for _, md := range t.Models {
+		m.Models = append(m.Models, store.ModelPin{Name: md.Name, Provider: md.Provider, BaseURL: md.BaseURL,
+			ID: md.ID, APIKeyEnv: md.APIKeyEnv, InputPrice: md.InputPrice, OutputPrice: md.OutputPrice})
+	}
 	for name, v := range values {
 		b, err := taskfile.ToJSON(v)
 		if err != nil {
