@@ -3,7 +3,7 @@ GO      ?= go
 EXAMPLE := plugins/examples/report
 STEPS   := draft verify finalize
 
-.PHONY: all build plugins demo notify-demo deps test sdk-test cross bench bench-compare fuzz clean
+.PHONY: all build plugins demo notify-demo agent-demo deps test sdk-test cross bench bench-compare fuzz clean
 
 all: build plugins
 
@@ -33,6 +33,16 @@ notify-demo: build
 	addr=$$(cat $$addr_file); \
 	./bin/lhengine run plugins/examples/notify/task.hcl --var sink=http://$$addr/mail && curl -sf http://$$addr/stats; \
 	status=$$?; echo; exit $$status
+
+# The tool-using agent example, on the model responses recorded in the
+# repository: no network, no key, the same conversation every time. Its
+# README says how to run it against a real endpoint.
+agent-demo: build
+	GOOS=wasip1 GOARCH=wasm $(GO) build -o plugins/examples/agent/agent.wasm ./plugins/examples/agent
+	@tmp=$$(mktemp -d) && trap 'rm -rf $$tmp' EXIT; \
+	out=$$(./bin/lhengine --home $$tmp run --model-replay plugins/examples/agent/recorded plugins/examples/agent/task.hcl); \
+	status=$$?; echo "$$out"; [ $$status = 0 ] || exit $$status; \
+	./bin/lhengine --home $$tmp status $$(echo "$$out" | sed -n '1s/^task //p')
 
 # Toolchains for the C and Rust test guests, and Chromium for the dashboard's
 # test (Debian packages; needs root or sudo).

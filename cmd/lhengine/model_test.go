@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -225,4 +226,47 @@ task "cities" {
 	code, _, errOut = replay.lh(t, "run", "--model-replay", rec, "--model-record", rec, task("task.hcl", "Paris"))
 	require.NotEqual(t, 0, code)
 	require.Contains(t, errOut, "exclude each other")
+}
+
+var updateAgent = flag.Bool("update-agent", false, "record plugins/examples/agent/recorded anew against the loopback model server")
+
+// TestAgentExampleReplays runs the example agent (plugins/examples/agent)
+// as make agent-demo does: on the responses recorded in the repository,
+// with nothing sent. With -update-agent it first records them anew against
+// the loopback model server.
+func TestAgentExampleReplays(t *testing.T) {
+	t.Parallel()
+	root := testwasm.ModuleRoot(t)
+	example := filepath.Join(root, "plugins/examples/agent")
+	wasm, err := os.ReadFile(testwasm.BuildGo(t, example))
+	require.NoError(t, err)
+	src, err := os.ReadFile(filepath.Join(example, "task.hcl"))
+	require.NoError(t, err)
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "agent.wasm"), wasm, 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "task.hcl"), src, 0o644))
+	rec := filepath.Join(example, "recorded")
+
+	if *updateAgent {
+		srv := testmodel.New(t)
+		live := strings.Replace(string(src), `"http://127.0.0.1:11434/v1"`, fmt.Sprintf("%q", srv.URL+"/v1"), 1)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "live.hcl"), []byte(live), 0o644))
+		require.NoError(t, os.RemoveAll(rec))
+		require.NoError(t, os.Setenv("AGENT_API_KEY", "recording"))
+		t.Cleanup(func() { os.Unsetenv("AGENT_API_KEY") })
+		b := &cliBundle{dir: dir, home: filepath.Join(dir, "record-home")}
+		code, out, errOut := b.lh(t, "--log-level", "off", "run", "--model-record", rec, filepath.Join(dir, "live.hcl"))
+		require.Equal(t, 0, code, out+errOut)
+	}
+
+	b := &cliBundle{dir: dir, home: filepath.Join(dir, "home")}
+	code, out, errOut := b.lh(t, "--log-level", "off", "run", "--model-replay", rec, filepath.Join(dir, "task.hcl"))
+	require.Equal(t, 0, code, out+errOut)
+	require.Contains(t, out, "succeeded: 1/1 units")
+	require.Contains(t, out, `"answer": "tool said: Norway's capital is Oslo; the Akerselva river runs through it."`)
+	require.Contains(t, out, `"turns": 2`)
+	code, status, _ := b.lh(t, "status", strings.TrimPrefix(strings.SplitN(out, "\n", 2)[0], "task "))
+	require.Equal(t, 0, code)
+	require.Contains(t, status, "models:      2 calls")
+	require.Contains(t, status, "counts:      lookups 1")
 }

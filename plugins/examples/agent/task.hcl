@@ -1,0 +1,34 @@
+# A tool-using agent: the model asks for lookups, the plugin runs them
+# through host capabilities and feeds the results back until the model
+# answers. See README.md for running it against recorded responses (make
+# agent-demo) or a real endpoint.
+task "agent" {
+  objective = "answer a question with a tool-using model loop"
+
+  model "assistant" {
+    provider     = "openai"
+    base_url     = "http://127.0.0.1:11434/v1" # Ollama's OpenAI-compatible endpoint
+    model        = "llama3.1:8b"
+    api_key_env  = "AGENT_API_KEY"
+    input_price  = 0.15 # cost units per million tokens
+    output_price = 0.6
+    max_tokens   = 512
+  }
+
+  step "answer" {
+    plugin = "agent.wasm"
+    models = ["assistant"]
+    input = {
+      model     = "assistant"
+      question  = "What is the capital of Norway, and what river runs through it?"
+      max_turns = 4
+      facts = {
+        Norway = "Norway's capital is Oslo; the Akerselva river runs through it."
+        Sweden = "Sweden's capital is Stockholm."
+      }
+    }
+    retry {
+      attempts = 3
+    }
+  }
+}
