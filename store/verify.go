@@ -153,6 +153,9 @@ func (s *Store) scrub(rep *Report) (findings []Finding) {
 			case "j":
 				v = new(Effect)
 				owned[id] = append(owned[id], key)
+			case "g":
+				v = new(ModelCall)
+				owned[id] = append(owned[id], key)
 			case "n":
 				v = new(Note)
 			case "p":
