@@ -204,3 +204,41 @@ func scanStore(t *testing.T, dir, secret string) {
 	}))
 	require.Greater(t, n, 10, "the store was read")
 }
+
+// TestModelCallFromACGuest: lhengine_generate of the C header reaches the
+// model and returns the response; without the grant it is DENIED.
+func TestModelCallFromACGuest(t *testing.T) {
+	t.Parallel()
+	wasm := testwasm.BuildC(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/c/model.c"))
+	srv := testmodel.New(t)
+	dir := t.TempDir()
+	b, err := os.ReadFile(wasm)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "model.wasm"), b, 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "task.hcl"), fmt.Appendf(nil, `
+task "c" {
+  model "m" {
+    provider     = "openai"
+    base_url     = "%s/v1"
+    model        = "test-model"
+    output_price = 1000000
+  }
+  step "ask" {
+    plugin = "model.wasm"
+    models = ["m"]
+  }
+  step "denied" { plugin = "model.wasm" }
+}
+`, srv.URL), 0o644))
+	tb := &testBundle{dir: dir, ctx: context.Background()}
+	tb.open(t)
+	task := tb.submit(t, nil)
+	task = tb.work(t, task.ID)
+	require.Equal(t, store.Succeeded, task.Status, task.Reason)
+	require.JSONEq(t, `{"text":"echo: hello from C","tool_calls":[],"stop_reason":"end","usage":{"input_tokens":3,"output_tokens":4},"cost":4,"replayed":false}`,
+		tb.output(t, task.ID, "ask"))
+	require.JSONEq(t, `{"status":-4,"message_length":`+fmt.Sprint(len(`call model.generate: step "denied" may call no model (grant it some with models = [...])`))+`}`,
+		tb.output(t, task.ID, "denied"))
+	require.Len(t, srv.Requests(), 1)
+	require.Empty(t, srv.Requests()[0].Header.Get("Authorization"), "no api_key_env: no key sent")
+}
