@@ -303,7 +303,7 @@ func (a *app) events(ctx context.Context, ref string, follow bool) error {
 				t.ID, t.ShownStatus, t.ID)
 			waiting = true
 		}
-		if err := a.waitForOwner(ctx, last); err != nil {
+		if err := a.waitForOwner(ctx, last, t.ID); err != nil {
 			return err
 		}
 	}
@@ -381,12 +381,14 @@ func (a *app) printEvent(e *store.Event) {
 	fmt.Fprintf(a.stdout, "%5d %s %-13s %s%s%s\n", e.Seq, e.Time.Local().Format("15:04:05.000"), e.Type, where, extra, msg)
 }
 
-// waitForOwner returns once a process serves the home's socket, or one
-// other than last has owned the home since (its owner record says so: it
-// may have come and gone between two looks), or ctx ends. It polls: no
-// portable file-watch API reports a socket's bind, and a quarter second is
-// quick enough for a person.
-func (a *app) waitForOwner(ctx context.Context, last api.Owner) error {
+// waitForOwner returns once the home has an owner that may work task id:
+// one other than last serves the socket, or has owned the home since (its
+// owner record says so: it may have come and gone between two looks), or
+// the owner serving now works every task or this one (it may have answered
+// before its workers started). Or ctx ends. It polls: no portable
+// file-watch API reports a socket's bind, and a quarter second is quick
+// enough for a person.
+func (a *app) waitForOwner(ctx context.Context, last api.Owner, id string) error {
 	t := time.NewTicker(250 * time.Millisecond)
 	defer t.Stop()
 	for {
@@ -397,7 +399,7 @@ func (a *app) waitForOwner(ctx context.Context, last api.Owner) error {
 		}
 		if s := a.dialOwner(ctx); s != nil {
 			s.c.Close()
-			if s.owner.Session != last.Session {
+			if o := s.owner; o.Session != last.Session || o.WorksAll() || o.Works == id || o.Works == "task" {
 				return nil
 			}
 		}
@@ -406,6 +408,7 @@ func (a *app) waitForOwner(ctx context.Context, last api.Owner) error {
 		}
 	}
 }
+
 func (a *app) pluginCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "plugin", Short: "Plugin tools"}
 	cmd.AddCommand(&cobra.Command{
