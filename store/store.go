@@ -128,6 +128,7 @@ type Store struct {
 	inflight inflightArtifacts           // artifact puts between their quota check and their charge
 	failure  atomic.Pointer[failedError] // set once a sync failed
 	changes  changes                     // wakes Changed() watchers after each batch
+	lock     *dirLock                    // held from before the checks until Close
 }
 
 // failed returns the store's failure, or nil.
@@ -237,6 +238,18 @@ func Open(dir string, o Options) (*Store, error) {
 	s := &Store{now: o.Now, session: newSessionID(), maxBatch: o.MaxBatch, log: o.Logger,
 		plan: o.Planner, idx: newIndex(), sync: !o.NoSync && !o.InMemory && !o.ReadOnly,
 		dir: dir, readOnly: o.ReadOnly}
+	if !o.InMemory {
+		lock, err := lockStore(dir, o.ReadOnly)
+		if err != nil {
+			return nil, err
+		}
+		s.lock = lock
+		defer func() {
+			if s.db == nil { // Open failed
+				lock.release()
+			}
+		}()
+	}
 	var found []Finding
 	if !o.InMemory && !o.filesChecked {
 		var orphans []string
@@ -323,11 +336,13 @@ func Open(dir string, o Options) (*Store, error) {
 	if !o.InMemory {
 		if err := s.checkHighWater(o); err != nil {
 			db.Close()
+			s.db = nil
 			return nil, err
 		}
 	}
 	if err := s.rebuildIndex(); err != nil {
 		db.Close()
+		s.db = nil
 		return nil, fmt.Errorf("open store %s: reading runnable tasks: %w", dir, err)
 	}
 	return s, nil
@@ -463,6 +478,7 @@ func (s *Store) Close() error {
 			err = merr
 		}
 	}
+	s.lock.release()
 	return err
 }
 

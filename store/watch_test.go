@@ -1,6 +1,9 @@
 package store
 
 import (
+	"errors"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -50,4 +53,24 @@ func TestUnitsUpToReadsAPage(t *testing.T) {
 		require.Empty(t, none)
 		return nil
 	}))
+}
+
+// TestASecondOpenNeverJudgesFilesInUse: a store another process has open
+// may have files in the middle of being written (a new log of 0 bytes); a
+// second open is refused as in use before it looks at them, never called
+// damaged.
+func TestASecondOpenNeverJudgesFilesInUse(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	s, err := Open(dir, Options{})
+	require.NoError(t, err)
+	defer s.Close()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "000099.mem"), nil, 0o644))
+	for _, ro := range []bool{false, true} {
+		_, err = Open(dir, Options{ReadOnly: ro})
+		require.ErrorIs(t, err, ErrInUse, "read-only %v", ro)
+		var de *DamagedError
+		require.False(t, errors.As(err, &de))
+	}
+	require.NoError(t, os.Remove(filepath.Join(dir, "000099.mem")))
 }

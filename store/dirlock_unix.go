@@ -1,0 +1,64 @@
+//go:build unix
+
+package store
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+)
+
+// dirLock is the store's own lock, taken before anything in the directory
+// is looked at. Badger's lock is taken only inside badger.Open, after the
+// integrity checks have read the files: without this one, a process
+// checking a store that another is creating or writing sees files in the
+// middle of being written (a log file of 0 bytes) and calls them damaged.
+// A read-only open takes it shared: it may run beside other readers, never
+// beside a writer.
+type dirLock struct{ f *os.File }
+
+// lockPath is the lock file of the store in dir, beside it like the
+// high-water mark.
+func lockPath(dir string) string {
+	dir = filepath.Clean(dir)
+	return filepath.Join(filepath.Dir(dir), filepath.Base(dir)+".lock")
+}
+
+func lockStore(dir string, shared bool) (*dirLock, error) {
+	path := lockPath(dir)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("open store %s: %w", dir, err)
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: lock: %w", dir, err)
+	}
+	how := syscall.LOCK_EX
+	if shared {
+		how = syscall.LOCK_SH
+	}
+	for {
+		err = syscall.Flock(int(f.Fd()), how|syscall.LOCK_NB)
+		if !errors.Is(err, syscall.EINTR) {
+			break
+		}
+	}
+	if err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("%w: %s (%s is locked)", ErrInUse, dir, path)
+		}
+		return nil, fmt.Errorf("open store %s: lock: %w", dir, err)
+	}
+	return &dirLock{f: f}, nil
+}
+
+// release lets go of the lock (closing the file drops the flock).
+func (l *dirLock) release() {
+	if l != nil && l.f != nil {
+		l.f.Close()
+		l.f = nil
+	}
+}
