@@ -5,7 +5,9 @@
 // The data flow, one folder per stage:
 //
 //  1. internal/taskfile  parse and validate task.hcl (diagnostics keep file:line:col)
-//  2. internal/plan      pin a run manifest (source, variables, plugin sha256s);
+//  2. internal/plan      apply the run's harness policies (../policies, specs/
+//     policies.md: inserted steps, parameters, overrides) and pin a run
+//     manifest (source, variables, plugin sha256s, each policy's text);
 //     later, re-read it to plan fan-out items (evaluated outside any write,
 //     written in bounded batches by the store) and evaluate each unit's input
 //  3. ../store           the ledger: submit (with the module bytes), claim a unit
