@@ -139,6 +139,9 @@ Every step is a durable work unit: leased, checkpointed and resumable, so a task
 survives crashes and restarts and always says how far it got.
 
 State lives in an embedded store under --home (default ./.lhengine, or $LHENGINE_HOME).
+The process that has it open (run, resume, retry, worker, serve) serves the
+home's API on a socket inside it, and every other command talks to that
+process; with none alive, a command opens the home itself while it runs.
 
 Exit codes: 0 success; 1 error, invalid task file, or a task that did not succeed;
 2 bad command line; 130 interrupted.`,
@@ -158,7 +161,7 @@ Exit codes: 0 success; 1 error, invalid task file, or a task that did not succee
 	root.PersistentFlags().StringVar(&a.home, "home", home, "home directory of the store and caches (env LHENGINE_HOME)")
 	root.PersistentFlags().StringVarP(&a.output, "output", "o", "text", "output format: text or json")
 	root.PersistentFlags().StringVar(&a.logLevel, "log-level", "warn", "engine log level on stderr: trace, debug, info, warn, error, off")
-	root.PersistentFlags().StringVar(&a.server, "server", os.Getenv("LHENGINE_SERVER"), "talk to the API of `lhengine serve --listen` at this URL instead of a home (env LHENGINE_SERVER)")
+	root.PersistentFlags().StringVar(&a.server, "server", os.Getenv("LHENGINE_SERVER"), "talk to the API of \"lhengine serve --listen\" at this URL instead of a home (env LHENGINE_SERVER)")
 	root.PersistentFlags().StringVar(&a.tokenFile, "token-file", "", "file holding the bearer token for --server (default: env "+api.TokenEnv+")")
 	root.PersistentFlags().BoolVar(&a.damaged, "allow-damaged", false, "open a store that failed an integrity check (see: lhengine store verify)")
 	root.AddCommand(
