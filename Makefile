@@ -3,7 +3,7 @@ GO      ?= go
 EXAMPLE := plugins/examples/report
 STEPS   := draft verify finalize
 
-.PHONY: all build plugins demo notify-demo agent-demo deps test sdk-test cross bench bench-compare fuzz clean
+.PHONY: all build plugins demo notify-demo policy-demo agent-demo deps test sdk-test cross bench bench-compare fuzz clean
 
 all: build plugins
 
@@ -43,6 +43,20 @@ agent-demo: build
 	out=$$(./bin/lhengine --home $$tmp run --model-replay plugins/examples/agent/recorded plugins/examples/agent/task.hcl); \
 	status=$$?; echo "$$out"; [ $$status = 0 ] || exit $$status; \
 	./bin/lhengine --home $$tmp status $$(echo "$$out" | sed -n '1s/^task //p')
+
+# A harness policy switched per run, no rebuild: the critic example run as it
+# is (its draft's TODO ships) and with the critic-after-draft policy (a critic
+# step inserted after the draft catches it and sends the task back), each in
+# a fresh home; then the second run's pinned manifest.
+policy-demo: build plugins
+	for p in critic draft; do GOOS=wasip1 GOARCH=wasm $(GO) build -o plugins/examples/critic/$$p.wasm ./plugins/examples/critic/$$p || exit 1; done
+	@tmp=$$(mktemp -d) && trap 'rm -rf $$tmp' EXIT; \
+	echo "== without the policy"; \
+	./bin/lhengine --home $$tmp/a run plugins/examples/critic/task.hcl | grep -c TODO | sed 's/^/TODO lines in the output: /'; \
+	echo "== with critic-after-draft@2"; \
+	./bin/lhengine --home $$tmp/b run plugins/examples/critic/task.hcl --policies policies --policy critic-after-draft@2 > $$tmp/out || exit 1; \
+	grep -c TODO $$tmp/out | sed 's/^/TODO lines in the output: /'; \
+	id=$$(head -1 $$tmp/out | cut -d' ' -f2); ./bin/lhengine --home $$tmp/b manifest $$id
 
 # Toolchains for the C and Rust test guests, and Chromium for the dashboard's
 # test (Debian packages; needs root or sudo).
@@ -105,4 +119,4 @@ bench-compare: deps build
 	./bin/lhengine bench --plugin bin/pipeline.wasm --go-plugin bin/conformance.wasm --go-reuse-plugin bin/stateless.wasm $(BENCH_ARGS)
 
 clean:
-	rm -rf bin $(EXAMPLE)/*.wasm plugins/examples/notify/*.wasm
+	rm -rf bin $(EXAMPLE)/*.wasm plugins/examples/notify/*.wasm plugins/examples/critic/*.wasm
