@@ -159,10 +159,18 @@ func (e *Engine) Submit(ctx context.Context, path string, o SubmitOptions) (*sto
 	// The output quota is kept with the task; the other limits reach the
 	// store with each write they bound.
 	quota := int64(sub.Task.Limits.OutputBytes)
-	return e.store.SubmitWithModules(ctx, store.NewTask{
+	t, created, err := e.store.SubmitWithModules(ctx, store.NewTask{
 		Name: sub.Task.Name, Steps: sub.Steps, Manifest: sub.Manifest, IdempotencyKey: o.IdempotencyKey,
 		OutputQuota: &quota,
 	}, modules)
+	if err == nil && created {
+		// This process's workers use the task as parsed here instead of
+		// parsing its pinned source again; if that fails they parse it.
+		if err := e.specs.Remember(t.ID, sub); err != nil {
+			e.log.Warn("submitted task not cached; workers will read it from its manifest", "task", t.ID, "error", err)
+		}
+	}
+	return t, created, err
 }
 
 // WorkOptions configure Work.

@@ -253,6 +253,13 @@ func FromManifest(m *store.Manifest) (*Spec, error) {
 			return nil, &InvalidTaskError{Diagnostics: diags, Files: map[string][]byte{m.Filename: m.Source}}
 		}
 	}
+	return specOf(t, m)
+}
+
+// specOf is the spec of task t as pinned in m: the variables are read back
+// from the manifest's JSON, exactly as a process that only has the manifest
+// reads them.
+func specOf(t *taskfile.Task, m *store.Manifest) (*Spec, error) {
 	vars := map[string]cty.Value{}
 	for _, v := range t.Variables {
 		raw, ok := m.Vars[v.Name]
@@ -345,6 +352,25 @@ func (c *Cache) Spec(r *store.Reader, id string) (*Spec, error) {
 	c.specs.trim(int64(cmp.Or(c.MaxSpecs, DefaultMaxSpecs)))
 	c.mu.Unlock()
 	return sp, nil
+}
+
+// Remember caches the spec of task id, just submitted from sub, so that
+// this process's workers do not parse the task file again: sub's task was
+// parsed from the very source the manifest pins, with the same policies,
+// and its variables are read back from the manifest as FromManifest reads
+// them.
+func (c *Cache) Remember(id string, sub *Submission) error {
+	sp, err := specOf(sub.Task, &sub.Manifest)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.specs.get(id); !ok { // a worker may have read it already
+		c.specs.put(id, sp, 1)
+		c.specs.trim(int64(cmp.Or(c.MaxSpecs, DefaultMaxSpecs)))
+	}
+	return nil
 }
 
 // Forget drops everything cached about a task.
