@@ -1,0 +1,250 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lhengine/lhengine/api"
+	"github.com/lhengine/lhengine/engine"
+	"github.com/lhengine/lhengine/internal/testwasm"
+)
+
+// policyDir is a folder with a task file beside an (empty) policies/
+// directory, and a home path that must never be created.
+type policyDir struct {
+	dir, task, home string
+}
+
+func setupPolicies(t *testing.T) *policyDir {
+	t.Helper()
+	dir := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "policies"), 0o755))
+	task := filepath.Join(dir, "task.hcl")
+	require.NoError(t, os.WriteFile(task, []byte(chainTask), 0o644))
+	return &policyDir{dir: dir, task: task, home: filepath.Join(dir, "home")}
+}
+
+func (p *policyDir) lh(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(context.Background(), append([]string{"--home", p.home}, args...), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func (p *policyDir) write(t *testing.T, rel, text string) string {
+	t.Helper()
+	path := filepath.Join(p.dir, rel)
+	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+	require.NoError(t, os.WriteFile(path, []byte(text), 0o644))
+	return path
+}
+
+func (p *policyDir) requireNoHome(t *testing.T) {
+	t.Helper()
+	_, err := os.Stat(p.home)
+	require.ErrorIs(t, err, os.ErrNotExist, "a policies command created the home")
+}
+
+func TestPoliciesLsListsTheLibrary(t *testing.T) {
+	t.Parallel()
+	p := setupPolicies(t)
+	lib := filepath.Join(testwasm.ModuleRoot(t), "policies")
+
+	code, out, errOut := p.lh(t, "policies", "ls", "--task", p.task, "--policies", lib)
+	require.Equal(t, 0, code, errOut)
+	for _, want := range []string{"critic-after-draft", "periodic-summary", "single-tool-at-a-time", "context-reset-every-n", "plan-before-execute", "critic-after-draft.hcl:4", "critic-after-draft.hcl:25"} {
+		require.Contains(t, out, want)
+	}
+
+	code, out, errOut = p.lh(t, "-o", "json", "policies", "ls", "--task", p.task, "--policies", lib)
+	require.Equal(t, 0, code, errOut)
+	var list []engine.PolicyInfo
+	require.NoError(t, json.Unmarshal([]byte(out), &list))
+	names := map[string][]int{}
+	for _, x := range list {
+		names[x.Name] = append(names[x.Name], x.Version)
+		sum := sha256.Sum256([]byte(x.Text))
+		require.Equal(t, hex.EncodeToString(sum[:]), x.SHA256, x.Ref())
+		require.NotEmpty(t, x.Assumption)
+		require.NotEmpty(t, x.Evidence.Text)
+		require.Empty(t, x.ShadowedBy)
+	}
+	require.Len(t, names, 5)
+	require.Equal(t, []int{1, 2}, names["critic-after-draft"])
+	p.requireNoHome(t)
+}
+
+func TestPoliciesLsShowsShadowing(t *testing.T) {
+	t.Parallel()
+	p := setupPolicies(t)
+	near := p.write(t, "policies/mark.hcl", markPolicy("near"))
+	far := p.write(t, "lib/mark.hcl", markPolicy("far"))
+
+	code, out, errOut := p.lh(t, "-o", "json", "policies", "ls", "--task", p.task, "--policies", filepath.Join(p.dir, "lib"))
+	require.Equal(t, 0, code, errOut)
+	var list []engine.PolicyInfo
+	require.NoError(t, json.Unmarshal([]byte(out), &list))
+	require.Len(t, list, 2)
+	require.Equal(t, near, list[0].File)
+	require.Empty(t, list[0].ShadowedBy)
+	require.Equal(t, far, list[1].File)
+	require.Equal(t, near+":2", list[1].ShadowedBy)
+
+	code, out, errOut = p.lh(t, "policies", "ls", "--task", p.task, "--policies", filepath.Join(p.dir, "lib"))
+	require.Equal(t, 0, code, errOut)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, lines, 3, out)
+	require.Contains(t, lines[0], "SHADOWED BY")
+	require.True(t, strings.HasSuffix(strings.TrimSpace(lines[1]), "a test fixture"), out)
+	require.True(t, strings.HasSuffix(lines[2], near+":2"), out)
+
+	// show picks the copy a run would: the earlier directory's.
+	code, out, errOut = p.lh(t, "policies", "show", "mark@1", "--task", p.task, "--policies", filepath.Join(p.dir, "lib"))
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, `mark = "near"`)
+	require.NotContains(t, out, `mark = "far"`)
+	p.requireNoHome(t)
+}
+
+// TestPoliciesShowMatchesManifest submits a task with a policy and checks
+// that show prints the text the manifest pins, with the same sha256; then
+// edits the file and diffs it against the task's pinned version.
+func TestPoliciesShowMatchesManifest(t *testing.T) {
+	t.Parallel()
+	b := setupCLI(t, policyTask)
+	policyFile := filepath.Join(b.dir, "policies", "mark.hcl")
+	require.NoError(t, os.MkdirAll(filepath.Dir(policyFile), 0o755))
+	require.NoError(t, os.WriteFile(policyFile, []byte(markPolicy("old")), 0o644))
+	taskFile := filepath.Join(b.dir, "task.hcl")
+
+	code, out, errOut := b.lh(t, "policies", "show", "mark", "--task", taskFile)
+	require.Equal(t, 0, code, errOut)
+	shown := out
+	code, out, errOut = b.lh(t, "-o", "json", "policies", "show", "mark", "--task", taskFile)
+	require.Equal(t, 0, code, errOut)
+	var info engine.PolicyInfo
+	require.NoError(t, json.Unmarshal([]byte(out), &info))
+	require.Contains(t, shown, info.Text+"\n")
+	require.Contains(t, shown, info.SHA256)
+	require.Contains(t, shown, "mark.mark@STEP")
+	require.Contains(t, shown, `after "b"`)
+	require.Contains(t, shown, "a test fixture")
+	_, err := os.Stat(b.home)
+	require.ErrorIs(t, err, os.ErrNotExist)
+
+	code, out, errOut = b.lh(t, "submit", taskFile)
+	require.Equal(t, 0, code, errOut)
+	id := strings.TrimSpace(out)
+	code, out, errOut = b.lh(t, "-o", "json", "manifest", id)
+	require.Equal(t, 0, code, errOut)
+	var m api.Manifest
+	require.NoError(t, json.Unmarshal([]byte(out), &m))
+	require.Len(t, m.Policies, 1)
+	require.Equal(t, info.SHA256, m.Policies[0].SHA256)
+	require.Equal(t, info.Text, m.Policies[0].Text)
+	sum := sha256.Sum256([]byte(info.Text))
+	require.Equal(t, m.Policies[0].SHA256, hex.EncodeToString(sum[:]))
+
+	code, out, errOut = b.lh(t, "policies", "diff", "mark@1", id, "--task", taskFile)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "have the same text")
+
+	require.NoError(t, os.WriteFile(policyFile, []byte(markPolicy("new")), 0o644))
+	code, out, errOut = b.lh(t, "policies", "diff", "mark@1", id, "--task", taskFile)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "+++ mark@1 task "+id)
+	require.Contains(t, out, `-    input  = { mode = "echo", mark = "new", from = step.anchor.output.n }`)
+	require.Contains(t, out, `+    input  = { mode = "echo", mark = "old", from = step.anchor.output.n }`)
+}
+
+func TestPoliciesDiffVersions(t *testing.T) {
+	t.Parallel()
+	p := setupPolicies(t)
+	lib := filepath.Join(testwasm.ModuleRoot(t), "policies")
+	code, out, errOut := p.lh(t, "policies", "diff", "critic-after-draft@1", "critic-after-draft@2", "--policies", lib)
+	require.Equal(t, 0, code, errOut)
+	lines := strings.Split(out, "\n")
+	require.True(t, strings.HasPrefix(lines[0], "--- critic-after-draft@1 "), out)
+	require.True(t, strings.HasPrefix(lines[1], "+++ critic-after-draft@2 "), out)
+	for _, want := range []string{
+		"-  version    = 1\n", "+  version    = 2\n",
+		"-      max          = 2\n", "+      max          = 3\n",
+		"+  steps  = \"critic-after-draft.*\"\n",
+		" policy \"critic-after-draft\" {\n",
+		"@@ -4,",
+	} {
+		require.Contains(t, out, want)
+	}
+	require.NotContains(t, out, "-  insert \"critic\" {")
+	p.requireNoHome(t)
+}
+
+func TestUnifiedDiff(t *testing.T) {
+	t.Parallel()
+	var b strings.Builder
+	a := strings.Split("1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16", " ")
+	c := strings.Split("1 2 x 4 5 6 7 8 9 10 11 12 13 14 16 17", " ")
+	writeUnified(&b, "a", "b", a, c, 1, 1)
+	require.Equal(t, `--- a
++++ b
+@@ -1,6 +1,6 @@
+ 1
+ 2
+-3
++x
+ 4
+ 5
+ 6
+@@ -12,5 +12,5 @@
+ 12
+ 13
+ 14
+-15
+ 16
++17
+`, b.String())
+	b.Reset()
+	writeUnified(&b, "a", "b", nil, []string{"new"}, 1, 1)
+	require.Equal(t, "--- a\n+++ b\n@@ -0,0 +1,1 @@\n+new\n", b.String())
+}
+
+func TestPoliciesBrokenFile(t *testing.T) {
+	t.Parallel()
+	p := setupPolicies(t)
+	p.write(t, "policies/good.hcl", markPolicy("ok"))
+	p.write(t, "policies/bad.hcl", `policy "bad" {
+  version    = 0
+  assumption = "x"
+  evidence {
+    text = "none"
+  }
+}
+`)
+	for _, args := range [][]string{
+		{"policies", "ls"},
+		{"policies", "show", "mark"},
+		{"policies", "diff", "mark@1", "mark@1"},
+	} {
+		code, out, errOut := p.lh(t, append(args, "--task", p.task)...)
+		require.Equal(t, 1, code, args)
+		require.Empty(t, out, args)
+		require.Contains(t, errOut, "Invalid policy version", args)
+		require.Contains(t, errOut, "bad.hcl:2:16", args)
+	}
+	code, _, errOut := p.lh(t, "policies", "ls", "--policies", filepath.Join(p.dir, "missing"))
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, "Cannot read policy directory")
+	code, _, errOut = p.lh(t, "policies", "show", "nosuch", "--task", filepath.Join(t.TempDir(), "t.hcl"))
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, `no policy "nosuch"`)
+	p.requireNoHome(t)
+}
