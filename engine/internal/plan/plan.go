@@ -383,10 +383,10 @@ func (c *Cache) Forget(id string) {
 
 // scope builds the evaluation scope of a step: the outputs of the earlier
 // steps it references, read through r.
-func (c *Cache) scope(r *store.Reader, sp *Spec, task *store.Task, step *taskfile.Step) (taskfile.Scope, error) {
+func (c *Cache) scope(r *store.Reader, sp *Spec, task *store.Task, step *taskfile.Step, refs []string) (taskfile.Scope, error) {
 	sc := taskfile.Scope{TaskID: task.ID, Vars: sp.Vars, Outputs: map[string]cty.Value{}}
 	var read int64 // bytes of outputs read from the store for this scope
-	for _, name := range step.References() {
+	for _, name := range refs {
 		idx := -1
 		for i, s := range task.Steps {
 			if s.Name == name {
@@ -433,7 +433,7 @@ func (c *Cache) Planner() store.Planner {
 			return nil, err
 		}
 		step := sp.Task.Steps[idx]
-		sc, err := c.scope(r, sp, task, step)
+		sc, err := c.scope(r, sp, task, step, step.ForEachReferences())
 		if err != nil {
 			return nil, err
 		}
@@ -475,7 +475,7 @@ func (c *Cache) Input(r *store.Reader, task *store.Task, l store.Lease) (json.Ra
 		return nil, fault.Wrap(fault.Internal, err, err.Error())
 	}
 	step := sp.Task.Steps[l.Step]
-	sc, err := c.scope(r, sp, task, step)
+	sc, err := c.scope(r, sp, task, step, step.InputReferences())
 	if err != nil {
 		var se *fault.StepError
 		switch {

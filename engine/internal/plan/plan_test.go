@@ -211,3 +211,43 @@ func TestForEachListOverThePlanLimitIsTooLarge(t *testing.T) {
 	require.Equal(t, fault.TooLarge, task.Failure.Kind)
 	require.Contains(t, task.Reason, "for_each list")
 }
+
+// TestAUnitsInputDoesNotReadItsForEachSource: a fan-out over an earlier
+// step's output plans from that output, but a unit's input gets its item
+// from the unit: evaluating it must not read (and decode) the whole list
+// again, which for a list too big for the cache meant decoding it once per
+// unit.
+func TestAUnitsInputDoesNotReadItsForEachSource(t *testing.T) {
+	t.Parallel()
+	const src = `
+task "over-output" {
+  step "list" {
+    plugin = "p.wasm"
+  }
+  step "each" {
+    plugin   = "p.wasm"
+    for_each = step.list.output
+    input    = { i = each.value }
+  }
+}
+`
+	b := setup(t)
+	m := store.Manifest{Filename: "task.hcl", Source: []byte(src)}
+	task, _, err := b.st.Submit(b.ctx, store.NewTask{Name: "over-output", Manifest: m, Steps: []store.StepState{
+		{Name: "list", Limit: 1}, {Name: "each", FanOut: true, Limit: 64}}})
+	require.NoError(t, err)
+	task = b.work(t, task.ID, func(int) string { return `[5, 6, 7]` })
+	require.Equal(t, 1, task.Cursor)
+	b.cache.Forget(task.ID) // planning cached the list: start from nothing
+	var in json.RawMessage
+	require.NoError(t, b.st.Read(func(r *store.Reader) error {
+		units, err := r.Units(task.ID, 1)
+		require.NoError(t, err)
+		require.Len(t, units, 3)
+		in, err = b.cache.Input(r, task, store.Lease{Task: task.ID, Step: 1, Item: 1, Unit: *units[1]})
+		return err
+	}))
+	require.JSONEq(t, `{"i":6}`, string(in))
+	_, outputs, _ := b.cache.Len()
+	require.Zero(t, outputs, "the unit's input read no earlier output")
+}

@@ -115,9 +115,19 @@ func (s *Step) EvalForEach(scope Scope) ([]Each, hcl.Diagnostics) {
 // References returns the names of the steps whose outputs the step's input
 // and for_each read, sorted and without duplicates. After Parse these are all
 // earlier steps.
-func (s *Step) References() []string {
+func (s *Step) References() []string { return references(s.ForEach, s.Input) }
+
+// ForEachReferences names the earlier steps the step's for_each reads: what
+// planning its items needs.
+func (s *Step) ForEachReferences() []string { return references(s.ForEach) }
+
+// InputReferences names the earlier steps the step's input reads: what
+// evaluating one unit's input needs (its item comes with the unit).
+func (s *Step) InputReferences() []string { return references(s.Input) }
+
+func references(exprs ...hcl.Expression) []string {
 	seen := map[string]bool{}
-	for _, expr := range []hcl.Expression{s.ForEach, s.Input} {
+	for _, expr := range exprs {
 		if expr == nil {
 			continue
 		}
