@@ -286,7 +286,8 @@ func specOf(t *taskfile.Task, m *store.Manifest) (*Spec, error) {
 //
 // It is bounded, so that a process that works through tasks for weeks keeps
 // a flat footprint: at most MaxSpecs specs and about MaxOutputBytes of
-// outputs (counted as their JSON size), the least recently used going first.
+// outputs (counted as the memory their decoded values take, estimated by
+// heldSize), the least recently used going first.
 // Anything evicted is read from the store again when needed.
 type Cache struct {
 	mu          sync.Mutex
@@ -354,6 +355,27 @@ func (c *Cache) Spec(r *store.Reader, id string) (*Spec, error) {
 	return sp, nil
 }
 
+// perValue is what a decoded cty value costs in memory beyond its JSON
+// text: its Value struct, and for objects a map of attributes and an
+// object type with another map. Measured: the 100,000 outputs of a fan-out
+// ({"item": {...}, "attempt": N}, 3.4 MB of JSON) took about 160 MB as cty
+// values, some 250 bytes for each JSON value.
+const perValue = 256
+
+// heldSize estimates the memory the cty value decoded from raw takes, for
+// the output cache's bound: the JSON's length plus perValue for every value
+// in it, counted as the objects, arrays and separators that begin values
+// (commas inside strings count too, which only overestimates).
+func heldSize(raw []byte) int64 {
+	values := int64(1)
+	for _, b := range raw {
+		if b == '{' || b == '[' || b == ',' {
+			values++
+		}
+	}
+	return int64(len(raw)) + perValue*values
+}
+
 // Remember caches the spec of task id, just submitted from sub, so that
 // this process's workers do not parse the task file again: sub's task was
 // parsed from the very source the manifest pins, with the same policies,
@@ -413,9 +435,10 @@ func (c *Cache) scope(r *store.Reader, sp *Spec, task *store.Task, step *taskfil
 			if v, err = taskfile.FromJSON(raw); err != nil {
 				return sc, fmt.Errorf("output of step %q: %w", name, err)
 			}
+			size := heldSize(raw)
 			c.mu.Lock()
-			if max := cmp.Or(c.MaxOutputs, DefaultMaxOutputBytes); int64(len(raw)) <= max/4 {
-				c.outputs.put(k, v, int64(len(raw)))
+			if max := cmp.Or(c.MaxOutputs, DefaultMaxOutputBytes); size <= max/4 {
+				c.outputs.put(k, v, size)
 				c.outputs.trim(max)
 			}
 			c.mu.Unlock()
