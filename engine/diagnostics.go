@@ -70,6 +70,24 @@ func Validate(ctx context.Context, path string) *Diagnostics {
 	return &Diagnostics{diags: diags, files: files}
 }
 
+// ValidateOptions choose the harness policies a validation applies, as
+// SubmitOptions choose a submission's (specs/policies.md).
+type ValidateOptions struct {
+	Policies   []string // NAME or NAME@VERSION: added, or re-versioned
+	Without    []string // names removed
+	PolicyDirs []string // searched after policies/ beside the task file
+	Home       string   // when set, Home/policies is searched last
+}
+
+// ValidateWith is Validate with the policies o chooses applied: what a
+// submission with the same choice would check, steps the policies insert
+// included.
+func ValidateWith(ctx context.Context, path string, o ValidateOptions) *Diagnostics {
+	_, _, files, diags := plan.ValidateWith(ctx, path, plan.PolicyOptions{
+		Add: o.Policies, Without: o.Without, Dirs: o.PolicyDirs, Home: o.Home}, nil)
+	return &Diagnostics{diags: diags, files: files}
+}
+
 // PluginInfo describes a plugin module without running it.
 type PluginInfo struct {
 	// ABI is the plugin ABI the module speaks: "1" when it imports from

@@ -248,3 +248,44 @@ func TestPoliciesBrokenFile(t *testing.T) {
 	require.Contains(t, errOut, `no policy "nosuch"`)
 	p.requireNoHome(t)
 }
+
+// TestValidateAppliesTheChosenPolicies: validate checks what a run with the
+// same --policy flags would run, steps the policies insert included, and
+// reports their mistakes in the policy file.
+func TestValidateAppliesTheChosenPolicies(t *testing.T) {
+	t.Parallel()
+	b := setupCLI(t, chainTask)
+	require.NoError(t, os.MkdirAll(filepath.Join(b.dir, "policies"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(b.dir, "policies", "check.hcl"), []byte(`
+policy "check" {
+  version    = 1
+  assumption = "a"
+  evidence {
+    text = "e"
+  }
+  insert "look" {
+    after  = "greet"
+    plugin = "../step.wasm"
+    input  = { seen = step.nosuch.output }
+  }
+}
+`), 0o644))
+	task := filepath.Join(b.dir, "task.hcl")
+	code, out, errOut := b.lh(t, "validate", task)
+	require.Equal(t, exitOK, code, errOut)
+	require.Contains(t, out, "is valid")
+
+	code, _, errOut = b.lh(t, "validate", task, "--policy", "check@1")
+	require.Equal(t, exitFailed, code)
+	require.Contains(t, errOut, "check.hcl:11:")
+	require.Contains(t, errOut, "nosuch")
+
+	code, _, errOut = b.lh(t, "validate", task, "--policy", "check@1", "--without", "check")
+	require.Equal(t, exitOK, code, errOut)
+
+	code, _, errOut = b.lh(t, "validate", task, "--policy", "absent")
+	require.Equal(t, exitFailed, code)
+	require.Contains(t, errOut, "absent")
+	_, err := os.Stat(b.home)
+	require.ErrorIs(t, err, os.ErrNotExist, "validate creates no home")
+}

@@ -82,12 +82,18 @@ func checkFlags(cmd *cobra.Command) error {
 }
 
 func (a *app) validateCmd() *cobra.Command {
-	return &cobra.Command{
+	var pf policyFlags
+	cmd := &cobra.Command{
 		Use:   "validate FILE.hcl",
-		Short: "Check a task file; errors show file:line:col with a source excerpt",
+		Short: "Check a task file (with the policies a run would apply); errors show file:line:col with a source excerpt",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			diags := engine.Validate(cmd.Context(), args[0])
+			var req api.SubmitRequest
+			if err := pf.apply(&req); err != nil {
+				return err
+			}
+			diags := engine.ValidateWith(cmd.Context(), args[0], engine.ValidateOptions{
+				Policies: req.Policies, Without: req.Without, PolicyDirs: req.PolicyDirs, Home: a.home})
 			if a.json() {
 				type diag struct {
 					Severity string `json:"severity"`
@@ -118,9 +124,12 @@ func (a *app) validateCmd() *cobra.Command {
 			return nil
 		},
 	}
+	pf.register(cmd)
+	return cmd
 }
 
-// policyFlags are the flags of run and submit that choose a run's policies.
+// policyFlags are the flags of run, submit and validate that choose a
+// run's policies.
 type policyFlags struct {
 	add, without, dirs []string
 }
