@@ -169,6 +169,9 @@
       const cur = document.getElementById(fresh.id);
       if (!cur) continue;
       if (focused && cur.contains(focused) && focused.tagName === "INPUT") continue; // someone is typing a note
+      // An unchanged part stays as it is: replacing it anyway would pull
+      // a button out from under a click that is on its way.
+      if (cur.isEqualNode(fresh)) continue;
       cur.replaceWith(document.adoptNode(fresh));
     }
     for (const id of open) {
