@@ -41,21 +41,10 @@ func (s *Server) events(w http.ResponseWriter, req *http.Request) {
 	}
 	follow := q.Get("follow") == "1" || q.Get("follow") == "true" || strings.Contains(req.Header.Get("Accept"), "text/event-stream")
 	if !follow {
-		evs := []store.Event{}
-		err := s.e.Read(func(r *store.Reader) error {
-			t, err := find(r, req)
-			if err != nil {
-				return err
-			}
-			got, err := r.Events(t.ID, from, 0)
-			evs = append(evs, got...)
-			return err
+		answerRead(s, w, req, func(r *store.Reader, t *store.Task) ([]store.Event, error) {
+			evs, err := r.Events(t.ID, from, 0)
+			return nonNil(evs), err
 		})
-		if err != nil {
-			s.fail(w, req, err)
-			return
-		}
-		writeJSON(w, http.StatusOK, evs)
 		return
 	}
 	s.stream(w, req, from)

@@ -31,6 +31,34 @@ func find(r *store.Reader, req *http.Request) (*store.Task, error) {
 	return r.FindTask(req.PathValue("id"))
 }
 
+// answerRead answers a GET about the request's task: fn reads what it
+// needs in the same snapshot the task was found in, and its result is the
+// answer (a failure, an API error).
+func answerRead[T any](s *Server, w http.ResponseWriter, req *http.Request, fn func(*store.Reader, *store.Task) (T, error)) {
+	var out T
+	err := s.e.Read(func(r *store.Reader) error {
+		t, err := find(r, req)
+		if err != nil {
+			return err
+		}
+		out, err = fn(r, t)
+		return err
+	})
+	if err != nil {
+		s.fail(w, req, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// nonNil makes a nil list an empty one, so it is [] in JSON, not null.
+func nonNil[T any](l []T) []T {
+	if l == nil {
+		return []T{}
+	}
+	return l
+}
+
 // findTask resolves the request's task in its own snapshot.
 func (s *Server) findTask(req *http.Request) (*store.Task, error) {
 	var t *store.Task
@@ -121,26 +149,13 @@ func summary(m *store.Manifest) api.ManifestSummary {
 // manifest answers GET /v1/tasks/{id}/manifest: the whole run manifest as
 // pinned at submit, policy texts included.
 func (s *Server) manifest(w http.ResponseWriter, req *http.Request) {
-	var out api.Manifest
-	if err := s.e.Read(func(r *store.Reader) error {
-		t, err := find(r, req)
-		if err != nil {
-			return err
-		}
+	answerRead(s, w, req, func(r *store.Reader, t *store.Task) (api.Manifest, error) {
 		m, err := r.Manifest(t.ID)
 		if err != nil {
-			return err
+			return api.Manifest{}, err
 		}
-		out = api.Manifest{ID: t.ID, Summary: summary(m), Source: string(m.Source), Policies: m.Policies}
-		if out.Policies == nil {
-			out.Policies = []store.PolicyPin{}
-		}
-		return nil
-	}); err != nil {
-		s.fail(w, req, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, out)
+		return api.Manifest{ID: t.ID, Summary: summary(m), Source: string(m.Source), Policies: nonNil(m.Policies)}, nil
+	})
 }
 
 func (s *Server) submit(w http.ResponseWriter, req *http.Request) {
@@ -281,78 +296,49 @@ func steps(t *store.Task, req *http.Request) ([]int, error) {
 }
 
 func (s *Server) outputs(w http.ResponseWriter, req *http.Request) {
-	outs := map[string]json.RawMessage{}
-	err := s.e.Read(func(r *store.Reader) error {
-		t, err := find(r, req)
-		if err != nil {
-			return err
-		}
+	answerRead(s, w, req, func(r *store.Reader, t *store.Task) (map[string]json.RawMessage, error) {
 		idx, err := steps(t, req)
 		if err != nil {
-			return err
+			return nil, err
 		}
+		outs := map[string]json.RawMessage{}
 		for _, i := range idx {
 			out, err := r.StepOutputOf(t, i)
+			if errors.Is(err, store.ErrNotFound) {
+				continue // not completed in its current pass
+			}
 			if err != nil {
-				if errors.Is(err, store.ErrNotFound) {
-					continue // not completed in its current pass
-				}
-				return err
+				return nil, err
 			}
 			outs[t.Steps[i].Name] = out
 		}
-		return nil
+		return outs, nil
 	})
-	if err != nil {
-		s.fail(w, req, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, outs)
 }
 
 func (s *Server) attempts(w http.ResponseWriter, req *http.Request) {
-	all := []*store.Attempt{}
-	err := s.e.Read(func(r *store.Reader) error {
-		t, err := find(r, req)
-		if err != nil {
-			return err
-		}
+	answerRead(s, w, req, func(r *store.Reader, t *store.Task) ([]*store.Attempt, error) {
 		idx, err := steps(t, req)
 		if err != nil {
-			return err
+			return nil, err
 		}
+		all := []*store.Attempt{}
 		for _, i := range idx {
 			as, err := r.Attempts(t.ID, i)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			all = append(all, as...)
 		}
-		return nil
+		return all, nil
 	})
-	if err != nil {
-		s.fail(w, req, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, all)
 }
 
 func (s *Server) artifacts(w http.ResponseWriter, req *http.Request) {
-	ps := []store.Provenance{}
-	err := s.e.Read(func(r *store.Reader) error {
-		t, err := find(r, req)
-		if err != nil {
-			return err
-		}
-		got, err := r.Artifacts(t.ID)
-		ps = append(ps, got...)
-		return err
+	answerRead(s, w, req, func(r *store.Reader, t *store.Task) ([]store.Provenance, error) {
+		ps, err := r.Artifacts(t.ID)
+		return nonNil(ps), err
 	})
-	if err != nil {
-		s.fail(w, req, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, ps)
 }
 
 // artifact streams an artifact's bytes, a chunk at a time.
@@ -383,21 +369,10 @@ func (s *Server) artifact(w http.ResponseWriter, req *http.Request) {
 }
 
 func (s *Server) effects(w http.ResponseWriter, req *http.Request) {
-	es := []store.Effect{}
-	err := s.e.Read(func(r *store.Reader) error {
-		t, err := find(r, req)
-		if err != nil {
-			return err
-		}
-		got, err := r.Effects(t.ID)
-		es = append(es, got...)
-		return err
+	answerRead(s, w, req, func(r *store.Reader, t *store.Task) ([]store.Effect, error) {
+		es, err := r.Effects(t.ID)
+		return nonNil(es), err
 	})
-	if err != nil {
-		s.fail(w, req, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, es)
 }
 
 func (s *Server) settle(confirmed bool) http.HandlerFunc {
