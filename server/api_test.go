@@ -126,6 +126,15 @@ func TestAPIErrorsHaveCodes(t *testing.T) {
 	require.Equal(t, api.CodeInvalidTask, ae.Code)
 	require.Contains(t, ae.Diagnostics, "bad.hcl:4:", "diagnostics point at file:line:col")
 
+	// A client cannot make the owner read, and quote in diagnostics, a
+	// file that is not a task file.
+	secret := filepath.Join(b.dir, "secret.txt")
+	require.NoError(t, os.WriteFile(secret, []byte("root:SECRET-LINE\n"), 0o600))
+	_, err = c.Submit(ctx, api.SubmitRequest{Path: secret})
+	require.ErrorAs(t, err, &ae)
+	require.Equal(t, api.CodeInvalid, ae.Code)
+	require.NotContains(t, ae.Message+ae.Diagnostics, "SECRET-LINE")
+
 	_, err = c.Submit(ctx, api.SubmitRequest{Path: "relative/task.hcl"})
 	require.ErrorAs(t, err, &ae)
 	require.Equal(t, api.CodeInvalid, ae.Code)

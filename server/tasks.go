@@ -168,6 +168,13 @@ func (s *Server) submit(w http.ResponseWriter, req *http.Request) {
 		s.fail(w, req, badRequest("path must be the absolute path of a task file on the owner's file system, not %q", in.Path))
 		return
 	}
+	// The owner reads the file and shows excerpts of it in diagnostics: a
+	// client (over TCP, with the token) must not make it quote any file it
+	// can read. Task files are .hcl files.
+	if filepath.Ext(in.Path) != ".hcl" {
+		s.fail(w, req, badRequest("path %q is not a task file: task files end in .hcl", in.Path))
+		return
+	}
 	t, created, err := s.e.Submit(req.Context(), in.Path, engine.SubmitOptions{
 		Vars: in.Vars, IdempotencyKey: in.IdempotencyKey,
 		Policies: in.Policies, Without: in.Without, PolicyDirs: in.PolicyDirs,
