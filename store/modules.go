@@ -128,7 +128,12 @@ func (s *Store) Module(sum string) ([]byte, error) {
 // chunk, each once however many tasks pin it; the task record that pins them
 // is written after, so a task in the store always finds its modules there.
 func (s *Store) SubmitWithModules(ctx context.Context, nt NewTask, modules map[string][]byte) (*Task, bool, error) {
-	defer holdBlobs()()
+	return s.SubmitWithReplay(ctx, nt, modules, nil)
+}
+
+// putModules stores the modules nt's manifest pins, from modules. The
+// caller holds holdBlobs.
+func (s *Store) putModules(ctx context.Context, nt NewTask, modules map[string][]byte) error {
 	sums := make([]string, 0, len(nt.Manifest.Plugins))
 	seen := map[string]bool{}
 	for step, pin := range nt.Manifest.Plugins {
@@ -137,10 +142,10 @@ func (s *Store) SubmitWithModules(ctx context.Context, nt NewTask, modules map[s
 		}
 		data, ok := modules[pin.SHA256]
 		if !ok {
-			return nil, false, fmt.Errorf("step %q: the module %s pinned with sha256 %s was not given", step, pin.Path, pin.SHA256)
+			return fmt.Errorf("step %q: the module %s pinned with sha256 %s was not given", step, pin.Path, pin.SHA256)
 		}
 		if sum := sha256.Sum256(data); hex.EncodeToString(sum[:]) != pin.SHA256 {
-			return nil, false, fmt.Errorf("step %q: the bytes given for %s do not have the pinned sha256 %s", step, pin.Path, pin.SHA256)
+			return fmt.Errorf("step %q: the bytes given for %s do not have the pinned sha256 %s", step, pin.Path, pin.SHA256)
 		}
 		seen[pin.SHA256] = true
 		sums = append(sums, pin.SHA256)
@@ -148,8 +153,8 @@ func (s *Store) SubmitWithModules(ctx context.Context, nt NewTask, modules map[s
 	sort.Strings(sums)
 	for _, sum := range sums {
 		if _, err := s.putBlob(ctx, sum, modules[sum]); err != nil {
-			return nil, false, fmt.Errorf("storing module %s: %w", sum, err)
+			return fmt.Errorf("storing module %s: %w", sum, err)
 		}
 	}
-	return s.Submit(ctx, nt)
+	return nil
 }

@@ -135,6 +135,17 @@ type StepState struct {
 	PlanHash string `json:"plan_hash,omitempty"`
 	Done     int    `json:"done"`
 	Leased   int    `json:"leased"`
+	// Windows is the number of window steps of this step: the steps right
+	// after it that a policy inserted with every = N.
+	Windows int `json:"windows,omitempty"`
+	// Every, on a window step, is N: the step gets one unit for every N
+	// units of its anchor step (index Anchor) that commit, while the anchor
+	// runs, and one for the rest when the anchor completes. Open lists the
+	// anchor's items committed since the last window, in commit order
+	// (decimal, comma-separated: the state stays comparable).
+	Every  int    `json:"every,omitempty"`
+	Anchor int    `json:"anchor,omitempty"`
+	Open   string `json:"open,omitempty"`
 }
 
 // Progress returns the number of committed units of the current pass and the
@@ -171,6 +182,38 @@ type Manifest struct {
 	// Models are the task's models as the run calls them (never their
 	// keys). Manifests written before models existed have none.
 	Models []ModelPin `json:"models,omitempty"`
+	// Prompts are the prompts the task declares, in declaration order, each
+	// pinned with its text: steps read the pinned text (prompt.NAME), never
+	// the file it came from.
+	Prompts []PromptPin `json:"prompts,omitempty"`
+	// ModelReplay is the replay set the task's model calls are answered
+	// from instead of a provider (--model-replay), kept in the store with
+	// the task (replay.go); nil when the calls go to the providers.
+	ModelReplay *ReplayPin `json:"model_replay,omitempty"`
+}
+
+// PromptPin is a prompt a task declares with a prompt block, as pinned at
+// submit: its name, the version identifier the block gives ("" for none),
+// the file its text was read from ("" for a text attribute), the text's
+// sha256 and the text.
+type PromptPin struct {
+	Name    string `json:"name"`
+	Version string `json:"version,omitempty"`
+	File    string `json:"file,omitempty"`
+	SHA256  string `json:"sha256"`
+	Text    string `json:"text"`
+}
+
+// ReplayPin is a replay set as a manifest pins it: the folder its
+// recordings were read from at submit, how many there are and their total
+// size, and the set's sha256 (the sha256 of its index: one line "<request
+// sha256> <recording file sha256>" per recording, sorted), under which the
+// store keeps the index.
+type ReplayPin struct {
+	Dir        string `json:"dir"`
+	Recordings int    `json:"recordings"`
+	Bytes      int64  `json:"bytes"`
+	SHA256     string `json:"sha256"`
 }
 
 // ModelPin is a model a task declares: the model block's name, protocol,

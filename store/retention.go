@@ -202,6 +202,7 @@ func (s *Store) collectBlobs(ctx context.Context, st *GCStats) error {
 	used := map[string]bool{}
 	blobs := map[string]blobMeta{}
 	chunked := map[string]bool{}
+	replays := map[string]bool{} // replay sets pinned (replay.go)
 	err := s.view(func(t *tx) error {
 		if err := t.scan([]byte("m/"), func(_, val []byte) (bool, error) {
 			var m Manifest
@@ -210,6 +211,9 @@ func (s *Store) collectBlobs(ctx context.Context, st *GCStats) error {
 			}
 			for _, pin := range m.Plugins {
 				used[pin.SHA256] = true
+			}
+			if m.ModelReplay != nil {
+				replays[m.ModelReplay.SHA256] = true
 			}
 			return true, nil
 		}); err != nil {
@@ -255,6 +259,11 @@ func (s *Store) collectBlobs(ctx context.Context, st *GCStats) error {
 	})
 	if err != nil {
 		return err
+	}
+	for set := range replays {
+		if err := s.replayBlobs(set, used); err != nil {
+			return err
+		}
 	}
 	for sum, m := range blobs {
 		if used[sum] {
