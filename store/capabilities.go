@@ -471,31 +471,39 @@ func (s *Store) unpause(t *tx, task *Task) error {
 		return err
 	}
 	var refs []unitRef
+	first := map[unitRef]bool{}
 	leases := map[unitRef]leaseRec{}
-	err := t.scan(unitStepPrefix(task.ID, task.Cursor), func(_, val []byte) (bool, error) {
-		u := new(Unit)
-		if err := json.Unmarshal(val, u); err != nil {
-			return false, err
+	for _, step := range t.liveSteps(task) {
+		window := t.step(task, step).Every > 0
+		err := t.scan(unitStepPrefix(task.ID, step), func(_, val []byte) (bool, error) {
+			u := new(Unit)
+			if err := json.Unmarshal(val, u); err != nil {
+				return false, err
+			}
+			r := unitRef{task.ID, u.Step, u.Item}
+			switch u.State {
+			case UnitReady:
+				refs = append(refs, r)
+				first[r] = window
+			case UnitLeased:
+				// Still in flight, or left by a process that died while the
+				// task was paused: either way the lease must be reclaimable.
+				leases[r] = leaseRec{owner: u.Owner, until: u.LeaseUntil}
+			}
+			return true, nil
+		})
+		if err != nil {
+			return err
 		}
-		r := unitRef{task.ID, u.Step, u.Item}
-		switch u.State {
-		case UnitReady:
-			refs = append(refs, r)
-		case UnitLeased:
-			// Still in flight, or left by a process that died while the
-			// task was paused: either way the lease must be reclaimable.
-			leases[r] = leaseRec{owner: u.Owner, until: u.LeaseUntil}
-		}
-		return true, nil
-	})
-	if err != nil {
-		return err
+	}
+	if t.err != nil {
+		return t.err
 	}
 	id := task.ID
 	t.after(func(x *index) {
 		x.addActive(id)
 		for _, r := range refs {
-			x.addReady(r, time.Time{})
+			x.addReady(r, time.Time{}, first[r])
 		}
 		for r, l := range leases {
 			x.leases[r] = l

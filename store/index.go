@@ -46,6 +46,7 @@ type leaseRec struct {
 // Claimed units are deleted from due; their queue slots are skipped and
 // dropped when they reach the head.
 type readyQ struct {
+	first []unitRef // served before queue; few
 	queue []unitRef
 	head  int
 	due   map[unitRef]time.Time // unit -> not before
@@ -138,14 +139,21 @@ func (x *index) removeTask(id string) {
 	}
 }
 
-func (x *index) addReady(r unitRef, notBefore time.Time) {
+// addReady queues a ready unit at the back of its task's queue, or with
+// first ahead of every unit queued without it (window units, which would
+// otherwise wait for their anchor's whole fan-out).
+func (x *index) addReady(r unitRef, notBefore time.Time, first bool) {
 	q := x.ready[r.task]
 	if q == nil {
 		q = &readyQ{due: map[unitRef]time.Time{}}
 		x.ready[r.task] = q
 	}
 	if _, ok := q.due[r]; !ok {
-		q.queue = append(q.queue, r)
+		if first {
+			q.first = append(q.first, r)
+		} else {
+			q.queue = append(q.queue, r)
+		}
 	}
 	q.due[r] = notBefore
 }
@@ -193,8 +201,23 @@ func (x *index) candidates(id string, now time.Time, max int, skip func(unitRef)
 		q.head = 0
 	}
 	var seen map[unitRef]bool // a unit made ready again may hold two slots
-	for i := q.head; i < len(q.queue) && len(out) < max; i++ {
-		r := q.queue[i]
+	if len(q.first) > 0 {
+		kept := q.first[:0]
+		for _, r := range q.first {
+			if _, ok := q.due[r]; ok {
+				kept = append(kept, r)
+			}
+		}
+		q.first = kept
+	}
+	n := len(q.first)
+	for i := 0; i < n+len(q.queue)-q.head && len(out) < max; i++ {
+		var r unitRef
+		if i < n {
+			r = q.first[i]
+		} else {
+			r = q.queue[q.head+i-n]
+		}
 		nb, ok := q.due[r]
 		if !ok || seen[r] || skip(r) {
 			continue

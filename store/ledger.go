@@ -58,6 +58,9 @@ func (s *Store) Submit(ctx context.Context, nt NewTask) (*Task, bool, error) {
 				return err
 			}
 		}
+		if err := checkWindows(nt.Steps); err != nil {
+			return err
+		}
 		now := s.now()
 		task := &Task{
 			ID:             newTaskID(now),
@@ -70,7 +73,7 @@ func (s *Store) Submit(ctx context.Context, nt NewTask) (*Task, bool, error) {
 		}
 		for i := range task.Steps {
 			st := &task.Steps[i]
-			st.Pass, st.Planned, st.Units, st.Done, st.Leased = 0, false, 0, 0, 0
+			st.Pass, st.Planned, st.Units, st.Done, st.Leased, st.Open = 0, false, 0, 0, 0, ""
 			if st.Limit <= 0 {
 				st.Limit = 1
 			}
@@ -242,7 +245,7 @@ func (s *Store) claim(t *tx, req ClaimRequest, held *Task) (Claimed, error) {
 				continue
 			}
 			st := t.step(task, task.Cursor)
-			n := min(req.Max-len(out.Leases), st.Limit-st.Leased)
+			n := min(req.Max-len(out.Leases), st.Limit-st.Leased+s.windowRoom(t, task))
 			if round == 0 {
 				n = min(n, share)
 			}
@@ -265,10 +268,20 @@ func (s *Store) claim(t *tx, req ClaimRequest, held *Task) (Claimed, error) {
 				if err != nil && !errors.Is(err, ErrNotFound) {
 					return out, err
 				}
-				if err != nil || r.step != task.Cursor || u.State != UnitReady || u.Pass != st.Pass {
+				rs := st // the unit's step
+
+				if r.step != task.Cursor && r.step >= 0 && r.step < task.stepCount() {
+					if ws := t.step(task, r.step); windowClaimable(ws, r.step, task.Cursor) {
+						rs = ws
+					}
+				}
+				if err != nil || (r.step != task.Cursor && rs == st) || u.State != UnitReady || u.Pass != rs.Pass {
 					stale := r
 					t.after(func(x *index) { x.removeReady(stale) })
 					continue
+				}
+				if rs.Leased >= rs.Limit {
+					continue // its step is at its concurrency limit (room counted window steps too)
 				}
 				if u.NotBefore.After(now) { // a retry made ready by this transaction, waiting out its backoff
 					out.Wake = earliest(out.Wake, u.NotBefore)
@@ -284,7 +297,7 @@ func (s *Store) claim(t *tx, req ClaimRequest, held *Task) (Claimed, error) {
 				task.Epoch++
 				task.Attempts++
 				task.Leases++
-				st.Leased++
+				rs.Leased++
 				task.LeaseOwner, task.LeaseUntil = req.Owner, now.Add(req.LeaseFor)
 				u.State, u.Owner, u.Epoch, u.LeaseUntil = UnitLeased, req.Owner, task.Epoch, now.Add(req.LeaseFor)
 				u.Attempt++
@@ -307,6 +320,9 @@ func (s *Store) claim(t *tx, req ClaimRequest, held *Task) (Claimed, error) {
 	}
 	snaps := map[string]*Task{}
 	for i, l := range out.Leases {
+		if l.Step > tasks[l.Task].Cursor {
+			continue // a window unit: its worker reads the whole task
+		}
 		snap, ok := snaps[l.Task]
 		if !ok {
 			snap = s.snapshot(t, tasks[l.Task])
@@ -423,7 +439,7 @@ func (s *Store) reclaim(t *tx, only string, now time.Time, load func(string) (*T
 		if err := t.putJSON(unitKey(d.task, d.step, d.item), u); err != nil {
 			return nil, err
 		}
-		t.after(func(x *index) { x.addReady(dead, time.Time{}) })
+		t.after(func(x *index) { x.addReady(dead, time.Time{}, false) })
 		back[d.task] = append(back[d.task], d)
 	}
 	return back, nil
@@ -571,7 +587,7 @@ func (s *Store) CommitAndClaim(ctx context.Context, r Result, next ClaimRequest)
 				at := r.RetryAt
 				b := t.batch()
 				b.ready = append(b.ready, ref)
-				t.after(func(x *index) { x.addReady(ref, at) })
+				t.after(func(x *index) { x.addReady(ref, at, false) })
 			} else {
 				u.State, ev.Type = UnitFailed, EvUnitFailed
 			}
@@ -618,6 +634,11 @@ func (s *Store) CommitAndClaim(ctx context.Context, r Result, next ClaimRequest)
 				n.Seq, n.Step, n.Item, n.Attempt, n.Time = task.Notes, st.Name, l.Item, l.Attempt, now
 				task.Notes++
 				if err := t.putJSON(noteKey(task.ID, n.Seq), n); err != nil {
+					return err
+				}
+			}
+			if st.Windows > 0 {
+				if err := s.addToWindows(t, task, l.Step, l.Item); err != nil {
 					return err
 				}
 			}
@@ -696,12 +717,17 @@ func (s *Store) CommitAndClaim(ctx context.Context, r Result, next ClaimRequest)
 func (s *Store) advance(t *tx, task *Task) error {
 	for {
 		cur := task.Cursor
+		if t.step(task, cur).Windows > 0 {
+			if err := s.finishWindows(t, task, cur); err != nil {
+				return err
+			}
+		}
 		if err := s.event(t, task, Event{Type: EvStepDone, Step: t.step(task, cur).Name,
 			Message: fmt.Sprintf("%d units", t.step(task, cur).Units)}); err != nil {
 			return err
 		}
 		if cur == task.stepCount()-1 {
-			out, err := (&Reader{t: t}).StepOutputOf(task, cur)
+			out, err := (&Reader{t: t}).StepOutputOf(task, t.outputStep(task))
 			if err != nil {
 				return err
 			}
@@ -718,7 +744,7 @@ func (s *Store) advance(t *tx, task *Task) error {
 		if !task.Status.runnable() {
 			return nil
 		}
-		if st := *t.step(task, task.Cursor); !st.Planned || st.Units > 0 {
+		if st := *t.step(task, task.Cursor); !st.Planned || st.Done < st.Units {
 			return nil // units to run, or items still to plan
 		}
 	}
@@ -731,9 +757,19 @@ func (s *Store) advance(t *tx, task *Task) error {
 func (s *Store) enterStep(t *tx, task *Task) error {
 	idx := task.Cursor
 	st := t.step(task, idx)
+	if st.Every > 0 {
+		// A window step: its units were written while its anchor ran, and
+		// its last window closed when the anchor completed.
+		return nil
+	}
 	st.Pass++
 	st.Planned, st.Units, st.Written, st.PlanHash, st.Done, st.Leased = false, 0, 0, "", 0, 0
 	id := task.ID
+	if st.Windows > 0 {
+		if err := s.enterWindows(t, task, idx); err != nil {
+			return err
+		}
+	}
 	if st.FanOut {
 		if s.plan == nil {
 			return s.failPlan(t, task, &Failure{Kind: fault.Input, Message: "no planner for a fan-out step", Step: st.Name})
@@ -773,9 +809,10 @@ func (s *Store) writeUnits(t *tx, task *Task, idx int, items []Item) error {
 	}
 	st.Written += len(items)
 	to := st.Written
+	first := st.Every > 0 // a window unit goes ahead of its anchor's queue
 	t.after(func(x *index) {
 		for i := from; i < to; i++ {
-			x.addReady(unitRef{id, idx, i}, time.Time{})
+			x.addReady(unitRef{id, idx, i}, time.Time{}, first)
 		}
 	})
 	return nil
@@ -1001,6 +1038,9 @@ func (s *Store) repair(t *tx, task *Task, l Lease, r Repair) error {
 	if r.RestartFrom < 0 || r.RestartFrom > l.Step {
 		return fmt.Errorf("repair restart step %d is not at or before step %d", r.RestartFrom, l.Step)
 	}
+	if ws := t.step(task, r.RestartFrom); ws.Every > 0 {
+		r.RestartFrom = ws.Anchor // a window step starts again with its anchor
+	}
 	if err := s.event(t, task, Event{Type: EvRepair, Step: st.Name, Item: &item, Attempt: l.Attempt,
 		Message: fmt.Sprintf("repair %d of %d: back to %q: %s", task.Repairs, r.Max, t.step(task, r.RestartFrom).Name, r.Reason)}); err != nil {
 		return err
@@ -1184,6 +1224,9 @@ func (s *Store) Retry(ctx context.Context, id string, from int, by string) (*Tas
 		if from > task.Cursor || from >= task.stepCount() {
 			return fmt.Errorf("task %s stopped at step %d %q: it can be retried from that step or an earlier one, not from step %d",
 				id, task.Cursor+1, t.step(task, task.Cursor).Name, from+1)
+		}
+		if ws := t.step(task, from); ws.Every > 0 {
+			from = ws.Anchor // a window step starts again with its anchor
 		}
 		t.durable = true
 		was := task.Status

@@ -444,25 +444,31 @@ func (s *Store) rebuildIndex() error {
 			if !st.Planned {
 				s.idx.needPlan(id) // planning was cut short: it resumes
 			}
-			err := t.scan(unitStepPrefix(id, task.Cursor), func(_, val []byte) (bool, error) {
-				u := new(Unit)
-				if err := json.Unmarshal(val, u); err != nil {
-					return false, err
+			for _, step := range t.liveSteps(task) {
+				st := *t.step(task, step)
+				err := t.scan(unitStepPrefix(id, step), func(_, val []byte) (bool, error) {
+					u := new(Unit)
+					if err := json.Unmarshal(val, u); err != nil {
+						return false, err
+					}
+					if u.Pass != st.Pass {
+						return true, nil // a unit of an earlier pass
+					}
+					r := unitRef{id, u.Step, u.Item}
+					switch u.State {
+					case UnitReady:
+						s.idx.addReady(r, u.NotBefore, st.Every > 0)
+					case UnitLeased:
+						s.idx.leases[r] = leaseRec{owner: u.Owner, until: u.LeaseUntil}
+					}
+					return true, nil
+				})
+				if err != nil {
+					return err
 				}
-				if u.Pass != st.Pass {
-					return true, nil // a unit of an earlier pass
-				}
-				r := unitRef{id, u.Step, u.Item}
-				switch u.State {
-				case UnitReady:
-					s.idx.addReady(r, u.NotBefore)
-				case UnitLeased:
-					s.idx.leases[r] = leaseRec{owner: u.Owner, until: u.LeaseUntil}
-				}
-				return true, nil
-			})
-			if err != nil {
-				return err
+			}
+			if t.err != nil {
+				return t.err
 			}
 		}
 		return nil

@@ -1,0 +1,228 @@
+package store
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Window steps (specs/ledger.md §2.4). A policy can insert a step "every N
+// committed units" of an anchor step. Such a step sits right after its
+// anchor (and after the anchor's earlier window steps); the anchor's
+// StepState.Windows counts them. While the anchor runs, each of its commits
+// adds the item to each window step's open window (StepState.Open), in the
+// same transaction; the N-th closes the window: a ready unit of the window
+// step whose item lists the N anchor items. When the anchor completes, a
+// last, shorter window takes what is left and the window step is planned:
+// the task's cursor reaches it only to wait for the windows still running.
+//
+// A window unit's item: key is the window's number from 0; value is
+// {"from": F, "to": T, "items": [...]}: the anchor's commits F+1 to T, in
+// commit order, and the anchor items they committed.
+
+// MaxEvery bounds N, so that an open window stays a small record.
+const MaxEvery = 1000
+
+// WindowItem is the item of one window unit.
+type WindowItem struct {
+	From  int   `json:"from"`
+	To    int   `json:"to"`
+	Items []int `json:"items"`
+}
+
+// checkWindows reports steps whose window fields do not describe window
+// steps placed right after their anchor.
+func checkWindows(steps []StepState) error {
+	owned := make([]bool, len(steps))
+	for i, st := range steps {
+		if st.Windows < 0 || i+st.Windows >= len(steps) {
+			return fmt.Errorf("step %d %q: %d window steps do not fit after it", i, st.Name, st.Windows)
+		}
+		for c := i + 1; c <= i+st.Windows; c++ {
+			ws := steps[c]
+			if ws.Every <= 0 || ws.Anchor != i {
+				return fmt.Errorf("step %d %q is counted as a window step of step %d but has every=%d anchor=%d", c, ws.Name, i, ws.Every, ws.Anchor)
+			}
+			owned[c] = true
+		}
+		if st.Every > 0 && st.Windows > 0 {
+			return fmt.Errorf("window step %d %q cannot have window steps of its own", i, st.Name)
+		}
+	}
+	for i, st := range steps {
+		if st.Every > MaxEvery {
+			return fmt.Errorf("window step %d %q: every is %d; the most is %d", i, st.Name, st.Every, MaxEvery)
+		}
+		if (st.Every > 0) != owned[i] {
+			return fmt.Errorf("step %d %q: every=%d, but no step counts it among its window steps", i, st.Name, st.Every)
+		}
+	}
+	return nil
+}
+
+// enterWindows starts a new pass of each window step of the anchor step
+// being entered: what the earlier pass wrote is stale, and the first window
+// opens empty.
+func (s *Store) enterWindows(t *tx, task *Task, anchor int) error {
+	n := t.step(task, anchor).Windows
+	for c := anchor + 1; c <= anchor+n; c++ {
+		if err := s.resetStep(t, task, c); err != nil {
+			return err
+		}
+		ws := t.step(task, c)
+		ws.Pass++
+		ws.Planned, ws.Units, ws.Written, ws.Done, ws.Open = false, 0, 0, 0, ""
+		if err := s.event(t, task, Event{Type: EvStepStarted, Step: ws.Name, Message: fmt.Sprintf(
+			"pass %d, a unit every %d committed units of %q", ws.Pass, ws.Every, t.step(task, anchor).Name)}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// addToWindows records that the anchor step committed item: each of its
+// window steps adds it to its open window, and a window that reaches N
+// units becomes a unit.
+func (s *Store) addToWindows(t *tx, task *Task, anchor, item int) error {
+	n := t.step(task, anchor).Windows
+	for c := anchor + 1; c <= anchor+n; c++ {
+		ws := t.step(task, c)
+		if ws.Open != "" {
+			ws.Open += ","
+		}
+		ws.Open += strconv.Itoa(item)
+		if strings.Count(ws.Open, ",")+1 >= ws.Every {
+			if err := s.closeWindow(t, task, c); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// finishWindows closes the anchor's last, shorter windows when the anchor
+// completes, and marks its window steps planned.
+func (s *Store) finishWindows(t *tx, task *Task, anchor int) error {
+	n := t.step(task, anchor).Windows
+	for c := anchor + 1; c <= anchor+n; c++ {
+		if t.step(task, c).Open != "" {
+			if err := s.closeWindow(t, task, c); err != nil {
+				return err
+			}
+		}
+		ws := t.step(task, c)
+		ws.Planned, ws.Units = true, ws.Written
+	}
+	return nil
+}
+
+// closeWindow turns window step c's open window into a ready unit.
+func (s *Store) closeWindow(t *tx, task *Task, c int) error {
+	ws := t.step(task, c)
+	var w WindowItem
+	for _, f := range strings.Split(ws.Open, ",") {
+		n, err := strconv.Atoi(f)
+		if err != nil {
+			return fmt.Errorf("window step %q: open window %q: %w", ws.Name, ws.Open, err)
+		}
+		w.Items = append(w.Items, n)
+	}
+	// Every window before this one was full.
+	w.From = ws.Written * ws.Every
+	w.To = w.From + len(w.Items)
+	v, err := json.Marshal(w)
+	if err != nil {
+		return err
+	}
+	if err := s.writeUnits(t, task, c, []Item{{Key: json.RawMessage(strconv.Itoa(ws.Written)), Value: v}}); err != nil {
+		return err
+	}
+	ws.Units, ws.Open = ws.Written, ""
+	return nil
+}
+
+// windowClaimable says whether a unit of step i may be leased while the
+// task's cursor is at cur: a window step's units run from the moment its
+// anchor runs until the cursor has passed the window step.
+func windowClaimable(ws *StepState, i, cur int) bool {
+	return ws.Every > 0 && ws.Anchor <= cur && cur <= i
+}
+
+// windowRoom is how many more units the window steps that may run now
+// (those after the cursor) can lease. It reads no step unless the cursor's
+// step is an anchor or a window step.
+func (s *Store) windowRoom(t *tx, task *Task) int {
+	cur := task.Cursor
+	if st := t.step(task, cur); st.Windows == 0 && st.Every == 0 {
+		return 0
+	}
+	room := 0
+	for c := cur + 1; c < task.stepCount(); c++ {
+		ws := t.step(task, c)
+		if !windowClaimable(ws, c, cur) {
+			break
+		}
+		room += max(0, ws.Limit-ws.Leased)
+	}
+	return room
+}
+
+// liveSteps are the steps whose units may be claimed now: the cursor's,
+// and the window steps after it that run beside it.
+func (t *tx) liveSteps(task *Task) []int {
+	steps := []int{task.Cursor}
+	if st := t.step(task, task.Cursor); st.Windows == 0 && st.Every == 0 {
+		return steps
+	}
+	for c := task.Cursor + 1; c < task.stepCount() && windowClaimable(t.step(task, c), c, task.Cursor); c++ {
+		steps = append(steps, c)
+	}
+	return steps
+}
+
+// outputStep is the step whose output is the task's: the last step that is
+// not a window step.
+func (t *tx) outputStep(task *Task) int {
+	i := task.stepCount() - 1
+	for i > 0 && t.step(task, i).Every > 0 {
+		i--
+	}
+	return i
+}
+
+// WindowOutputs returns, as a JSON list in the order given, the committed
+// outputs of the items of step (the anchor of a window step) in its current
+// pass: what a window unit reads as its anchor's output. It gives up with
+// ErrTooLarge past max bytes (max < 0: no limit).
+func (r *Reader) WindowOutputs(task *Task, step int, items []int, max int64) (json.RawMessage, error) {
+	st := *r.t.step(task, step)
+	if r.t.err != nil {
+		return nil, r.t.err
+	}
+	var buf bytes.Buffer
+	buf.WriteByte('[')
+	for n, item := range items {
+		u := new(Unit)
+		if err := r.t.getJSON(unitKey(task.ID, step, item), u); err != nil {
+			return nil, fmt.Errorf("unit %d of step %q: %w", item, st.Name, err)
+		}
+		if u.Pass != st.Pass || u.State != UnitDone {
+			return nil, fmt.Errorf("unit %d of step %q is %s in pass %d, not committed in pass %d: %w", item, st.Name, u.State, u.Pass, st.Pass, ErrNotFound)
+		}
+		a, err := r.Attempt(task.ID, step, item, u.Committed)
+		if err != nil {
+			return nil, err
+		}
+		if max >= 0 && int64(buf.Len()+len(a.Output)+2) > max {
+			return nil, fmt.Errorf("%w: the outputs of %d units of step %q are more than %d bytes", ErrTooLarge, len(items), st.Name, max)
+		}
+		if n > 0 {
+			buf.WriteByte(',')
+		}
+		buf.Write(a.Output)
+	}
+	buf.WriteByte(']')
+	return json.RawMessage(buf.Bytes()), nil
+}
