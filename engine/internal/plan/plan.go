@@ -16,6 +16,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -99,6 +100,7 @@ func PrepareWith(ctx context.Context, path string, vars map[string]string, po Po
 		m.Models = append(m.Models, store.ModelPin{Name: md.Name, Provider: md.Provider, BaseURL: md.BaseURL,
 			ID: md.ID, APIKeyEnv: md.APIKeyEnv, InputPrice: md.InputPrice, OutputPrice: md.OutputPrice})
 	}
+	m.Prompts = PromptPins(t)
 	for name, v := range values {
 		b, err := taskfile.ToJSON(v)
 		if err != nil {
@@ -121,6 +123,19 @@ func PrepareWith(ctx context.Context, path string, vars map[string]string, po Po
 		steps[i] = store.StepState{Name: s.Name, FanOut: s.ForEach != nil, Limit: max(s.Concurrency, 1)}
 	}
 	return &Submission{Task: t, Steps: steps, Manifest: m}, nil
+}
+
+// PromptPins pins the task's prompts: each one's text, as read when the
+// task was parsed with its files checked, and its sha256. Nil for a task
+// without prompts.
+func PromptPins(t *taskfile.Task) []store.PromptPin {
+	var pins []store.PromptPin
+	for _, p := range t.Prompts {
+		sum := sha256.Sum256([]byte(p.Text))
+		pins = append(pins, store.PromptPin{Name: p.Name, Version: p.Version, File: p.FilePath,
+			SHA256: hex.EncodeToString(sum[:]), Text: p.Text})
+	}
+	return pins
 }
 
 // ModuleCheck loads the plugin at path and says why it cannot run, if it
@@ -232,6 +247,7 @@ func HashFile(path string) (string, error) {
 type Spec struct {
 	Task     *taskfile.Task
 	Vars     map[string]cty.Value
+	Prompts  map[string]cty.Value // the pinned texts, by prompt name
 	Manifest *store.Manifest
 }
 
@@ -277,7 +293,16 @@ func specOf(t *taskfile.Task, m *store.Manifest) (*Spec, error) {
 		}
 		vars[v.Name] = val
 	}
-	return &Spec{Task: t, Vars: vars, Manifest: m}, nil
+	// The texts pinned at submit, never the files, which may have changed.
+	prompts := map[string]cty.Value{}
+	for _, p := range t.Prompts {
+		i := slices.IndexFunc(m.Prompts, func(pin store.PromptPin) bool { return pin.Name == p.Name })
+		if i < 0 {
+			return nil, fmt.Errorf("manifest has no text for prompt %q", p.Name)
+		}
+		prompts[p.Name] = cty.StringVal(m.Prompts[i].Text)
+	}
+	return &Spec{Task: t, Vars: vars, Prompts: prompts, Manifest: m}, nil
 }
 
 // Cache keeps parsed specs and completed step outputs of the tasks this
@@ -406,7 +431,7 @@ func (c *Cache) Forget(id string) {
 // scope builds the evaluation scope of a step: the outputs of the earlier
 // steps it references, read through r.
 func (c *Cache) scope(r *store.Reader, sp *Spec, task *store.Task, step *taskfile.Step, refs []string) (taskfile.Scope, error) {
-	sc := taskfile.Scope{TaskID: task.ID, Vars: sp.Vars, Outputs: map[string]cty.Value{}}
+	sc := taskfile.Scope{TaskID: task.ID, Vars: sp.Vars, Prompts: sp.Prompts, Outputs: map[string]cty.Value{}}
 	var read int64 // bytes of outputs read from the store for this scope
 	for _, name := range refs {
 		idx := -1

@@ -30,6 +30,7 @@ var taskSchema = &hcl.BodySchema{
 		{Type: "step", LabelNames: []string{"name"}},
 		{Type: "limits"},
 		{Type: "model", LabelNames: []string{"name"}},
+		{Type: "prompt", LabelNames: []string{"name"}},
 	},
 }
 
@@ -141,6 +142,9 @@ func decodeFile(filename string, src []byte, dir string) (*Task, hcl.Diagnostics
 		}
 		s.PluginPath = resolvePath(dir, s.Plugin)
 	}
+	for _, p := range task.Prompts {
+		p.FilePath = resolvePath(dir, p.File)
+	}
 	return task, diags
 }
 
@@ -197,8 +201,18 @@ func decodeTaskBlock(block *hcl.Block) (*Task, hcl.Diagnostics) {
 	variables := map[string]*Variable{}
 	steps := map[string]*Step{}
 	models := map[string]*Model{}
+	prompts := map[string]*Prompt{}
 	for _, b := range content.Blocks {
 		switch b.Type {
+		case "prompt":
+			p, d := decodePromptBlock(b)
+			diags = append(diags, d...)
+			if prev, dup := prompts[p.Name]; dup {
+				diags = append(diags, labelDiag(b, "Duplicate prompt", fmt.Sprintf("A prompt named %q was already declared at %s. Prompt names must be unique within a task.", p.Name, prev.DeclRange)))
+				continue
+			}
+			prompts[p.Name] = p
+			task.Prompts = append(task.Prompts, p)
 		case "model":
 			m, d := decodeModelBlock(b)
 			diags = append(diags, d...)

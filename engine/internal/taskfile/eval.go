@@ -12,6 +12,7 @@ import (
 type Scope struct {
 	TaskID  string
 	Vars    map[string]cty.Value // resolved by Task.Vars
+	Prompts map[string]cty.Value // prompt name -> its pinned text (a string)
 	Outputs map[string]cty.Value // step name -> output of completed earlier steps
 	Each    *Each                // the current item; nil outside a fan-out item
 }
@@ -170,6 +171,12 @@ func (s *Step) runtimeContext(expr hcl.Expression, scope Scope, eachAllowed bool
 					missing(tr, "No value for variable", fmt.Sprintf("Variable %q has no value in this run.", name))
 				}
 			}
+		case "prompt":
+			if name, ok := attrName(tr, 1); ok {
+				if _, ok := scope.Prompts[name]; !ok {
+					missing(tr, "No text for prompt", fmt.Sprintf("Prompt %q has no pinned text in this run.", name))
+				}
+			}
 		case "step":
 			if name, ok := attrName(tr, 1); ok {
 				if _, ok := scope.Outputs[name]; !ok {
@@ -189,7 +196,7 @@ func (s *Step) runtimeContext(expr hcl.Expression, scope Scope, eachAllowed bool
 	if eachAllowed {
 		each = scope.Each
 	}
-	ctx := scopeContext(scope.Vars, scope.Outputs, cty.StringVal(scope.TaskID), s.taskName, each)
+	ctx := scopeContext(scope.Vars, scope.Prompts, scope.Outputs, cty.StringVal(scope.TaskID), s.taskName, each)
 	// Only the functions expr calls: a step's input is evaluated once per
 	// fan-out item, and wrapping all of them each time would cost more
 	// than the evaluation.
@@ -201,16 +208,20 @@ func (s *Step) runtimeContext(expr hcl.Expression, scope Scope, eachAllowed bool
 // the functions expr calls share a fresh budget (boundedContext; wrapping
 // every function of the language for each evaluation cost more than the
 // evaluation). A cty.NilVal anywhere stands for null.
-func evalContext(vars, outputs map[string]cty.Value, taskID cty.Value, taskName string, each *Each, expr hcl.Expression) *hcl.EvalContext {
-	ctx, _ := boundedContext(scopeContext(vars, outputs, taskID, taskName, each), calledFunctions(expr))
+func evalContext(vars, prompts, outputs map[string]cty.Value, taskID cty.Value, taskName string, each *Each, expr hcl.Expression) *hcl.EvalContext {
+	ctx, _ := boundedContext(scopeContext(vars, prompts, outputs, taskID, taskName, each), calledFunctions(expr))
 	return ctx
 }
 
 // scopeContext is evalContext without functions.
-func scopeContext(vars, outputs map[string]cty.Value, taskID cty.Value, taskName string, each *Each) *hcl.EvalContext {
+func scopeContext(vars, prompts, outputs map[string]cty.Value, taskID cty.Value, taskName string, each *Each) *hcl.EvalContext {
 	varVals := make(map[string]cty.Value, len(vars))
 	for name, v := range vars {
 		varVals[name] = orNull(v)
+	}
+	promptVals := make(map[string]cty.Value, len(prompts))
+	for name, v := range prompts {
+		promptVals[name] = orNull(v)
 	}
 	stepVals := make(map[string]cty.Value, len(outputs))
 	for name, v := range outputs {
@@ -218,8 +229,9 @@ func scopeContext(vars, outputs map[string]cty.Value, taskID cty.Value, taskName
 	}
 	ctx := &hcl.EvalContext{
 		Variables: map[string]cty.Value{
-			"var":  cty.ObjectVal(varVals),
-			"step": cty.ObjectVal(stepVals),
+			"var":    cty.ObjectVal(varVals),
+			"prompt": cty.ObjectVal(promptVals),
+			"step":   cty.ObjectVal(stepVals),
 			"task": cty.ObjectVal(map[string]cty.Value{
 				"id":   taskID,
 				"name": cty.StringVal(taskName),

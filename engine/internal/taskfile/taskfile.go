@@ -93,6 +93,7 @@ type Task struct {
 	DeclRange   hcl.Range // the task block's header
 	Limits      Limits    // the limits block over DefaultLimits
 	Models      []*Model  // the model blocks, in declaration order
+	Prompts     []*Prompt // the prompt blocks, in declaration order
 	// Policies are the policies the task selects (specs/policies.md), as
 	// written; ApplyPolicies applies the ones a run resolves.
 	Policies []PolicyRef
@@ -225,8 +226,10 @@ type Mount struct {
 // Options controls Parse.
 type Options struct {
 	// CheckPlugins makes Parse stat and hash plugin files, reporting a missing
-	// file and a plugin_sha256 mismatch, and stat mount sources, reporting one
-	// that is missing or not a directory. Without it neither is read.
+	// file and a plugin_sha256 mismatch, stat mount sources, reporting one
+	// that is missing or not a directory, and read the text of file prompts
+	// (Prompt.Text), reporting one that cannot be read. Without it none is
+	// read.
 	CheckPlugins bool
 
 	// BaseDir, when not empty, is the directory plugin paths are relative to
@@ -314,6 +317,7 @@ func parse(filename string, src []byte, opts Options) (*Task, hcl.Diagnostics) {
 	if opts.CheckPlugins {
 		diags = append(diags, t.checkPlugins()...)
 		diags = append(diags, t.checkMounts()...)
+		diags = append(diags, t.readPrompts()...)
 	}
 	diags = sortDiagnostics(diags)
 	if diags.HasErrors() {

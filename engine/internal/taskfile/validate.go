@@ -77,6 +77,23 @@ func (t *Task) checkRef(s *Step, attr string, tr hcl.Traversal) *hcl.Diagnostic 
 				Subject:  upTo(1),
 			}
 		}
+	case "prompt":
+		name, ok := attrName(tr, 1)
+		if !ok {
+			return invalid("A prompt reference has the form prompt.<name>.")
+		}
+		if t.Prompt(name) == nil {
+			names := make([]string, len(t.Prompts))
+			for i, p := range t.Prompts {
+				names[i] = p.Name
+			}
+			return &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Reference to undeclared prompt",
+				Detail:   fmt.Sprintf("No prompt named %q is declared in this task; declare it with prompt %q { file = \"...\" }.%s", name, name, didYouMean(name, names)),
+				Subject:  upTo(1),
+			}
+		}
 	case "step":
 		name, ok := attrName(tr, 1)
 		if !ok {
@@ -161,7 +178,7 @@ func (t *Task) checkRef(s *Step, attr string, tr hcl.Traversal) *hcl.Diagnostic 
 			}
 		}
 	default:
-		return invalid(fmt.Sprintf("%q is not something a task file can refer to. A reference starts with var., step., each. or task.", root))
+		return invalid(fmt.Sprintf("%q is not something a task file can refer to. A reference starts with var., prompt., step., each. or task.", root))
 	}
 	return nil
 }
@@ -187,11 +204,15 @@ func (t *Task) checkTypes(s *Step) hcl.Diagnostics {
 	for _, v := range t.Variables {
 		vars[v.Name] = cty.UnknownVal(v.Type)
 	}
+	prompts := make(map[string]cty.Value, len(t.Prompts))
+	for _, p := range t.Prompts {
+		prompts[p.Name] = cty.UnknownVal(cty.String)
+	}
 	outputs := referencedOutputs(s, t.Steps[:s.Index])
 	var diags hcl.Diagnostics
 	var each *Each
 	if s.ForEach != nil {
-		ctx := evalContext(vars, outputs, cty.UnknownVal(cty.String), t.Name, nil, s.ForEach)
+		ctx := evalContext(vars, prompts, outputs, cty.UnknownVal(cty.String), t.Name, nil, s.ForEach)
 		v, d := s.ForEach.Value(ctx)
 		diags = append(diags, fillSubject(d, s.ForEach.Range())...)
 		if d.HasErrors() {
@@ -203,7 +224,7 @@ func (t *Task) checkTypes(s *Step) hcl.Diagnostics {
 		each = unknownEach(v.Type())
 	}
 	if s.Input != nil {
-		ctx := evalContext(vars, outputs, cty.UnknownVal(cty.String), t.Name, each, s.Input)
+		ctx := evalContext(vars, prompts, outputs, cty.UnknownVal(cty.String), t.Name, each, s.Input)
 		_, d := s.Input.Value(ctx)
 		diags = append(diags, fillSubject(d, s.Input.Range())...)
 	}
