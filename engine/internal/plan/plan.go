@@ -120,7 +120,13 @@ func PrepareWith(ctx context.Context, path string, vars map[string]string, po Po
 			sums[s.PluginPath] = sum
 		}
 		m.Plugins[s.Name] = store.PluginPin{Path: s.PluginPath, SHA256: sum}
-		steps[i] = store.StepState{Name: s.Name, FanOut: s.ForEach != nil, Limit: max(s.Concurrency, 1)}
+		steps[i] = store.StepState{Name: s.Name, FanOut: s.ForEach != nil || s.Every > 0, Limit: max(s.Concurrency, 1),
+			Windows: s.Windows, Every: s.Every}
+		for j, a := range t.Steps[:i] {
+			if s.Every > 0 && a.Name == s.Anchor {
+				steps[i].Anchor = j
+			}
+		}
 	}
 	return &Submission{Task: t, Steps: steps, Manifest: m}, nil
 }
@@ -523,7 +529,17 @@ func (c *Cache) Input(r *store.Reader, task *store.Task, l store.Lease) (json.Ra
 		return nil, fault.Wrap(fault.Internal, err, err.Error())
 	}
 	step := sp.Task.Steps[l.Step]
-	sc, err := c.scope(r, sp, task, step, step.InputReferences())
+	refs := step.InputReferences()
+	var window *store.WindowItem
+	if step.Every > 0 {
+		// A window unit reads its anchor's outputs of the window only.
+		window = new(store.WindowItem)
+		if err := json.Unmarshal(l.Unit.Value, window); err != nil {
+			return nil, fault.Wrap(fault.Internal, err, "window item: "+err.Error())
+		}
+		refs = slices.DeleteFunc(refs, func(name string) bool { return name == step.Anchor })
+	}
+	sc, err := c.scope(r, sp, task, step, refs)
 	if err != nil {
 		var se *fault.StepError
 		switch {
@@ -534,7 +550,20 @@ func (c *Cache) Input(r *store.Reader, task *store.Task, l store.Lease) (json.Ra
 		}
 		return nil, fault.Wrap(fault.Input, err, err.Error())
 	}
-	if step.ForEach != nil {
+	if window != nil && slices.Contains(step.InputReferences(), step.Anchor) {
+		raw, err := r.WindowOutputs(task, task.StepIndex(step.Anchor), window.Items, c.maxInputLen)
+		if errors.Is(err, store.ErrTooLarge) {
+			return nil, fault.Wrap(fault.TooLarge, err, err.Error())
+		} else if err != nil {
+			return nil, fault.Wrap(fault.Internal, err, err.Error())
+		}
+		v, err := taskfile.FromJSON(raw)
+		if err != nil {
+			return nil, fault.Wrap(fault.Input, err, fmt.Sprintf("outputs of step %q: %v", step.Anchor, err))
+		}
+		sc.Outputs[step.Anchor] = v
+	}
+	if step.ForEach != nil || window != nil {
 		k, err := taskfile.FromJSON(l.Unit.Key)
 		if err != nil {
 			return nil, fault.Wrap(fault.Input, err, "each.key: "+err.Error())

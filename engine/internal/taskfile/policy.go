@@ -59,10 +59,17 @@ func (p *Policy) Ref() string { return p.Name + "@" + strconv.Itoa(p.Version) }
 // glob. The inserted step is decoded like a task step (the same attributes and
 // blocks); in its expressions step.anchor.output is the output of the step it
 // was inserted next to, and restart_from = "anchor" names that step.
+//
+// With Every = N (after only) the step is a window step: it gets one unit
+// for every N committed units of the anchor, while the anchor runs, and one
+// for the rest when the anchor completes; in its input step.anchor.output is
+// the outputs of the window's anchor units, each.key the window's number and
+// each.value {from, to, items} (specs/policies.md §2.1).
 type Insert struct {
 	Name      string
 	Before    string // glob; exactly one of Before and After is set
 	After     string
+	Every     int // 0: next to the anchor; N: a window step of it
 	DeclRange hcl.Range
 	anchorRng hcl.Range
 }
@@ -152,8 +159,11 @@ var evidenceSchema = &hcl.BodySchema{
 }
 
 var insertAnchorSchema = &hcl.BodySchema{
-	Attributes: []hcl.AttributeSchema{{Name: "before"}, {Name: "after"}},
+	Attributes: []hcl.AttributeSchema{{Name: "before"}, {Name: "after"}, {Name: "every"}},
 }
+
+// MaxEvery bounds an insert's every (store.MaxEvery).
+const MaxEvery = 1000
 
 var overrideSchema = &hcl.BodySchema{
 	Attributes: []hcl.AttributeSchema{
@@ -314,8 +324,16 @@ func decodePolicyBlock(block *hcl.Block) (*Policy, hcl.Diagnostics) {
 			}
 			// Decode the step part once now, for its diagnostics; it is
 			// decoded again, fresh, for every step it is inserted next to.
-			_, d = decodeInsertStep(b, "")
+			st, d := decodeInsertStep(b, "")
 			diags = append(diags, d...)
+			if st != nil && st.ForEach != nil && in.Every > 0 {
+				diags = append(diags, &hcl.Diagnostic{
+					Severity: hcl.DiagError,
+					Summary:  "Invalid insert interval",
+					Detail:   "A step inserted with every gets one unit per window of its anchor's units, with the window as each.key and each.value: it has no for_each.",
+					Subject:  st.ForEach.Range().Ptr(),
+				})
+			}
 			inserts[in.Name] = in
 			p.blocks[in] = insertTemplate{index: len(p.Inserts)}
 			p.Inserts = append(p.Inserts, in)
@@ -447,6 +465,29 @@ func decodeInsertAnchor(b *hcl.Block) (*Insert, hcl.Diagnostics) {
 		g, d := constGlob(after)
 		diags = append(diags, d...)
 		in.After = g
+	}
+	if every, ok := content.Attributes["every"]; ok {
+		n, d := constInt(every)
+		diags = append(diags, d...)
+		switch {
+		case d.HasErrors():
+		case n < 1 || n > MaxEvery:
+			diags = append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Invalid insert interval",
+				Detail:   fmt.Sprintf("every is the number of the anchor's committed units per unit of the inserted step: from 1 to %d; got %d.", MaxEvery, n),
+				Subject:  every.Expr.Range().Ptr(),
+			})
+		case hasBefore:
+			diags = append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Invalid insert interval",
+				Detail:   "A step inserted with every runs beside its anchor as the anchor's units commit: it goes with after, not before.",
+				Subject:  every.NameRange.Ptr(),
+			})
+		default:
+			in.Every = n
+		}
 	}
 	return in, diags
 }
@@ -649,6 +690,9 @@ func ApplyPolicies(t *Task, ps []*Policy, checkPlugins bool) (*Task, hcl.Diagnos
 	insertAt := func(p *Policy, where string, anchor *Step) {
 		for _, in := range p.Inserts {
 			w, glob := in.Anchor()
+			if in.Every > 0 {
+				w = "every"
+			}
 			if w != where {
 				continue
 			}
@@ -661,6 +705,9 @@ func ApplyPolicies(t *Task, ps []*Policy, checkPlugins bool) (*Task, hcl.Diagnos
 				continue
 			}
 			s.Name = fmt.Sprintf("%s.%s@%s", p.Name, in.Name, anchor.Name)
+			if in.Every > 0 {
+				s.Every, s.Anchor = in.Every, anchor.Name
+			}
 			inserted = append(inserted, s)
 			out.Steps = append(out.Steps, s)
 		}
@@ -675,6 +722,11 @@ func ApplyPolicies(t *Task, ps []*Policy, checkPlugins bool) (*Task, hcl.Diagnos
 			insertAt(p, "before", &s)
 		}
 		out.Steps = append(out.Steps, &s)
+		// Window steps go right after their anchor (the ledger finds them
+		// there), then the steps inserted after it.
+		for _, p := range ps {
+			insertAt(p, "every", &s)
+		}
 		for _, p := range ps {
 			insertAt(p, "after", &s)
 		}
@@ -703,6 +755,9 @@ func ApplyPolicies(t *Task, ps []*Policy, checkPlugins bool) (*Task, hcl.Diagnos
 	for i, s := range out.Steps {
 		s.Index = i
 		index[s.Name] = i
+		if s.Every > 0 {
+			out.Steps[index[s.Anchor]].Windows++
+		}
 	}
 	isInserted := map[*Step]bool{}
 	for _, s := range inserted {
@@ -732,6 +787,13 @@ func ApplyPolicies(t *Task, ps []*Policy, checkPlugins bool) (*Task, hcl.Diagnos
 				Severity: hcl.DiagError,
 				Summary:  "Invalid repair target",
 				Detail:   fmt.Sprintf("restart_from must name step %q or a step that runs before it; step %q comes later.", s.Name, s.Repair.RestartFrom),
+				Subject:  s.Repair.restartRange.Ptr(),
+			})
+		case out.Steps[target].Every > 0:
+			diags = append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Invalid repair target",
+				Detail:   fmt.Sprintf("Step %q is inserted with every: its windows exist only while its anchor %q runs, so a repair restarts from %q or earlier.", s.Repair.RestartFrom, out.Steps[target].Anchor, out.Steps[target].Anchor),
 				Subject:  s.Repair.restartRange.Ptr(),
 			})
 		default:

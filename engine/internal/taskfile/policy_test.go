@@ -441,3 +441,92 @@ func FuzzParsePolicies(f *testing.F) {
 		_, _ = ApplyPolicies(task, ps, false)
 	})
 }
+
+// TestInsertEvery inserts window steps: right after their anchor, before
+// the steps inserted after it, counted on the anchor; each and the anchor's
+// output in their input; and no repair may restart from one.
+func TestInsertEvery(t *testing.T) {
+	t.Parallel()
+	task := parseTask(t, `
+task "t" {
+  step "list" {
+    plugin = "a.wasm"
+  }
+  step "fetch" {
+    plugin   = "a.wasm"
+    for_each = step.list.output
+    input    = each.value
+  }
+}`)
+	summary := parsePolicy(t, `
+policy "summary" {
+  version    = 1
+  assumption = "a"
+  evidence {
+    text = "e"
+  }
+  insert "check" {
+    after  = "fetch"
+    plugin = "c.wasm"
+    input  = length(step.anchor.output)
+  }
+  insert "sum" {
+    after  = "f*"
+    every  = 50
+    plugin = "s.wasm"
+    input  = { n = each.key, from = each.value.from, first = each.value.items[0], outputs = step.anchor.output }
+    repair {
+      restart_from = "anchor"
+    }
+  }
+}`)
+	out, diags := ApplyPolicies(task, []*Policy{summary}, false)
+	require.Empty(t, diags)
+	require.Equal(t, []string{"list", "fetch", "summary.sum@fetch", "summary.check@fetch"}, stepNamesOf(out))
+	sum := out.Steps[2]
+	require.Equal(t, 50, sum.Every)
+	require.Equal(t, "fetch", sum.Anchor)
+	require.Equal(t, 1, out.Steps[1].Windows)
+	require.Equal(t, 1, sum.Repair.RestartIndex, "restart_from = \"anchor\" is the anchor")
+	require.Equal(t, []string{"fetch"}, sum.InputReferences())
+
+	v, d := sum.EvalInput(Scope{TaskID: "id",
+		Outputs: map[string]cty.Value{"fetch": cty.TupleVal([]cty.Value{cty.StringVal("a"), cty.StringVal("b")})},
+		Each: &Each{Key: cty.NumberIntVal(1), Value: cty.ObjectVal(map[string]cty.Value{
+			"from": cty.NumberIntVal(50), "to": cty.NumberIntVal(52),
+			"items": cty.ListVal([]cty.Value{cty.NumberIntVal(7), cty.NumberIntVal(3)}),
+		})}})
+	require.Empty(t, d)
+	b, err := ToJSON(v)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"n":1,"from":50,"first":7,"outputs":["a","b"]}`, string(b))
+
+	bad := parsePolicy(t, `
+policy "bad" {
+  version    = 1
+  assumption = "a"
+  evidence {
+    text = "e"
+  }
+  insert "sum" {
+    after  = "fetch"
+    every  = 2
+    plugin = "s.wasm"
+    input  = each.value.nope
+  }
+  insert "again" {
+    after  = "fetch"
+    plugin = "c.wasm"
+    repair {
+      restart_from = "bad.sum@fetch"
+    }
+  }
+}`)
+	_, diags = ApplyPolicies(task, []*Policy{bad}, false)
+	var got []string
+	for _, d := range diags {
+		got = append(got, d.Summary)
+	}
+	sort.Strings(got)
+	require.Equal(t, []string{"Invalid repair target", "Unsupported attribute"}, got)
+}

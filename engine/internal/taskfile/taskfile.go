@@ -145,6 +145,12 @@ type Step struct {
 	// policy versions of the run, NAME@VERSION.
 	Params   []byte
 	Policies []string
+	// Every, Anchor: a window step (a policy's insert with every = N) of
+	// step Anchor; Windows: the number of window steps right after this
+	// one (store.StepState).
+	Every   int
+	Anchor  string
+	Windows int
 
 	modelNames []string       // the models attribute, resolved into Models by resolveModels
 	modelsAttr *hcl.Attribute // the models attribute; nil when absent

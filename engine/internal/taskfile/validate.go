@@ -136,7 +136,7 @@ func (t *Task) checkRef(s *Step, attr string, tr hcl.Traversal) *hcl.Diagnostic 
 			}
 		}
 	case "each":
-		if s.ForEach == nil {
+		if s.ForEach == nil && s.Every == 0 {
 			return &hcl.Diagnostic{
 				Severity: hcl.DiagError,
 				Summary:  `Reference to "each" in a step without for_each`,
@@ -223,6 +223,9 @@ func (t *Task) checkTypes(s *Step) hcl.Diagnostics {
 		}
 		each = unknownEach(v.Type())
 	}
+	if s.Every > 0 {
+		each = windowEach
+	}
 	if s.Input != nil {
 		ctx := evalContext(vars, prompts, outputs, cty.UnknownVal(cty.String), t.Name, each, s.Input)
 		_, d := s.Input.Value(ctx)
@@ -290,6 +293,12 @@ func isCollection(ty cty.Type) bool {
 
 // unknownEach is what each.key and each.value are known to be, at validation
 // time, for a for_each value of type ty.
+// windowEach is each in a window step's input: the window's number, and
+// which of the anchor's commits and items it holds.
+var windowEach = &Each{Key: cty.UnknownVal(cty.Number), Value: cty.UnknownVal(cty.Object(map[string]cty.Type{
+	"from": cty.Number, "to": cty.Number, "items": cty.List(cty.Number),
+}))}
+
 func unknownEach(ty cty.Type) *Each {
 	switch {
 	case ty.IsListType() || ty.IsSetType():

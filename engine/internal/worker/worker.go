@@ -344,7 +344,7 @@ func (w *Worker) execute(ctx context.Context, l store.Lease, log hclog.Logger) (
 	}
 
 	req := guest.Request{TaskID: task.ID, TaskName: task.Name, Step: step.Name, Attempt: l.Attempt, Input: input, Policy: step.Params}
-	if step.ForEach != nil {
+	if step.ForEach != nil || step.Every > 0 {
 		req.Item = &guest.Item{Index: l.Item, Key: l.Unit.Key, Value: l.Unit.Value}
 	}
 	if task.Repairs > 0 {

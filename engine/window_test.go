@@ -1,0 +1,117 @@
+package engine_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lhengine/lhengine/engine"
+	"github.com/lhengine/lhengine/internal/testgate"
+	"github.com/lhengine/lhengine/internal/testwasm"
+	"github.com/lhengine/lhengine/store"
+)
+
+// TestEveryInsertRunsWhileItsAnchorRuns: a policy inserts a step every 2
+// committed units of a gated fan-out of 5. Its first window unit commits
+// while the anchor's next units are still held at the gate, reading exactly
+// the two outputs of its window; the rest follow, the last window shorter,
+// and the task's output is still the anchor's.
+func TestEveryInsertRunsWhileItsAnchorRuns(t *testing.T) {
+	t.Parallel()
+	g := testgate.New(t)
+	gate := testwasm.BuildC(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/c/gate.c"))
+	b := setup(t, `task "windows" {
+  policies = ["tally"]
+`+g.Step("each", "gate.wasm", 5, 2)+`}`)
+	wasm, err := os.ReadFile(gate)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(b.dir, "gate.wasm"), wasm, 0o644))
+	writeFile(t, filepath.Join(b.dir, "policies", "tally.hcl"), `
+policy "tally" {
+  version    = 1
+  assumption = "A test fixture."
+  evidence {
+    text = "None: a test fixture."
+  }
+  insert "tally" {
+    after  = "each"
+    every  = 2
+    plugin = "../step.wasm"
+    input  = { mode = "echo", window = each.key, from = each.value.from, to = each.value.to, items = [for o in step.anchor.output : o.item] }
+  }
+}`)
+	task, _, err := b.e.Submit(b.ctx, filepath.Join(b.dir, "task.hcl"), engine.SubmitOptions{})
+	require.NoError(t, err)
+	worked := make(chan error, 1)
+	go func() {
+		worked <- b.e.Work(b.ctx, engine.WorkOptions{Task: task.ID, Concurrency: 4, ExitWhenIdle: true})
+	}()
+
+	arrive := func(n int) {
+		t.Helper()
+		for range n {
+			select {
+			case <-g.Arrived():
+			case err := <-worked:
+				t.Fatalf("Work returned early: %v", err)
+			}
+		}
+	}
+	steps := func() []store.StepState {
+		t.Helper()
+		got, err := b.e.Task(b.ctx, task.ID)
+		require.NoError(t, err)
+		return got.Steps
+	}
+	arrive(2)
+	g.Release(2)
+	arrive(2) // items 2 and 3 are held at the gate
+	for {
+		changed := b.e.Changed()
+		if st := steps(); st[1].Done == 1 {
+			require.Equal(t, "tally.tally@each", st[1].Name)
+			require.Equal(t, 2, st[0].Done, "the anchor is held at its third and fourth items")
+			require.Equal(t, 2, st[0].Leased)
+			break
+		}
+		select {
+		case <-changed:
+		case err := <-worked:
+			t.Fatalf("Work returned early: %v", err)
+		case <-time.After(time.Minute):
+			t.Fatal("the first window unit did not commit while its anchor was held")
+		}
+	}
+	g.Open()
+	require.NoError(t, <-worked)
+	got, err := b.e.Task(b.ctx, task.ID)
+	require.NoError(t, err)
+	require.Equal(t, store.Succeeded, got.Status, got.Reason)
+
+	var windows []struct {
+		Window, From, To int
+		Items            []int
+	}
+	require.NoError(t, json.Unmarshal([]byte(b.output(t, task.ID, "tally.tally@each")), &windows))
+	require.Len(t, windows, 3)
+	seen := map[int]bool{}
+	for i, w := range windows {
+		require.Equal(t, i, w.Window)
+		require.Equal(t, 2*i, w.From)
+		require.Equal(t, w.From+len(w.Items), w.To)
+		for _, it := range w.Items {
+			require.False(t, seen[it], "item %d in two windows", it)
+			seen[it] = true
+		}
+	}
+	require.ElementsMatch(t, []int{0, 1}, windows[0].Items)
+	require.Len(t, windows[2].Items, 1, "the last window holds the rest")
+	require.Len(t, seen, 5)
+	var out []map[string]any
+	require.NoError(t, json.Unmarshal(got.Output, &out))
+	require.Len(t, out, 5, "the task's output is the anchor's, not the window step's")
+}
