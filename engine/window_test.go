@@ -115,3 +115,53 @@ policy "tally" {
 	require.NoError(t, json.Unmarshal(got.Output, &out))
 	require.Len(t, out, 5, "the task's output is the anchor's, not the window step's")
 }
+
+// TestPeriodicSummaryEveryFiftyUnits runs the library's periodic-summary@2
+// with the summary example plugin over a fan-out of 120 items: a summary
+// for units 1-50, 51-100 and 101-120 of the fan-out, and one for the last
+// step's single unit, each recorded as a progress finding.
+func TestPeriodicSummaryEveryFiftyUnits(t *testing.T) {
+	t.Parallel()
+	b := setup(t, `
+task "long" {
+  step "each" {
+    plugin      = "step.wasm"
+    for_each    = range(120)
+    concurrency = 4
+    input       = { mode = "item" }
+  }
+  step "done" {
+    plugin = "step.wasm"
+    input  = { mode = "echo", n = length(step.each.output) }
+  }
+}`)
+	root := testwasm.ModuleRoot(t)
+	copyFile(t, testwasm.BuildGo(t, filepath.Join(root, "plugins/examples/summary")), filepath.Join(b.dir, "summary.wasm"))
+	writeFile(t, filepath.Join(b.dir, "policies", "periodic-summary.hcl"),
+		library(t, "periodic-summary", map[string]string{"../plugins/examples/summary/summary.wasm": "../summary.wasm"}))
+	task, _, err := b.e.Submit(b.ctx, filepath.Join(b.dir, "task.hcl"), engine.SubmitOptions{Policies: []string{"periodic-summary@2"}})
+	require.NoError(t, err)
+	task = b.work(t, task.ID)
+	require.Equal(t, store.Succeeded, task.Status, task.Reason)
+	var names []string
+	for _, s := range task.Steps {
+		names = append(names, s.Name)
+	}
+	require.Equal(t, []string{"each", "periodic-summary.summary@each", "done", "periodic-summary.summary@done"}, names)
+	require.JSONEq(t, `{"mode":"echo","n":120}`, string(task.Output))
+	require.JSONEq(t, `[
+		"units 1-50 of step each produced a list of 50 items",
+		"units 51-100 of step each produced a list of 50 items",
+		"units 101-120 of step each produced a list of 20 items"
+	]`, b.output(t, task.ID, "periodic-summary.summary@each"))
+	require.JSONEq(t, `["unit 1 of step done produced a list of 1 item"]`, b.output(t, task.ID, "periodic-summary.summary@done"))
+	var notes []store.Note
+	require.NoError(t, b.e.Read(func(r *store.Reader) error {
+		notes, err = r.Notes(task.ID)
+		return err
+	}))
+	require.Len(t, notes, 4)
+	for _, n := range notes {
+		require.Contains(t, n.Text, " of step ")
+	}
+}

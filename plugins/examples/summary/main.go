@@ -1,5 +1,5 @@
 // Command summary is the step the periodic-summary policy inserts after
-// matching steps: it condenses the anchor step's output into one line
+// matching steps (v1), or every N units of them (v2): it condenses the anchor step's output into one line
 // (what it is and how big) and records it as a progress finding, so that a
 // fresh model context resumed from the handoff sees what each stage
 // produced without reading it all.
@@ -24,10 +24,20 @@ import (
 )
 
 // Input is what the policy hands the step: the anchor step's output, and
-// its name ("" for the anchor named in the step's own name).
+// its name ("" for the anchor named in the step's own name). Inserted with
+// every = N (periodic-summary v2), the output is that of one window of the
+// anchor's units and Window says which: the step then outputs the line, as
+// nothing depends on a window step's output.
 type Input struct {
 	Step   string          `json:"step"`
 	Output json.RawMessage `json:"output"`
+	Window *Window         `json:"window"`
+}
+
+// Window is each.value of a window step: the anchor's commits From+1 to To.
+type Window struct {
+	From int `json:"from"`
+	To   int `json:"to"`
 }
 
 func summarize(ctx *sdk.Context, in Input) (json.RawMessage, error) {
@@ -38,7 +48,14 @@ func summarize(ctx *sdk.Context, in Input) (json.RawMessage, error) {
 			in.Step = ctx.Step[i+1:]
 		}
 	}
-	if in.Step != "" {
+	switch {
+	case in.Window != nil:
+		units := fmt.Sprintf("units %d-%d", in.Window.From+1, in.Window.To)
+		if in.Window.To == in.Window.From+1 {
+			units = fmt.Sprintf("unit %d", in.Window.To)
+		}
+		line = fmt.Sprintf("%s of step %s produced %s", units, in.Step, line)
+	case in.Step != "":
 		line = fmt.Sprintf("step %s produced %s", in.Step, line)
 	}
 	if limit := ctx.Policy.Int("max_chars", 200); limit > 3 && len(line) > limit {
@@ -47,6 +64,9 @@ func summarize(ctx *sdk.Context, in Input) (json.RawMessage, error) {
 	ctx.Log(sdk.LevelInfo, line)
 	if err := ctx.Note(sdk.NoteFinding, line); err != nil {
 		ctx.Logf(sdk.LevelWarn, "progress note not recorded: %v", err)
+	}
+	if in.Window != nil {
+		return json.Marshal(line)
 	}
 	if len(in.Output) == 0 {
 		return json.RawMessage("null"), nil
@@ -62,6 +82,9 @@ func describe(raw json.RawMessage) string {
 	}
 	switch x := v.(type) {
 	case []any:
+		if len(x) == 1 {
+			return "a list of 1 item"
+		}
 		return fmt.Sprintf("a list of %d items", len(x))
 	case map[string]any:
 		keys := make([]string, 0, len(x))
