@@ -47,6 +47,26 @@ task "crashy" {
 }
 `
 
+// runCrashing runs the lhengine binary on home with
+// LHENGINE_CRASH_AT=crashAt ("" for none) and returns its stdout and
+// whether it died by SIGKILL. Any other way of failing fails the test.
+func runCrashing(t *testing.T, bin, home, crashAt string, args ...string) (string, bool) {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"--home", home, "--log-level", "off"}, args...)...)
+	cmd.Env = append(os.Environ(), "LHENGINE_CRASH_AT="+crashAt)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err == nil {
+		return string(out), false
+	}
+	var ee *exec.ExitError
+	require.ErrorAs(t, err, &ee)
+	ws := ee.Sys().(syscall.WaitStatus)
+	require.True(t, ws.Signaled() && ws.Signal() == syscall.SIGKILL, "lhengine %v failed on its own: %v\n%s", args, err, stderr.String())
+	return string(out), true
+}
+
 // TestSIGKILLAtChosenPointsLosesAndRepeatsNothing runs a 200-unit fan-out
 // in a real lhengine process, kills it with SIGKILL at chosen hits of
 // durable boundaries (after a commit, before one, after another), resumes
@@ -57,23 +77,8 @@ func TestSIGKILLAtChosenPointsLosesAndRepeatsNothing(t *testing.T) {
 	bin := buildBinary(t)
 	b := setupCLI(t, fanOutTask)
 
-	// lh runs lhengine with LHENGINE_CRASH_AT=crashAt ("" for none) and
-	// returns its stdout and whether it died by SIGKILL. Any other way of
-	// failing fails the test.
 	lh := func(crashAt string, args ...string) (string, bool) {
-		cmd := exec.Command(bin, append([]string{"--home", b.home, "--log-level", "off"}, args...)...)
-		cmd.Env = append(os.Environ(), "LHENGINE_CRASH_AT="+crashAt)
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		if err == nil {
-			return string(out), false
-		}
-		var ee *exec.ExitError
-		require.ErrorAs(t, err, &ee)
-		ws := ee.Sys().(syscall.WaitStatus)
-		require.True(t, ws.Signaled() && ws.Signal() == syscall.SIGKILL, "lhengine %v failed on its own: %v\n%s", args, err, stderr.String())
-		return string(out), true
+		return runCrashing(t, bin, b.home, crashAt, args...)
 	}
 	done := func(id string) int {
 		d, _ := b.task(t, id).Progress()
