@@ -72,6 +72,21 @@ type ManifestSummary struct {
 	SourceSHA256  string                     `json:"source_sha256"`
 	// Policies are the run's policy versions, without their text.
 	Policies []PolicySummary `json:"policies,omitempty"`
+	// Models are the task's models (never their keys).
+	Models []store.ModelPin `json:"models"`
+	// Prompts are the task's prompts, without their text.
+	Prompts []PromptSummary `json:"prompts"`
+	// ModelReplay is the replay set the task's model calls are answered
+	// from; absent when they go to the providers.
+	ModelReplay *store.ReplayPin `json:"model_replay,omitempty"`
+}
+
+// PromptSummary names one pinned prompt.
+type PromptSummary struct {
+	Name    string `json:"name"`
+	Version string `json:"version,omitempty"`
+	File    string `json:"file,omitempty"`
+	SHA256  string `json:"sha256"`
 }
 
 // PolicySummary names one pinned policy version.
@@ -82,13 +97,15 @@ type PolicySummary struct {
 }
 
 // Manifest is a task's whole run manifest: GET /v1/tasks/{id}/manifest.
-// Summary is what a report shows; Source is the pinned task file and
-// Policies the pinned policies with their full text.
+// Summary is what a report shows; Source is the pinned task file, Policies
+// the pinned policies and Prompts the pinned prompts, with their full
+// text.
 type Manifest struct {
 	ID       string            `json:"id"`
 	Summary  ManifestSummary   `json:"summary"`
 	Source   string            `json:"source"`
 	Policies []store.PolicyPin `json:"policies"`
+	Prompts  []store.PromptPin `json:"prompts"`
 }
 
 // Owner describes the process that owns a home: GET /v1/owner.
@@ -140,6 +157,11 @@ type SubmitRequest struct {
 	Policies   []string `json:"policies,omitempty"`
 	Without    []string `json:"without,omitempty"`
 	PolicyDirs []string `json:"policy_dirs,omitempty"`
+	// ModelReplay is a folder of recorded model responses (an absolute
+	// path on the owner's file system): its recordings are copied into the
+	// store with the task, and the task's model calls are answered from
+	// them and send nothing.
+	ModelReplay string `json:"model_replay,omitempty"`
 }
 
 // SubmitResponse answers a SubmitRequest.

@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/lhengine/lhengine/engine/internal/guest"
+	"github.com/lhengine/lhengine/engine/internal/hostcall"
 	"github.com/lhengine/lhengine/engine/internal/plan"
 	"github.com/lhengine/lhengine/engine/internal/taskfile"
 	"github.com/lhengine/lhengine/engine/internal/worker"
@@ -117,6 +118,13 @@ type SubmitOptions struct {
 	Policies   []string
 	Without    []string
 	PolicyDirs []string
+
+	// ModelReplay is a folder of recorded model responses (--model-replay):
+	// its recordings are read now, kept in the store with the task and
+	// pinned in its manifest, and the task's model calls are answered from
+	// them, never from the folder, and send nothing. A call with no
+	// recording fails, naming its request's sha256. "" for live calls.
+	ModelReplay string
 }
 
 // Submit validates the task file at path, pins its run manifest and queues
@@ -156,13 +164,21 @@ func (e *Engine) Submit(ctx context.Context, path string, o SubmitOptions) (*sto
 			return nil, false, fmt.Errorf("step %q: plugin %s changed while the task was being submitted; submit again", step, pin.Path)
 		}
 	}
+	var replay *store.ReplaySet
+	if o.ModelReplay != "" {
+		if replay, err = hostcall.ReadReplayDir(o.ModelReplay); err != nil {
+			return nil, false, err
+		}
+		pin := replay.Pin()
+		sub.Manifest.ModelReplay = &pin
+	}
 	// The output quota is kept with the task; the other limits reach the
 	// store with each write they bound.
 	quota := int64(sub.Task.Limits.OutputBytes)
-	t, created, err := e.store.SubmitWithModules(ctx, store.NewTask{
+	t, created, err := e.store.SubmitWithReplay(ctx, store.NewTask{
 		Name: sub.Task.Name, Steps: sub.Steps, Manifest: sub.Manifest, IdempotencyKey: o.IdempotencyKey,
 		OutputQuota: &quota,
-	}, modules)
+	}, modules, replay)
 	if err == nil && created {
 		// This process's workers use the task as parsed here instead of
 		// parsing its pinned source again; if that fails they parse it.
@@ -182,11 +198,10 @@ type WorkOptions struct {
 	LeaseFor     time.Duration // 0 = 30s
 	PollEvery    time.Duration // longest idle wait before looking for work again; 0 = 1s
 	OnCommit     func(*store.Task)
-	// ModelReplay answers model calls from the recorded responses in this
-	// folder and sends nothing (--model-replay); a call with no recording
-	// fails, naming its request's sha256. ModelRecord records every live
-	// response in this folder (--model-record). "" for neither.
-	ModelReplay, ModelRecord string
+	// ModelRecord records every live model response of the tasks these
+	// workers run in this folder (--model-record), for a later
+	// submission's SubmitOptions.ModelReplay; "" for none.
+	ModelRecord string
 }
 
 // Work claims and runs work units until ctx is done or, with ExitWhenIdle,
@@ -207,7 +222,7 @@ func (e *Engine) Work(ctx context.Context, o WorkOptions) error {
 		Store: e.store, Runtime: e.rt, Specs: e.specs, Logger: e.log,
 		Name: o.Name, Concurrency: o.Concurrency, LeaseFor: o.LeaseFor, Task: o.Task,
 		ExitWhenIdle: o.ExitWhenIdle, OnCommit: o.OnCommit, Workspaces: filepath.Join(e.home, "workspaces"),
-		PollEvery: o.PollEvery, Aborts: &e.aborts, ModelReplay: o.ModelReplay, ModelRecord: o.ModelRecord,
+		PollEvery: o.PollEvery, Aborts: &e.aborts, ModelRecord: o.ModelRecord,
 	})
 	return w.Run(ctx)
 }

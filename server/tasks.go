@@ -143,6 +143,10 @@ func summary(m *store.Manifest) api.ManifestSummary {
 	for _, p := range m.Policies {
 		s.Policies = append(s.Policies, api.PolicySummary{Name: p.Name, Version: p.Version, SHA256: p.SHA256})
 	}
+	s.Models, s.Prompts, s.ModelReplay = nonNil(m.Models), []api.PromptSummary{}, m.ModelReplay
+	for _, p := range m.Prompts {
+		s.Prompts = append(s.Prompts, api.PromptSummary{Name: p.Name, Version: p.Version, File: p.File, SHA256: p.SHA256})
+	}
 	return s
 }
 
@@ -154,7 +158,8 @@ func (s *Server) manifest(w http.ResponseWriter, req *http.Request) {
 		if err != nil {
 			return api.Manifest{}, err
 		}
-		return api.Manifest{ID: t.ID, Summary: summary(m), Source: string(m.Source), Policies: nonNil(m.Policies)}, nil
+		return api.Manifest{ID: t.ID, Summary: summary(m), Source: string(m.Source),
+			Policies: nonNil(m.Policies), Prompts: nonNil(m.Prompts)}, nil
 	})
 }
 
@@ -175,9 +180,14 @@ func (s *Server) submit(w http.ResponseWriter, req *http.Request) {
 		s.fail(w, req, badRequest("path %q is not a task file: task files end in .hcl", in.Path))
 		return
 	}
+	if in.ModelReplay != "" && !filepath.IsAbs(in.ModelReplay) {
+		s.fail(w, req, badRequest("model_replay must be the absolute path of a folder on the owner's file system, not %q", in.ModelReplay))
+		return
+	}
 	t, created, err := s.e.Submit(req.Context(), in.Path, engine.SubmitOptions{
 		Vars: in.Vars, IdempotencyKey: in.IdempotencyKey,
 		Policies: in.Policies, Without: in.Without, PolicyDirs: in.PolicyDirs,
+		ModelReplay: in.ModelReplay,
 	})
 	if err != nil {
 		if !errors.As(err, new(*engine.InvalidTaskError)) && !isStoreError(err) {

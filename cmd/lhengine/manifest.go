@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -17,14 +18,20 @@ func (a *app) manifestCmd() *cobra.Command {
 	var text bool
 	cmd := &cobra.Command{
 		Use:   "manifest ID",
-		Short: "The run manifest pinned at submit: versions, task source hash, variables, plugins, policies",
+		Short: "The run manifest pinned at submit: versions, task source hash, variables, plugins, policies, models, prompts, replay set",
 		Long: `Show the run manifest of a task, fixed when it was submitted: the engine and
 ABI versions, the task file and the sha256 of its pinned source, the variable
-values, each step's plugin with its sha256, and the harness policies the run
-applies, NAME@VERSION with the sha256 of the pinned text. The run uses these
-pins, never the files they came from, so editing a policy or plugin file does
-not change a submitted task. --text adds the pinned policy texts; -o json
-prints everything, the task source included.`,
+values, each step's plugin with its sha256, the harness policies the run
+applies (NAME@VERSION with the sha256 of the pinned text), the models the task
+declares (name, provider, model id, base URL, the name of the environment
+variable holding the key, never a key, and prices), its prompts (name,
+version, sha256 of the pinned text) and, for a task submitted with
+--model-replay, the replay set its model calls are answered from (the folder
+it was read from, the number of recordings and the set's sha256). The run uses
+these pins, never the files they came from, so editing a policy, plugin or
+prompt file, or the replay folder, does not change a submitted task. --text
+adds the pinned policy and prompt texts; -o json prints everything, the task
+source included.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -40,7 +47,7 @@ prints everything, the task source included.`,
 			})
 		},
 	}
-	cmd.Flags().BoolVar(&text, "text", false, "print the pinned text of each policy")
+	cmd.Flags().BoolVar(&text, "text", false, "print the pinned text of each policy and prompt")
 	return cmd
 }
 
@@ -88,9 +95,41 @@ func (a *app) printManifest(m *api.Manifest, text bool) error {
 	if err := w.Flush(); err != nil {
 		return err
 	}
+	fmt.Fprintf(a.stdout, "\nmodels (%d)\n", len(s.Models))
+	w = tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+	for _, md := range s.Models {
+		key := "no key"
+		if md.APIKeyEnv != "" {
+			key = "key $" + md.APIKeyEnv
+		}
+		fmt.Fprintf(w, "  model %s\t%s\t%s\t%s\t%s\tprices %g/%g per 1M tokens\n", md.Name, md.Provider, md.ID, md.BaseURL, key, md.InputPrice, md.OutputPrice)
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(a.stdout, "\nprompts (%d)\n", len(s.Prompts))
+	w = tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+	for _, p := range s.Prompts {
+		from := p.File
+		if from == "" {
+			from = "(text in the task file)"
+		}
+		fmt.Fprintf(w, "  prompt %s\t%s\t%s\t%s\n", p.Name, cmp.Or(p.Version, "-"), p.SHA256, from)
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	if r := s.ModelReplay; r != nil {
+		fmt.Fprintf(a.stdout, "\nreplay set: %d recordings (%d bytes) from %s, sha256 %s\n", r.Recordings, r.Bytes, r.Dir, r.SHA256)
+	} else {
+		fmt.Fprintf(a.stdout, "\nreplay set: none (model calls go to the providers)\n")
+	}
 	if text {
 		for _, p := range m.Policies {
 			fmt.Fprintf(a.stdout, "\n# %s (%s:%d, sha256 %s)\n%s\n", p.Ref(), p.Filename, p.Line, p.SHA256, strings.TrimRight(p.Text, "\n"))
+		}
+		for _, p := range m.Prompts {
+			fmt.Fprintf(a.stdout, "\n# prompt %s %s (sha256 %s)\n%s\n", p.Name, cmp.Or(p.Version, "-"), p.SHA256, strings.TrimRight(p.Text, "\n"))
 		}
 	}
 	return nil

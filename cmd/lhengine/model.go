@@ -2,36 +2,54 @@ package main
 
 import (
 	"errors"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
+	"github.com/lhengine/lhengine/api"
 	"github.com/lhengine/lhengine/engine"
 )
 
-// modelFlags are --model-replay and --model-record of the commands that
-// work a task in this process (run, resume, worker).
-type modelFlags struct {
-	replay, record string
+// replayFlag is --model-replay of run and submit: part of the submission.
+type replayFlag struct{ dir string }
+
+func (f *replayFlag) register(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.dir, "model-replay", "", "answer the task's model calls from the responses recorded in `DIR` and send nothing: "+
+		"they are copied into the store with the task at submit, so the folder may change or go afterwards; a call with no recording fails, naming its request's sha256")
 }
 
-func (f *modelFlags) register(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&f.replay, "model-replay", "", "answer model calls from the responses recorded in `DIR` and send nothing; a call with no recording fails, naming its request's sha256")
-	cmd.Flags().StringVar(&f.record, "model-record", "", "record every live model response in `DIR`, for --model-replay")
-}
-
-// apply puts the flags into o. Replaying and recording at once is an
-// error, and so is either in a session whose owner is another process,
-// which works the task with its own options.
-func (f *modelFlags) apply(o *engine.WorkOptions, local bool) error {
-	if f.replay == "" && f.record == "" {
+// apply sets req's replay folder, made absolute: the owner may run
+// elsewhere.
+func (f *replayFlag) apply(req *api.SubmitRequest) error {
+	if f.dir == "" {
 		return nil
 	}
-	if f.replay != "" && f.record != "" {
-		return errors.New("--model-replay and --model-record exclude each other: a replayed call sends nothing to record")
+	abs, err := filepath.Abs(f.dir)
+	if err != nil {
+		return err
+	}
+	req.ModelReplay = abs
+	return nil
+}
+
+// recordFlag is --model-record of the commands that work tasks in this
+// process (run, resume, worker, serve).
+type recordFlag struct{ dir string }
+
+func (f *recordFlag) register(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.dir, "model-record", "", "record every live model response of the tasks this process works in `DIR`, for a later --model-replay")
+}
+
+// apply puts the flag into o. Recording in a session whose owner is
+// another process is an error: that process works the task with its own
+// options.
+func (f *recordFlag) apply(o *engine.WorkOptions, local bool) error {
+	if f.dir == "" {
+		return nil
 	}
 	if !local {
-		return errors.New("--model-replay and --model-record apply to a task this process works; another process owns the home and works it with its own options")
+		return errors.New("--model-record applies to the tasks this process works; another process owns the home and works them with its own options (start it with --model-record)")
 	}
-	o.ModelReplay, o.ModelRecord = f.replay, f.record
+	o.ModelRecord = f.dir
 	return nil
 }

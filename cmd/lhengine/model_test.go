@@ -245,6 +245,10 @@ func TestAgentExampleReplays(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "agent.wasm"), wasm, 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "task.hcl"), src, 0o644))
+	system, err := os.ReadFile(filepath.Join(example, "prompts", "system.md"))
+	require.NoError(t, err)
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "prompts"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "prompts", "system.md"), system, 0o644))
 	rec := filepath.Join(example, "recorded")
 
 	if *updateAgent {

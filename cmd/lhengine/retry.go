@@ -33,7 +33,7 @@ consecutive failures start from zero. The event log records who retried it.`,
 				if !a.json() {
 					fmt.Fprintf(a.stdout, "task %s retried from step %q\n", t.ID, t.Steps[t.Cursor].Name)
 				}
-				return a.workTask(cmd.Context(), s, t.ID, conc, modelFlags{})
+				return a.workTask(cmd.Context(), s, t.ID, conc, recordFlag{})
 			})
 		},
 	}

@@ -19,6 +19,7 @@ func (a *app) serveCmd() *cobra.Command {
 	var (
 		listen string
 		o      engine.WorkOptions
+		mf     recordFlag
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -62,6 +63,9 @@ leases over; committed units never run again).`,
 				listen = l.Addr().String()
 			}
 			return a.withOwner(ctx, func(s *session) error {
+				if err := mf.apply(&o, true); err != nil {
+					return err
+				}
 				fmt.Fprintf(a.stdout, "serving home %s\n  socket:    %s\n", a.home, api.SocketPath(a.home))
 				if listen != "" {
 					fmt.Fprintf(a.stdout, "  dashboard: http://%s/\n  API:       http://%s/v1/ (bearer token in %s)\n", listen, listen, tokenFile)
@@ -79,5 +83,6 @@ leases over; committed units never run again).`,
 	cmd.Flags().IntVar(&o.Concurrency, "concurrency", defaultConcurrency, "attempts run at once (at least 1)")
 	cmd.Flags().DurationVar(&o.LeaseFor, "lease", 30*time.Second, "lease length, at least 1s; renewed at a third of it while a step runs")
 	cmd.Flags().DurationVar(&o.PollEvery, "poll", time.Second, "longest wait of an idle worker before it looks for new work; positive")
+	mf.register(cmd)
 	return cmd
 }

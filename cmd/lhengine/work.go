@@ -158,6 +158,7 @@ func (a *app) submitCmd() *cobra.Command {
 	var vars []string
 	var key string
 	var pf policyFlags
+	var rf replayFlag
 	cmd := &cobra.Command{
 		Use:   "submit FILE.hcl",
 		Short: "Queue a task and print its id at once; a worker runs it",
@@ -169,6 +170,9 @@ func (a *app) submitCmd() *cobra.Command {
 			}
 			req.IdempotencyKey = key
 			if err := pf.apply(&req); err != nil {
+				return err
+			}
+			if err := rf.apply(&req); err != nil {
 				return err
 			}
 			return a.withSession(cmd.Context(), homeMode{create: true}, func(s *session) error {
@@ -187,6 +191,7 @@ func (a *app) submitCmd() *cobra.Command {
 	cmd.Flags().StringArrayVar(&vars, "var", nil, "set a task variable: name=value (repeatable)")
 	cmd.Flags().StringVar(&key, "idempotency-key", "", "return the task submitted earlier with this key instead of a new one")
 	pf.register(cmd)
+	rf.register(cmd)
 	return cmd
 }
 
@@ -208,7 +213,8 @@ func (a *app) runCmd() *cobra.Command {
 	var vars []string
 	var conc int
 	var pf policyFlags
-	var mf modelFlags
+	var rf replayFlag
+	var mf recordFlag
 	cmd := &cobra.Command{
 		Use:   "run FILE.hcl",
 		Short: "Submit a task and work it to the end on the embedded store, with live progress",
@@ -230,6 +236,12 @@ serve" already owns the home, run submits the task there and follows it.`,
 			if err := pf.apply(&req); err != nil {
 				return err
 			}
+			if err := rf.apply(&req); err != nil {
+				return err
+			}
+			if rf.dir != "" && mf.dir != "" {
+				return errors.New("--model-replay and --model-record exclude each other: a replayed call sends nothing to record")
+			}
 			return a.withWorker(cmd.Context(), true, func(s *session) error {
 				r, err := s.c.Submit(cmd.Context(), req)
 				if err != nil {
@@ -245,6 +257,7 @@ serve" already owns the home, run submits the task there and follows it.`,
 	cmd.Flags().StringArrayVar(&vars, "var", nil, "set a task variable: name=value (repeatable)")
 	cmd.Flags().IntVar(&conc, "concurrency", defaultConcurrency, "attempts run at once (fan-out steps also obey their own concurrency)")
 	pf.register(cmd)
+	rf.register(cmd)
 	mf.register(cmd)
 	return cmd
 }
@@ -264,7 +277,7 @@ func (a *app) withWorker(ctx context.Context, create bool, fn func(*session) err
 
 func (a *app) resumeCmd() *cobra.Command {
 	var conc int
-	var mf modelFlags
+	var mf recordFlag
 	cmd := &cobra.Command{
 		Use:   "resume ID",
 		Short: "Continue a task from its last committed work unit (after a crash, kill or stop)",
@@ -299,7 +312,7 @@ func reasonSuffix(t *store.Task) string {
 // prints the outcome. A task that did not succeed is exit status 1. In a
 // session of another owner, that owner works it and this command follows
 // its stream.
-func (a *app) workTask(ctx context.Context, s *session, id string, conc int, mf modelFlags) error {
+func (a *app) workTask(ctx context.Context, s *session, id string, conc int, mf recordFlag) error {
 	o := engine.WorkOptions{Concurrency: conc, Task: id, ExitWhenIdle: true}
 	if err := mf.apply(&o, s.local()); err != nil {
 		return err
@@ -436,7 +449,7 @@ func (p *progress) finish() {
 
 func (a *app) workerCmd() *cobra.Command {
 	var o engine.WorkOptions
-	var mf modelFlags
+	var mf recordFlag
 	cmd := &cobra.Command{
 		Use:   "worker",
 		Short: "Claim and run queued work units until stopped",

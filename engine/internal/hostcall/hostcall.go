@@ -41,9 +41,9 @@ type Attempt struct {
 	// after a rate limit or a server error, doubled each time; 0 means
 	// 500ms.
 	ModelBackoff time.Duration
-	// ModelReplay, when set, is a folder of recorded model responses
-	// (--model-replay): calls are answered from it and nothing is sent.
-	ModelReplay string
+	// Replay, when set, is the task's replay set (--model-replay at
+	// submit): model calls are answered from it and nothing is sent.
+	Replay *Replay
 	// ModelRecord, when set, is a folder where every live model response
 	// is recorded (--model-record), to be replayed later.
 	ModelRecord string

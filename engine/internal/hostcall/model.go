@@ -160,10 +160,10 @@ func (a *Attempt) generate(ctx context.Context, raw []byte) ([]byte, error) {
 	return recorded, nil
 }
 
-// answer is the provider's response to r, or with ModelReplay set the
-// recorded one; with ModelRecord set a live response is recorded.
+// answer is the provider's response to r, or with Replay set the recorded
+// one; with ModelRecord set a live response is recorded.
 func (a *Attempt) answer(ctx context.Context, r *ModelRequest, m *taskfile.Model, sum string) (*ModelResponse, error) {
-	if a.ModelReplay != "" {
+	if a.Replay != nil {
 		return a.recorded(m, sum)
 	}
 	body, err := providerRequest(r, m)

@@ -2,20 +2,23 @@ package hostcall
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/lhengine/lhengine/engine/internal/guest"
 	"github.com/lhengine/lhengine/engine/internal/taskfile"
+	"github.com/lhengine/lhengine/store"
 )
 
 // Recorded model responses, for tests and evals that must run the same
 // model conversation without a network: --model-record DIR writes each live
-// response to DIR/<request sha256>.json, --model-replay DIR answers calls
-// from those files and sends nothing. The request's hash is the journal's
+// response to DIR/<request sha256>.json; --model-replay DIR, given at
+// submit, copies the recordings of DIR into the store with the task (a
+// replay set, store/replay.go), and the task's calls are answered from
+// those copies and send nothing. The request's hash is the journal's
 // (requestHash): the provider, the model id and every field of the request
 // but its key, so a recording made against one endpoint replays for the
 // same model id at any base_url, and a conversation that changes in any way
@@ -29,21 +32,98 @@ type Recording struct {
 	Response      ModelResponse `json:"response"` // without cost and replayed
 }
 
-// recorded answers a call from the replay folder: the recorded response,
-// its cost counted at the task's prices. A call with no recording is
-// StatusUnavailable, naming the request's hash.
-func (a *Attempt) recorded(m *taskfile.Model, sum string) (*ModelResponse, error) {
-	path := filepath.Join(a.ModelReplay, sum+".json")
-	b, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, herr(guest.StatusUnavailable, "model %q: no recorded response for request sha256 %s in %s (--model-replay); record it with --model-record", m.Name, sum, a.ModelReplay)
-	}
+// Replay is a task's replay set as its attempts read it: the manifest's
+// pin and the set's index, from the store.
+type Replay struct {
+	Pin   store.ReplayPin
+	Index store.ReplayIndex
+}
+
+// ReadReplayDir reads the recordings of dir (its *.json files; other files
+// and folders are left alone) into a replay set, checking that each is a
+// recording of the request its name says. A folder with no recordings, a
+// file that is not one, and recordings of more than store.MaxReplayBytes
+// in all are errors naming the folder or file.
+func ReadReplayDir(dir string) (*store.ReplaySet, error) {
+	abs, err := filepath.Abs(dir)
 	if err != nil {
-		return nil, herr(guest.StatusUnavailable, "model %q: reading the recorded response: %v", m.Name, err)
+		return nil, err
+	}
+	entries, err := os.ReadDir(abs)
+	if err != nil {
+		return nil, fmt.Errorf("--model-replay: %w", err)
+	}
+	recs := map[string][]byte{}
+	var total int64
+	for _, e := range entries {
+		name := e.Name()
+		if !strings.HasSuffix(name, ".json") || strings.HasPrefix(name, ".") {
+			continue
+		}
+		path := filepath.Join(abs, name)
+		fi, err := os.Stat(path)
+		if err != nil {
+			return nil, fmt.Errorf("--model-replay: %w", err)
+		}
+		if !fi.Mode().IsRegular() {
+			continue
+		}
+		if total += fi.Size(); total > store.MaxReplayBytes {
+			return nil, fmt.Errorf("--model-replay %s: its recordings are more than %d bytes; replay a smaller conversation", abs, store.MaxReplayBytes)
+		}
+		b, err := readAtMost(path, store.MaxReplayBytes)
+		if err != nil {
+			return nil, fmt.Errorf("--model-replay: %w", err)
+		}
+		sum := strings.TrimSuffix(name, ".json")
+		var r Recording
+		if err := json.Unmarshal(b, &r); err != nil {
+			return nil, fmt.Errorf("--model-replay: %s is not a recorded model response: %v", path, err)
+		}
+		if r.RequestSHA256 != sum || r.Provider == "" {
+			return nil, fmt.Errorf("--model-replay: %s is not the recording of request sha256 %s (--model-record names each file by its request's sha256)", path, sum)
+		}
+		recs[sum] = b
+	}
+	if len(recs) == 0 {
+		return nil, fmt.Errorf("--model-replay: %s holds no recordings (<request sha256>.json files, made with --model-record)", abs)
+	}
+	return store.NewReplaySet(abs, recs)
+}
+
+// readAtMost reads the file at path, refusing one of more than max bytes.
+func readAtMost(path string, max int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > max {
+		return nil, fmt.Errorf("%s is more than %d bytes", path, max)
+	}
+	return b, nil
+}
+
+// recorded answers a call from the task's replay set: the recorded
+// response, its cost counted at the task's prices. A call with no
+// recording is StatusUnavailable, naming the request's hash.
+func (a *Attempt) recorded(m *taskfile.Model, sum string) (*ModelResponse, error) {
+	p := a.Replay.Pin
+	file, ok := a.Replay.Index[sum]
+	if !ok {
+		return nil, herr(guest.StatusUnavailable, "model %q: no recorded response for request sha256 %s in the task's replay set (%d recordings from %s, sha256 %s); record it with --model-record", m.Name, sum, p.Recordings, p.Dir, p.SHA256)
+	}
+	b, err := a.Store.ReplayRecording(file)
+	if err != nil {
+		return nil, herr(guest.StatusUnavailable, "model %q: reading the recorded response of request sha256 %s: %v", m.Name, sum, err)
 	}
 	var r Recording
 	if err := json.Unmarshal(b, &r); err != nil || r.RequestSHA256 != sum {
-		return nil, herr(guest.StatusUnavailable, "model %q: %s is not the recording of request sha256 %s", m.Name, path, sum)
+		return nil, herr(guest.StatusUnavailable, "model %q: the replay set's recording %s is not the recording of request sha256 %s", m.Name, file, sum)
 	}
 	resp := r.Response
 	resp.Replayed = false

@@ -3,7 +3,9 @@ package hostcall
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -332,9 +334,9 @@ func TestModelKeyNeverStored(t *testing.T) {
 }
 
 // TestModelRecordAndReplay: --model-record writes each live response under
-// its request's hash; --model-replay answers the same calls from there
-// without sending anything, in another store, and a call with no
-// recording fails naming its hash.
+// its request's hash; a replay set read from that folder and kept in
+// another store answers the same calls without sending anything, after the
+// folder is gone, and a call with no recording fails naming its hash.
 func TestModelRecordAndReplay(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -352,7 +354,17 @@ func TestModelRecordAndReplay(t *testing.T) {
 
 	off := testmodel.New(t)
 	b := modelAttempt(t, off, taskfile.ProviderAnthropic, store.Options{InMemory: true})
-	b.ModelReplay = dir
+	set, err := ReadReplayDir(dir)
+	require.NoError(t, err)
+	pin := set.Pin()
+	require.Equal(t, 2, pin.Recordings)
+	_, _, err = b.Store.SubmitWithReplay(context.Background(), store.NewTask{Name: "holder", Steps: []store.StepState{{Name: "s", Limit: 1}},
+		Manifest: store.Manifest{Plugins: map[string]store.PluginPin{}, ModelReplay: &pin}}, nil, set)
+	require.NoError(t, err)
+	require.NoError(t, os.RemoveAll(dir))
+	idx, err := b.Store.ReplayIndex(pin.SHA256)
+	require.NoError(t, err)
+	b.Replay = &Replay{Pin: pin, Index: idx}
 	b.Getenv = func(string) string { return "" } // no key needed: nothing is sent
 	got1, err := generate(t, b, toolRequest)
 	require.NoError(t, err)
@@ -366,5 +378,34 @@ func TestModelRecordAndReplay(t *testing.T) {
 	_, err = generate(t, b, strings.Replace(toolRequest, "Paris", "Rome", 1))
 	require.Equal(t, guest.StatusUnavailable, status(t, err))
 	require.Contains(t, err.Error(), "no recorded response for request sha256 ")
-	require.Contains(t, err.Error(), dir)
+	require.Contains(t, err.Error(), pin.SHA256)
+}
+
+// TestReadReplayDir: a replay folder is read whole at submit; what is not
+// a recording of the request its name says is refused, naming the file,
+// and so is a folder with none.
+func TestReadReplayDir(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	_, err := ReadReplayDir(dir)
+	require.ErrorContains(t, err, "holds no recordings")
+	_, err = ReadReplayDir(filepath.Join(dir, "missing"))
+	require.ErrorContains(t, err, "--model-replay")
+
+	sum := strings.Repeat("ab", 32)
+	rec := fmt.Sprintf(`{"request_sha256": %q, "provider": "openai", "model_id": "m", "response": {"text": "hi"}}`, sum)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, sum+".json"), []byte(rec), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "README"), []byte("not read"), 0o644))
+	set, err := ReadReplayDir(dir)
+	require.NoError(t, err)
+	require.Equal(t, 1, set.Pin().Recordings)
+	require.Equal(t, dir, set.Pin().Dir)
+
+	other := strings.Repeat("cd", 32)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, other+".json"), []byte(rec), 0o644))
+	_, err = ReadReplayDir(dir)
+	require.ErrorContains(t, err, other+".json is not the recording of request sha256 "+other)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, other+".json"), []byte("{"), 0o644))
+	_, err = ReadReplayDir(dir)
+	require.ErrorContains(t, err, "is not a recorded model response")
 }

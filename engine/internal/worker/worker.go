@@ -53,10 +53,10 @@ type Config struct {
 	Workspaces string
 	// HTTPClient performs http effects and fetches; nil = http.DefaultClient.
 	HTTPClient *http.Client
-	// ModelReplay and ModelRecord are folders of recorded model responses
-	// (hostcall.Attempt): answer model calls from the first, record live
-	// answers in the second. "" for neither.
-	ModelReplay, ModelRecord string
+	// ModelRecord is a folder where every live model response is recorded
+	// (hostcall.Attempt); "" for none. A task submitted with a replay set
+	// is answered from the set its manifest pins, whatever this says.
+	ModelRecord string
 	// OnCommit, when set, is called after every committed attempt with the
 	// task as committed (for progress displays). Called from unit goroutines.
 	OnCommit func(*store.Task)
@@ -81,8 +81,13 @@ type Worker struct {
 	clock Clock
 
 	mu      sync.Mutex
-	plugins map[string]*loaded // by pinned path+sha256
+	plugins map[string]*loaded           // by pinned path+sha256
+	replays map[string]store.ReplayIndex // by set sha256; at most maxReplays
 }
+
+// maxReplays bounds the replay set indexes a worker keeps in memory; one
+// more drops them all (they are read from the store again).
+const maxReplays = 16
 
 type loaded struct {
 	p    *guest.Plugin
@@ -122,7 +127,33 @@ func New(cfg Config) *Worker {
 		log:     cfg.Logger.Named("worker"),
 		clock:   cfg.Clock,
 		plugins: map[string]*loaded{},
+		replays: map[string]store.ReplayIndex{},
 	}
+}
+
+// replay is the replay set a task's manifest pins, with its index read
+// from the store (once per set while it is cached); nil for none.
+func (w *Worker) replay(m *store.Manifest) (*hostcall.Replay, error) {
+	pin := m.ModelReplay
+	if pin == nil {
+		return nil, nil
+	}
+	w.mu.Lock()
+	idx, ok := w.replays[pin.SHA256]
+	w.mu.Unlock()
+	if !ok {
+		var err error
+		if idx, err = w.cfg.Store.ReplayIndex(pin.SHA256); err != nil {
+			return nil, err
+		}
+		w.mu.Lock()
+		if len(w.replays) >= maxReplays {
+			clear(w.replays)
+		}
+		w.replays[pin.SHA256] = idx
+		w.mu.Unlock()
+	}
+	return &hostcall.Replay{Pin: *pin, Index: idx}, nil
 }
 
 // Owner is the lease owner name of this worker.
@@ -366,11 +397,15 @@ func (w *Worker) execute(ctx context.Context, l store.Lease, log hclog.Logger) (
 			return nil, step, nil, fault.Wrap(fault.Internal, err, "creating the task workspace: "+err.Error())
 		}
 	}
+	replay, err := w.replay(sp.Manifest)
+	if err != nil {
+		return nil, step, nil, fault.Wrap(fault.Internal, err, "reading the task's replay set: "+err.Error())
+	}
 	inSum := sha256.Sum256(input)
 	h := &host{w: w, lease: l, until: l.Until, log: log, Attempt: &hostcall.Attempt{
 		Store: w.cfg.Store, Lease: l, TaskName: task.Name, Step: step, Workspace: workspace,
 		PluginSHA256: pin.SHA256, InputSHA256: hex.EncodeToString(inSum[:]), Client: w.cfg.HTTPClient,
-		ModelReplay: w.cfg.ModelReplay, ModelRecord: w.cfg.ModelRecord,
+		Replay: replay, ModelRecord: w.cfg.ModelRecord,
 	}}
 	lim := guest.Limits{Timeout: step.Timeout, MemoryBytes: step.Memory, MaxHostCalls: step.HostCalls}
 	if workspace != "" {

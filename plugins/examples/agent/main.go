@@ -1,5 +1,6 @@
 // Command agent is an example tool-using agent on lhengine's model
-// capability: it asks a model a question with one tool offered, runs each
+// capability: it asks a model a question, under the system prompt the task
+// pins (prompts/system.md), with one tool offered, runs each
 // tool call the model makes through host capabilities, feeds the result
 // back and asks again, until the model answers in text or the turn cap is
 // reached.
@@ -18,6 +19,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -27,6 +29,7 @@ import (
 
 type input struct {
 	Model    string            `json:"model"`
+	System   string            `json:"system"` // the system prompt, pinned by the task (prompt.system)
 	Question string            `json:"question"`
 	Facts    map[string]string `json:"facts"`
 	MaxTurns int               `json:"max_turns"`
@@ -54,8 +57,11 @@ func main() {
 			in.MaxTurns = 4
 		}
 		out := output{Lookups: []string{}}
+		if in.System == "" {
+			return out, errors.New("input.system is empty: the task passes its system prompt (system = prompt.system)")
+		}
 		msgs := []sdk.Message{
-			{Role: sdk.RoleSystem, Content: "Answer the user's question. Use the lookup tool for facts you are not sure of, then answer in one sentence."},
+			{Role: sdk.RoleSystem, Content: in.System},
 			{Role: sdk.RoleUser, Content: in.Question},
 		}
 		for turn := 1; turn <= in.MaxTurns; turn++ {

@@ -15,11 +15,19 @@ task "agent" {
     max_tokens   = 512
   }
 
+  # The system prompt: read from the file when the task is submitted and
+  # pinned, text and sha256, in the run manifest (lhengine manifest ID).
+  prompt "system" {
+    file    = "prompts/system.md"
+    version = "1"
+  }
+
   step "answer" {
     plugin = "agent.wasm"
     models = ["assistant"]
     input = {
       model     = "assistant"
+      system    = prompt.system
       question  = "What is the capital of Norway, and what river runs through it?"
       max_turns = 4
       facts = {
