@@ -186,6 +186,7 @@ func (s *Store) ReclaimSpace(ctx context.Context) (files int, err error) {
 			return files, err
 		}
 		err := s.db.RunValueLogGC(0.5)
+		s.logs.valuesWritten() // it moves values to the newest value log
 		if errors.Is(err, badger.ErrNoRewrite) || errors.Is(err, badger.ErrGCInMemoryMode) {
 			return files, nil
 		}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -86,11 +87,17 @@ type Options struct {
 
 	markEvery time.Duration                 // high-water mark interval; 0 = one second
 	memTable  int64                         // memtable size; 0 = 16 MiB (tests use less)
+	vlogFile  int64                         // value log file size; 0 = 16 MiB (tests use less)
 	syncFn    func(sync func() error) error // wraps the disk sync (tests inject failures, record images)
 	freeFn    func(string) (int64, error)
 	// filesChecked skips checkFiles (Verify has just run it).
 	filesChecked bool
 }
+
+// valueThreshold is Badger's value threshold: a value of this size or more
+// goes to the value log, a smaller one stays in the tree (and the memtable's
+// log).
+const valueThreshold = 64 << 10
 
 // Store is the ledger. It is safe for concurrent use. Badger's directory lock
 // makes one Store the only writer of a directory, which is what lets a
@@ -118,7 +125,8 @@ type Store struct {
 
 	dir      string
 	readOnly bool
-	syncFn   func() error  // the disk sync: db.Sync unless a test replaces it
+	syncFn   func() error  // the disk sync: logs.sync (db.Sync on Windows), wrapped by tests
+	logs     *logSync      // nil unless the store syncs
 	seq      uint64        // number of the latest sync (only syncDisk changes it)
 	synced   atomic.Uint64 // number of the latest sync that succeeded
 	roErr    error         // why writes are refused (read-only store)
@@ -232,6 +240,9 @@ func Open(dir string, o Options) (*Store, error) {
 	if o.memTable <= 0 {
 		o.memTable = 16 << 20
 	}
+	if o.vlogFile <= 0 {
+		o.vlogFile = 16 << 20
+	}
 	if o.freeFn == nil {
 		o.freeFn = freeBytes
 	}
@@ -300,9 +311,9 @@ func Open(dir string, o Options) (*Store, error) {
 		WithSyncWrites(false).
 		WithNumVersionsToKeep(1).
 		WithMemTableSize(o.memTable).
-		WithValueThreshold(64 << 10).
+		WithValueThreshold(valueThreshold).
 		WithNumCompactors(2).
-		WithValueLogFileSize(16 << 20).
+		WithValueLogFileSize(o.vlogFile).
 		// Every block is checked when read from disk, values in the value
 		// log too. Whole tables are checked before Badger opens them
 		// (checkFiles), where a damaged one cannot make Badger skip it.
@@ -330,8 +341,20 @@ func Open(dir string, o Options) (*Store, error) {
 		s.roErr = fmt.Errorf("%w: opened read-only", ErrReadOnly)
 	}
 	s.syncFn = db.Sync
+	// Windows: Badger syncs nothing there (its msync is a no-op), and a
+	// descriptor of ours would keep Badger from deleting a flushed log.
+	if s.sync && runtime.GOOS != "windows" {
+		logs, err := newLogSync(dir)
+		if err != nil {
+			db.Close()
+			s.db = nil
+			return nil, fmt.Errorf("open store %s: %w", dir, err)
+		}
+		s.logs, s.syncFn = logs, logs.sync
+	}
 	if o.syncFn != nil {
-		s.syncFn = func() error { return o.syncFn(db.Sync) }
+		fn := s.syncFn
+		s.syncFn = func() error { return o.syncFn(fn) }
 	}
 	if !o.InMemory {
 		if err := s.checkHighWater(o); err != nil {
@@ -479,6 +502,9 @@ func (s *Store) rebuildIndex() error {
 // sync. Operations in flight must have returned.
 func (s *Store) Close() error {
 	err := s.db.Close()
+	if s.logs != nil {
+		s.logs.close()
+	}
 	if s.mark != nil {
 		if merr := s.mark.advance(s.synced.Load(), true); err == nil {
 			err = merr
@@ -909,6 +935,9 @@ func (t *tx) putJSON(key []byte, v any) error {
 }
 
 func (t *tx) put(key, val []byte) error {
+	if len(val) >= valueThreshold {
+		t.s.logs.valuesWritten()
+	}
 	t.wrote = true
 	t.size += int64(len(key) + len(val))
 	t.noteWrite(key)
