@@ -27,17 +27,48 @@ func wantsFollow(req *http.Request) bool {
 
 // taskList reads every task, oldest first, as the owner shows it.
 func (s *Server) taskList() ([]api.Task, error) {
-	var ts []*store.Task
-	if err := s.e.Read(func(r *store.Reader) error {
-		var err error
-		ts, err = r.Tasks()
-		return err
-	}); err != nil {
+	return s.taskListFrom(&taskCache{})
+}
+
+// taskCache holds the tasks a list stream has read, with the version each
+// was read at.
+type taskCache struct {
+	version map[string]uint64
+	task    map[string]*store.Task
+}
+
+// taskListFrom is taskList reading again only the tasks whose record
+// changed since c last saw them (store.Reader.TaskVersions reads keys
+// only): a stream's work per change is the tasks that changed, not every
+// step record of the home's whole history.
+func (s *Server) taskListFrom(c *taskCache) ([]api.Task, error) {
+	var ids []string
+	err := s.e.Read(func(r *store.Reader) error {
+		vs, err := r.TaskVersions()
+		if err != nil {
+			return err
+		}
+		version := make(map[string]uint64, len(vs))
+		task := make(map[string]*store.Task, len(vs))
+		for _, v := range vs {
+			t, ok := c.task[v.ID]
+			if !ok || c.version[v.ID] != v.Version {
+				if t, err = r.Task(v.ID); err != nil {
+					return err
+				}
+			}
+			version[v.ID], task[v.ID] = v.Version, t
+			ids = append(ids, v.ID)
+		}
+		c.version, c.task = version, task
+		return nil
+	})
+	if err != nil {
 		return nil, err
 	}
-	out := make([]api.Task, len(ts))
-	for i, t := range ts {
-		out[i] = s.view(t)
+	out := make([]api.Task, len(ids))
+	for i, id := range ids {
+		out[i] = s.view(c.task[id])
 	}
 	return out, nil
 }
@@ -60,10 +91,11 @@ func (s *Server) listStream(w http.ResponseWriter, req *http.Request) {
 		started bool
 		last    []byte
 		sentAt  time.Time
+		cache   taskCache
 	)
 	for {
 		changed := s.e.Changed() // before reading: a commit during the read wakes the next wait
-		list, err := s.taskList()
+		list, err := s.taskListFrom(&cache)
 		if err != nil {
 			if !started {
 				s.fail(w, req, err)
