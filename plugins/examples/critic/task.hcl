@@ -22,9 +22,16 @@ task "critic-report" {
     default = "durable execution"
   }
 
+  # The placeholder the draft's first pass leaves behind; "" for a clean
+  # first draft (the eval set testdata/evals/critic.hcl runs both).
+  variable "plant" {
+    type    = string
+    default = "TODO"
+  }
+
   step "draft" {
     plugin = "draft.wasm"
-    input  = { topic = var.topic }
+    input  = { topic = var.topic, plant = var.plant }
   }
 
   step "verify" {

@@ -1,8 +1,10 @@
 // Command draft is the first step of the critic example: it writes a short
 // report with every section a downstream check asks for, but its first pass
-// plants a defect that such a check does not look for, a "TODO" left in the
-// Findings section. A repair pass (ctx.Repair.Count > 0) writes the finished
-// text. The text is deterministic.
+// plants a defect that such a check does not look for, a placeholder left in
+// the Findings section ("TODO" unless the input's "plant" names another; an
+// empty "plant" plants nothing, a clean draft). A repair pass
+// (ctx.Repair.Count > 0) writes the finished text. The text is
+// deterministic.
 //
 // Build, from the module root:
 //
@@ -20,6 +22,9 @@ import (
 // Input is the draft step's input.
 type Input struct {
 	Topic string `json:"topic"`
+	// Plant is the placeholder the first pass leaves; nil means "TODO", ""
+	// none.
+	Plant *string `json:"plant"`
 }
 
 // Section is one headed part of the report.
@@ -39,10 +44,16 @@ func draft(ctx *sdk.Context, in Input) (Draft, error) {
 	if topic == "" {
 		return Draft{}, errors.New("input.topic is empty")
 	}
-	findings := "TODO: say what was found."
-	if ctx.Repair.Count > 0 {
+	plant := "TODO"
+	if in.Plant != nil {
+		plant = *in.Plant
+	}
+	findings := fmt.Sprintf("Recording each step's result before moving on lets %s resume where it stopped.", topic)
+	switch {
+	case ctx.Repair.Count > 0:
 		ctx.Logf(sdk.LevelInfo, "repair pass %d: %s", ctx.Repair.Count, ctx.Repair.Reason)
-		findings = fmt.Sprintf("Recording each step's result before moving on lets %s resume where it stopped.", topic)
+	case plant != "":
+		findings = plant + ": say what was found."
 	}
 	return Draft{
 		Title: "A short report on " + topic,
