@@ -174,6 +174,7 @@ Exit codes: 0 success; 1 error, invalid task file, or a task that did not succee
 		a.versionCmd(), a.retryCmd(), a.serveCmd(),
 		a.manifestCmd(),
 		a.policiesCmd(),
+		a.evalCmd(),
 	)
 	// --version prints what `lhengine version` does.
 	root.Version = engine.Version

@@ -1,0 +1,222 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/spf13/cobra"
+
+	"github.com/lhengine/lhengine/internal/evalrun"
+)
+
+func (a *app) evalCmd() *cobra.Command {
+	var (
+		ablate, dirs []string
+		workers      int
+		results      string
+		seed         uint64
+		keep         string
+	)
+	cmd := &cobra.Command{
+		Use:   "eval SET.hcl",
+		Short: "Run an eval set in every policy state an ablation asks for and report what each run's store records",
+		Long: `Run an eval set (specs/policies.md, "Ablation evals"): every case, a task file
+with variables and a verifier, in the baseline policy state (the set's policies
+added to each task's own) and in one state per ablation: --ablate NAME runs
+without policy NAME, --ablate NAME@VERSION with that version instead. The set
+may declare its ablations itself.
+
+Every run gets a fresh home of its own; --workers runs go at once, in an order
+the seed decides (the seed is also the value of a task's "seed" variable). A
+case with a crash point runs in a child lhengine process that SIGKILLs itself
+there, is resumed in this process, and must finish with the output of the
+same case run without a crash, no committed unit run again.
+
+The figures (success rate, units run, repeated units, repairs, wall time,
+cost, crash recovery) are read from each run's store. The result is written
+as NAME.json and NAME.md to --results (default: results/ beside the set
+file); -o json prints the JSON. Progress goes to stderr. Exit status 1 when
+the set is invalid or a run could not be made; a case that fails its
+verifier is a finding, not an error.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if workers < 1 {
+				return &exitError{code: exitUsage, err: fmt.Errorf("--workers %d: want at least 1", workers)}
+			}
+			set, files, diags := evalrun.LoadSet(args[0])
+			if diags.HasErrors() {
+				if err := evalrun.WriteDiagnostics(a.stderr, files, diags); err != nil {
+					return err
+				}
+				return &exitError{code: exitFailed}
+			}
+			states, err := evalrun.States(set, ablate)
+			if err != nil {
+				return &exitError{code: exitUsage, err: err}
+			}
+			var absDirs []string
+			for _, d := range dirs {
+				abs, err := filepath.Abs(d)
+				if err != nil {
+					return err
+				}
+				if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
+					return &exitError{code: exitUsage, err: fmt.Errorf("--policies %s: not a directory", d)}
+				}
+				absDirs = append(absDirs, abs)
+			}
+			exe, err := os.Executable()
+			if err != nil {
+				return fmt.Errorf("finding the lhengine executable for crash cases: %w", err)
+			}
+			if results == "" {
+				results = filepath.Join(filepath.Dir(args[0]), "results")
+			}
+			if f := cmd.Flag("log-level"); f != nil && !f.Changed {
+				// Plugins' warnings are what the cases are about
+				// (a critic finding a placeholder); the table says it.
+				a.logLevel = "error"
+			}
+			p := newEvalProgress(a.stderr, set, states)
+			a.logs.to(p)
+			res, err := evalrun.Run(cmd.Context(), evalrun.Config{
+				Set: set, Ablate: ablate, PolicyDirs: absDirs, Workers: workers, Seed: seed,
+				Executable: exe, Scratch: keep, KeepHomes: keep != "", Logger: a.logger(), OnRun: p.run,
+			})
+			a.logs.to(nil)
+			p.finish()
+			if err != nil {
+				return err
+			}
+			jsonPath, mdPath, err := res.Save(results)
+			if err != nil {
+				return err
+			}
+			if a.json() {
+				if err := res.WriteJSON(a.stdout); err != nil {
+					return err
+				}
+			} else {
+				if err := res.WriteText(a.stdout); err != nil {
+					return err
+				}
+				fmt.Fprintf(a.stdout, "\nresults: %s, %s\n", jsonPath, mdPath)
+				if res.Homes != "" {
+					fmt.Fprintf(a.stdout, "homes: %s\n", res.Homes)
+				}
+			}
+			for _, st := range res.States {
+				if st.Figures.Errors > 0 {
+					return &exitError{code: exitFailed, err: fmt.Errorf("%d run(s) in state %q could not be made; see the table", st.Figures.Errors, st.Name)}
+				}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringArrayVar(&ablate, "ablate", nil, "add a state: NAME runs without policy NAME, NAME@VERSION with that version (repeatable)")
+	cmd.Flags().IntVar(&workers, "workers", evalrun.DefaultWorkers, "runs at once, each on its own home (at least 1)")
+	cmd.Flags().StringVar(&results, "results", "", "directory of the result files NAME.json and NAME.md (default: results/ beside the set file)")
+	cmd.Flags().StringArrayVar(&dirs, "policies", nil, "look for policies in DIR too, after the set's policy_dirs (repeatable)")
+	cmd.Flags().Uint64Var(&seed, "seed", evalrun.DefaultSeed, "decides the order of the runs; a task's \"seed\" variable gets it (plus the repeat, from 0)")
+	cmd.Flags().StringVar(&keep, "keep-homes", "", "keep every run's home under DIR (lhengine --home DIR/run-NNN status ID) instead of removing them")
+	return cmd
+}
+
+// evalProgress shows how far an eval is. On a terminal it redraws one line
+// (runs done of total per state, failures); elsewhere it prints a line per
+// finished run. Log lines written through it (it is the engine logger's
+// output while the eval runs) never land inside the drawn line.
+type evalProgress struct {
+	w      io.Writer
+	tty    bool
+	name   string
+	mu     sync.Mutex
+	states []string
+	total  map[string]int
+	done   map[string]int
+	failed int
+	drawn  string
+}
+
+func newEvalProgress(w io.Writer, set *evalrun.Set, states []evalrun.StateResult) *evalProgress {
+	p := &evalProgress{w: w, tty: newProgress(w).tty, name: set.Name, total: map[string]int{}, done: map[string]int{}}
+	for _, st := range states {
+		p.states = append(p.states, st.Name)
+		for _, c := range set.Cases {
+			p.total[st.Name] += c.Repeat
+		}
+	}
+	if p.tty {
+		p.draw()
+	}
+	return p
+}
+
+// draw redraws the terminal line; the caller holds mu or owns p alone.
+func (p *evalProgress) draw() {
+	parts := []string{"eval " + p.name}
+	for _, s := range p.states {
+		parts = append(parts, fmt.Sprintf("%s %d/%d", s, p.done[s], p.total[s]))
+	}
+	parts = append(parts, fmt.Sprintf("failures %d", p.failed))
+	p.drawn = strings.Join(parts, " · ")
+	fmt.Fprintf(p.w, "\r\033[K%s", p.drawn)
+}
+
+func (p *evalProgress) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.tty || p.drawn == "" {
+		return p.w.Write(b)
+	}
+	if _, err := io.WriteString(p.w, "\r\033[K"); err != nil {
+		return 0, err
+	}
+	n, err := p.w.Write(b)
+	if err == nil {
+		_, err = io.WriteString(p.w, p.drawn)
+	}
+	return n, err
+}
+
+func (p *evalProgress) run(rr *evalrun.RunReport) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.done[rr.State]++
+	if !rr.Pass || rr.Error != "" || (rr.Crash != nil && !rr.Crash.Recovered) {
+		p.failed++
+	}
+	if !p.tty {
+		verdict := "pass"
+		switch {
+		case rr.Error != "":
+			verdict = "error: " + rr.Error
+		case !rr.Pass:
+			verdict = "fail: " + rr.Reason
+		}
+		if rr.Crash != nil {
+			if rr.Crash.Recovered {
+				verdict += ", recovered"
+			} else if rr.Error == "" {
+				verdict += ", recovery failed: " + rr.Crash.Reason
+			}
+		}
+		fmt.Fprintf(p.w, "%s · %s · run %d: %s (%d units, %d repairs, %.2fs) [%d/%d]\n", rr.State, rr.Case, rr.Repeat, verdict,
+			rr.Attempts, rr.Repairs, rr.WallSeconds, p.done[rr.State], p.total[rr.State])
+		return
+	}
+	p.draw()
+}
+
+func (p *evalProgress) finish() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.tty && p.drawn != "" {
+		fmt.Fprintln(p.w)
+		p.drawn = ""
+	}
+}
