@@ -3,7 +3,7 @@ GO      ?= go
 EXAMPLE := plugins/examples/report
 STEPS   := draft verify finalize
 
-.PHONY: all build plugins demo notify-demo policy-demo agent-demo deps test sdk-test cross bench bench-compare fuzz clean
+.PHONY: all build plugins demo notify-demo policy-demo eval-demo agent-demo deps test sdk-test cross bench bench-compare fuzz clean
 
 all: build plugins
 
@@ -57,6 +57,15 @@ policy-demo: build plugins
 	./bin/lhengine --home $$tmp/b run plugins/examples/critic/task.hcl --policies policies --policy critic-after-draft@2 > $$tmp/out || exit 1; \
 	grep -c TODO $$tmp/out | sed 's/^/TODO lines in the output: /'; \
 	id=$$(head -1 $$tmp/out | cut -d' ' -f2); ./bin/lhengine --home $$tmp/b manifest $$id
+
+# The ablation eval of critic-after-draft (testdata/evals/critic.hcl): each
+# case of the critic example with and without the policy, each run on a
+# fresh home, one case killed with SIGKILL and resumed; prints the table and
+# writes testdata/evals/results/critic-after-draft.{json,md}.
+eval-demo: build plugins
+	for p in critic draft; do GOOS=wasip1 GOARCH=wasm $(GO) build -o plugins/examples/critic/$$p.wasm ./plugins/examples/critic/$$p || exit 1; done
+	GOOS=wasip1 GOARCH=wasm $(GO) build -o testdata/evals/verifiers/report.wasm ./testdata/evals/verifiers/report
+	./bin/lhengine eval testdata/evals/critic.hcl
 
 # Toolchains for the C and Rust test guests, and Chromium for the dashboard's
 # test (Debian packages; needs root or sudo).
@@ -119,4 +128,4 @@ bench-compare: deps build
 	./bin/lhengine bench --plugin bin/pipeline.wasm --go-plugin bin/conformance.wasm --go-reuse-plugin bin/stateless.wasm $(BENCH_ARGS)
 
 clean:
-	rm -rf bin $(EXAMPLE)/*.wasm plugins/examples/notify/*.wasm plugins/examples/critic/*.wasm
+	rm -rf bin $(EXAMPLE)/*.wasm plugins/examples/notify/*.wasm plugins/examples/critic/*.wasm testdata/evals/verifiers/*.wasm
