@@ -27,7 +27,8 @@ policy "critic-after-draft" {
   assumption = "As version 1; models also leave filler such as \"lorem ipsum\" and \"as an AI\" in drafts, so the critic is told which markers to look for."
 
   evidence {
-    text = "Example only, as version 1; the extra markers come from reading drafts, not from an eval. No eval with a real model backs this yet."
+    text   = "An example eval only, on defects planted by a deterministic plugin, not left by a model: testdata/evals/critic.hcl (make eval-demo) runs the critic example with and without this version. With it, drafts with a planted TODO or TBD pass and a clean draft passes; without it, only the clean draft passes. The cost is one critic unit per draft, and on a planted defect one repair and a second draft and critic. It shows the policy does what it says, not how often a real model leaves placeholders; no eval with a real model backs it yet. The extra markers come from reading drafts, not from an eval."
+    result = "../testdata/evals/results/critic-after-draft.json"
   }
 
   # The markers reach only the critic steps this policy inserts.
