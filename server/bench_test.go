@@ -135,3 +135,4 @@ func BenchmarkFanOutServed(b *testing.B) {
 		})
 	}
 }
+
