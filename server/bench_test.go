@@ -135,4 +135,3 @@ func BenchmarkFanOutServed(b *testing.B) {
 		})
 	}
 }
-
