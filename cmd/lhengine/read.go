@@ -152,7 +152,10 @@ func (a *app) report(rep *api.Report) {
 			mark = ">"
 		}
 		fan := ""
-		if s.FanOut {
+		switch {
+		case s.Every > 0 && s.Anchor < len(t.Steps):
+			fan = fmt.Sprintf(" (every %d of %s)", s.Every, t.Steps[s.Anchor].Name)
+		case s.FanOut:
 			fan = fmt.Sprintf(" (fan-out ≤%d)", s.Limit)
 		}
 		fmt.Fprintf(tw, "  %s %d\t%s%s\t%s\t%d\t%d\t%d\t\n", mark, i+1, s.Name, fan, units, s.Done, s.Leased, s.Pass)
