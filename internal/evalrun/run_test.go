@@ -1,0 +1,157 @@
+package evalrun
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lhengine/lhengine/engine"
+	"github.com/lhengine/lhengine/internal/testwasm"
+	"github.com/lhengine/lhengine/store"
+)
+
+const seededTask = `
+task "seeded" {
+  variable "seed" { type = number }
+  variable "word" { default = "hi" }
+  step "a" {
+    plugin = "step.wasm"
+    input  = { mode = "echo", seed = var.seed, word = var.word }
+  }
+  step "b" {
+    plugin = "step.wasm"
+    input  = { mode = "echo", word = step.a.output.word, seed = step.a.output.seed }
+  }
+}
+`
+
+const markPolicy = `
+policy "mark" {
+  version    = 1
+  assumption = "a test fixture"
+  evidence {
+    text = "none"
+  }
+  insert "mark" {
+    after  = "b"
+    plugin = "../step.wasm"
+    input  = { mode = "echo", word = "marked", seed = step.anchor.output.seed }
+  }
+}
+`
+
+const smallSet = `
+eval "small" {
+  policies    = ["mark"]
+  policy_dirs = ["policies"]
+  ablate      = ["mark"]
+  case "echo" {
+    task   = "task.hcl"
+    vars   = { word = "hey" }
+    repeat = 3
+    verify {
+      output_includes = ["marked"]
+    }
+  }
+}
+`
+
+// smallTree writes the pipeline C guest, a task with a seed variable, a
+// policy that inserts a step after its last one, and smallSet; it returns
+// the parsed set.
+func smallTree(t *testing.T) *Set {
+	t.Helper()
+	wasm, err := os.ReadFile(testwasm.BuildC(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/c/pipeline.c")))
+	require.NoError(t, err)
+	dir := t.TempDir()
+	for name, src := range map[string]string{
+		"step.wasm": string(wasm), "task.hcl": seededTask, "policies/mark.hcl": markPolicy, "set.hcl": smallSet,
+	} {
+		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(src), 0o644))
+	}
+	s, _, diags := LoadSet(filepath.Join(dir, "set.hcl"))
+	require.False(t, diags.HasErrors(), diags.Error())
+	return s
+}
+
+// TestRunInProcess runs a small set in two states on the engine in this
+// process: the policy decides the verdict, each state's figures are its
+// runs' sums, the seed reaches the task's seed variable (plus the repeat)
+// and decides the order of the runs, and each run's figures are those its
+// kept store records.
+func TestRunInProcess(t *testing.T) {
+	t.Parallel()
+	s := smallTree(t)
+	ctx := context.Background()
+	order := func(res *Result) []string {
+		var out []string
+		for _, rr := range res.Runs {
+			out = append(out, rr.State+"/"+rr.Vars["seed"])
+		}
+		return out
+	}
+	scratch := t.TempDir()
+	var mu sync.Mutex // OnRun is called from each worker
+	var seen []string
+	res, err := Run(ctx, Config{Set: s, Seed: 5, Workers: 2, Scratch: scratch, KeepHomes: true,
+		OnRun: func(rr *RunReport) {
+			mu.Lock()
+			seen = append(seen, rr.State)
+			mu.Unlock()
+		}})
+	require.NoError(t, err)
+	require.Len(t, seen, 6)
+	require.Len(t, res.States, 2)
+	base, without := res.States[0].Figures, res.States[1].Figures
+	require.Equal(t, Figures{Runs: 3, Passes: 3, SuccessRate: 1, Attempts: 9, WallSeconds: base.WallSeconds}, base)
+	require.Equal(t, Figures{Runs: 3, Attempts: 6, WallSeconds: without.WallSeconds}, without)
+	require.Len(t, res.States[0].Pins, 1)
+	require.Regexp(t, `^mark@1 [0-9a-f]{64}$`, res.States[0].Pins[0])
+	require.Empty(t, res.States[1].Pins)
+
+	seeds := map[string][]string{}
+	for _, rr := range res.Runs {
+		require.Empty(t, rr.Error)
+		seeds[rr.State] = append(seeds[rr.State], rr.Vars["seed"])
+		withHome(t, rr.Home, func(r *store.Reader) {
+			task, err := r.Task(rr.Task)
+			require.NoError(t, err)
+			require.Equal(t, store.Succeeded, task.Status)
+			require.Equal(t, task.Attempts, rr.Attempts)
+			m, err := r.Manifest(rr.Task)
+			require.NoError(t, err)
+			require.JSONEq(t, rr.Vars["seed"], string(m.Vars["seed"]), "the seed reached the task")
+		})
+	}
+	for _, st := range []string{"baseline", "without mark"} {
+		slices.Sort(seeds[st])
+		require.Equal(t, []string{"5", "6", "7"}, seeds[st])
+	}
+
+	again, err := Run(ctx, Config{Set: s, Seed: 5, Workers: 1})
+	require.NoError(t, err)
+	require.Equal(t, order(res), order(again), "one seed, one order")
+	other, err := Run(ctx, Config{Set: s, Seed: 6, Workers: 1})
+	require.NoError(t, err)
+	require.NotEqual(t, order(res), order(other), "another seed, another order")
+
+	_, err = Run(ctx, Config{Set: s, Ablate: []string{"nosuch"}})
+	require.ErrorContains(t, err, `ablation nosuch: no policy "nosuch" on the search path`)
+}
+
+func withHome(t *testing.T, home string, fn func(r *store.Reader)) {
+	t.Helper()
+	e, err := engine.Open(context.Background(), engine.Config{Home: home, MustExist: true})
+	require.NoError(t, err)
+	defer e.Close(context.Background())
+	require.NoError(t, e.Read(func(r *store.Reader) error {
+		fn(r)
+		return nil
+	}))
+}
