@@ -41,7 +41,10 @@ cost, crash recovery) are read from each run's store. The result is written
 as NAME.json and NAME.md to --results (default: results/ beside the set
 file); -o json prints the JSON. Progress goes to stderr. Exit status 1 when
 the set is invalid or a run could not be made; a case that fails its
-verifier is a finding, not an error.`,
+verifier is a finding, not an error. --home is not used: every run gets a
+home of its own (--keep-homes keeps them). Engine log lines below error are
+not shown unless --log-level asks for them: a plugin's warning is what many
+cases are about, and the table reports it.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if workers < 1 {

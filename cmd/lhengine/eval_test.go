@@ -282,3 +282,27 @@ func TestEvalSetMistakes(t *testing.T) {
 	code = run(context.Background(), []string{"eval", set, "--workers", "0"}, &out, &errb)
 	require.Equal(t, exitUsage, code)
 }
+
+// TestEvalProgressLine: on a terminal the progress is one line, redrawn
+// with the runs done of the total per state and the failures, and a log
+// line written meanwhile clears it and draws it again after.
+func TestEvalProgressLine(t *testing.T) {
+	t.Parallel()
+	set := &evalrun.Set{Name: "s", Cases: []*evalrun.Case{{Name: "a", Repeat: 2}, {Name: "b", Repeat: 1}}}
+	states, err := evalrun.States(set, []string{"p"})
+	require.NoError(t, err)
+	var buf bytes.Buffer
+	p := &evalProgress{w: &buf, tty: true, name: set.Name, total: map[string]int{}, done: map[string]int{}}
+	for _, st := range states {
+		p.states = append(p.states, st.Name)
+		p.total[st.Name] = 3
+	}
+	p.run(&evalrun.RunReport{State: "baseline", Case: "a", Repeat: 1, Measured: evalrun.Measured{Pass: true}})
+	p.run(&evalrun.RunReport{State: "without p", Case: "b", Repeat: 1})
+	_, err = p.Write([]byte("a log line\n"))
+	require.NoError(t, err)
+	p.finish()
+	require.Equal(t, "\r\033[Keval s · baseline 1/3 · without p 0/3 · failures 0"+
+		"\r\033[Keval s · baseline 1/3 · without p 1/3 · failures 1"+
+		"\r\033[Ka log line\neval s · baseline 1/3 · without p 1/3 · failures 1\n", buf.String())
+}
