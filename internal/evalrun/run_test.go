@@ -3,6 +3,7 @@ package evalrun
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -154,4 +155,44 @@ func withHome(t *testing.T, home string, fn func(r *store.Reader)) {
 		fn(r)
 		return nil
 	}))
+}
+
+// TestRunErrors: a run that cannot be made is in the result with why, and
+// counted among its state's errors: a task that does not validate in the
+// state (it selects a policy no directory has), and a crash case whose
+// child process does not die at its crash point.
+func TestRunErrors(t *testing.T) {
+	t.Parallel()
+	s := smallTree(t)
+	s.Cases[0].Repeat = 1
+	ctx := context.Background()
+
+	unknown := *s
+	unknown.Policies = []string{"mark", "nosuch"}
+	unknown.Ablate = nil
+	res, err := Run(ctx, Config{Set: &unknown})
+	require.NoError(t, err)
+	require.Len(t, res.Runs, 1)
+	require.Contains(t, res.Runs[0].Error, "the task does not validate: Unknown policy")
+	require.False(t, res.Runs[0].Pass)
+	require.Equal(t, 1, res.States[0].Figures.Errors)
+
+	exe, err := exec.LookPath("true") // a child that exits 0 at once
+	require.NoError(t, err)
+	crash := *s
+	c := *s.Cases[0]
+	c.Crash = "unit.after_commit@2"
+	crash.Cases = []*Case{&c}
+	crash.Ablate = nil
+	_, err = Run(ctx, Config{Set: &crash})
+	require.ErrorContains(t, err, "needs the lhengine executable")
+	res, err = Run(ctx, Config{Set: &crash, Executable: exe})
+	require.NoError(t, err)
+	rr := res.Runs[0]
+	require.Contains(t, rr.Error, "the child process did not crash at unit.after_commit@2 (it finished)")
+	require.NotNil(t, rr.Crash)
+	require.False(t, rr.Crash.Recovered)
+	require.NotNil(t, rr.Crash.Reference, "the reference run was made")
+	require.True(t, rr.Crash.Reference.Pass)
+	require.Equal(t, Figures{Runs: 1, CrashRuns: 1, Errors: 1}, res.States[0].Figures)
 }
