@@ -12,9 +12,13 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 )
 
-// MaxPromptBytes bounds the text of one prompt: it is pinned in the run
-// manifest, which every worker reads.
-const MaxPromptBytes = 1 << 20
+// MaxPromptBytes bounds the text of one prompt, and MaxPromptsBytes the
+// texts of all the prompts of a task: they are pinned in the run manifest,
+// which every worker and every status report reads.
+const (
+	MaxPromptBytes  = 1 << 20
+	MaxPromptsBytes = 4 << 20
+)
 
 // Prompt is a prompt a task declares with a prompt "NAME" block: a text
 // given in the task file (text) or read from a file beside it (file) when
@@ -147,6 +151,20 @@ func (t *Task) readPrompts() hcl.Diagnostics {
 			d.Detail = fmt.Sprintf("The file %s of prompt %q is not UTF-8 text.", p.FilePath, p.Name)
 		}
 		diags = append(diags, d)
+	}
+	if diags.HasErrors() {
+		return diags
+	}
+	total := 0
+	for _, p := range t.Prompts {
+		if total += len(p.Text); total > MaxPromptsBytes {
+			return append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Prompts too large",
+				Detail:   fmt.Sprintf("With prompt %q the task's prompts are more than %d bytes in all; they are pinned in the run manifest, which every worker reads.", p.Name, MaxPromptsBytes),
+				Subject:  p.DeclRange.Ptr(),
+			})
+		}
 	}
 	return diags
 }

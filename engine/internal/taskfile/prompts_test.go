@@ -1,6 +1,7 @@
 package taskfile
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -87,4 +88,26 @@ func TestPromptFileRefusals(t *testing.T) {
 			require.Equal(t, 4, diags[0].Subject.Start.Line, "on the file attribute")
 		})
 	}
+}
+
+// TestPromptsTotalIsBounded: five prompt files of 1 MiB each are more
+// than a task's prompts may pin; the diagnostic is on the prompt that
+// crosses the bound.
+func TestPromptsTotalIsBounded(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	var src strings.Builder
+	src.WriteString("task \"t\" {\n")
+	for i := range 5 {
+		name := fmt.Sprintf("p%d", i)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name+".md"), []byte(strings.Repeat("x", MaxPromptBytes)), 0o644))
+		fmt.Fprintf(&src, "  prompt %q { file = %q }\n", name, name+".md")
+	}
+	src.WriteString("  step \"s\" { plugin = \"p.wasm\" }\n}\n")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "p.wasm"), []byte("\x00asm"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "task.hcl"), []byte(src.String()), 0o644))
+	_, diags := ParseFile(filepath.Join(dir, "task.hcl"), Options{CheckPlugins: true})
+	require.True(t, diags.HasErrors())
+	require.Equal(t, "Prompts too large", diags[0].Summary)
+	require.Equal(t, 6, diags[0].Subject.Start.Line, "the fifth prompt")
 }
