@@ -319,6 +319,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	r := &runner{cfg: cfg, dirs: dirs, scratch: scratch, cache: cache}
+	if err := r.warm(ctx, jobs); err != nil {
+		return nil, err
+	}
 
 	res.Runs = make([]*RunReport, len(jobs))
 	next := make(chan int)
@@ -423,6 +426,9 @@ type runner struct {
 // home makes a fresh home for run i, its compilation cache shared.
 func (r *runner) home(i int, what string) (string, error) {
 	home := filepath.Join(r.scratch, fmt.Sprintf("run-%03d%s", i+1, what))
+	if i < 0 {
+		home = filepath.Join(r.scratch, what)
+	}
 	if err := os.MkdirAll(home, 0o755); err != nil {
 		return "", err
 	}
@@ -430,6 +436,43 @@ func (r *runner) home(i int, what string) (string, error) {
 	// privilege), the home compiles its modules itself.
 	_ = os.Symlink(r.cache, filepath.Join(home, "cache"))
 	return home, nil
+}
+
+// warm compiles, one at a time, every module the runs will load into the
+// shared cache, by submitting each case once in each state to a home of
+// its own that is then removed: runs that start together would otherwise
+// each compile the same modules at once. A submission that fails is left
+// for its runs to report.
+func (r *runner) warm(ctx context.Context, jobs []*job) (err error) {
+	home, err := r.home(-1, "warm")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(home)
+	e, err := r.open(ctx, home)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, e.Close(context.WithoutCancel(ctx))) }()
+	done := map[[2]string]bool{}
+	for _, j := range jobs {
+		k := [2]string{j.c.Name, j.st.Name}
+		if done[k] {
+			continue
+		}
+		done[k] = true
+		_, _, _ = e.Submit(ctx, j.c.TaskPath, r.submitOptions(j))
+		if j.c.Verify.PluginPath != "" && !done[[2]string{j.c.Verify.PluginPath}] {
+			done[[2]string{j.c.Verify.PluginPath}] = true
+			if _, err := runVerifierTask(ctx, e, home, j, json.RawMessage("null"), false); err != nil && ctx.Err() != nil {
+				return ctx.Err()
+			}
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (r *runner) submitOptions(j *job) engine.SubmitOptions {
@@ -538,6 +581,11 @@ func (r *runner) verifyAndMeasure(ctx context.Context, e *engine.Engine, home st
 // whose input is {"output": OUTPUT, "case": NAME, "vars": {...}}) to the
 // store and works it. It returns the verifier task's id.
 func runVerifier(ctx context.Context, e *engine.Engine, home string, j *job, output json.RawMessage) (string, error) {
+	return runVerifierTask(ctx, e, home, j, output, true)
+}
+
+// runVerifierTask submits the verifier task and, if doWork, works it.
+func runVerifierTask(ctx context.Context, e *engine.Engine, home string, j *job, output json.RawMessage, doWork bool) (string, error) {
 	dir := filepath.Join(home, "eval")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
@@ -567,6 +615,9 @@ task "verify-%s" {
 	t, _, err := e.Submit(ctx, path, engine.SubmitOptions{Vars: map[string]string{"output": string(output), "vars": string(vars)}})
 	if err != nil {
 		return "", submitError(err)
+	}
+	if !doWork {
+		return t.ID, nil
 	}
 	return t.ID, work(ctx, e, t.ID)
 }
