@@ -50,6 +50,11 @@ cases are about, and the table reports it.`,
 			if workers < 1 {
 				return &exitError{code: exitUsage, err: fmt.Errorf("--workers %d: want at least 1", workers)}
 			}
+			if at := os.Getenv("LHENGINE_CRASH_AT"); at != "" {
+				// It would kill this process, which runs cases in-process;
+				// a set's crash cases set it for their own children.
+				return &exitError{code: exitUsage, err: fmt.Errorf("LHENGINE_CRASH_AT=%s is set: eval would crash itself at that point; unset it and give the case a crash point instead", at)}
+			}
 			set, files, diags := evalrun.LoadSet(args[0])
 			if diags.HasErrors() {
 				if err := evalrun.WriteDiagnostics(a.stderr, files, diags); err != nil {

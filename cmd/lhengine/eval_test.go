@@ -306,3 +306,14 @@ func TestEvalProgressLine(t *testing.T) {
 		"\r\033[Keval s · baseline 1/3 · without p 1/3 · failures 1"+
 		"\r\033[Ka log line\neval s · baseline 1/3 · without p 1/3 · failures 1\n", buf.String())
 }
+
+// TestEvalRefusesACrashPointOfItsOwn: eval runs cases in its own process,
+// so a LHENGINE_CRASH_AT it inherited would kill it; it says so instead.
+func TestEvalRefusesACrashPointOfItsOwn(t *testing.T) {
+	t.Setenv("LHENGINE_CRASH_AT", "unit.after_commit@2")
+	dir := t.TempDir()
+	var out, errb bytes.Buffer
+	code := run(context.Background(), []string{"--home", filepath.Join(dir, "home"), "eval", filepath.Join(dir, "set.hcl")}, &out, &errb)
+	require.Equal(t, exitUsage, code)
+	require.Contains(t, errb.String(), "LHENGINE_CRASH_AT=unit.after_commit@2 is set")
+}
