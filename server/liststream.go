@@ -79,50 +79,36 @@ func (s *Server) taskListFrom(c *taskCache) ([]api.Task, error) {
 // one sent is not sent again. The stream lasts until the client goes away
 // or the server stops.
 func (s *Server) listStream(w http.ResponseWriter, req *http.Request) {
-	flusher, ok := w.(http.Flusher)
+	out, ok := s.startSSE(w, req)
 	if !ok {
-		s.fail(w, req, fmt.Errorf("this connection cannot stream"))
 		return
 	}
 	ctx := req.Context()
 	tick := time.NewTicker(keepAlive)
 	defer tick.Stop()
 	var (
-		started bool
-		last    []byte
-		sentAt  time.Time
-		cache   taskCache
+		last   []byte
+		sentAt time.Time
+		cache  taskCache
 	)
 	for {
 		changed := s.e.Changed() // before reading: a commit during the read wakes the next wait
 		list, err := s.taskListFrom(&cache)
 		if err != nil {
-			if !started {
-				s.fail(w, req, err)
-				return
-			}
-			writeSSE(w, "error", "", toAPIError(err))
-			flusher.Flush()
+			out.fail(err)
 			return
 		}
-		if !started {
-			w.Header().Set("Content-Type", "text/event-stream")
-			w.Header().Set("Cache-Control", "no-store")
-			w.Header().Set("X-Accel-Buffering", "no")
-			w.WriteHeader(http.StatusOK)
-			started = true
-		}
+		out.begin()
 		b, err := json.Marshal(list)
 		if err != nil {
-			writeSSE(w, "error", "", toAPIError(err))
-			flusher.Flush()
+			out.fail(err)
 			return
 		}
 		if !bytes.Equal(b, last) {
 			if _, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", streamTasks, b); err != nil {
 				return
 			}
-			flusher.Flush()
+			out.flush()
 			last, sentAt = b, time.Now()
 		}
 		select {
@@ -142,10 +128,9 @@ func (s *Server) listStream(w http.ResponseWriter, req *http.Request) {
 		case <-tick.C:
 			// The shown status may change with no commit (a worker of the
 			// owner stopped): look again, and keep the connection alive.
-			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil {
+			if !out.keepAlive() {
 				return
 			}
-			flusher.Flush()
 		}
 	}
 }

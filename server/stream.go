@@ -67,14 +67,11 @@ func parseSeq(v string) (uint64, error) {
 // up to it was sent. Each wake-up reads what committed since the last in
 // one snapshot, so a burst of commits costs one read.
 func (s *Server) stream(w http.ResponseWriter, req *http.Request, from uint64) {
-	flusher, ok := w.(http.Flusher)
+	out, ok := s.startSSE(w, req)
 	if !ok {
-		s.fail(w, req, fmt.Errorf("this connection cannot stream"))
 		return
 	}
-	ctx := req.Context()
 	var (
-		started  bool
 		lastSeen time.Time // UpdatedAt of the task last sent
 		lastShow string
 	)
@@ -95,22 +92,10 @@ func (s *Server) stream(w http.ResponseWriter, req *http.Request, from uint64) {
 			return err
 		})
 		if err != nil {
-			if !started {
-				s.fail(w, req, err)
-				return
-			}
-			// Headers are sent: say why in the stream, then end it.
-			writeSSE(w, "error", "", toAPIError(err))
-			flusher.Flush()
+			out.fail(err)
 			return
 		}
-		if !started {
-			w.Header().Set("Content-Type", "text/event-stream")
-			w.Header().Set("Cache-Control", "no-store")
-			w.Header().Set("X-Accel-Buffering", "no")
-			w.WriteHeader(http.StatusOK)
-			started = true
-		}
+		out.begin()
 		for i := range evs {
 			writeSSE(w, api.StreamEvent, strconv.FormatUint(evs[i].Seq, 10), &evs[i])
 			from = evs[i].Seq + 1
@@ -120,28 +105,83 @@ func (s *Server) stream(w http.ResponseWriter, req *http.Request, from uint64) {
 		switch {
 		case t.Status.Terminal() && !more:
 			writeSSE(w, api.StreamEnd, "", v)
-			flusher.Flush()
+			out.flush()
 			return
 		case !t.UpdatedAt.Equal(lastSeen) || v.ShownStatus != lastShow:
 			writeSSE(w, api.StreamTask, "", v)
 			lastSeen, lastShow = t.UpdatedAt, v.ShownStatus
 		}
-		flusher.Flush()
+		out.flush()
 		if more {
 			continue
 		}
 		select {
-		case <-ctx.Done():
+		case <-req.Context().Done():
 			return
 		case <-changed:
 		case <-tick.C:
 			// A comment keeps the connection alive, and the shown status
 			// is looked at again (a worker of the owner may have stopped).
-			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil {
+			if !out.keepAlive() {
 				return
 			}
 		}
 	}
+}
+
+// sseOut is a server-sent event response: its headers go out with the
+// first message, so that a failure before it is still a plain API error.
+type sseOut struct {
+	s       *Server
+	w       http.ResponseWriter
+	req     *http.Request
+	flusher http.Flusher
+	started bool
+}
+
+// startSSE prepares a server-sent event response, or answers that the
+// connection cannot stream.
+func (s *Server) startSSE(w http.ResponseWriter, req *http.Request) (*sseOut, bool) {
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		s.fail(w, req, fmt.Errorf("this connection cannot stream"))
+		return nil, false
+	}
+	return &sseOut{s: s, w: w, req: req, flusher: flusher}, true
+}
+
+// begin sends the headers, once.
+func (o *sseOut) begin() {
+	if o.started {
+		return
+	}
+	o.w.Header().Set("Content-Type", "text/event-stream")
+	o.w.Header().Set("Cache-Control", "no-store")
+	o.w.Header().Set("X-Accel-Buffering", "no")
+	o.w.WriteHeader(http.StatusOK)
+	o.started = true
+}
+
+// fail ends the response with err: an API error before the stream began,
+// an "error" message in it after.
+func (o *sseOut) fail(err error) {
+	if !o.started {
+		o.s.fail(o.w, o.req, err)
+		return
+	}
+	writeSSE(o.w, "error", "", toAPIError(err))
+	o.flush()
+}
+
+func (o *sseOut) flush() { o.flusher.Flush() }
+
+// keepAlive sends a comment; false when the client is gone.
+func (o *sseOut) keepAlive() bool {
+	if _, err := fmt.Fprint(o.w, ": keep-alive\n\n"); err != nil {
+		return false
+	}
+	o.flush()
+	return true
 }
 
 // writeSSE writes one server-sent event whose data is v as JSON (one line:
