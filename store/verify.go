@@ -102,6 +102,9 @@ func (s *Store) scrub(rep *Report) (findings []Finding) {
 	var active []string
 	owned := map[string][]string{} // task id -> first key of each kind that names it
 	stepRecs := map[string]int{}   // task id -> step records
+	manifests := map[string]*Manifest{}
+	blobs := map[string]*blobMeta{} // sha256 -> its meta record
+	chunks := map[string]int{}      // sha256 -> chunk records
 	err := s.db.View(func(txn *badger.Txn) (err error) {
 		opts := badger.DefaultIteratorOptions
 		opts.PrefetchValues = false
@@ -142,7 +145,8 @@ func (s *Store) scrub(rep *Report) (findings []Finding) {
 				owned[id] = append(owned[id], key)
 				stepRecs[id]++
 			case "m":
-				v = new(Manifest)
+				m := new(Manifest)
+				manifests[id], v = m, m
 			case "u":
 				v = new(Unit)
 				owned[id] = append(owned[id], key)
@@ -161,7 +165,10 @@ func (s *Store) scrub(rep *Report) (findings []Finding) {
 			case "p":
 				v = new(Provenance)
 			case "B":
-				v = new(blobMeta)
+				b := new(blobMeta)
+				blobs[id], v = b, b
+			case "b":
+				chunks[id]++
 			case "a":
 				active = append(active, id)
 			}
@@ -199,6 +206,47 @@ func (s *Store) scrub(rep *Report) (findings []Finding) {
 	for _, id := range ids {
 		if _, ok := tasks[id]; !ok {
 			add("invariant", owned[id][0], "%d step, unit or effect journal records belong to task %s, which has no task record", len(owned[id]), id)
+		}
+	}
+	// Blobs (modules, artifacts, replay sets) are whole, and every replay
+	// set a manifest pins is there with all its recordings.
+	sums := make([]string, 0, len(blobs))
+	for sum := range blobs {
+		sums = append(sums, sum)
+	}
+	slices.Sort(sums)
+	for _, sum := range sums {
+		if n := chunks[sum]; n != blobs[sum].Chunks {
+			add("invariant", string(blobKey(sum)), "blob has %d of its %d chunks", n, blobs[sum].Chunks)
+		}
+	}
+	mids := make([]string, 0, len(manifests))
+	for id := range manifests {
+		mids = append(mids, id)
+	}
+	slices.Sort(mids)
+	for _, id := range mids {
+		rp := manifests[id].ModelReplay
+		if rp == nil {
+			continue
+		}
+		if blobs[rp.SHA256] == nil {
+			add("invariant", string(manifestKey(id)), "the replay set %s the manifest pins is not in the store", rp.SHA256)
+			continue
+		}
+		idx, err := s.ReplayIndex(rp.SHA256)
+		if err != nil {
+			add("invariant", string(manifestKey(id)), "the replay set %s the manifest pins: %s", rp.SHA256, firstLine(err))
+			continue
+		}
+		missing := 0
+		for _, file := range idx {
+			if blobs[file] == nil {
+				missing++
+			}
+		}
+		if missing > 0 {
+			add("invariant", string(manifestKey(id)), "%d of the %d recordings of replay set %s are not in the store", missing, len(idx), rp.SHA256)
 		}
 	}
 	return findings

@@ -3,6 +3,7 @@ package store
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -149,4 +150,52 @@ func TestCorruptValueLogIsReportedNotRead(t *testing.T) {
 			require.Contains(t, checksOf(rep), "checksum", "%v", rep.Findings)
 		})
 	}
+}
+
+// TestVerifyFindsMissingBlobParts: a replay set a manifest pins that lost a
+// recording, and a module that lost a chunk, are findings.
+func TestVerifyFindsMissingBlobParts(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	s, err := Open(dir, Options{})
+	require.NoError(t, err)
+	b := &testBundle{s: s, ctx: t.Context()}
+	set, err := NewReplaySet("/recorded", recordings(3, "a"))
+	require.NoError(t, err)
+	task := b.submitReplay(t, set)
+	require.NoError(t, s.Close())
+	rep, err := Verify(dir, nil)
+	require.NoError(t, err)
+	require.False(t, rep.Damaged(), "%v", rep.Findings)
+
+	s, err = Open(dir, Options{})
+	require.NoError(t, err)
+	idx, err := s.ReplayIndex(set.Pin().SHA256)
+	require.NoError(t, err)
+	m := new(Manifest)
+	require.NoError(t, s.Read(func(r *Reader) error {
+		m, err = r.Manifest(task.ID)
+		return err
+	}))
+	require.NoError(t, s.update(t.Context(), func(t *tx) error {
+		t.durable = true
+		for _, file := range idx {
+			return t.del(blobKey(file)) // one recording
+		}
+		return nil
+	}))
+	require.NoError(t, s.update(t.Context(), func(t *tx) error {
+		t.durable = true
+		return t.del(chunkKey(m.Plugins["a"].SHA256, 0))
+	}))
+	require.NoError(t, s.Close())
+	rep, err = Verify(dir, nil)
+	require.NoError(t, err)
+	var details []string
+	for _, f := range rep.Findings {
+		details = append(details, f.Detail)
+	}
+	require.Len(t, details, 2, "%v", details)
+	require.Contains(t, strings.Join(details, "\n"), "1 of the 3 recordings of replay set "+set.Pin().SHA256+" are not in the store")
+	require.Contains(t, strings.Join(details, "\n"), "blob has 0 of its 1 chunks")
 }
