@@ -44,6 +44,7 @@ var (
 		"raw":      func(b json.RawMessage) string { return string(b) },
 		"pretty":   prettyJSON,
 		"shortKey": func(b json.RawMessage) string { return clip(string(b), 80) },
+		"sha":      func(s string) string { return s[:min(len(s), 12)] },
 	}).ParseFS(webFS, "web/*.html"))
 	stylesheet = mustRead("web/dashboard.css")
 	// styleHash admits the inlined stylesheet, and nothing else, in the
