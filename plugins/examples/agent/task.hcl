@@ -5,6 +5,24 @@
 task "agent" {
   objective = "answer a question with a tool-using model loop"
 
+  # The defaults are make agent-demo's conversation; the eval set
+  # testdata/evals/agent.hcl asks other questions.
+  variable "question" {
+    type    = string
+    default = "What is the capital of Norway, and what river runs through it?"
+  }
+  variable "facts" {
+    type = map(string)
+    default = {
+      Norway = "Norway's capital is Oslo; the Akerselva river runs through it."
+      Sweden = "Sweden's capital is Stockholm."
+    }
+  }
+  variable "max_turns" {
+    type    = number
+    default = 4
+  }
+
   model "assistant" {
     provider     = "openai"
     base_url     = "http://127.0.0.1:11434/v1" # Ollama's OpenAI-compatible endpoint
@@ -28,12 +46,9 @@ task "agent" {
     input = {
       model     = "assistant"
       system    = prompt.system
-      question  = "What is the capital of Norway, and what river runs through it?"
-      max_turns = 4
-      facts = {
-        Norway = "Norway's capital is Oslo; the Akerselva river runs through it."
-        Sweden = "Sweden's capital is Stockholm."
-      }
+      question  = var.question
+      max_turns = var.max_turns
+      facts     = var.facts
     }
     retry {
       attempts = 3
