@@ -15,6 +15,12 @@
 // it gets, can be told to fail the next ones (FailNext), and refuses a
 // request without the expected API key (Server.Key) with 401.
 //
+// A test that needs another model sets Server.Script: a function from the
+// request's conversation to the answer (text, or any number of tool
+// calls), spoken in the request's protocol. A scripted answer's input
+// tokens also count 5 for every tool call of the conversation's assistant
+// messages, so a context holding many calls costs what it holds.
+//
 // It listens on 127.0.0.1 only: tests reach no other network.
 package testmodel
 
@@ -37,6 +43,9 @@ type Server struct {
 	// Key, when set, is the API key a request must carry: Authorization:
 	// Bearer KEY (openai) or x-api-key: KEY (anthropic).
 	Key string
+	// Script, when set, answers every request instead of the default
+	// rules. Set it before the first request.
+	Script Script
 
 	srv      *httptest.Server
 	mu       sync.Mutex
@@ -156,6 +165,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		status, answer = http.StatusUnauthorized, errorAnswer(proto, "testmodel: missing or wrong API key")
 	case body == nil:
 		status, answer = http.StatusBadRequest, errorAnswer(proto, "testmodel: the body is not JSON")
+	case s.Script != nil:
+		answer, status = scriptedReply(proto, body, s.Script)
 	case proto == "openai":
 		answer, status = openaiReply(body)
 	default:
@@ -289,6 +300,195 @@ func anthropicReply(body json.RawMessage) (any, int) {
 	}
 	return map[string]any{
 		"id": "msg_test", "type": "message", "role": "assistant", "model": req.Model,
+		"content": content, "stop_reason": stop,
+		"usage": map[string]any{"input_tokens": in, "output_tokens": out},
+	}, http.StatusOK
+}
+
+// Script is a scripted model: the answer to a conversation.
+type Script func(Conversation) Reply
+
+// Conversation is a request as a Script sees it, whatever its protocol.
+type Conversation struct {
+	Model    string
+	System   string    // the system prompt (openai: the system messages, joined)
+	Messages []Message // user, assistant and tool messages, in order
+	Tools    []string  // the names of the tools offered
+}
+
+// Message is one message of a Conversation. An Anthropic user message of
+// tool_result blocks is one tool message per block.
+type Message struct {
+	Role       string // "user", "assistant" or "tool"
+	Text       string
+	ToolCalls  []ToolCall // an assistant message's calls
+	ToolCallID string     // the call a tool message answers
+}
+
+// ToolCall is a tool call, asked for or answered.
+type ToolCall struct {
+	ID        string
+	Name      string
+	Arguments json.RawMessage // a JSON object
+}
+
+// Reply is a Script's answer: tool calls when it has any, else the text.
+// A call without an ID gets call_N (openai) or toolu_N (anthropic), N from 1.
+type Reply struct {
+	Text      string
+	ToolCalls []ToolCall
+}
+
+// Texts returns the texts of the conversation's messages of role, in order.
+func (c Conversation) Texts(role string) []string {
+	var out []string
+	for _, m := range c.Messages {
+		if m.Role == role {
+			out = append(out, m.Text)
+		}
+	}
+	return out
+}
+
+func scriptedReply(proto string, body json.RawMessage, script Script) (any, int) {
+	var conv Conversation
+	if proto == "openai" {
+		var req struct {
+			Model    string `json:"model"`
+			Messages []struct {
+				Role       string  `json:"role"`
+				Content    *string `json:"content"`
+				ToolCallID string  `json:"tool_call_id"`
+				ToolCalls  []struct {
+					ID       string `json:"id"`
+					Function struct {
+						Name      string `json:"name"`
+						Arguments string `json:"arguments"`
+					} `json:"function"`
+				} `json:"tool_calls"`
+			} `json:"messages"`
+			Tools []struct {
+				Function struct {
+					Name string `json:"name"`
+				} `json:"function"`
+			} `json:"tools"`
+		}
+		if err := json.Unmarshal(body, &req); err != nil || len(req.Messages) == 0 || req.Model == "" {
+			return errorAnswer(proto, "testmodel: want model and messages"), http.StatusBadRequest
+		}
+		conv.Model = req.Model
+		var system []string
+		for _, m := range req.Messages {
+			text := ""
+			if m.Content != nil {
+				text = *m.Content
+			}
+			if m.Role == "system" {
+				system = append(system, text)
+				continue
+			}
+			msg := Message{Role: m.Role, Text: text, ToolCallID: m.ToolCallID}
+			for _, tc := range m.ToolCalls {
+				msg.ToolCalls = append(msg.ToolCalls, ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: json.RawMessage(tc.Function.Arguments)})
+			}
+			conv.Messages = append(conv.Messages, msg)
+		}
+		conv.System = strings.Join(system, "\n\n")
+		for _, t := range req.Tools {
+			conv.Tools = append(conv.Tools, t.Function.Name)
+		}
+	} else {
+		var req struct {
+			Model     string `json:"model"`
+			MaxTokens int    `json:"max_tokens"`
+			System    string `json:"system"`
+			Messages  []struct {
+				Role    string `json:"role"`
+				Content []struct {
+					Type      string          `json:"type"`
+					Text      string          `json:"text"`
+					ID        string          `json:"id"`
+					Name      string          `json:"name"`
+					Input     json.RawMessage `json:"input"`
+					ToolUseID string          `json:"tool_use_id"`
+					Content   string          `json:"content"`
+				} `json:"content"`
+			} `json:"messages"`
+			Tools []struct {
+				Name string `json:"name"`
+			} `json:"tools"`
+		}
+		if err := json.Unmarshal(body, &req); err != nil || len(req.Messages) == 0 || req.Model == "" || req.MaxTokens < 1 {
+			return errorAnswer(proto, "testmodel: want model, max_tokens and messages"), http.StatusBadRequest
+		}
+		conv.Model, conv.System = req.Model, req.System
+		for _, m := range req.Messages {
+			msg := Message{Role: m.Role}
+			var texts []string
+			for _, b := range m.Content {
+				switch b.Type {
+				case "text":
+					texts = append(texts, b.Text)
+				case "tool_use":
+					msg.ToolCalls = append(msg.ToolCalls, ToolCall{ID: b.ID, Name: b.Name, Arguments: b.Input})
+				case "tool_result":
+					conv.Messages = append(conv.Messages, Message{Role: "tool", Text: b.Content, ToolCallID: b.ToolUseID})
+				}
+			}
+			msg.Text = strings.Join(texts, "\n\n")
+			if msg.Text != "" || len(msg.ToolCalls) > 0 {
+				conv.Messages = append(conv.Messages, msg)
+			}
+		}
+		for _, t := range req.Tools {
+			conv.Tools = append(conv.Tools, t.Name)
+		}
+	}
+	in := words(conv.System)
+	for _, m := range conv.Messages {
+		in += words(m.Text) + 5*int64(len(m.ToolCalls))
+	}
+	reply := script(conv)
+	out := words(reply.Text)
+	if len(reply.ToolCalls) > 0 {
+		out = 5 * int64(len(reply.ToolCalls))
+	}
+	if proto == "openai" {
+		msg := map[string]any{"role": "assistant", "content": reply.Text}
+		finish := "stop"
+		if len(reply.ToolCalls) > 0 {
+			var calls []any
+			for i, tc := range reply.ToolCalls {
+				id := tc.ID
+				if id == "" {
+					id = fmt.Sprintf("call_%d", i+1)
+				}
+				calls = append(calls, map[string]any{"id": id, "type": "function",
+					"function": map[string]any{"name": tc.Name, "arguments": string(tc.Arguments)}})
+			}
+			msg["content"], msg["tool_calls"], finish = nil, calls, "tool_calls"
+		}
+		return map[string]any{
+			"id": "chatcmpl-test", "object": "chat.completion", "model": conv.Model,
+			"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish}},
+			"usage":   map[string]any{"prompt_tokens": in, "completion_tokens": out, "total_tokens": in + out},
+		}, http.StatusOK
+	}
+	var content []any
+	stop := "end_turn"
+	for i, tc := range reply.ToolCalls {
+		id := tc.ID
+		if id == "" {
+			id = fmt.Sprintf("toolu_%d", i+1)
+		}
+		content = append(content, map[string]any{"type": "tool_use", "id": id, "name": tc.Name, "input": tc.Arguments})
+		stop = "tool_use"
+	}
+	if len(reply.ToolCalls) == 0 {
+		content = append(content, map[string]any{"type": "text", "text": reply.Text})
+	}
+	return map[string]any{
+		"id": "msg_test", "type": "message", "role": "assistant", "model": conv.Model,
 		"content": content, "stop_reason": stop,
 		"usage": map[string]any{"input_tokens": in, "output_tokens": out},
 	}, http.StatusOK
