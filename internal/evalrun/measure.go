@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"regexp"
 	"strings"
 
 	"github.com/lhengine/lhengine/store"
@@ -50,6 +51,9 @@ func Measure(r *store.Reader, id, verifier string, v Verify) (Measured, error) {
 	for _, p := range man.Policies {
 		m.Pins = append(m.Pins, p.Ref()+" "+p.SHA256)
 	}
+	if man.ModelReplay != nil {
+		m.ReplaySet = man.ModelReplay.SHA256
+	}
 	if t.Status != store.Succeeded {
 		m.Reason = fmt.Sprintf("the task %s", t.Status)
 		if t.Reason != "" {
@@ -83,6 +87,35 @@ func Measure(r *store.Reader, id, verifier string, v Verify) (Measured, error) {
 	}
 	m.Pass, m.Reason = *verdict.Pass, verdict.Reason
 	return m, nil
+}
+
+// replayMissed matches the engine's refusal of a model call that its
+// task's replay set holds no recording of.
+var replayMissed = regexp.MustCompile(`no recorded response for request sha256 [0-9a-f]{64}`)
+
+// ReplayMiss returns the failure message of the first attempt of task id
+// that failed because a model call missed the task's replay set (the
+// engine's message names the request's sha256), or "" if none did.
+func ReplayMiss(r *store.Reader, id string) (string, error) {
+	t, err := r.Task(id)
+	if err != nil {
+		return "", err
+	}
+	if t.Status == store.Succeeded {
+		return "", nil
+	}
+	for step := range t.Steps {
+		attempts, err := r.Attempts(id, step)
+		if err != nil {
+			return "", err
+		}
+		for _, a := range attempts {
+			if a.Failure != nil && replayMissed.MatchString(a.Failure.Message) {
+				return a.Failure.Message, nil
+			}
+		}
+	}
+	return "", nil
 }
 
 // Check applies the expected-output checks of v (expect, output_includes,

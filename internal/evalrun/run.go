@@ -113,7 +113,9 @@ type CaseInfo struct {
 	Vars       map[string]string `json:"vars,omitempty"`
 	Repeat     int               `json:"repeat"`
 	Crash      string            `json:"crash,omitempty"`
-	Verify     string            `json:"verify"`
+	// ModelReplay is the case's replay folder, as the set file writes it.
+	ModelReplay string `json:"model_replay,omitempty"`
+	Verify      string `json:"verify"`
 }
 
 // RunReport is one run of a case in a state: what its store records.
@@ -143,6 +145,7 @@ type Measured struct {
 	WallSeconds  float64         `json:"wall_seconds"`
 	Cost         float64         `json:"cost"`
 	Pins         []string        `json:"pins,omitempty"`
+	ReplaySet    string          `json:"replay_set,omitempty"` // the sha256 of the replay set the manifest pins
 	VerifierTask string          `json:"verifier_task,omitempty"`
 	Output       json.RawMessage `json:"output,omitempty"`
 }
@@ -283,7 +286,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 		sum := sha256.Sum256(src)
 		res.Cases = append(res.Cases, CaseInfo{Name: c.Name, Task: c.Task, TaskSHA256: hex.EncodeToString(sum[:]),
-			Vars: c.Vars, Repeat: c.Repeat, Crash: c.Crash, Verify: c.Verify.String()})
+			Vars: c.Vars, Repeat: c.Repeat, Crash: c.Crash, ModelReplay: c.ModelReplay, Verify: c.Verify.String()})
 		seeded := declaresVariable(c.TaskPath, src, "seed")
 		for _, st := range states {
 			for rep := 1; rep <= c.Repeat; rep++ {
@@ -476,7 +479,7 @@ func (r *runner) warm(ctx context.Context, jobs []*job) (err error) {
 }
 
 func (r *runner) submitOptions(j *job) engine.SubmitOptions {
-	return engine.SubmitOptions{Vars: j.vars, Policies: j.st.Policies, Without: j.st.Without, PolicyDirs: r.dirs}
+	return engine.SubmitOptions{Vars: j.vars, Policies: j.st.Policies, Without: j.st.Without, PolicyDirs: r.dirs, ModelReplay: j.c.ModelReplayPath}
 }
 
 func (r *runner) run(ctx context.Context, j *job, i int) *RunReport {
@@ -569,11 +572,20 @@ func (r *runner) verifyAndMeasure(ctx context.Context, e *engine.Engine, home st
 		}
 	}
 	var m Measured
+	var miss string
 	err := e.Read(func(rd *store.Reader) error {
 		var err error
-		m, err = Measure(rd, id, verifier, j.c.Verify)
+		if m, err = Measure(rd, id, verifier, j.c.Verify); err != nil {
+			return err
+		}
+		miss, err = ReplayMiss(rd, id)
 		return err
 	})
+	if err == nil && miss != "" {
+		// The recordings do not hold this conversation: the run says
+		// nothing about the policy state, it could not be made.
+		err = fmt.Errorf("a model call missed the case's replay set: %s", miss)
+	}
 	return m, err
 }
 
@@ -674,6 +686,9 @@ func (r *runner) crashed(ctx context.Context, home string, j *job, want json.Raw
 	}
 	for _, d := range r.dirs {
 		args = append(args, "--policies", d)
+	}
+	if j.c.ModelReplayPath != "" {
+		args = append(args, "--model-replay", j.c.ModelReplayPath)
 	}
 	cmd := exec.CommandContext(ctx, r.cfg.Executable, args...)
 	cmd.Env = append(slices.DeleteFunc(os.Environ(), func(kv string) bool {

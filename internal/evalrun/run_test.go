@@ -2,6 +2,7 @@ package evalrun
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/engine"
+	"github.com/lhengine/lhengine/internal/testmodel"
 	"github.com/lhengine/lhengine/internal/testwasm"
 	"github.com/lhengine/lhengine/store"
 )
@@ -195,4 +197,98 @@ func TestRunErrors(t *testing.T) {
 	require.NotNil(t, rr.Crash.Reference, "the reference run was made")
 	require.True(t, rr.Crash.Reference.Pass)
 	require.Equal(t, Figures{Runs: 1, CrashRuns: 1, Errors: 1}, res.States[0].Figures)
+}
+
+const agentTask = `
+task "agent" {
+  variable "question" { type = string }
+  model "m" {
+    provider     = "openai"
+    base_url     = "%s/v1"
+    model        = "test-model"
+    input_price  = 2
+    output_price = 8
+  }
+  step "answer" {
+    plugin = "agent.wasm"
+    models = ["m"]
+    input  = { model = "m", system = "Answer.", question = var.question, facts = { Oslo = "Oslo is in Norway." } }
+  }
+}
+`
+
+// TestRunModelReplay: a case with model_replay submits every run with the
+// replay set (pinned in its manifest, nothing sent), its cost is the cost
+// units its store records, and a run whose conversation the set does not
+// hold is an error run naming the request's hash.
+func TestRunModelReplay(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	wasm, err := os.ReadFile(testwasm.BuildGo(t, filepath.Join(testwasm.ModuleRoot(t), "plugins/examples/agent")))
+	require.NoError(t, err)
+	srv := testmodel.New(t)
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "agent.wasm"), wasm, 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "task.hcl"), fmt.Appendf(nil, agentTask, srv.URL), 0o644))
+
+	// Record the conversation of one question against the loopback server.
+	e, err := engine.Open(ctx, engine.Config{Home: filepath.Join(dir, "record-home")})
+	require.NoError(t, err)
+	task, _, err := e.Submit(ctx, filepath.Join(dir, "task.hcl"), engine.SubmitOptions{Vars: map[string]string{"question": "Where is Oslo?"}})
+	require.NoError(t, err)
+	require.NoError(t, e.Work(ctx, engine.WorkOptions{Task: task.ID, ExitWhenIdle: true, ModelRecord: filepath.Join(dir, "recorded")}))
+	require.NoError(t, e.Close(ctx))
+	sent := len(srv.Requests())
+	require.Equal(t, 2, sent, "a lookup, then the answer")
+
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "set.hcl"), []byte(`eval "replay" {
+  case "recorded" {
+    task         = "task.hcl"
+    vars         = { question = "Where is Oslo?" }
+    model_replay = "recorded"
+    verify {
+      output_includes = ["tool said: Oslo is in Norway."]
+    }
+  }
+  case "unrecorded" {
+    task         = "task.hcl"
+    vars         = { question = "Where is Bergen?" }
+    model_replay = "recorded"
+    verify {
+      output_includes = ["Bergen"]
+    }
+  }
+}
+`), 0o644))
+	s, _, diags := LoadSet(filepath.Join(dir, "set.hcl"))
+	require.False(t, diags.HasErrors(), diags.Error())
+	res, err := Run(ctx, Config{Set: s, Scratch: t.TempDir(), KeepHomes: true})
+	require.NoError(t, err)
+	require.Equal(t, sent, len(srv.Requests()), "nothing sent")
+	require.Len(t, res.Runs, 2)
+	byCase := map[string]*RunReport{}
+	for _, rr := range res.Runs {
+		byCase[rr.Case] = rr
+	}
+	ok := byCase["recorded"]
+	require.Empty(t, ok.Error)
+	require.True(t, ok.Pass, ok.Reason)
+	require.Greater(t, ok.Cost, 0.0)
+	withHome(t, ok.Home, func(r *store.Reader) {
+		task, err := r.Task(ok.Task)
+		require.NoError(t, err)
+		require.Equal(t, task.ModelUsage.Cost, ok.Cost, "the cost its store records")
+		require.EqualValues(t, 2, task.ModelUsage.Calls)
+		require.InDelta(t, (float64(task.ModelUsage.InputTokens)*2+float64(task.ModelUsage.OutputTokens)*8)/1e6, ok.Cost, 1e-12)
+		m, err := r.Manifest(ok.Task)
+		require.NoError(t, err)
+		require.NotNil(t, m.ModelReplay)
+		require.Equal(t, m.ModelReplay.SHA256, ok.ReplaySet)
+	})
+	miss := byCase["unrecorded"]
+	require.Regexp(t, `^a model call missed the case's replay set: .*no recorded response for request sha256 [0-9a-f]{64}`, miss.Error)
+	require.False(t, miss.Pass)
+	require.Equal(t, Figures{Runs: 2, Passes: 1, SuccessRate: 0.5, Attempts: res.States[0].Figures.Attempts,
+		WallSeconds: res.States[0].Figures.WallSeconds, Cost: ok.Cost + miss.Cost, Errors: 1}, res.States[0].Figures)
+	require.Equal(t, "recorded", res.Cases[0].ModelReplay)
 }

@@ -60,8 +60,12 @@ type Case struct {
 	Vars     map[string]string // raw values, as --var gives them
 	Repeat   int               // runs per state, >= 1
 	Crash    string            // crash point POINT or POINT@N; "" for none
-	Verify   Verify
-	Range    hcl.Range // the case header
+	// ModelReplay is the folder of recorded model responses every run of
+	// the case is submitted with (--model-replay), as written; "" for
+	// none. ModelReplayPath is absolute.
+	ModelReplay, ModelReplayPath string
+	Verify                       Verify
+	Range                        hcl.Range // the case header
 }
 
 // Verify decides whether a case's run passed: every check given must pass.
@@ -105,6 +109,7 @@ var caseSchema = &hcl.BodySchema{
 		{Name: "vars"},
 		{Name: "repeat"},
 		{Name: "crash"},
+		{Name: "model_replay"},
 	},
 	Blocks: []hcl.BlockHeaderSchema{{Type: "verify"}},
 }
@@ -331,6 +336,15 @@ func (s *Set) decodeCase(b *hcl.Block) (*Case, hcl.Diagnostics) {
 			})
 		}
 	}
+	if a, ok := content.Attributes["model_replay"]; ok {
+		var d hcl.Diagnostics
+		c.ModelReplay, d = stringAttr(a)
+		diags = append(diags, d...)
+		if !d.HasErrors() {
+			c.ModelReplayPath = s.path(c.ModelReplay)
+			diags = append(diags, replayDir(c.ModelReplayPath, c.ModelReplay, a.Expr.Range())...)
+		}
+	}
 	var verify *hcl.Block
 	for _, vb := range content.Blocks {
 		if verify != nil {
@@ -429,6 +443,32 @@ func fileExists(path, written, summary, what string, rng hcl.Range) hcl.Diagnost
 		Severity: hcl.DiagError,
 		Summary:  summary,
 		Detail:   fmt.Sprintf("The %s %s (relative to the eval set's directory) cannot be read: %s.", what, written, why),
+		Subject:  rng.Ptr(),
+	}}
+}
+
+// replayDir checks that a case's model_replay folder exists and holds
+// recordings (*.json files, as --model-record writes them). The engine
+// reads and checks each recording when the case's runs are submitted.
+func replayDir(path, written string, rng hcl.Range) hcl.Diagnostics {
+	entries, err := os.ReadDir(path)
+	if err != nil {
+		return hcl.Diagnostics{{
+			Severity: hcl.DiagError,
+			Summary:  "Cannot read replay set",
+			Detail:   fmt.Sprintf("The model replay folder %s (relative to the eval set's directory) cannot be read: %v. Record it with --model-record.", written, err),
+			Subject:  rng.Ptr(),
+		}}
+	}
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), ".json") && !strings.HasPrefix(e.Name(), ".") && e.Type().IsRegular() {
+			return nil
+		}
+	}
+	return hcl.Diagnostics{{
+		Severity: hcl.DiagError,
+		Summary:  "Empty replay set",
+		Detail:   fmt.Sprintf("The model replay folder %s (relative to the eval set's directory) holds no recordings (<request sha256>.json files). Record them with --model-record.", written),
 		Subject:  rng.Ptr(),
 	}}
 }

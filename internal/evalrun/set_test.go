@@ -29,6 +29,10 @@ func setDir(t *testing.T) string {
 `), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "check.wasm"), []byte("\x00asm"), 0o644))
 	require.NoError(t, os.MkdirAll(filepath.Join(dir, "policies"), 0o755))
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "recorded"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "recorded", strings.Repeat("ab", 32)+".json"), []byte("{}"), 0o644))
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "empty"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "empty", "notes.txt"), []byte("no recordings"), 0o644))
 	return dir
 }
 
@@ -51,7 +55,8 @@ const goodSet = `eval "demo" {
     }
   }
   case "two" {
-    task = "task.hcl"
+    task         = "task.hcl"
+    model_replay = "recorded"
     verify {
       output_excludes = ["TODO"]
     }
@@ -80,6 +85,9 @@ func TestParseSet(t *testing.T) {
 	require.Equal(t, []string{"TODO"}, c.Verify.Excludes)
 	require.Equal(t, filepath.Join(dir, "check.wasm"), c.Verify.PluginPath)
 	require.Equal(t, 1, s.Cases[1].Repeat)
+	require.Empty(t, c.ModelReplayPath)
+	require.Equal(t, "recorded", s.Cases[1].ModelReplay)
+	require.Equal(t, filepath.Join(dir, "recorded"), s.Cases[1].ModelReplayPath)
 
 	states, err := States(s, []string{"critic", "other@3"})
 	require.NoError(t, err)
@@ -143,6 +151,10 @@ func TestSetDiagnostics(t *testing.T) {
 		{"empty text", "eval \"e\" {\n  case \"c\" {\n    task = \"task.hcl\"\n    verify { output_includes = [\"a\", \"\"] }\n  }\n}\n", "Empty text", "4:38"},
 		{"excludes not strings", "eval \"e\" {\n  case \"c\" {\n    task = \"task.hcl\"\n    verify { output_excludes = [1] }\n  }\n}\n", "Incorrect attribute value type", "4:33"},
 		{"plugin not found", "eval \"e\" {\n  case \"c\" {\n    task = \"task.hcl\"\n    verify { plugin = \"nope.wasm\" }\n  }\n}\n", "Cannot read verifier plugin", "4:23"},
+		{"replay folder missing", "eval \"e\" {\n  case \"c\" {\n    task = \"task.hcl\"\n    model_replay = \"nope\"\n    verify { output_excludes = [\"x\"] }\n  }\n}\n", "Cannot read replay set", "4:20"},
+		{"replay folder empty", "eval \"e\" {\n  case \"c\" {\n    task = \"task.hcl\"\n    model_replay = \"empty\"\n    verify { output_excludes = [\"x\"] }\n  }\n}\n", "Empty replay set", "4:20"},
+		{"replay folder a file", "eval \"e\" {\n  case \"c\" {\n    task = \"task.hcl\"\n    model_replay = \"task.hcl\"\n    verify { output_excludes = [\"x\"] }\n  }\n}\n", "Cannot read replay set", "4:20"},
+		{"replay not a string", "eval \"e\" {\n  case \"c\" {\n    task = \"task.hcl\"\n    model_replay = true\n    verify { output_excludes = [\"x\"] }\n  }\n}\n", "Incorrect attribute value type", "4:20"},
 		{"nesting", "eval \"e\" {\n  case \"c\" {\n    task = \"task.hcl\"\n    vars = { a = " + strings.Repeat("[", 70) + strings.Repeat("]", 70) + " }\n  }\n}\n", "Nesting too deep", "4:79"},
 		{"number", "eval \"e\" {\n  case \"c\" {\n    task = \"task.hcl\"\n    vars = { a = 1e99999 }\n    verify { output_excludes = [\"x\"] }\n  }\n}\n", "Number too large", "4:18"},
 	}
