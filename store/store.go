@@ -314,6 +314,11 @@ func Open(dir string, o Options) (*Store, error) {
 		WithValueThreshold(valueThreshold).
 		WithNumCompactors(2).
 		WithValueLogFileSize(o.vlogFile).
+		// Badger caches decompressed table blocks in the Go heap, 256 MiB
+		// by default, which the garbage collector's headroom doubles in
+		// resident memory; a fan-out's reads are of recent keys, mostly
+		// still in memtables (docs/BENCHMARKS.md, "Large fan-outs").
+		WithBlockCacheSize(32 << 20).
 		// Every block is checked when read from disk, values in the value
 		// log too. Whole tables are checked before Badger opens them
 		// (checkFiles), where a damaged one cannot make Badger skip it.
