@@ -173,6 +173,9 @@ func (res *Result) WriteMarkdown(w io.Writer) error {
 		if c.Crash != "" {
 			extra = fmt.Sprintf(", crash at `%s`", c.Crash)
 		}
+		if c.ModelReplay != "" {
+			extra += fmt.Sprintf(", model calls replayed from `%s`", filepath.ToSlash(c.ModelReplay))
+		}
 		vars, _ := json.Marshal(c.Vars)
 		fmt.Fprintf(w, "- `%s`: task `%s` (sha256 `%.12s`), vars `%s`, %d run(s) per state%s; verify: %s\n",
 			c.Name, filepath.ToSlash(c.Task), c.TaskSHA256, vars, c.Repeat, extra, c.Verify)
