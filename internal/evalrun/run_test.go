@@ -291,4 +291,20 @@ func TestRunModelReplay(t *testing.T) {
 	require.Equal(t, Figures{Runs: 2, Passes: 1, SuccessRate: 0.5, Attempts: res.States[0].Figures.Attempts,
 		WallSeconds: res.States[0].Figures.WallSeconds, Cost: ok.Cost + miss.Cost, Errors: 1}, res.States[0].Figures)
 	require.Equal(t, "recorded", res.Cases[0].ModelReplay)
+
+	// A crash case's child is given the replay set too: here a child that
+	// writes down its arguments and exits.
+	args := filepath.Join(dir, "child-args")
+	exe := filepath.Join(dir, "child.sh")
+	require.NoError(t, os.WriteFile(exe, []byte("#!/bin/sh\necho \"$@\" > "+args+"\n"), 0o755))
+	crash := *s
+	c := *s.Cases[0]
+	c.Crash = "model.after_record@2"
+	crash.Cases = []*Case{&c}
+	res, err = Run(ctx, Config{Set: &crash, Executable: exe})
+	require.NoError(t, err)
+	require.Contains(t, res.Runs[0].Error, "the child process did not crash at model.after_record@2 (it finished)")
+	got, err := os.ReadFile(args)
+	require.NoError(t, err)
+	require.Contains(t, string(got), " --model-replay "+filepath.Join(dir, "recorded")+"\n")
 }
