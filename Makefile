@@ -58,14 +58,19 @@ policy-demo: build plugins
 	grep -c TODO $$tmp/out | sed 's/^/TODO lines in the output: /'; \
 	id=$$(head -1 $$tmp/out | cut -d' ' -f2); ./bin/lhengine --home $$tmp/b manifest $$id
 
-# The ablation eval of critic-after-draft (testdata/evals/critic.hcl): each
+# The ablation evals: critic-after-draft (testdata/evals/critic.hcl), each
 # case of the critic example with and without the policy, each run on a
-# fresh home, one case killed with SIGKILL and resumed; prints the table and
-# writes testdata/evals/results/critic-after-draft.{json,md}.
+# fresh home, one case killed with SIGKILL and resumed; then
+# single-tool-at-a-time and context-reset-every-n (testdata/evals/agent.hcl)
+# on the agent example, its model calls replayed from recordings of a
+# scripted loopback model. Prints the tables and writes
+# testdata/evals/results/{critic-after-draft,agent-tool-policies}.{json,md}.
 eval-demo: build plugins
 	for p in critic draft; do GOOS=wasip1 GOARCH=wasm $(GO) build -o plugins/examples/critic/$$p.wasm ./plugins/examples/critic/$$p || exit 1; done
-	GOOS=wasip1 GOARCH=wasm $(GO) build -o testdata/evals/verifiers/report.wasm ./testdata/evals/verifiers/report
+	GOOS=wasip1 GOARCH=wasm $(GO) build -o plugins/examples/agent/agent.wasm ./plugins/examples/agent
+	for v in report agent; do GOOS=wasip1 GOARCH=wasm $(GO) build -o testdata/evals/verifiers/$$v.wasm ./testdata/evals/verifiers/$$v || exit 1; done
 	./bin/lhengine eval testdata/evals/critic.hcl
+	./bin/lhengine eval testdata/evals/agent.hcl
 
 # Toolchains for the C and Rust test guests, and Chromium for the dashboard's
 # test (Debian packages; needs root or sudo).
@@ -128,4 +133,4 @@ bench-compare: deps build
 	./bin/lhengine bench --plugin bin/pipeline.wasm --go-plugin bin/conformance.wasm --go-reuse-plugin bin/stateless.wasm $(BENCH_ARGS)
 
 clean:
-	rm -rf bin $(EXAMPLE)/*.wasm plugins/examples/notify/*.wasm plugins/examples/critic/*.wasm testdata/evals/verifiers/*.wasm
+	rm -rf bin $(EXAMPLE)/*.wasm plugins/examples/notify/*.wasm plugins/examples/critic/*.wasm plugins/examples/agent/*.wasm testdata/evals/verifiers/*.wasm

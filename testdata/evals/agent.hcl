@@ -75,7 +75,7 @@ eval "agent-tool-policies" {
         Greece      = "Greece's capital is Athens."
         Ireland     = "Ireland's capital is Dublin."
         Belgium     = "Belgium's capital is Brussels."
-        Netherlands = "Netherlands's capital is Amsterdam."
+        Netherlands = "The capital of the Netherlands is Amsterdam."
         Croatia     = "Croatia's capital is Zagreb."
         Slovenia    = "Slovenia's capital is Ljubljana."
         Slovakia    = "Slovakia's capital is Bratislava."
