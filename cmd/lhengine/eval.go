@@ -34,7 +34,10 @@ Every run gets a fresh home of its own; --workers runs go at once, in an order
 the seed decides (the seed is also the value of a task's "seed" variable). A
 case with a crash point runs in a child lhengine process that SIGKILLs itself
 there, is resumed in this process, and must finish with the output of the
-same case run without a crash, no committed unit run again.
+same case run without a crash, no committed unit run again. A case with
+model_replay = "DIR" is submitted as run --model-replay DIR would be: its
+model calls are answered from those recordings, nothing is sent, and a call
+they do not hold makes the run an error naming the request's sha256.
 
 The figures (success rate, units run, repeated units, repairs, wall time,
 cost, crash recovery) are read from each run's store. The result is written
