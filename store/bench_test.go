@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -102,4 +103,39 @@ func serialCommitLength(b *testing.B, headerOnly bool) {
 			}
 		})
 	}
+}
+
+// BenchmarkStepOutputFanOut reads the output of a completed 20,000-item
+// fan-out step, as a step reading step.NAME.output does: every unit's
+// committed output, in item order, as one JSON array.
+func BenchmarkStepOutputFanOut(b *testing.B) {
+	const items = 20_000
+	ctx := context.Background()
+	s, err := Open(b.TempDir(), Options{NoSync: true, Planner: fanOutPlanner(items)})
+	require.NoError(b, err)
+	defer s.Close()
+	task, _, err := s.Submit(ctx, NewTask{Name: "fan", Steps: []StepState{{Name: "each", FanOut: true, Limit: 256}}})
+	require.NoError(b, err)
+	for {
+		c, err := s.Claim(ctx, ClaimRequest{Owner: s.Owner("w"), Max: 256})
+		require.NoError(b, err)
+		if len(c.Leases) == 0 {
+			break
+		}
+		for _, l := range c.Leases {
+			_, err := s.Commit(ctx, Result{Lease: l, Output: json.RawMessage(fmt.Sprintf(`{"item":%d,"mode":"item"}`, l.Item))})
+			require.NoError(b, err)
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		require.NoError(b, s.Read(func(r *Reader) error {
+			out, err := r.StepOutput(task.ID, 0)
+			if err == nil && !bytes.HasPrefix(out, []byte(`[{"item":0,`)) {
+				err = fmt.Errorf("output starts %.40s", out)
+			}
+			return err
+		}))
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*items), "ns/unit")
 }

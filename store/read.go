@@ -72,7 +72,26 @@ func (r *Reader) StepOutputLimited(task *Task, step int, max int64) (json.RawMes
 	if !st.Planned || st.Done < st.Units {
 		return nil, fmt.Errorf("step %q of task %s has not completed: %w", st.Name, task.ID, ErrNotFound)
 	}
-	units, err := r.Units(task.ID, step)
+	// The committed attempt of each unit of the current pass, in item
+	// order: the order of the attempts' keys, which one scan reads (a
+	// lookup per unit cost more). Of units and attempts only the fields
+	// used are decoded.
+	var want [][]byte
+	err := r.t.scan(unitStepPrefix(task.ID, step), func(key, val []byte) (bool, error) {
+		var u struct {
+			Item      int       `json:"item"`
+			Pass      int       `json:"pass"`
+			State     UnitState `json:"state"`
+			Committed int       `json:"committed"`
+		}
+		if err := json.Unmarshal(val, &u); err != nil {
+			return false, fmt.Errorf("unit record %s: %w", key, err)
+		}
+		if u.Pass == st.Pass && u.State == UnitDone {
+			want = append(want, attemptKey(task.ID, step, u.Item, u.Committed))
+		}
+		return true, nil
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -81,25 +100,37 @@ func (r *Reader) StepOutputLimited(task *Task, step int, max int64) (json.RawMes
 		buf.WriteByte('[')
 	}
 	n := 0
-	for _, u := range units {
-		if u.Pass != st.Pass || u.State != UnitDone {
-			continue
+	err = r.t.scan(attemptPrefix(task.ID, step), func(key, val []byte) (bool, error) {
+		if n < len(want) && bytes.Compare(want[n], key) < 0 {
+			return false, fmt.Errorf("attempt record %s: %w", want[n], ErrNotFound)
 		}
-		a, err := r.Attempt(task.ID, step, u.Item, u.Committed)
-		if err != nil {
-			return nil, err
+		if n == len(want) || !bytes.Equal(want[n], key) {
+			return n < len(want), nil // an attempt that was not committed
+		}
+		var a struct {
+			Output json.RawMessage `json:"output"`
+		}
+		if err := json.Unmarshal(val, &a); err != nil {
+			return false, fmt.Errorf("attempt record %s: %w", key, err)
 		}
 		if max >= 0 && int64(buf.Len()+len(a.Output)+2) > max {
-			return nil, fmt.Errorf("%w: the output of step %q is more than %d bytes (%d of %d units read)", ErrTooLarge, st.Name, max, n, st.Units)
+			return false, fmt.Errorf("%w: the output of step %q is more than %d bytes (%d of %d units read)", ErrTooLarge, st.Name, max, n, st.Units)
 		}
 		if n > 0 {
 			buf.WriteByte(',')
 		}
 		buf.Write(a.Output)
 		n++
+		return n < len(want), nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	if st.FanOut {
 		buf.WriteByte(']')
+	}
+	if n < len(want) {
+		return nil, fmt.Errorf("attempt record %s: %w", want[n], ErrNotFound)
 	}
 	if n != st.Units {
 		return nil, fmt.Errorf("step %q of task %s: %d of %d unit outputs found", st.Name, task.ID, n, st.Units)
