@@ -185,8 +185,7 @@ func (s *Store) ReclaimSpace(ctx context.Context) (files int, err error) {
 		if err := ctx.Err(); err != nil {
 			return files, err
 		}
-		err := s.db.RunValueLogGC(0.5)
-		s.logs.valuesWritten() // it moves values to the newest value log
+		err := s.valueLogGC(ctx)
 		if errors.Is(err, badger.ErrNoRewrite) || errors.Is(err, badger.ErrGCInMemoryMode) {
 			return files, nil
 		}
@@ -195,6 +194,29 @@ func (s *Store) ReclaimSpace(ctx context.Context) (files int, err error) {
 		}
 		files++
 	}
+}
+
+// valueLogGC runs one round of Badger's value-log GC and makes what it
+// moved durable before the file it moved it from is deleted. Badger
+// writes the moved values and their new pointers without a sync, then
+// deletes the old file at once unless an iterator is open; so an iterator
+// is held open across the round, the store syncs, and closing the
+// iterator deletes the file. Without that, a power loss right after a
+// round could keep neither copy of a moved value.
+func (s *Store) valueLogGC(ctx context.Context) error {
+	txn := s.db.NewTransaction(false)
+	it := txn.NewIterator(badger.IteratorOptions{})
+	defer txn.Discard()
+	defer it.Close()
+	err := s.db.RunValueLogGC(0.5)
+	s.logs.valuesWritten() // it may have moved values to the newest value log
+	if err != nil {
+		return err
+	}
+	return s.update(context.WithoutCancel(ctx), func(t *tx) error {
+		t.durable = true
+		return nil
+	})
 }
 
 func (s *Store) collectBlobs(ctx context.Context, st *GCStats) error {
