@@ -48,12 +48,13 @@ task "crashy" {
 `
 
 // runCrashing runs the lhengine binary on home with
-// LHENGINE_CRASH_AT=crashAt ("" for none) and returns its stdout and
-// whether it died by SIGKILL. Any other way of failing fails the test.
-func runCrashing(t *testing.T, bin, home, crashAt string, args ...string) (string, bool) {
+// LHENGINE_CRASH_AT=crashAt ("" for none) and the variables in env, and
+// returns its stdout and whether it died by SIGKILL. Any other way of
+// failing fails the test.
+func runCrashing(t *testing.T, bin, home, crashAt string, env []string, args ...string) (string, bool) {
 	t.Helper()
 	cmd := exec.Command(bin, append([]string{"--home", home, "--log-level", "off"}, args...)...)
-	cmd.Env = append(os.Environ(), "LHENGINE_CRASH_AT="+crashAt)
+	cmd.Env = append(append(os.Environ(), "LHENGINE_CRASH_AT="+crashAt), env...)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -63,7 +64,7 @@ func runCrashing(t *testing.T, bin, home, crashAt string, args ...string) (strin
 	var ee *exec.ExitError
 	require.ErrorAs(t, err, &ee)
 	ws := ee.Sys().(syscall.WaitStatus)
-	require.True(t, ws.Signaled() && ws.Signal() == syscall.SIGKILL, "lhengine %v failed on its own: %v\n%s", args, err, stderr.String())
+	require.True(t, ws.Signaled() && ws.Signal() == syscall.SIGKILL, "lhengine %v failed on its own: %v\n%s%s", args, err, out, stderr.String())
 	return string(out), true
 }
 
@@ -78,7 +79,7 @@ func TestSIGKILLAtChosenPointsLosesAndRepeatsNothing(t *testing.T) {
 	b := setupCLI(t, fanOutTask)
 
 	lh := func(crashAt string, args ...string) (string, bool) {
-		return runCrashing(t, bin, b.home, crashAt, args...)
+		return runCrashing(t, bin, b.home, crashAt, nil, args...)
 	}
 	done := func(id string) int {
 		d, _ := b.task(t, id).Progress()

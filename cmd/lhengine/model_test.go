@@ -6,10 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -61,19 +59,7 @@ task "cities" {
 `, srv.URL), 0o644))
 
 	lh := func(crashAt string, args ...string) (string, bool) {
-		cmd := exec.Command(bin, append([]string{"--home", home, "--log-level", "off"}, args...)...)
-		cmd.Env = append(os.Environ(), "LHENGINE_CRASH_AT="+crashAt, "LHENGINE_CRASH_MODEL_KEY="+secret)
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		if err == nil {
-			return string(out), false
-		}
-		var ee *exec.ExitError
-		require.ErrorAs(t, err, &ee)
-		ws := ee.Sys().(syscall.WaitStatus)
-		require.True(t, ws.Signaled() && ws.Signal() == syscall.SIGKILL, "lhengine %v failed on its own: %v\n%s", args, err, stderr.String())
-		return string(out), true
+		return runCrashing(t, bin, home, crashAt, []string{"LHENGINE_CRASH_MODEL_KEY=" + secret}, args...)
 	}
 
 	out, killed := lh(crashpoint.ModelAfterRecord+"@2", "run", filepath.Join(dir, "task.hcl"))

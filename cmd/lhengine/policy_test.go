@@ -3,10 +3,8 @@ package main
 import (
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -61,19 +59,7 @@ func TestPolicyPinnedAcrossKillAndResume(t *testing.T) {
 	require.NoError(t, os.WriteFile(policyFile, []byte(markPolicy("old")), 0o644))
 
 	lh := func(crashAt string, args ...string) (string, bool) {
-		cmd := exec.Command(bin, append([]string{"--home", b.home, "--log-level", "off"}, args...)...)
-		cmd.Env = append(os.Environ(), "LHENGINE_CRASH_AT="+crashAt)
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		if err == nil {
-			return string(out), false
-		}
-		var ee *exec.ExitError
-		require.ErrorAs(t, err, &ee)
-		ws := ee.Sys().(syscall.WaitStatus)
-		require.True(t, ws.Signaled() && ws.Signal() == syscall.SIGKILL, "lhengine %v failed on its own: %v\n%s", args, err, stderr.String())
-		return string(out), true
+		return runCrashing(t, bin, b.home, crashAt, nil, args...)
 	}
 	taskFile := filepath.Join(b.dir, "task.hcl")
 	out, killed := lh(crashpoint.UnitAfterCommit+"@1", "run", taskFile)

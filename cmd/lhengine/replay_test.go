@@ -6,12 +6,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -91,19 +89,7 @@ func TestReplaySetAndPromptArePinnedAtSubmit(t *testing.T) {
 	require.NoError(t, err)
 
 	lh := func(crashAt string, args ...string) (string, bool) {
-		cmd := exec.Command(bin, append([]string{"--home", home, "--log-level", "off"}, args...)...)
-		cmd.Env = append(os.Environ(), "LHENGINE_CRASH_AT="+crashAt)
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		if err == nil {
-			return string(out), false
-		}
-		var ee *exec.ExitError
-		require.ErrorAs(t, err, &ee)
-		ws := ee.Sys().(syscall.WaitStatus)
-		require.True(t, ws.Signaled() && ws.Signal() == syscall.SIGKILL, "lhengine %v failed on its own: %v\n%s%s", args, err, out, stderr.String())
-		return string(out), true
+		return runCrashing(t, bin, home, crashAt, nil, args...)
 	}
 
 	out, killed := lh(crashpoint.ModelAfterRecord+"@1", "run", "--model-replay", rec, filepath.Join(dir, "task.hcl"))

@@ -55,13 +55,13 @@ func TestSIGKILLWhileWindowsFillLosesAndRepeatsNothing(t *testing.T) {
 	require.NoError(t, os.MkdirAll(filepath.Join(b.dir, "policies"), 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(b.dir, "policies", "tally.hcl"), []byte(tallyPolicy), 0o644))
 
-	out, killed := runCrashing(t, bin, b.home, crashpoint.UnitAfterCommit+"@12", "run", filepath.Join(b.dir, "task.hcl"))
+	out, killed := runCrashing(t, bin, b.home, crashpoint.UnitAfterCommit+"@12", nil, "run", filepath.Join(b.dir, "task.hcl"))
 	require.True(t, killed, "the run must die at its 12th commit:\n%s", out)
 	id := strings.TrimSpace(strings.TrimPrefix(strings.SplitN(out, "\n", 2)[0], "task "))
 	require.Len(t, id, 26, out)
-	out, killed = runCrashing(t, bin, b.home, crashpoint.UnitBeforeCommit+"@15", "resume", id)
+	out, killed = runCrashing(t, bin, b.home, crashpoint.UnitBeforeCommit+"@15", nil, "resume", id)
 	require.True(t, killed, "the resume must die before its 15th commit:\n%s", out)
-	out, killed = runCrashing(t, bin, b.home, "", "resume", id)
+	out, killed = runCrashing(t, bin, b.home, "", nil, "resume", id)
 	require.False(t, killed)
 	require.Contains(t, out, "succeeded: 69/69 units", "60 items and 9 windows")
 
