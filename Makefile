@@ -63,14 +63,16 @@ policy-demo: build plugins
 # fresh home, one case killed with SIGKILL and resumed; then
 # single-tool-at-a-time and context-reset-every-n (testdata/evals/agent.hcl)
 # on the agent example, its model calls replayed from recordings of a
-# scripted loopback model. Prints the tables and writes
-# testdata/evals/results/{critic-after-draft,agent-tool-policies}.{json,md}.
+# scripted loopback model. Prints the tables and writes the result files to a
+# temporary folder; EVAL_RESULTS=testdata/evals/results rewrites the ones in
+# the repository that the policies' evidence names.
 eval-demo: build plugins
 	for p in critic draft; do GOOS=wasip1 GOARCH=wasm $(GO) build -o plugins/examples/critic/$$p.wasm ./plugins/examples/critic/$$p || exit 1; done
 	GOOS=wasip1 GOARCH=wasm $(GO) build -o plugins/examples/agent/agent.wasm ./plugins/examples/agent
 	for v in report agent; do GOOS=wasip1 GOARCH=wasm $(GO) build -o testdata/evals/verifiers/$$v.wasm ./testdata/evals/verifiers/$$v || exit 1; done
-	./bin/lhengine eval testdata/evals/critic.hcl
-	./bin/lhengine eval testdata/evals/agent.hcl
+	@results=$(if $(EVAL_RESULTS),$(EVAL_RESULTS),$$(mktemp -d)); \
+	./bin/lhengine eval --results $$results testdata/evals/critic.hcl && \
+	./bin/lhengine eval --results $$results testdata/evals/agent.hcl
 
 # Toolchains for the C and Rust test guests, and Chromium for the dashboard's
 # test (Debian packages; needs root or sudo).
