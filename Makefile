@@ -100,10 +100,12 @@ sdk-test:
 		test -z "$$deps" || { echo "the SDK imports non-standard packages ($$goos): $$deps"; exit 1; }; \
 	done
 
-# The CLI builds wherever Badger and wazero do.
+# The CLI builds wherever Badger and wazero do, and the tests build for
+# Windows too (vet type-checks them).
 cross:
 	GOOS=darwin GOARCH=arm64 $(GO) build ./...
 	GOOS=windows GOARCH=amd64 $(GO) build ./...
+	GOOS=windows GOARCH=amd64 $(GO) vet ./...
 	GOOS=linux GOARCH=arm64 $(GO) build ./...
 
 # Benchmarks recorded in docs/BENCHMARKS.md.
