@@ -544,12 +544,30 @@ func (s *Store) Commit(ctx context.Context, r Result) (*Task, error) {
 // transaction (and a disk sync) of its own. If the commit is refused, nothing
 // is claimed.
 func (s *Store) CommitAndClaim(ctx context.Context, r Result, next ClaimRequest) (*Task, Claimed, error) {
+	out, claimed, _, err := s.commitAndClaim(ctx, r, next, false)
+	return out, claimed, err
+}
+
+// CommitAndClaimEarly is CommitAndClaim that returns as soon as the
+// transaction committed, while its sync may still be under way: a worker
+// starts its next unit beside the sync. What it committed is visible to
+// every reader of the store at once; the Durability says when it is on
+// disk. Before anything outside the process acts on the commit (a task
+// reported finished, a request sent that its output shaped), the caller
+// waits for the Durability, or for a later operation's sync, which covers
+// it. A failed sync fails the store, as for every commit.
+func (s *Store) CommitAndClaimEarly(ctx context.Context, r Result, next ClaimRequest) (*Task, Claimed, Durability, error) {
+	return s.commitAndClaim(ctx, r, next, true)
+}
+
+func (s *Store) commitAndClaim(ctx context.Context, r Result, next ClaimRequest, early bool) (*Task, Claimed, Durability, error) {
 	var out *Task
 	var claimed Claimed
+	var dur Durability
 	if next.LeaseFor <= 0 {
 		next.LeaseFor = 30 * time.Second
 	}
-	err := s.update(ctx, func(t *tx) error {
+	commit := func(t *tx) error {
 		l := r.Lease
 		u, task, err := s.leased(t, l)
 		if err != nil {
@@ -681,7 +699,13 @@ func (s *Store) CommitAndClaim(ctx context.Context, r Result, next ClaimRequest)
 			return nil
 		}
 		return t.fill(out)
-	})
+	}
+	var err error
+	if early {
+		dur, err = s.updateEarly(ctx, commit)
+	} else {
+		err = s.update(ctx, commit)
+	}
 	if errors.Is(err, badger.ErrTxnTooBig) && r.Failure == nil {
 		// Everything the attempt wrote does not fit one transaction: that
 		// will not change on another try, so fail the unit instead of
@@ -690,15 +714,15 @@ func (s *Store) CommitAndClaim(ctx context.Context, r Result, next ClaimRequest)
 			"the attempt's commit is too large for one transaction (output %d bytes, %d notes, %d counters): %v",
 			len(r.Output), len(r.Notes), len(r.Counts), err)}
 		fr := Result{Lease: r.Lease, Failure: f, Log: r.Log, Started: r.Started, HeaderOnly: r.HeaderOnly}
-		return s.CommitAndClaim(ctx, fr, next)
+		return s.commitAndClaim(ctx, fr, next, early)
 	}
 	if err != nil {
-		return nil, Claimed{}, err
+		return nil, Claimed{}, Durability{}, err
 	}
 	// Completing a step may have entered a fan-out step: plan it here, in
 	// the committing worker's goroutine, then take a unit of it.
 	if ran, err := s.planPending(ctx, out.ID); err != nil {
-		return out, claimed, nil // planning goes on at the next claim
+		return out, claimed, dur, nil // planning goes on at the next claim
 	} else if ran {
 		if t, err := s.Task(ctx, out.ID); err == nil {
 			out = t
@@ -709,7 +733,7 @@ func (s *Store) CommitAndClaim(ctx context.Context, r Result, next ClaimRequest)
 			}
 		}
 	}
-	return out, claimed, nil
+	return out, claimed, dur, nil
 }
 
 // advance moves the cursor past a completed step: to the next step, whose

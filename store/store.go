@@ -119,6 +119,9 @@ type Store struct {
 	mu      sync.Mutex // guards queue and leading
 	queue   []*op
 	leading bool
+	// completing counts the syncs a leader handed to a goroutine of its own
+	// to answer an early operation at once (updateEarly); Close waits.
+	completing sync.WaitGroup
 
 	syncer     syncer
 	durableOps atomic.Int64 // operations released only after a sync
@@ -506,6 +509,7 @@ func (s *Store) rebuildIndex() error {
 // Close closes the database and brings the high-water mark up to the last
 // sync. Operations in flight must have returned.
 func (s *Store) Close() error {
+	s.completing.Wait()
 	err := s.db.Close()
 	if s.logs != nil {
 		s.logs.close()
@@ -545,27 +549,82 @@ func newSessionID() string {
 type op struct {
 	fn   func(*tx) error
 	err  error
-	done chan struct{} // closed when fn's transaction committed (or failed)
+	done chan struct{} // closed when fn's transaction committed (or failed) and, if it must be, synced
 	lead chan struct{} // signalled when this op's goroutine must lead the next batch
+	// An early op's caller hears back when its transaction committed
+	// (committed closes), and waits for done itself through a Durability;
+	// a failed sync is then reported in syncErr, never in err.
+	early     bool
+	committed chan struct{}
+	syncErr   error
+}
+
+// Durability is an operation whose transaction committed and whose sync
+// may still be under way (Store.CommitAndClaimEarly). The zero value is
+// on disk already.
+type Durability struct{ o *op }
+
+var closedDone = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// Done is closed once the operation is on disk, or the sync failed.
+func (d Durability) Done() <-chan struct{} {
+	if d.o == nil {
+		return closedDone
+	}
+	return d.o.done
+}
+
+// Wait waits for Done and returns the sync's failure (ErrStoreFailed),
+// or ctx's error if ctx ends first.
+func (d Durability) Wait(ctx context.Context) error {
+	select {
+	case <-d.Done():
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if d.o == nil {
+		return nil
+	}
+	return d.o.syncErr
 }
 
 // update runs fn in a read-write transaction, sharing the transaction (and its
 // fsync) with concurrent callers. fn may run more than once; it must derive
 // everything from what it reads through tx.
 func (s *Store) update(ctx context.Context, fn func(*tx) error) error {
+	o := &op{fn: fn, done: make(chan struct{}), lead: make(chan struct{}, 1)}
+	return s.run(ctx, o)
+}
+
+// updateEarly is update that returns as soon as fn's transaction committed,
+// before its sync: the Durability says when it is on disk. A caller may act
+// on what it committed inside the process at once, and must wait for the
+// Durability before anything outside the process depends on it.
+func (s *Store) updateEarly(ctx context.Context, fn func(*tx) error) (Durability, error) {
+	o := &op{fn: fn, done: make(chan struct{}), lead: make(chan struct{}, 1), early: true, committed: make(chan struct{})}
+	if err := s.run(ctx, o); err != nil {
+		return Durability{}, err
+	}
+	return Durability{o: o}, nil
+}
+
+// run queues o and waits for its transaction (and, unless o is early, its
+// sync), leading batches while o's has not run.
+func (s *Store) run(ctx context.Context, o *op) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	if err := s.writable(); err != nil {
 		return err
 	}
-	o := &op{fn: fn, done: make(chan struct{}), lead: make(chan struct{}, 1)}
 	s.mu.Lock()
 	s.queue = append(s.queue, o)
 	if s.leading {
 		s.mu.Unlock()
 		select {
 		case <-o.done:
+			return o.err
+		case <-o.committed: // nil unless o is early
 			return o.err
 		case <-o.lead:
 		}
@@ -583,6 +642,11 @@ func (s *Store) update(ctx context.Context, fn func(*tx) error) error {
 		mine := slices.Contains(batch, o)
 		s.mu.Unlock()
 		sync := s.runBatch(batch)
+		for _, b := range batch {
+			if b.early {
+				close(b.committed)
+			}
+		}
 		s.mu.Lock()
 		if mine {
 			if len(s.queue) > 0 {
@@ -591,6 +655,15 @@ func (s *Store) update(ctx context.Context, fn func(*tx) error) error {
 				s.leading = false
 			}
 			s.mu.Unlock()
+			if o.early {
+				// The caller goes on; this batch's sync goes on beside it.
+				s.completing.Add(1)
+				go func() {
+					defer s.completing.Done()
+					s.complete(batch, sync)
+				}()
+				return o.err
+			}
 			s.complete(batch, sync)
 			return o.err
 		}
@@ -622,7 +695,10 @@ func (s *Store) complete(batch []*op, sync bool) {
 		if err := s.syncer.sync(s.syncDisk); err != nil {
 			f := s.failStore(err)
 			for _, o := range batch {
-				if o.err == nil {
+				switch {
+				case o.early && o.err == nil:
+					o.syncErr = f // its caller has heard back already
+				case o.err == nil:
 					o.err = f
 				}
 			}

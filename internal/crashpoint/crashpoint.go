@@ -64,6 +64,9 @@ func init() {
 	armed = name
 }
 
+// Armed reports whether point is the one this process dies at.
+func Armed(point string) bool { return armed != "" && armed == point }
+
 // Reached marks that the process reached point; if the point is armed and
 // this is the chosen hit, the process dies here.
 func Reached(point string) {

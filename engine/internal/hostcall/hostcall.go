@@ -47,6 +47,13 @@ type Attempt struct {
 	// ModelRecord, when set, is a folder where every live model response
 	// is recorded (--model-record), to be replayed later.
 	ModelRecord string
+	// After is the commit of the unit the worker ran before this one in
+	// the same slot, which may still be syncing (a store.Durability, from
+	// store.CommitAndClaimEarly): a model call, sent before anything of its
+	// own is journaled, waits for it, so that no provider is asked, and no
+	// call billed, on the strength of a commit a crash could still undo.
+	// nil: nothing to wait for.
+	After interface{ Wait(context.Context) error }
 
 	mu        sync.Mutex
 	counts    map[string]int64

@@ -170,6 +170,11 @@ func (a *Attempt) answer(ctx context.Context, r *ModelRequest, m *taskfile.Model
 	if err != nil {
 		return nil, err
 	}
+	if a.After != nil {
+		if err := a.After.Wait(ctx); err != nil {
+			return nil, err
+		}
+	}
 	answer, err := a.sendModel(ctx, m, body)
 	if err != nil {
 		return nil, err

@@ -409,3 +409,42 @@ func TestReadReplayDir(t *testing.T) {
 	_, err = ReadReplayDir(dir)
 	require.ErrorContains(t, err, "is not a recorded model response")
 }
+
+// heldCommit is the Durability of an earlier commit whose sync the test
+// holds until it closes release.
+type heldCommit struct {
+	waiting chan struct{}
+	release chan struct{}
+}
+
+func (h *heldCommit) Wait(ctx context.Context) error {
+	close(h.waiting)
+	select {
+	case <-h.release:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// TestModelCallWaitsForTheEarlierCommit: a model call of a unit that runs
+// while the slot's previous commit is still syncing is sent only once that
+// commit is on disk: no provider is asked on the strength of a commit a
+// crash could undo.
+func TestModelCallWaitsForTheEarlierCommit(t *testing.T) {
+	t.Parallel()
+	srv := testmodel.New(t)
+	a := modelAttempt(t, srv, taskfile.ProviderOpenAI, store.Options{})
+	held := &heldCommit{waiting: make(chan struct{}), release: make(chan struct{})}
+	a.After = held
+	done := make(chan error, 1)
+	go func() {
+		_, err := a.Call(context.Background(), "model.generate", []byte(toolRequest))
+		done <- err
+	}()
+	<-held.waiting
+	require.Empty(t, srv.Requests(), "nothing is sent while the earlier commit syncs")
+	close(held.release)
+	require.NoError(t, <-done)
+	require.Len(t, srv.Requests(), 1)
+}

@@ -199,8 +199,9 @@ func (w *Worker) Run(ctx context.Context) error {
 				go func(l store.Lease) {
 					defer wg.Done()
 					// A commit may hand back the next unit: run it in this slot.
+					var after store.Durability
 					for next := []store.Lease{l}; len(next) > 0; {
-						next = w.attempt(runCtx, next[0])
+						next, after = w.attempt(runCtx, next[0], after)
 					}
 					finished <- struct{}{}
 				}(l)
@@ -252,19 +253,25 @@ func (w *Worker) idle() (bool, error) {
 
 // attempt runs one leased unit and commits its outcome, claiming the next
 // unit in the same transaction; it returns that unit's lease, if any.
-func (w *Worker) attempt(ctx context.Context, l store.Lease) []store.Lease {
+//
+// after is the commit of the unit the slot ran before (zero when it is on
+// disk). The commit returns before its sync when it hands back a next
+// unit, which then runs beside the sync (the Durability returned goes with
+// it); otherwise it waits for the sync, which also covers every earlier
+// commit.
+func (w *Worker) attempt(ctx context.Context, l store.Lease, after store.Durability) ([]store.Lease, store.Durability) {
 	log := w.log.With("task", l.Task, "step", l.Step, "item", l.Item, "attempt", l.Attempt, "epoch", l.Epoch)
 	started := w.clock.Now()
-	res, step, hc, stepErr := w.execute(ctx, l, log)
+	res, step, hc, stepErr := w.execute(ctx, l, log, after)
 	if ctx.Err() != nil {
 		log.Debug("attempt abandoned: worker stopping")
-		return nil
+		return nil, store.Durability{}
 	}
 	if errors.Is(stepErr, errLeaseRanOut) {
 		// The unit is no longer this worker's to commit: the next claim,
 		// here or elsewhere, takes it back and runs it again.
 		log.Warn("attempt abandoned", "error", stepErr)
-		return nil
+		return nil, store.Durability{}
 	}
 	if hc != nil && hc.PauseReason() != "" {
 		// An effect needs a human: give the unit back without burning the
@@ -272,13 +279,13 @@ func (w *Worker) attempt(ctx context.Context, l store.Lease) []store.Lease {
 		task, err := w.cfg.Store.Pause(ctx, l, hc.PauseReason())
 		if err != nil {
 			log.Warn("pausing the task failed", "error", err)
-			return nil
+			return nil, store.Durability{}
 		}
 		log.Warn("task paused", "reason", hc.PauseReason())
 		if w.cfg.OnCommit != nil {
 			w.cfg.OnCommit(task)
 		}
-		return nil
+		return nil, store.Durability{}
 	}
 	// Only a progress display (OnCommit) reads the committed task's steps.
 	r := store.Result{Lease: l, Started: started, HeaderOnly: w.cfg.OnCommit == nil}
@@ -313,33 +320,40 @@ func (w *Worker) attempt(ctx context.Context, l store.Lease) []store.Lease {
 	}
 	next := store.ClaimRequest{Owner: w.owner, Max: 1, LeaseFor: w.cfg.LeaseFor, Task: w.cfg.Task}
 	crashpoint.Reached(crashpoint.UnitBeforeCommit)
-	committed, claimed, err := w.cfg.Store.CommitAndClaim(ctx, r, next)
+	committed, claimed, dur, err := w.cfg.Store.CommitAndClaimEarly(ctx, r, next)
+	if err == nil && (len(claimed.Leases) == 0 || crashpoint.Armed(crashpoint.UnitAfterCommit)) {
+		// Nothing more runs in this slot on the strength of this commit
+		// (or a crash point wants it synced): it must be on disk before
+		// the slot ends, since the task may be reported finished.
+		err = dur.Wait(context.WithoutCancel(ctx))
+		dur = store.Durability{}
+	}
 	if err == nil {
 		crashpoint.Reached(crashpoint.UnitAfterCommit)
 	}
 	switch {
 	case errors.Is(err, store.ErrLeaseLost):
 		log.Warn("commit refused: lease lost", "error", err)
-		return nil
+		return nil, store.Durability{}
 	case errors.Is(err, store.ErrStoreFailed):
 		log.Error("commit outcome unknown: the store failed and accepts no more writes; restart lhengine, then check the task", "error", err)
-		return nil
+		return nil, store.Durability{}
 	case errors.Is(err, store.ErrNoSpace):
 		log.Error("commit refused: the disk is below the free-space floor; nothing was written, and the unit runs again once space is freed", "error", err)
-		return nil
+		return nil, store.Durability{}
 	case err != nil:
 		log.Error("commit failed; the lease will expire and the unit run again", "error", err)
-		return nil
+		return nil, store.Durability{}
 	}
 	if w.cfg.OnCommit != nil {
 		w.cfg.OnCommit(committed)
 	}
-	return claimed.Leases
+	return claimed.Leases, dur
 }
 
 // execute evaluates the unit's input, loads the plugin and runs the attempt
 // while renewing the lease.
-func (w *Worker) execute(ctx context.Context, l store.Lease, log hclog.Logger) (*guest.Result, *taskfile.Step, *hostcall.Attempt, error) {
+func (w *Worker) execute(ctx context.Context, l store.Lease, log hclog.Logger, after store.Durability) (*guest.Result, *taskfile.Step, *hostcall.Attempt, error) {
 	var (
 		task  *store.Task
 		sp    *plan.Spec
@@ -405,7 +419,7 @@ func (w *Worker) execute(ctx context.Context, l store.Lease, log hclog.Logger) (
 	h := &host{w: w, lease: l, until: l.Until, log: log, Attempt: &hostcall.Attempt{
 		Store: w.cfg.Store, Lease: l, TaskName: task.Name, Step: step, Workspace: workspace,
 		PluginSHA256: pin.SHA256, InputSHA256: hex.EncodeToString(inSum[:]), Client: w.cfg.HTTPClient,
-		Replay: replay, ModelRecord: w.cfg.ModelRecord,
+		Replay: replay, ModelRecord: w.cfg.ModelRecord, After: after,
 	}}
 	lim := guest.Limits{Timeout: step.Timeout, MemoryBytes: step.Memory, MaxHostCalls: step.HostCalls}
 	if workspace != "" {

@@ -454,7 +454,8 @@ task "repair" {
 
 	_, err = b.st.Commit(ctx, store.Result{Lease: c.Leases[0], Repair: &store.Repair{RestartFrom: 0, Max: 3, Reason: "again"}})
 	require.NoError(t, err)
-	require.Nil(t, w.attempt(ctx, stale))
+	next, _ := w.attempt(ctx, stale, store.Durability{})
+	require.Nil(t, next)
 
 	errc, _ := start(t, ctx, w)
 	require.NoError(t, receive(t, ctx, errc, "Run"))
