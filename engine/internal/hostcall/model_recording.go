@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/lhengine/lhengine/engine/internal/guest"
 	"github.com/lhengine/lhengine/engine/internal/taskfile"
@@ -61,20 +62,16 @@ func ReadReplayDir(dir string) (*store.ReplaySet, error) {
 			continue
 		}
 		path := filepath.Join(abs, name)
-		fi, err := os.Stat(path)
+		// The budget is charged with what is read, not with a size seen
+		// before: a file that grows after a look would slip past it.
+		b, ok, err := readRegular(path, store.MaxReplayBytes-total)
 		if err != nil {
-			return nil, fmt.Errorf("--model-replay: %w", err)
+			return nil, fmt.Errorf("--model-replay %s: %w; its recordings are at most %d bytes in all", abs, err, store.MaxReplayBytes)
 		}
-		if !fi.Mode().IsRegular() {
+		if !ok {
 			continue
 		}
-		if total += fi.Size(); total > store.MaxReplayBytes {
-			return nil, fmt.Errorf("--model-replay %s: its recordings are more than %d bytes; replay a smaller conversation", abs, store.MaxReplayBytes)
-		}
-		b, err := readAtMost(path, store.MaxReplayBytes)
-		if err != nil {
-			return nil, fmt.Errorf("--model-replay: %w", err)
-		}
+		total += int64(len(b))
 		sum := strings.TrimSuffix(name, ".json")
 		var r Recording
 		if err := json.Unmarshal(b, &r); err != nil {
@@ -91,21 +88,28 @@ func ReadReplayDir(dir string) (*store.ReplaySet, error) {
 	return store.NewReplaySet(abs, recs)
 }
 
-// readAtMost reads the file at path, refusing one of more than max bytes.
-func readAtMost(path string, max int64) ([]byte, error) {
-	f, err := os.Open(path)
+// readRegular reads the file at path if it is a regular file (ok false,
+// and nothing read, for anything else), refusing one of more than max
+// bytes. The kind is judged on the open descriptor, and the open does not
+// wait for a writer, so a FIFO put in the file's place cannot stall it.
+func readRegular(path string, max int64) (b []byte, ok bool, err error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, max+1))
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		return nil, false, err
+	}
+	b, err = io.ReadAll(io.LimitReader(f, max+1))
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if int64(len(b)) > max {
-		return nil, fmt.Errorf("%s is more than %d bytes", path, max)
+		return nil, false, fmt.Errorf("%s takes it past the limit", path)
 	}
-	return b, nil
+	return b, true, nil
 }
 
 // recorded answers a call from the task's replay set: the recorded

@@ -442,7 +442,11 @@ func TestModelCallWaitsForTheEarlierCommit(t *testing.T) {
 		_, err := a.Call(context.Background(), "model.generate", []byte(toolRequest))
 		done <- err
 	}()
-	<-held.waiting
+	select {
+	case <-held.waiting:
+	case err := <-done:
+		t.Fatalf("the call ended (%v) without waiting for the earlier commit", err)
+	}
 	require.Empty(t, srv.Requests(), "nothing is sent while the earlier commit syncs")
 	close(held.release)
 	require.NoError(t, <-done)
