@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sync"
@@ -137,7 +138,7 @@ func (e *Engine) Submit(ctx context.Context, path string, o SubmitOptions) (*sto
 	// The bytes checked are the bytes kept: the task runs from them.
 	modules := map[string][]byte{}
 	check := func(ctx context.Context, p string) error {
-		wasm, err := os.ReadFile(p)
+		wasm, err := readModule(p)
 		if err != nil {
 			_, err = e.rt.Load(ctx, p, "") // the same error a worker would see
 			return err
@@ -273,7 +274,7 @@ func (e *Engine) CheckPlugins(id string) error {
 		}
 		// Submitted before modules were kept in the store: the worker
 		// loads the pinned path.
-		sum, err := plan.HashFile(pin.Path)
+		sum, err := taskfile.HashFile(pin.Path)
 		switch {
 		case err != nil:
 			errs = append(errs, fmt.Errorf("%w: step %q: %v", ErrPluginChanged, step, err))
@@ -282,4 +283,15 @@ func (e *Engine) CheckPlugins(id string) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// readModule reads a plugin file named by a task: a regular file only
+// (taskfile.OpenRegular).
+func readModule(path string) ([]byte, error) {
+	f, err := taskfile.OpenRegular(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
 }

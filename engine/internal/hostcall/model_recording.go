@@ -2,12 +2,11 @@ package hostcall
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 
 	"github.com/lhengine/lhengine/engine/internal/guest"
 	"github.com/lhengine/lhengine/engine/internal/taskfile"
@@ -89,25 +88,17 @@ func ReadReplayDir(dir string) (*store.ReplaySet, error) {
 }
 
 // readRegular reads the file at path if it is a regular file (ok false,
-// and nothing read, for anything else), refusing one of more than max
-// bytes. The kind is judged on the open descriptor, and the open does not
-// wait for a writer, so a FIFO put in the file's place cannot stall it.
+// and nothing read, for anything else; taskfile.OpenRegular), refusing one
+// of more than max bytes.
 func readRegular(path string, max int64) (b []byte, ok bool, err error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, false, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil || !fi.Mode().IsRegular() {
-		return nil, false, err
-	}
-	b, err = io.ReadAll(io.LimitReader(f, max+1))
-	if err != nil {
-		return nil, false, err
-	}
-	if int64(len(b)) > max {
+	b, err = taskfile.ReadRegular(path, max)
+	switch {
+	case taskfile.IsNotRegular(err):
+		return nil, false, nil
+	case errors.Is(err, taskfile.ErrTooLarge):
 		return nil, false, fmt.Errorf("%s takes it past the limit", path)
+	case err != nil:
+		return nil, false, err
 	}
 	return b, true, nil
 }

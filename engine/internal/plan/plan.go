@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -114,7 +113,7 @@ func PrepareWith(ctx context.Context, path string, vars map[string]string, po Po
 		sum, ok := sums[s.PluginPath]
 		if !ok {
 			var err error
-			if sum, err = HashFile(s.PluginPath); err != nil {
+			if sum, err = taskfile.HashFile(s.PluginPath); err != nil {
 				return nil, fmt.Errorf("step %q: %w", s.Name, err)
 			}
 			sums[s.PluginPath] = sum
@@ -150,7 +149,12 @@ type ModuleCheck func(ctx context.Context, path string) error
 
 // Inspect is the ModuleCheck that decodes the module without a runtime.
 func Inspect(ctx context.Context, path string) error {
-	wasm, err := os.ReadFile(path)
+	f, err := taskfile.OpenRegular(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	wasm, err := io.ReadAll(f)
 	if err != nil {
 		return err
 	}
@@ -214,7 +218,7 @@ func ValidateWith(ctx context.Context, path string, po PolicyOptions, check Modu
 	files := map[string][]byte{}
 	if t != nil {
 		files[t.Filename] = t.Source
-	} else if src, err := os.ReadFile(path); err == nil {
+	} else if src, err := taskfile.ReadRegular(path, taskfile.MaxSourceBytes); err == nil {
 		files[path] = src
 	}
 	if diags.HasErrors() {
@@ -233,20 +237,6 @@ func ValidateWith(ctx context.Context, path string, po PolicyOptions, check Modu
 	}
 	diags = append(diags, CheckModules(ctx, t, check)...)
 	return t, ps, files, diags
-}
-
-// HashFile returns the lower-case hex sha256 of a file.
-func HashFile(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // Spec is a submitted task re-read from its manifest.

@@ -108,7 +108,7 @@ func LoadPolicies(dirs []string, required []string) ([]*taskfile.Policy, map[str
 		}
 		sort.Strings(names)
 		for _, name := range names {
-			src, err := os.ReadFile(name)
+			src, err := taskfile.ReadRegular(name, taskfile.MaxSourceBytes)
 			if err != nil {
 				diags = append(diags, &hcl.Diagnostic{
 					Severity: hcl.DiagError,

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"unicode/utf8"
 
 	"github.com/hashicorp/hcl/v2"
@@ -177,18 +176,11 @@ var (
 // readPromptFile reads a prompt file of at most MaxPromptBytes of UTF-8
 // text.
 func readPromptFile(path string) (string, error) {
-	f, err := os.Open(path)
+	f, err := OpenRegular(path)
 	if err != nil {
 		return "", err
 	}
 	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
-		return "", err
-	}
-	if !info.Mode().IsRegular() {
-		return "", errNotRegular
-	}
 	b, err := io.ReadAll(io.LimitReader(f, MaxPromptBytes+1))
 	switch {
 	case err != nil:

@@ -16,7 +16,7 @@ package taskfile
 
 import (
 	"fmt"
-	"os"
+	"io"
 	"path/filepath"
 	"sort"
 	"time"
@@ -269,10 +269,21 @@ func Parse(filename string, src []byte, opts Options) (task *Task, diags hcl.Dia
 	return parse(filename, src, opts)
 }
 
+// readSource reads a task file, at most one byte past MaxSourceBytes:
+// enough for Parse to report it as too large.
+func readSource(path string) ([]byte, error) {
+	f, err := OpenRegular(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, MaxSourceBytes+1))
+}
+
 // ParseFile reads the task file at path and parses it with Parse. Task.Dir is
 // filepath.Dir(path) unless opts.BaseDir is set.
 func ParseFile(path string, opts Options) (*Task, hcl.Diagnostics) {
-	src, err := os.ReadFile(path)
+	src, err := readSource(path)
 	if err != nil {
 		return nil, hcl.Diagnostics{{
 			Severity: hcl.DiagError,

@@ -1,13 +1,9 @@
 package taskfile
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
-	"os"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
@@ -325,7 +321,7 @@ func (t *Task) checkPlugins() hcl.Diagnostics {
 		sum, ok := sums[s.PluginPath]
 		if !ok {
 			var err error
-			sum, err = hashFile(s.PluginPath)
+			sum, err = HashFile(s.PluginPath)
 			if err != nil {
 				diags = append(diags, pluginFileError(s, err))
 				sums[s.PluginPath] = ""
@@ -344,28 +340,6 @@ func (t *Task) checkPlugins() hcl.Diagnostics {
 		})
 	}
 	return diags
-}
-
-var errNotRegular = errors.New("not a regular file")
-
-func hashFile(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
-		return "", err
-	}
-	if !info.Mode().IsRegular() {
-		return "", errNotRegular
-	}
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 func pluginFileError(s *Step, err error) *hcl.Diagnostic {
