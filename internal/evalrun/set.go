@@ -35,6 +35,7 @@ import (
 
 	"github.com/lhengine/lhengine/engine"
 	"github.com/lhengine/lhengine/internal/crashpoint"
+	"github.com/lhengine/lhengine/internal/hcldiag"
 )
 
 // Set is a parsed eval set file.
@@ -750,42 +751,5 @@ func numberTooLong(b []byte) bool {
 // "file:line:col: severity: summary", then a source excerpt and the detail.
 // files maps a filename to its source.
 func WriteDiagnostics(w io.Writer, files map[string][]byte, diags hcl.Diagnostics) error {
-	hclFiles := map[string]*hcl.File{}
-	for name, src := range files {
-		if !utf8.Valid(src) || checkSource(name, src).HasErrors() {
-			hclFiles[name] = &hcl.File{Bytes: src}
-			continue
-		}
-		f, _ := hclsyntax.ParseConfig(src, name, hcl.InitialPos)
-		if f == nil {
-			f = &hcl.File{}
-		}
-		f.Bytes = src
-		hclFiles[name] = f
-	}
-	var buf bytes.Buffer
-	dw := hcl.NewDiagnosticTextWriter(&buf, hclFiles, 0, false)
-	for _, d := range diags {
-		buf.Reset()
-		if err := dw.WriteDiagnostic(d); err != nil {
-			return err
-		}
-		out := buf.Bytes()
-		if d.Subject != nil {
-			sev := "error"
-			if d.Severity == hcl.DiagWarning {
-				sev = "warning"
-			}
-			if i := bytes.IndexByte(out, '\n'); i >= 0 {
-				out = out[i+1:]
-			}
-			if _, err := fmt.Fprintf(w, "%s:%d:%d: %s: %s\n", d.Subject.Filename, d.Subject.Start.Line, d.Subject.Start.Column, sev, d.Summary); err != nil {
-				return err
-			}
-		}
-		if _, err := w.Write(out); err != nil {
-			return err
-		}
-	}
-	return nil
+	return hcldiag.Write(w, files, diags, 0, false, func(name string, src []byte) bool { return !checkSource(name, src).HasErrors() })
 }

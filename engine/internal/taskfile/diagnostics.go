@@ -1,13 +1,11 @@
 package taskfile
 
 import (
-	"bytes"
-	"fmt"
 	"io"
-	"unicode/utf8"
 
 	"github.com/hashicorp/hcl/v2"
-	"github.com/hashicorp/hcl/v2/hclsyntax"
+
+	"github.com/lhengine/lhengine/internal/hcldiag"
 )
 
 // WriteDiagnostics renders diags as text: for each, a first line
@@ -18,51 +16,5 @@ import (
 // is written without an excerpt. The filename is
 // kept as it is in the diagnostic. color adds terminal colors.
 func WriteDiagnostics(w io.Writer, files map[string][]byte, diags hcl.Diagnostics, width uint, color bool) error {
-	hclFiles := make(map[string]*hcl.File, len(files))
-	for name, src := range files {
-		if !utf8.Valid(src) {
-			// HCL's excerpt of a long line that is not UTF-8 allocates
-			// for minutes; such a file is named without an excerpt.
-			continue
-		}
-		// Parsing gives the writer the file's structure, so that it can say
-		// which block an excerpt is in. A file that does not parse still
-		// gives an excerpt.
-		var f *hcl.File
-		if checkSource(name, src) == nil { // else the parser could overflow the stack
-			f, _ = hclsyntax.ParseConfig(src, name, hcl.InitialPos)
-		}
-		if f == nil {
-			f = &hcl.File{}
-		}
-		f.Bytes = src
-		hclFiles[name] = f
-	}
-	var buf bytes.Buffer
-	dw := hcl.NewDiagnosticTextWriter(&buf, hclFiles, width, color)
-	for _, d := range diags {
-		buf.Reset()
-		if err := dw.WriteDiagnostic(d); err != nil {
-			return err
-		}
-		out := buf.Bytes()
-		if d.Subject != nil {
-			// Replace HCL's "Error: summary" line with one that starts with
-			// the position, keeping the excerpt and detail that follow.
-			sev := "error"
-			if d.Severity == hcl.DiagWarning {
-				sev = "warning"
-			}
-			if i := bytes.IndexByte(out, '\n'); i >= 0 {
-				out = out[i+1:]
-			}
-			if _, err := fmt.Fprintf(w, "%s:%d:%d: %s: %s\n", d.Subject.Filename, d.Subject.Start.Line, d.Subject.Start.Column, sev, d.Summary); err != nil {
-				return err
-			}
-		}
-		if _, err := w.Write(out); err != nil {
-			return err
-		}
-	}
-	return nil
+	return hcldiag.Write(w, files, diags, width, color, func(name string, src []byte) bool { return checkSource(name, src) == nil })
 }
