@@ -18,7 +18,6 @@ import (
 	"github.com/lhengine/lhengine/engine"
 	"github.com/lhengine/lhengine/internal/evalrun"
 	"github.com/lhengine/lhengine/internal/testmodel"
-	"github.com/lhengine/lhengine/internal/testwasm"
 	"github.com/lhengine/lhengine/store"
 )
 
@@ -89,46 +88,26 @@ func capitalsModel(c testmodel.Conversation) testmodel.Reply {
 // file's path.
 func agentEvalTree(t *testing.T) string {
 	t.Helper()
-	root := testwasm.ModuleRoot(t)
-	dir := t.TempDir()
-	cp := func(dst string, src []byte) {
-		t.Helper()
-		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(dir, dst)), 0o755))
-		require.NoError(t, os.WriteFile(filepath.Join(dir, dst), src, 0o644))
-	}
-	file := func(rel string) []byte {
-		t.Helper()
-		b, err := os.ReadFile(filepath.Join(root, rel))
-		require.NoError(t, err)
-		return b
-	}
-	build := func(dst, pkg string) {
-		t.Helper()
-		b, err := os.ReadFile(testwasm.BuildGo(t, filepath.Join(root, pkg)))
-		require.NoError(t, err)
-		cp(dst, b)
-	}
-	for _, f := range []string{"plugins/examples/agent/task.hcl", "plugins/examples/agent/prompts/system.md",
-		"policies/single-tool-at-a-time.hcl", "policies/context-reset-every-n.hcl", "testdata/evals/agent.hcl"} {
-		cp(f, file(f))
-	}
-	build("plugins/examples/agent/agent.wasm", "plugins/examples/agent")
-	build("testdata/evals/verifiers/agent.wasm", "testdata/evals/verifiers/agent")
+	r := newRepoTree(t)
+	r.copy("plugins/examples/agent/task.hcl", "plugins/examples/agent/prompts/system.md",
+		"policies/single-tool-at-a-time.hcl", "policies/context-reset-every-n.hcl", "testdata/evals/agent.hcl")
+	r.build("plugins/examples/agent/agent.wasm", "plugins/examples/agent")
+	r.build("testdata/evals/verifiers/agent.wasm", "testdata/evals/verifiers/agent")
 	const recorded = "testdata/evals/agent/recorded"
 	if *updateEvals {
 		// The set names its recordings, which are being made: a
 		// placeholder lets it be read for its cases and states.
-		cp(recorded+"/placeholder.json", []byte("{}"))
-		recordAgentEval(t, filepath.Join(dir, "testdata/evals/agent.hcl"), filepath.Join(root, recorded))
-		require.NoError(t, os.RemoveAll(filepath.Join(dir, recorded)))
+		r.write(recorded+"/placeholder.json", []byte("{}"))
+		recordAgentEval(t, r.path("testdata/evals/agent.hcl"), filepath.Join(r.root, recorded))
+		require.NoError(t, os.RemoveAll(r.path(recorded)))
 	}
-	recs, err := filepath.Glob(filepath.Join(root, recorded, "*.json"))
+	recs, err := filepath.Glob(filepath.Join(r.root, recorded, "*.json"))
 	require.NoError(t, err)
 	require.NotEmpty(t, recs, "no recordings in %s: make them with -update-evals", recorded)
 	for _, f := range recs {
-		cp(filepath.Join(recorded, filepath.Base(f)), file(filepath.Join(recorded, filepath.Base(f))))
+		r.copy(filepath.Join(recorded, filepath.Base(f)))
 	}
-	return filepath.Join(dir, "testdata/evals/agent.hcl")
+	return r.path("testdata/evals/agent.hcl")
 }
 
 // recordAgentEval runs every case of the set at path in every policy

@@ -26,35 +26,55 @@ import (
 // plugins, the report example's verify and finalize, the policy library
 // and the set's verifier plugin. It returns the set file's path.
 func evalTree(t *testing.T) string {
-	t.Helper()
-	root := testwasm.ModuleRoot(t)
-	dir := t.TempDir()
-	cp := func(dst string, src []byte) {
-		t.Helper()
-		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(dir, dst)), 0o755))
-		require.NoError(t, os.WriteFile(filepath.Join(dir, dst), src, 0o644))
+	r := newRepoTree(t)
+	r.copy("plugins/examples/critic/task.hcl", "policies/critic-after-draft.hcl", "testdata/evals/critic.hcl")
+	r.build("plugins/examples/critic/draft.wasm", "plugins/examples/critic/draft")
+	r.build("plugins/examples/critic/critic.wasm", "plugins/examples/critic/critic")
+	r.build("plugins/examples/report/verify.wasm", "plugins/examples/report/verify")
+	r.build("plugins/examples/report/finalize.wasm", "plugins/examples/report/finalize")
+	r.build("testdata/evals/verifiers/report.wasm", "testdata/evals/verifiers/report")
+	return r.path("testdata/evals/critic.hcl")
+}
+
+// repoTree is a new directory laid out as the repository is, which a test
+// fills with copies of the repository's files and plugins built from
+// source.
+type repoTree struct {
+	t         *testing.T
+	root, dir string
+}
+
+func newRepoTree(t *testing.T) *repoTree {
+	return &repoTree{t: t, root: testwasm.ModuleRoot(t), dir: t.TempDir()}
+}
+
+// path is rel's path in the tree.
+func (r *repoTree) path(rel string) string { return filepath.Join(r.dir, rel) }
+
+// write writes b as the tree's file rel.
+func (r *repoTree) write(rel string, b []byte) {
+	r.t.Helper()
+	require.NoError(r.t, os.MkdirAll(filepath.Dir(r.path(rel)), 0o755))
+	require.NoError(r.t, os.WriteFile(r.path(rel), b, 0o644))
+}
+
+// copy copies the repository's files rels into the tree.
+func (r *repoTree) copy(rels ...string) {
+	r.t.Helper()
+	for _, rel := range rels {
+		b, err := os.ReadFile(filepath.Join(r.root, rel))
+		require.NoError(r.t, err)
+		r.write(rel, b)
 	}
-	file := func(rel string) []byte {
-		t.Helper()
-		b, err := os.ReadFile(filepath.Join(root, rel))
-		require.NoError(t, err)
-		return b
-	}
-	build := func(dst, pkg string) {
-		t.Helper()
-		b, err := os.ReadFile(testwasm.BuildGo(t, filepath.Join(root, pkg)))
-		require.NoError(t, err)
-		cp(dst, b)
-	}
-	cp("plugins/examples/critic/task.hcl", file("plugins/examples/critic/task.hcl"))
-	cp("policies/critic-after-draft.hcl", file("policies/critic-after-draft.hcl"))
-	cp("testdata/evals/critic.hcl", file("testdata/evals/critic.hcl"))
-	build("plugins/examples/critic/draft.wasm", "plugins/examples/critic/draft")
-	build("plugins/examples/critic/critic.wasm", "plugins/examples/critic/critic")
-	build("plugins/examples/report/verify.wasm", "plugins/examples/report/verify")
-	build("plugins/examples/report/finalize.wasm", "plugins/examples/report/finalize")
-	build("testdata/evals/verifiers/report.wasm", "testdata/evals/verifiers/report")
-	return filepath.Join(dir, "testdata/evals/critic.hcl")
+}
+
+// build compiles the Go plugin package pkg (a path in the repository) and
+// puts it in the tree as rel.
+func (r *repoTree) build(rel, pkg string) {
+	r.t.Helper()
+	b, err := os.ReadFile(testwasm.BuildGo(r.t, filepath.Join(r.root, pkg)))
+	require.NoError(r.t, err)
+	r.write(rel, b)
 }
 
 // TestEvalCriticSet runs the repository's eval set (testdata/evals/critic.hcl)
