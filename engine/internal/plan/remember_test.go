@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/lhengine/lhengine/engine/internal/taskfile"
 	"github.com/lhengine/lhengine/store"
 )
 
@@ -65,4 +66,12 @@ task "t" {
 	for k, v := range fromManifest.Vars {
 		require.True(t, v.RawEquals(remembered.Vars[k]), "variable %s: %#v vs %#v", k, v, remembered.Vars[k])
 	}
+}
+
+// TestEveryBoundsAgree: the task language accepts every = N up to the
+// bound the ledger accepts at submit, so a task that validates is never
+// refused by the store for it.
+func TestEveryBoundsAgree(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, store.MaxEvery, taskfile.MaxEvery)
 }

@@ -162,7 +162,8 @@ var insertAnchorSchema = &hcl.BodySchema{
 	Attributes: []hcl.AttributeSchema{{Name: "before"}, {Name: "after"}, {Name: "every"}},
 }
 
-// MaxEvery bounds an insert's every (store.MaxEvery).
+// MaxEvery bounds an insert's every: the ledger's bound, store.MaxEvery
+// (the plan package's tests hold the two equal).
 const MaxEvery = 1000
 
 var overrideSchema = &hcl.BodySchema{
