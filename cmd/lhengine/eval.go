@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 
 	"github.com/spf13/cobra"
 
@@ -142,19 +141,16 @@ cases are about, and the table reports it.`,
 // finished run. Log lines written through it (it is the engine logger's
 // output while the eval runs) never land inside the drawn line.
 type evalProgress struct {
-	w      io.Writer
-	tty    bool
+	statusLine
 	name   string
-	mu     sync.Mutex
 	states []string
 	total  map[string]int
 	done   map[string]int
 	failed int
-	drawn  string
 }
 
 func newEvalProgress(w io.Writer, set *evalrun.Set, states []evalrun.StateResult) *evalProgress {
-	p := &evalProgress{w: w, tty: newProgress(w).tty, name: set.Name, total: map[string]int{}, done: map[string]int{}}
+	p := &evalProgress{statusLine: newStatusLine(w), name: set.Name, total: map[string]int{}, done: map[string]int{}}
 	for _, st := range states {
 		p.states = append(p.states, st.Name)
 		for _, c := range set.Cases {
@@ -174,24 +170,7 @@ func (p *evalProgress) draw() {
 		parts = append(parts, fmt.Sprintf("%s %d/%d", s, p.done[s], p.total[s]))
 	}
 	parts = append(parts, fmt.Sprintf("failures %d", p.failed))
-	p.drawn = strings.Join(parts, " · ")
-	fmt.Fprintf(p.w, "\r\033[K%s", p.drawn)
-}
-
-func (p *evalProgress) Write(b []byte) (int, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if !p.tty || p.drawn == "" {
-		return p.w.Write(b)
-	}
-	if _, err := io.WriteString(p.w, "\r\033[K"); err != nil {
-		return 0, err
-	}
-	n, err := p.w.Write(b)
-	if err == nil {
-		_, err = io.WriteString(p.w, p.drawn)
-	}
-	return n, err
+	p.statusLine.draw(strings.Join(parts, " · "))
 }
 
 func (p *evalProgress) run(rr *evalrun.RunReport) {
@@ -226,8 +205,5 @@ func (p *evalProgress) run(rr *evalrun.RunReport) {
 func (p *evalProgress) finish() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.tty && p.drawn != "" {
-		fmt.Fprintln(p.w)
-		p.drawn = ""
-	}
+	p.end()
 }

@@ -312,7 +312,7 @@ func TestEvalProgressLine(t *testing.T) {
 	states, err := evalrun.States(set, []string{"p"})
 	require.NoError(t, err)
 	var buf bytes.Buffer
-	p := &evalProgress{w: &buf, tty: true, name: set.Name, total: map[string]int{}, done: map[string]int{}}
+	p := &evalProgress{statusLine: statusLine{w: &buf, tty: true}, name: set.Name, total: map[string]int{}, done: map[string]int{}}
 	for _, st := range states {
 		p.states = append(p.states, st.Name)
 		p.total[st.Name] = 3

@@ -16,7 +16,7 @@ import (
 func TestLogLinesNeverLandInTheProgressLine(t *testing.T) {
 	t.Parallel()
 	var buf bytes.Buffer
-	p := &progress{w: &buf, tty: true, step: -1}
+	p := &progress{statusLine: statusLine{w: &buf, tty: true}, step: -1}
 	task := &store.Task{Status: store.Running, Steps: []store.StepState{{Name: "a", Planned: true, Units: 4, Done: 1}}}
 	p.update(task)
 	_, err := p.Write([]byte("2026-12-01T19:47:05Z [WARN] lhengine: something\n"))
@@ -37,7 +37,7 @@ func TestLogLinesNeverLandInTheProgressLine(t *testing.T) {
 
 	// Before anything is drawn, and off a terminal, log output passes as is.
 	buf.Reset()
-	q := &progress{w: &buf, step: -1}
+	q := &progress{statusLine: statusLine{w: &buf}, step: -1}
 	_, err = q.Write([]byte("plain\n"))
 	require.NoError(t, err)
 	require.Equal(t, "plain\n", buf.String())

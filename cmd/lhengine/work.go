@@ -370,19 +370,34 @@ func (a *app) workTask(ctx context.Context, s *session, id string, conc int, mf 
 // line; elsewhere it prints a line when the step changes and at most once a
 // second otherwise.
 type progress struct {
+	statusLine
+	last time.Time
+	step int
+	line string
+}
+
+// statusLine is a line of progress kept at the bottom of a terminal, with
+// the log written above it: on a terminal Write clears the line, writes,
+// and draws it again, so a log line never lands in the middle of it.
+// Elsewhere (tty false) nothing is redrawn.
+type statusLine struct {
 	w     io.Writer
 	tty   bool
 	mu    sync.Mutex
-	last  time.Time
-	step  int
-	line  string
 	drawn string // on a terminal: the line on screen, not ended by a newline
 }
 
-// Write writes log output (p is the engine logger's output while a task
-// runs): on a terminal it clears the progress line first and draws it again
-// after, so a log line never lands in the middle of it.
-func (p *progress) Write(b []byte) (int, error) {
+func newStatusLine(w io.Writer) statusLine {
+	tty := false
+	if f, ok := w.(*os.File); ok {
+		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+			tty = true
+		}
+	}
+	return statusLine{w: w, tty: tty}
+}
+
+func (p *statusLine) Write(b []byte) (int, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if !p.tty || p.drawn == "" {
@@ -402,14 +417,24 @@ func (p *progress) Write(b []byte) (int, error) {
 	return n, err
 }
 
-func newProgress(w io.Writer) *progress {
-	tty := false
-	if f, ok := w.(*os.File); ok {
-		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
-			tty = true
-		}
+// draw puts line on the terminal in place of the one drawn; the caller
+// holds mu.
+func (p *statusLine) draw(line string) {
+	fmt.Fprintf(p.w, "\r\033[K%s", line)
+	p.drawn = line
+}
+
+// end leaves the drawn line on screen and goes to the next; the caller
+// holds mu.
+func (p *statusLine) end() {
+	if p.tty && p.drawn != "" {
+		fmt.Fprintln(p.w)
+		p.drawn = ""
 	}
-	return &progress{w: w, tty: tty, step: -1}
+}
+
+func newProgress(w io.Writer) *progress {
+	return &progress{statusLine: newStatusLine(w), step: -1}
 }
 
 func (p *progress) update(t *store.Task) {
@@ -424,8 +449,7 @@ func (p *progress) update(t *store.Task) {
 	now := time.Now()
 	switch {
 	case p.tty:
-		fmt.Fprintf(p.w, "\r\033[K%s", line)
-		p.drawn = line
+		p.draw(line)
 	case t.Cursor != p.step || t.Status.Terminal() || now.Sub(p.last) >= time.Second:
 		fmt.Fprintln(p.w, line)
 		p.last = now
