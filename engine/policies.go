@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
-	"slices"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
@@ -124,30 +123,14 @@ func FindPolicy(list []PolicyInfo, ref string) (PolicyInfo, error) {
 	if err != nil {
 		return PolicyInfo{}, err
 	}
-	found := -1
-	var versions []int
-	for i, p := range list {
-		if p.Name != r.Name {
-			continue
-		}
-		versions = append(versions, p.Version)
-		switch {
-		case r.Version != 0:
-			if p.Version == r.Version && found < 0 {
-				found = i
-			}
-		case found < 0 || p.Version > list[found].Version:
-			found = i
-		}
-	}
+	found, versions := r.Select(len(list), func(i int) (string, int) { return list[i].Name, list[i].Version })
 	if found >= 0 {
 		return list[found], nil
 	}
 	if len(versions) == 0 {
 		return PolicyInfo{}, fmt.Errorf("no policy %q on the search path", r.Name)
 	}
-	slices.Sort(versions)
-	return PolicyInfo{}, fmt.Errorf("policy %q has versions %v, not %d", r.Name, slices.Compact(versions), r.Version)
+	return PolicyInfo{}, fmt.Errorf("policy %q has versions %v, not %d", r.Name, versions, r.Version)
 }
 
 // IsPolicyRef reports whether s is NAME or NAME@VERSION.

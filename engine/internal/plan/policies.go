@@ -148,24 +148,9 @@ func ResolvePolicies(t *taskfile.Task, o PolicyOptions) ([]*taskfile.Policy, map
 	}
 	var out []*taskfile.Policy
 	for _, r := range refs {
-		var found *taskfile.Policy
-		var versions []int
-		for _, p := range lib {
-			if p.Name != r.Name {
-				continue
-			}
-			versions = append(versions, p.Version)
-			switch {
-			case r.Version != 0:
-				if p.Version == r.Version && found == nil {
-					found = p
-				}
-			case found == nil || p.Version > found.Version:
-				found = p
-			}
-		}
-		if found != nil {
-			out = append(out, found)
+		i, versions := r.Select(len(lib), func(i int) (string, int) { return lib[i].Name, lib[i].Version })
+		if i >= 0 {
+			out = append(out, lib[i])
 			continue
 		}
 		d := &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Unknown policy"}
@@ -175,9 +160,8 @@ func ResolvePolicies(t *taskfile.Task, o PolicyOptions) ([]*taskfile.Policy, map
 		if len(versions) == 0 {
 			d.Detail = fmt.Sprintf("No policy %q was found in %v (specs/policies.md, the search path).", r.Name, o.SearchPath(t.Dir))
 		} else {
-			slices.Sort(versions)
 			d.Summary = "Unknown policy version"
-			d.Detail = fmt.Sprintf("Policy %q has versions %v, not %d.", r.Name, slices.Compact(versions), r.Version)
+			d.Detail = fmt.Sprintf("Policy %q has versions %v, not %d.", r.Name, versions, r.Version)
 		}
 		diags = append(diags, d)
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -107,6 +108,33 @@ type PolicyRef struct {
 	Name    string
 	Version int       // 0: the highest version found
 	Range   hcl.Range // the list element; zero when not from a file
+}
+
+// Select picks what a run selecting r applies among n policy versions in
+// search order, version(i) giving the i-th's name and version: NAME@VERSION
+// the first of that name and version, NAME the highest version, the first
+// among equal ones. It returns the index picked (-1 for none) and every
+// version of the name found, sorted, for the error that says so.
+func (r PolicyRef) Select(n int, version func(i int) (string, int)) (found int, versions []int) {
+	found = -1
+	best := 0
+	for i := range n {
+		name, v := version(i)
+		if name != r.Name {
+			continue
+		}
+		versions = append(versions, v)
+		switch {
+		case r.Version != 0:
+			if v == r.Version && found < 0 {
+				found = i
+			}
+		case found < 0 || v > best:
+			found, best = i, v
+		}
+	}
+	slices.Sort(versions)
+	return found, slices.Compact(versions)
 }
 
 func (r PolicyRef) String() string {
