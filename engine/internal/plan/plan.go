@@ -521,12 +521,14 @@ func (c *Cache) Input(r *store.Reader, task *store.Task, l store.Lease) (json.Ra
 	step := sp.Task.Steps[l.Step]
 	refs := step.InputReferences()
 	var window *store.WindowItem
+	readsAnchor := false
 	if step.Every > 0 {
 		// A window unit reads its anchor's outputs of the window only.
 		window = new(store.WindowItem)
 		if err := json.Unmarshal(l.Unit.Value, window); err != nil {
 			return nil, fault.Wrap(fault.Internal, err, "window item: "+err.Error())
 		}
+		readsAnchor = slices.Contains(refs, step.Anchor)
 		refs = slices.DeleteFunc(refs, func(name string) bool { return name == step.Anchor })
 	}
 	sc, err := c.scope(r, sp, task, step, refs)
@@ -540,7 +542,7 @@ func (c *Cache) Input(r *store.Reader, task *store.Task, l store.Lease) (json.Ra
 		}
 		return nil, fault.Wrap(fault.Input, err, err.Error())
 	}
-	if window != nil && slices.Contains(step.InputReferences(), step.Anchor) {
+	if readsAnchor {
 		raw, err := r.WindowOutputs(task, task.StepIndex(step.Anchor), window.Items, c.maxInputLen)
 		if errors.Is(err, store.ErrTooLarge) {
 			return nil, fault.Wrap(fault.TooLarge, err, err.Error())
