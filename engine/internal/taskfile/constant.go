@@ -5,14 +5,14 @@ import (
 	"fmt"
 	"math"
 	"math/big"
-	"regexp"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
+
+	"github.com/lhengine/lhengine/internal/bytesize"
 )
 
 // constCtx evaluates attributes that are fixed when the task file is parsed:
@@ -158,7 +158,7 @@ func constMemory(attr *hcl.Attribute) (uint64, hcl.Diagnostics) {
 }
 
 // constSize evaluates a size in bytes: a whole number, or a string such as
-// "64MiB" (parseSize). A size outside [min, max] is reported with
+// "64MiB" (bytesize.Parse). A size outside [min, max] is reported with
 // outOfRange's text. summary is the diagnostics' summary and noun names the
 // kind of size in them.
 func constSize(attr *hcl.Attribute, summary, noun string, min, max uint64, outOfRange func(uint64) string) (uint64, hcl.Diagnostics) {
@@ -188,7 +188,7 @@ func constSize(attr *hcl.Attribute, summary, noun string, min, max uint64, outOf
 		n = u
 	case v.Type() == cty.String:
 		var err error
-		n, err = parseSize(attr.Name, v.AsString())
+		n, err = bytesize.Parse(attr.Name, v.AsString())
 		if err != nil {
 			return bad(err.Error() + ".")
 		}
@@ -201,44 +201,9 @@ func constSize(attr *hcl.Attribute, summary, noun string, min, max uint64, outOf
 	return n, diags
 }
 
-var memoryPattern = regexp.MustCompile(`^([0-9]+)\s*([A-Za-z]*)$`)
-
-var memoryUnits = map[string]uint64{
-	"":    1,
-	"B":   1,
-	"KB":  1000,
-	"MB":  1000 * 1000,
-	"GB":  1000 * 1000 * 1000,
-	"KiB": 1 << 10,
-	"MiB": 1 << 20,
-	"GiB": 1 << 30,
-}
-
 // parseMemory parses a memory size: a whole number optionally followed by one
 // of the units B, KB, MB, GB (powers of 1000) or KiB, MiB, GiB (powers of 1024).
-func parseMemory(s string) (uint64, error) { return parseSize("memory", s) }
-
-// parseSize parses a size as parseMemory does; name is the attribute the
-// error message speaks of.
-func parseSize(name, s string) (uint64, error) {
-	m := memoryPattern.FindStringSubmatch(strings.TrimSpace(s))
-	if m == nil {
-		return 0, fmt.Errorf("%s must be a whole number followed by a unit, such as \"64MiB\" or \"512KiB\"; %q is not one", name, s)
-	}
-	unit, ok := memoryUnits[m[2]]
-	if !ok {
-		noun := "size"
-		if name == "memory" {
-			noun = "memory"
-		}
-		return 0, fmt.Errorf("%q is not a %s unit; use B, KB, MB, GB (powers of 1000) or KiB, MiB, GiB (powers of 1024)", m[2], noun)
-	}
-	n, err := strconv.ParseUint(m[1], 10, 64)
-	if err != nil || n > math.MaxUint64/unit {
-		return 0, fmt.Errorf("%q is too large", s)
-	}
-	return n * unit, nil
-}
+func parseMemory(s string) (uint64, error) { return bytesize.Parse("memory", s) }
 
 // errorText formats a cty conversion error, naming the path inside the value
 // where it has one.
