@@ -325,6 +325,12 @@ func endsOperand(t hclsyntax.TokenType) bool {
 	return false
 }
 
+// The problems jsonProblem and FromJSON report, each completing "it ...".
+var (
+	jsonDepthProblem  = fmt.Sprintf("nests more than %d levels deep; the limit is %d", MaxJSONDepth, MaxJSONDepth)
+	numberTextProblem = fmt.Sprintf("holds a number more than %d characters long or with an exponent beyond %d", MaxNumberLength, MaxNumberExponent)
+)
+
 // jsonProblem says why the JSON text b is refused before it is decoded:
 // arrays and objects nested more deeply than MaxJSONDepth, or a number
 // literal that numberTextTooLarge refuses. It looks only at brackets and
@@ -352,7 +358,7 @@ func jsonProblem(b []byte) (problem string, mayBeHuge bool) {
 		case c == '[' || c == '{':
 			depth++
 			if depth > MaxJSONDepth {
-				return fmt.Sprintf("nests more than %d levels deep; the limit is %d", MaxJSONDepth, MaxJSONDepth), mayBeHuge
+				return jsonDepthProblem, mayBeHuge
 			}
 		case c == ']' || c == '}':
 			depth--
@@ -362,7 +368,7 @@ func jsonProblem(b []byte) (problem string, mayBeHuge bool) {
 				j++
 			}
 			if numberTextTooLarge(b[i:j]) {
-				return fmt.Sprintf("holds a number more than %d characters long or with an exponent beyond %d", MaxNumberLength, MaxNumberExponent), true
+				return numberTextProblem, true
 			}
 			mayBeHuge = mayBeHuge || numberTextMayBeHuge(b[i:j])
 			i = j - 1

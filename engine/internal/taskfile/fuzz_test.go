@@ -149,36 +149,6 @@ func deepSeeds() [][]byte {
 	return seeds
 }
 
-// FuzzFromJSON checks that decoding any JSON neither panics nor overflows
-// the stack, and that what decodes encodes again to JSON that decodes to the
-// same value.
-func FuzzFromJSON(f *testing.F) {
-	for _, seed := range []string{
-		`null`, `{"a":[1,2.5,"x",true,null]}`, `[[[[]]]]`, `"\u2028"`, `1e400`, `[-1e100000000]`,
-		strings.Repeat("[", 5000) + strings.Repeat("]", 5000),
-		strings.Repeat(`{"a":`, 2000) + "1" + strings.Repeat("}", 2000),
-	} {
-		f.Add([]byte(seed))
-	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		v, err := FromJSON(b)
-		if err != nil {
-			return
-		}
-		out, err := ToJSON(v)
-		if err != nil {
-			t.Fatalf("decoded %q but cannot encode it: %v", b, err)
-		}
-		again, err := FromJSON(out)
-		if err != nil {
-			t.Fatalf("encoded %q as %q, which does not decode: %v", b, out, err)
-		}
-		if !again.RawEquals(v) {
-			t.Fatalf("%q decodes to %#v, encoded as %q decodes to %#v", b, v, out, again)
-		}
-	})
-}
-
 // FuzzVarValue checks that no --var value makes parsing it panic or
 // overflow the stack.
 func FuzzVarValue(f *testing.F) {
