@@ -86,7 +86,7 @@ type Options struct {
 	MinFreeBytes int64
 
 	markEvery time.Duration                 // high-water mark interval; 0 = one second
-	memTable  int64                         // memtable size; 0 = 16 MiB (tests use less)
+	memTable  int64                         // memtable size; 0 = 8 MiB (tests use less)
 	vlogFile  int64                         // value log file size; 0 = 16 MiB (tests use less)
 	syncFn    func(sync func() error) error // wraps the disk sync (tests inject failures, record images)
 	freeFn    func(string) (int64, error)
@@ -241,7 +241,11 @@ func Open(dir string, o Options) (*Store, error) {
 		o.markEvery = time.Second
 	}
 	if o.memTable <= 0 {
-		o.memTable = 16 << 20
+		// Badger builds the table of a full memtable in the Go heap, in
+		// buffers of two to four times its size that it keeps pooled:
+		// 8 MiB memtables halved that memory against 16 MiB without
+		// costing throughput (docs/BENCHMARKS.md, "Memory").
+		o.memTable = 8 << 20
 	}
 	if o.vlogFile <= 0 {
 		o.vlogFile = 16 << 20
@@ -318,10 +322,10 @@ func Open(dir string, o Options) (*Store, error) {
 		WithNumCompactors(2).
 		WithValueLogFileSize(o.vlogFile).
 		// Badger caches decompressed table blocks in the Go heap, 256 MiB
-		// by default, which the garbage collector's headroom doubles in
+		// by default, which the garbage collector's headroom adds to
 		// resident memory; a fan-out's reads are of recent keys, mostly
-		// still in memtables (docs/BENCHMARKS.md, "Large fan-outs").
-		WithBlockCacheSize(32 << 20).
+		// still in memtables (docs/BENCHMARKS.md, "Memory").
+		WithBlockCacheSize(8 << 20).
 		// Every block is checked when read from disk, values in the value
 		// log too. Whole tables are checked before Badger opens them
 		// (checkFiles), where a damaged one cannot make Badger skip it.

@@ -46,6 +46,8 @@ type app struct {
 	damaged   bool   // --allow-damaged
 	server    string // --server: an owner's API over TCP instead of the home
 	tokenFile string // --token-file
+	memLimit  string // --memory-limit
+	stopGov   func() // ends the memory governor PersistentPreRunE started
 	stdout    io.Writer
 	stderr    io.Writer
 	logs      logOutput // where the engine's log lines go
@@ -88,6 +90,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	err := root.ExecuteContext(ctx)
+	if a.stopGov != nil {
+		a.stopGov()
+	}
 	if err == nil {
 		return exitOK
 	}
@@ -151,7 +156,17 @@ Exit codes: 0 success; 1 error, invalid task file, or a task that did not succee
 			if a.output != "" && a.output != "json" && a.output != "text" {
 				return fmt.Errorf("-o must be text or json, not %q", a.output)
 			}
-			return checkFlags(cmd)
+			floor, err := parseMemoryLimit(a.memLimit)
+			if err != nil {
+				return &exitError{code: exitUsage, err: err}
+			}
+			if err := checkFlags(cmd); err != nil {
+				return err
+			}
+			if governMemory {
+				a.stopGov = startMemoryGovernor(floor)
+			}
+			return nil
 		},
 	}
 	home := os.Getenv("LHENGINE_HOME")
@@ -163,6 +178,7 @@ Exit codes: 0 success; 1 error, invalid task file, or a task that did not succee
 	root.PersistentFlags().StringVar(&a.logLevel, "log-level", "warn", "engine log level on stderr: trace, debug, info, warn, error, off")
 	root.PersistentFlags().StringVar(&a.server, "server", os.Getenv("LHENGINE_SERVER"), "talk to the API of \"lhengine serve --listen\" at this URL instead of a home (env LHENGINE_SERVER)")
 	root.PersistentFlags().StringVar(&a.tokenFile, "token-file", "", "file holding the bearer token for --server (default: env "+api.TokenEnv+")")
+	root.PersistentFlags().StringVar(&a.memLimit, "memory-limit", memoryLimitDefault(), "soft limit of the process's heap, or off: the collector reclaims freed memory before the heap passes it, and the limit rises to 1.25 times what is live when that is more (env LHENGINE_MEMORY_LIMIT; GOMEMLIMIT, if set, overrides it)")
 	root.PersistentFlags().BoolVar(&a.damaged, "allow-damaged", false, "open a store that failed an integrity check (see: lhengine store verify)")
 	root.AddCommand(
 		a.validateCmd(), a.runCmd(), a.submitCmd(), a.workerCmd(), a.resumeCmd(),

@@ -19,7 +19,7 @@ import (
 )
 
 // buildBinary builds the real lhengine command once per test binary.
-func buildBinary(t *testing.T) string {
+func buildBinary(t testing.TB) string {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "lhengine")
 	cmd := exec.Command("go", "build", "-o", out, ".")

@@ -33,6 +33,8 @@ func TestNumericFlagsValidated(t *testing.T) {
 		{[]string{"resume", "01J", "--concurrency", "-1"}, "--concurrency -1: want at least 1"},
 		{[]string{"effect", "confirm", "01J", "send", "k", "--item", "-1"}, "--item -1: must not be negative"},
 		{[]string{"gc", "--older-than", "-1h"}, "--older-than -1h0m0s: must not be negative"},
+		{[]string{"--memory-limit", "16MiB", "worker"}, "--memory-limit 16MiB: want at least 32MiB, or off"},
+		{[]string{"--memory-limit", "lots", "worker"}, "--memory-limit must be a whole number"},
 	} {
 		var out, errb bytes.Buffer
 		code := run(context.Background(), append([]string{"--home", home}, tc.args...), &out, &errb)
