@@ -8,7 +8,7 @@ import (
 	"runtime/debug"
 	"runtime/metrics"
 	"strings"
-	"sync/atomic"
+	"sync"
 
 	"github.com/lhengine/lhengine/internal/bytesize"
 )
@@ -50,18 +50,21 @@ func parseMemoryLimit(s string) (int64, error) {
 }
 
 // memoryGovernor keeps Go's soft memory limit at the larger of its floor
-// and 1.25 times the heap that was live at the end of the last collection. Below the floor the collector works as Go's defaults have it;
-// near the floor the limit makes it collect before the heap doubles; a
-// process whose live heap outgrows the floor (a large task's values, many
-// plugin instances) gets a limit that grows with it, so the collector never
-// runs without end against a limit it cannot meet.
+// and 1.25 times the heap that was live at the end of the last collection.
+// Below the floor the collector works as Go's defaults have it; near the
+// floor the limit makes it collect before the heap doubles; a process whose
+// live heap outgrows the floor (a large task's values, many plugin
+// instances) gets a limit that grows with it, so the collector never runs
+// without end against a limit it cannot meet.
 type memoryGovernor struct {
-	floor   int64
-	stopped atomic.Bool
-	sample  []metrics.Sample
-	limit   atomic.Int64 // the limit set last
+	floor int64
 	// adjusted, if set, hears every adjustment (tests).
 	adjusted func(live, limit int64)
+
+	mu      sync.Mutex // orders adjustments and stop
+	stopped bool
+	sample  []metrics.Sample
+	limit   int64 // the limit set last
 }
 
 // governMemory is set by main: only a process of its own sets the runtime's
@@ -91,7 +94,9 @@ func (g *memoryGovernor) start() {
 
 // stop ends the adjustments and lifts the limit.
 func (g *memoryGovernor) stop() {
-	g.stopped.Store(true)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.stopped = true
 	debug.SetMemoryLimit(math.MaxInt64)
 }
 
@@ -102,25 +107,31 @@ func (g *memoryGovernor) stop() {
 func (g *memoryGovernor) arm() {
 	sentinel := new([16]byte) // not a tiny allocation: its cleanup runs
 	runtime.AddCleanup(sentinel, func(g *memoryGovernor) {
-		if g.stopped.Load() {
-			return
+		if g.adjust() {
+			g.arm()
 		}
-		g.adjust()
-		g.arm()
 	}, g)
 }
 
-func (g *memoryGovernor) adjust() {
+// adjust sets the limit from the live heap; it reports false once stopped.
+func (g *memoryGovernor) adjust() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.stopped {
+		return false
+	}
 	metrics.Read(g.sample)
 	var live int64
 	if s := g.sample[0]; s.Value.Kind() == metrics.KindUint64 {
 		live = int64(min(s.Value.Uint64(), math.MaxInt64/2))
 	}
 	limit := max(g.floor, live+live/4)
-	if g.limit.Swap(limit) != limit {
+	if limit != g.limit {
+		g.limit = limit
 		debug.SetMemoryLimit(limit)
 	}
 	if g.adjusted != nil {
 		g.adjusted(live, limit)
 	}
+	return true
 }
