@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -58,6 +59,29 @@ func (r *Reader) StepOutputOf(task *Task, step int) (json.RawMessage, error) {
 	return r.StepOutputLimited(task, step, -1)
 }
 
+// unitAttempt names one attempt of a unit of a step.
+type unitAttempt struct{ item, attempt int }
+
+// less orders attempts as their keys sort: by item, then attempt.
+func (a unitAttempt) less(b unitAttempt) bool {
+	return a.item < b.item || a.item == b.item && a.attempt < b.attempt
+}
+
+// parseAttemptSuffix reads the "%08x/%08x" that ends an attempt key after
+// its step's prefix (attemptKey).
+func parseAttemptSuffix(b []byte) (unitAttempt, bool) {
+	i := bytes.IndexByte(b, '/')
+	if i < 0 {
+		return unitAttempt{}, false
+	}
+	item, err1 := strconv.ParseUint(string(b[:i]), 16, 31)
+	attempt, err2 := strconv.ParseUint(string(b[i+1:]), 16, 31)
+	if err1 != nil || err2 != nil {
+		return unitAttempt{}, false
+	}
+	return unitAttempt{int(item), int(attempt)}, true
+}
+
 // ErrTooLarge: a read would assemble more bytes than its caller allows.
 var ErrTooLarge = errors.New("too large")
 
@@ -75,8 +99,10 @@ func (r *Reader) StepOutputLimited(task *Task, step int, max int64) (json.RawMes
 	// The committed attempt of each unit of the current pass, in item
 	// order: the order of the attempts' keys, which one scan reads (a
 	// lookup per unit cost more). Of units and attempts only the fields
-	// used are decoded.
-	var want [][]byte
+	// used are decoded, and an attempt is matched by the item and attempt
+	// numbers its key ends with (a key formatted per unit cost 100 bytes
+	// of heap each, held for the whole read).
+	var want []unitAttempt
 	err := r.t.scan(unitStepPrefix(task.ID, step), func(key, val []byte) (bool, error) {
 		var u struct {
 			Item      int       `json:"item"`
@@ -88,23 +114,31 @@ func (r *Reader) StepOutputLimited(task *Task, step int, max int64) (json.RawMes
 			return false, fmt.Errorf("unit record %s: %w", key, err)
 		}
 		if u.Pass == st.Pass && u.State == UnitDone {
-			want = append(want, attemptKey(task.ID, step, u.Item, u.Committed))
+			want = append(want, unitAttempt{u.Item, u.Committed})
 		}
 		return true, nil
 	})
 	if err != nil {
 		return nil, err
 	}
+	missing := func(n int) error {
+		return fmt.Errorf("attempt record %s: %w", attemptKey(task.ID, step, want[n].item, want[n].attempt), ErrNotFound)
+	}
 	var buf bytes.Buffer
 	if st.FanOut {
 		buf.WriteByte('[')
 	}
 	n := 0
+	prefix := len(attemptPrefix(task.ID, step))
 	err = r.t.scan(attemptPrefix(task.ID, step), func(key, val []byte) (bool, error) {
-		if n < len(want) && bytes.Compare(want[n], key) < 0 {
-			return false, fmt.Errorf("attempt record %s: %w", want[n], ErrNotFound)
+		at, ok := parseAttemptSuffix(key[prefix:])
+		if !ok {
+			return false, fmt.Errorf("attempt record %s: a key the store does not write", key)
 		}
-		if n == len(want) || !bytes.Equal(want[n], key) {
+		if n < len(want) && want[n].less(at) {
+			return false, missing(n)
+		}
+		if n == len(want) || want[n] != at {
 			return n < len(want), nil // an attempt that was not committed
 		}
 		var a struct {
@@ -130,7 +164,7 @@ func (r *Reader) StepOutputLimited(task *Task, step int, max int64) (json.RawMes
 		buf.WriteByte(']')
 	}
 	if n < len(want) {
-		return nil, fmt.Errorf("attempt record %s: %w", want[n], ErrNotFound)
+		return nil, missing(n)
 	}
 	if n != st.Units {
 		return nil, fmt.Errorf("step %q of task %s: %d of %d unit outputs found", st.Name, task.ID, n, st.Units)
