@@ -304,15 +304,44 @@ func (d *jsonDecoder) failEOF() {
 	d.fail("unexpected end of JSON input")
 }
 
-// value reads one value after optional space. After a failure (d.err) the
-// value returned is meaningless.
-func (d *jsonDecoder) value() cty.Value {
+// next skips space and returns the byte at pos, failing at the end of the
+// input.
+func (d *jsonDecoder) next() (byte, bool) {
 	d.skipSpace()
 	if d.pos >= len(d.b) {
 		d.failEOF()
+		return 0, false
+	}
+	return d.b[d.pos], true
+}
+
+// more reads what follows a member of an array or object: a comma (more
+// is true) or the closing byte close (false). Anything else is a failure,
+// described as coming after what.
+func (d *jsonDecoder) more(close byte, what string) (more, ok bool) {
+	c, ok := d.next()
+	switch {
+	case !ok:
+		return false, false
+	case c == close:
+		d.pos++
+		return false, true
+	case c != ',':
+		d.failChar(c, "after "+what)
+		return false, false
+	}
+	d.pos++
+	return true, true
+}
+
+// value reads one value after optional space. After a failure (d.err) the
+// value returned is meaningless.
+func (d *jsonDecoder) value() cty.Value {
+	c, ok := d.next()
+	if !ok {
 		return cty.NilVal
 	}
-	switch c := d.b[d.pos]; {
+	switch {
 	case c == '{':
 		return d.object()
 	case c == '[':
@@ -377,21 +406,13 @@ func (d *jsonDecoder) array() cty.Value {
 			return cty.NilVal
 		}
 		d.elems = append(d.elems, v)
-		d.skipSpace()
-		if d.pos >= len(d.b) {
-			d.failEOF()
+		more, ok := d.more(']', "array element")
+		if !ok {
 			return cty.NilVal
 		}
-		c := d.b[d.pos]
-		if c == ']' {
-			d.pos++
+		if !more {
 			break
 		}
-		if c != ',' {
-			d.failChar(c, "after array element")
-			return cty.NilVal
-		}
-		d.pos++
 	}
 	// TupleVal copies the elements, so the stack's top may be reused.
 	v := cty.TupleVal(d.elems[base:])
@@ -411,13 +432,10 @@ func (d *jsonDecoder) object() cty.Value {
 	}
 	base := len(d.attrs)
 	for {
-		d.skipSpace()
-		if d.pos >= len(d.b) {
-			d.failEOF()
-			return cty.NilVal
-		}
-		if c := d.b[d.pos]; c != '"' {
-			d.failChar(c, "looking for beginning of object key string")
+		if c, ok := d.next(); !ok || c != '"' {
+			if ok {
+				d.failChar(c, "looking for beginning of object key string")
+			}
 			return cty.NilVal
 		}
 		key, ascii, ok := d.key()
@@ -431,13 +449,10 @@ func (d *jsonDecoder) object() cty.Value {
 			d.fail(fmt.Sprintf("the object key %q is not in Unicode normalization form C", key))
 			return cty.NilVal
 		}
-		d.skipSpace()
-		if d.pos >= len(d.b) {
-			d.failEOF()
-			return cty.NilVal
-		}
-		if c := d.b[d.pos]; c != ':' {
-			d.failChar(c, "after object key")
+		if c, ok := d.next(); !ok || c != ':' {
+			if ok {
+				d.failChar(c, "after object key")
+			}
 			return cty.NilVal
 		}
 		d.pos++
@@ -446,21 +461,13 @@ func (d *jsonDecoder) object() cty.Value {
 			return cty.NilVal
 		}
 		d.attrs = append(d.attrs, jsonAttr{key: key, val: v})
-		d.skipSpace()
-		if d.pos >= len(d.b) {
-			d.failEOF()
+		more, ok := d.more('}', "object key:value pair")
+		if !ok {
 			return cty.NilVal
 		}
-		c := d.b[d.pos]
-		if c == '}' {
-			d.pos++
+		if !more {
 			break
 		}
-		if c != ',' {
-			d.failChar(c, "after object key:value pair")
-			return cty.NilVal
-		}
-		d.pos++
 	}
 	v := d.buildObject(d.attrs[base:])
 	d.attrs = d.attrs[:base]
