@@ -11,32 +11,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/engine"
+	"github.com/lhengine/lhengine/internal/benchrun"
 	"github.com/lhengine/lhengine/internal/testwasm"
 	"github.com/lhengine/lhengine/store"
 )
 
 // runTimeFanOut lists n items in its first step; the second fans out over
-// that output, so its items are planned while the task runs.
-func runTimeFanOut(n int) string {
-	return fmt.Sprintf(`
-task "large" {
-  step "list" {
-    plugin = "step.wasm"
-    input  = { mode = "echo", items = flatten([for i in range(%d) : range(%d)]) }
-  }
-  step "each" {
-    plugin      = "step.wasm"
-    for_each    = step.list.output.items
-    concurrency = 16
-    input       = { mode = "item" }
-  }
-  step "count" {
-    plugin = "step.wasm"
-    input  = { mode = "echo", n = length(step.each.output) }
-  }
-}
-`, n/min(n, 1000), min(n, 1000))
-}
+// that output, so its items are planned while the task runs, and the last
+// reads every output.
+func runTimeFanOut(n int) string { return benchrun.PlannedFanOutTask(n, true) }
 
 func TestFanOutPlannedAtRunTimeInBatches(t *testing.T) {
 	t.Parallel()

@@ -15,39 +15,12 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/lhengine/lhengine/internal/benchrun"
 	"github.com/lhengine/lhengine/internal/testwasm"
 )
 
-// fanOutRunTask lists n items in its first step (in rows of at most 1,000:
-// range has a bound) and fans out over them at concurrency 16; with readAll
-// a last step counts the outputs, which reads every one of them into one
-// expression.
-func fanOutRunTask(n int, readAll bool) string {
-	row := min(n, 1000)
-	task := fmt.Sprintf(`
-task "large" {
-  step "list" {
-    plugin = "step.wasm"
-    input  = { mode = "echo", items = flatten([for i in range(%d) : range(%d)]) }
-  }
-  step "each" {
-    plugin      = "step.wasm"
-    for_each    = step.list.output.items
-    concurrency = 16
-    input       = { mode = "item" }
-  }
-`, n/row, row)
-	if readAll {
-		task += `  step "count" {
-    plugin = "step.wasm"
-    input  = { mode = "echo", n = length(step.each.output) }
-  }
-`
-	}
-	return task + "}\n"
-}
-
-// fanOutRun is one `lhengine run` of fanOutRunTask(n, readAll) on a new home.
+// fanOutRun is one `lhengine run` of benchrun.PlannedFanOutTask(n, readAll)
+// on a new home.
 type fanOutRun struct {
 	wall    time.Duration
 	anon    int64 // peak anonymous resident memory, sampled
@@ -59,7 +32,7 @@ func runFanOut(b *testing.B, bin, wasm string, n int, readAll bool, env ...strin
 	b.Helper()
 	dir := b.TempDir()
 	require.NoError(b, os.WriteFile(filepath.Join(dir, "step.wasm"), []byte(wasm), 0o644))
-	require.NoError(b, os.WriteFile(filepath.Join(dir, "task.hcl"), []byte(fanOutRunTask(n, readAll)), 0o644))
+	require.NoError(b, os.WriteFile(filepath.Join(dir, "task.hcl"), []byte(benchrun.PlannedFanOutTask(n, readAll)), 0o644))
 	cmd := exec.Command(bin, "--home", filepath.Join(dir, "home"), "--log-level", "off", "run", "task.hcl")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), env...)

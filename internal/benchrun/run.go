@@ -351,23 +351,56 @@ func serialTask(plugin string, steps int) string {
 	return sb.String()
 }
 
-// fanOutTask is a task of one step fanning out over items numbers. The
-// list is built from ranges of at most 1,000 values, as range() gives at
-// most 1,024.
+// fanOutTask is a task of one step fanning out over items numbers, known
+// at submit.
 func fanOutTask(plugin string, items, concurrency int) string {
-	var parts []string
-	for left := items; left > 0; left -= 1000 {
-		parts = append(parts, fmt.Sprintf("range(%d)", min(left, 1000)))
-	}
 	return fmt.Sprintf(`task "bench-fan-out" {
   step "each" {
     plugin      = %q
-    for_each    = flatten([%s])
+    for_each    = %s
     concurrency = %d
     input       = { mode = "echo" }
   }
 }
-`, plugin, strings.Join(parts, ", "), concurrency)
+`, plugin, numbers(items), concurrency)
+}
+
+// PlannedFanOutTask is the large fan-out the engine's and the command's
+// benchmarks run: a step "list" of the plugin step.wasm lists items numbers,
+// and "each" fans out over that output at concurrency 16, so its units are
+// planned while the task runs. With readAll a step "count" follows whose
+// input reads every output into one expression.
+func PlannedFanOutTask(items int, readAll bool) string {
+	task := fmt.Sprintf(`task "large" {
+  step "list" {
+    plugin = "step.wasm"
+    input  = { mode = "echo", items = %s }
+  }
+  step "each" {
+    plugin      = "step.wasm"
+    for_each    = step.list.output.items
+    concurrency = 16
+    input       = { mode = "item" }
+  }
+`, numbers(items))
+	if readAll {
+		task += `  step "count" {
+    plugin = "step.wasm"
+    input  = { mode = "echo", n = length(step.each.output) }
+  }
+`
+	}
+	return task + "}\n"
+}
+
+// numbers is an expression for the list of n numbers, built from ranges of
+// at most 1,000 values, as range() gives at most 1,024.
+func numbers(n int) string {
+	var parts []string
+	for left := n; left > 0; left -= 1000 {
+		parts = append(parts, fmt.Sprintf("range(%d)", min(left, 1000)))
+	}
+	return "flatten([" + strings.Join(parts, ", ") + "])"
 }
 
 func median(xs []float64) float64 {
