@@ -470,6 +470,44 @@ func (s *Store) Heartbeat(ctx context.Context, l Lease, extend time.Duration) (t
 	return until, err
 }
 
+// Release gives back the unit of a lease whose attempt a stopping worker
+// cut short, without charging the attempt: the unit is ready again, its
+// attempt count and the task's go back to what they were before the
+// claim (the next claim runs the same attempt number, with the same random
+// seed), and a "released" event records it. What the attempt did through
+// the host stays (its effects are journaled by their keys). A lease that is
+// no longer current gets ErrLeaseLost and changes nothing.
+func (s *Store) Release(ctx context.Context, l Lease) error {
+	return s.update(ctx, func(t *tx) error {
+		u, task, err := s.leased(t, l)
+		if err != nil {
+			return err
+		}
+		t.durable = true
+		st := t.step(task, l.Step)
+		u.State, u.Owner, u.LeaseUntil, u.NotBefore = UnitReady, "", time.Time{}, time.Time{}
+		u.Attempt = max(u.Attempt-1, 0)
+		task.Attempts = max(task.Attempts-1, 0)
+		task.Leases--
+		st.Leased--
+		if err := t.putJSON(unitKey(l.Task, l.Step, l.Item), u); err != nil {
+			return err
+		}
+		ref := unitRef{l.Task, l.Step, l.Item}
+		t.after(func(x *index) {
+			delete(x.leases, ref)
+			x.addReady(ref, time.Time{}, false)
+		})
+		item := l.Item
+		if err := s.event(t, task, Event{Type: EvReleased, Step: st.Name, Item: &item, Attempt: l.Attempt, Epoch: l.Epoch, Owner: l.Owner,
+			Message: fmt.Sprintf("given back by %s as it stopped; attempt %d runs again, not charged", l.Owner, l.Attempt)}); err != nil {
+			return err
+		}
+		task.UpdatedAt = s.now()
+		return t.saveTask(task)
+	})
+}
+
 // leased loads the unit and task of a lease and checks that the lease is
 // still the unit's current one.
 func (s *Store) leased(t *tx, l Lease) (*Unit, *Task, error) {

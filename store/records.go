@@ -351,6 +351,9 @@ const (
 	EvEffectResolved EventType = "effect_resolved"
 	EvRetried        EventType = "retried"
 	EvModelCall      EventType = "model_call"
+	// EvReleased: a stopping worker gave a unit back before its attempt
+	// ended (Store.Release); the attempt is not charged.
+	EvReleased EventType = "released"
 )
 
 // Event is one entry of a task's durable event log.
