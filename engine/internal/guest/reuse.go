@@ -62,7 +62,7 @@ const serveNextName = "serve_next"
 // Bounds of the idle pool of a Runtime.
 const (
 	poolMaxIdle   = 16               // idle instances kept; the oldest are closed past it
-	poolIdleLimit = 30 * time.Second // idle instances older than this are closed when the pool is next used
+	poolIdleLimit = 30 * time.Second // idle instances are closed once idle this long
 )
 
 // globalExportPrefix names the exports Load adds for a reusable module's
@@ -469,18 +469,44 @@ func (p *Plugin) startInstance(key poolKey, lim Limits, fsCfg wazero.FSConfig, c
 }
 
 // instancePool keeps the idle instances of a Runtime. It is safe for
-// concurrent use.
+// concurrent use. An instance is closed once it has been idle for
+// poolIdleLimit, by a timer the pool keeps armed while it holds any, or
+// when the runtime is told that its task runs no more (dropTask).
 type instancePool struct {
 	mu     sync.Mutex
 	closed bool
 	idle   []*instance // oldest first
+	clock  poolClock   // nil: the wall clock
+	timer  func() bool // stops the expiry timer; nil when none is armed
+}
+
+// poolClock is the idle pool's time; tests move it by hand.
+type poolClock interface {
+	Now() time.Time
+	// AfterFunc calls f in its own goroutine d from now, unless the
+	// returned stop is called first (time.AfterFunc).
+	AfterFunc(d time.Duration, f func()) (stop func() bool)
+}
+
+type wallClock struct{}
+
+func (wallClock) Now() time.Time { return time.Now() }
+func (wallClock) AfterFunc(d time.Duration, f func()) func() bool {
+	return time.AfterFunc(d, f).Stop
+}
+
+func (p *instancePool) clk() poolClock {
+	if p.clock == nil {
+		return wallClock{}
+	}
+	return p.clock
 }
 
 // take returns an idle instance for key, the most recently used, or nil.
 func (p *instancePool) take(key poolKey) *instance {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.expireLocked(time.Now())
+	p.expireLocked(p.clk().Now())
 	for i := len(p.idle) - 1; i >= 0; i-- {
 		if in := p.idle[i]; in.key == key {
 			p.idle = append(p.idle[:i], p.idle[i+1:]...)
@@ -498,7 +524,7 @@ func (p *instancePool) put(in *instance) {
 		in.stop(errInstanceClosed)
 		return
 	}
-	now := time.Now()
+	now := p.clk().Now()
 	in.idleSince = now
 	p.idle = append(p.idle, in)
 	p.expireLocked(now)
@@ -506,15 +532,69 @@ func (p *instancePool) put(in *instance) {
 		p.idle[0].stop(errInstanceClosed)
 		p.idle = p.idle[1:]
 	}
+	p.armLocked(now)
 }
 
+// expireLocked closes the instances idle for longer than poolIdleLimit.
 func (p *instancePool) expireLocked(now time.Time) {
 	n := 0
-	for n < len(p.idle) && now.Sub(p.idle[n].idleSince) > poolIdleLimit {
+	for n < len(p.idle) && now.Sub(p.idle[n].idleSince) >= poolIdleLimit {
 		p.idle[n].stop(errInstanceClosed)
 		n++
 	}
 	p.idle = p.idle[n:]
+}
+
+// armLocked arms the expiry timer for the oldest idle instance, if there
+// is one and no timer is armed.
+func (p *instancePool) armLocked(now time.Time) {
+	if p.timer != nil || len(p.idle) == 0 || p.closed {
+		return
+	}
+	p.timer = p.clk().AfterFunc(p.idle[0].idleSince.Add(poolIdleLimit).Sub(now), p.tick)
+}
+
+// tick is the expiry timer: it closes the instances idle for too long and
+// arms the timer again for the next.
+func (p *instancePool) tick() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.timer = nil
+	now := p.clk().Now()
+	p.expireLocked(now)
+	p.armLocked(now)
+}
+
+// dropTask closes the idle instances of task and returns how many.
+func (p *instancePool) dropTask(task string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	kept := p.idle[:0]
+	for _, in := range p.idle {
+		if in.key.task == task {
+			in.stop(errInstanceClosed)
+			n++
+			continue
+		}
+		kept = append(kept, in)
+	}
+	clear(p.idle[len(kept):])
+	p.idle = kept
+	if len(p.idle) == 0 && p.timer != nil {
+		p.timer()
+		p.timer = nil
+	}
+	return n
+}
+
+// ReleaseTask closes the idle instances of stateless plugins that task
+// kept (reuse.go), at once rather than when they expire: for a task that
+// runs no more here (finished, paused, or given up by this process). It
+// returns how many it closed. Safe to call for any task, at any time; a
+// later attempt of the task starts a new instance.
+func (r *Runtime) ReleaseTask(task string) int {
+	return r.pool.dropTask(task)
 }
 
 // close closes every idle instance and waits for their goroutines; later
@@ -524,6 +604,10 @@ func (p *instancePool) close() {
 	p.closed = true
 	idle := p.idle
 	p.idle = nil
+	if p.timer != nil {
+		p.timer()
+		p.timer = nil
+	}
 	p.mu.Unlock()
 	for _, in := range idle {
 		in.stop(errInstanceClosed)

@@ -335,3 +335,99 @@ func TestExportGlobals(t *testing.T) {
 	_, _, err = exportGlobals(immutable)
 	require.Error(t, err)
 }
+
+// manualClock is a poolClock that moves only when the test says; due
+// functions run in the test's goroutine.
+type manualClock struct {
+	mu  sync.Mutex
+	now time.Time
+	fns []*manualFn
+}
+
+type manualFn struct {
+	at      time.Time
+	f       func()
+	stopped bool
+}
+
+func (c *manualClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *manualClock) AfterFunc(d time.Duration, f func()) func() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	fn := &manualFn{at: c.now.Add(d), f: f}
+	c.fns = append(c.fns, fn)
+	return func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		was := !fn.stopped
+		fn.stopped = true
+		return was
+	}
+}
+
+// advance moves the clock by d and runs the functions then due.
+func (c *manualClock) advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	var due []*manualFn
+	kept := c.fns[:0]
+	for _, fn := range c.fns {
+		switch {
+		case fn.stopped:
+		case !fn.at.After(c.now):
+			fn.stopped = true
+			due = append(due, fn)
+		default:
+			kept = append(kept, fn)
+		}
+	}
+	c.fns = kept
+	c.mu.Unlock()
+	for _, fn := range due {
+		fn.f()
+	}
+}
+
+// TestIdleInstancesAreReleased: a task's idle instances are closed when
+// the runtime is told the task runs no more, and every idle instance is
+// closed once idle for poolIdleLimit even if the pool is never used
+// again; each instance's goroutine ends.
+func TestIdleInstancesAreReleased(t *testing.T) {
+	t.Parallel()
+	r, p := statelessPlugin(t, Config{})
+	clk := &manualClock{now: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
+	r.pool.clock = clk
+	ctx := context.Background()
+	for _, task := range []string{"task-a", "task-b", "task-c"} {
+		_, err := p.Run(ctx, statelessReq(task, 0, 1, "count"), Limits{Timeout: time.Minute}, nil)
+		require.NoError(t, err)
+	}
+	r.pool.mu.Lock()
+	idle := append([]*instance(nil), r.pool.idle...)
+	r.pool.mu.Unlock()
+	require.Len(t, idle, 3)
+
+	require.Equal(t, 1, r.ReleaseTask("task-b"))
+	require.Equal(t, 0, r.ReleaseTask("task-b"), "nothing more of it")
+	require.Equal(t, 2, r.pool.idleCount())
+	<-idle[1].ended
+
+	clk.advance(poolIdleLimit - time.Millisecond)
+	require.Equal(t, 2, r.pool.idleCount(), "not idle for long enough yet")
+	clk.advance(time.Millisecond)
+	require.Equal(t, 0, r.pool.idleCount(), "closed by the timer, the pool untouched")
+	<-idle[0].ended
+	<-idle[2].ended
+
+	// The timer is armed again by the next instance put back.
+	_, err := p.Run(ctx, statelessReq("task-a", 1, 1, "count"), Limits{Timeout: time.Minute}, nil)
+	require.NoError(t, err)
+	require.Equal(t, 1, r.pool.idleCount())
+	clk.advance(poolIdleLimit)
+	require.Equal(t, 0, r.pool.idleCount())
+}
