@@ -13,16 +13,25 @@ import (
 // types both sides share; the lease protocol (claim, heartbeat, commit,
 // effect journal writes) stays behind Work.
 
-// Read runs fn with a read-only view of the ledger: one consistent snapshot.
-func (e *Engine) Read(fn func(r *store.Reader) error) error { return e.store.Read(fn) }
+// Read runs fn with a read-only view of the ledger: one consistent
+// snapshot, answered once everything it can show is on disk
+// (store.Store.ReadSynced): what a caller reports from it cannot be rolled
+// back by a crash.
+func (e *Engine) Read(fn func(r *store.Reader) error) error { return e.store.ReadSynced(fn) }
 
 // Changed returns a channel closed when the ledger next changes (see
 // store.Store.Changed): take it, read, then wait on it.
 func (e *Engine) Changed() <-chan struct{} { return e.store.Changed() }
 
 // Task returns one task record.
-func (e *Engine) Task(ctx context.Context, id string) (*store.Task, error) {
-	return e.store.Task(ctx, id)
+func (e *Engine) Task(_ context.Context, id string) (*store.Task, error) {
+	var t *store.Task
+	err := e.Read(func(r *store.Reader) error {
+		var err error
+		t, err = r.Task(id)
+		return err
+	})
+	return t, err
 }
 
 // Cancel cancels a task that has not finished; attempts in flight lose

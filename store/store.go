@@ -18,6 +18,8 @@ import (
 	"github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/options"
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/lhengine/lhengine/internal/holdpoint"
 )
 
 // Errors returned by the ledger.
@@ -132,6 +134,7 @@ type Store struct {
 	logs     *logSync      // nil unless the store syncs
 	seq      uint64        // number of the latest sync (only syncDisk changes it)
 	synced   atomic.Uint64 // number of the latest sync that succeeded
+	commits  syncedCommits // which commits are on disk (ReadSynced)
 	roErr    error         // why writes are refused (read-only store)
 	mark     *marker       // high-water mark; nil for in-memory or unsynced stores
 	opened   openedMark    // the sync sequence and mark Open found (Verify reports them)
@@ -719,6 +722,8 @@ func (s *Store) complete(batch []*op, sync bool) {
 // files reached, and once synced, advances the high-water mark.
 func (s *Store) syncDisk() error {
 	n := s.seq + 1
+	covered := s.commits.done.Load() // every commit finished before this sync begins
+	holdpoint.Reached(holdpoint.StoreSync, s.dir)
 	err := s.db.Update(func(txn *badger.Txn) error { return txn.Set(syncSeqKey, encodeSeq(n)) })
 	if err != nil {
 		return err
@@ -726,6 +731,7 @@ func (s *Store) syncDisk() error {
 	if err := s.syncFn(); err != nil {
 		return err
 	}
+	s.commits.synced.Store(covered)
 	s.seq = n
 	s.synced.Store(n)
 	if err := s.mark.advance(n, false); err != nil {
@@ -789,7 +795,10 @@ func (s *Store) tryBatch(batch []*op) (sync, ok bool) {
 	if s.space.checkWrite(size) != nil {
 		return false, false
 	}
-	if err := txn.Commit(); err != nil {
+	n := s.commits.beginCommit()
+	err := txn.Commit()
+	s.commits.endCommit(n)
+	if err != nil {
 		return false, false
 	}
 	s.cacheWritten(shared)
@@ -809,7 +818,9 @@ func (s *Store) runAlone(o *op) (sync bool) {
 		o.err = s.space.checkWrite(t.size)
 	}
 	if o.err == nil {
+		n := s.commits.beginCommit()
 		o.err = txn.Commit()
+		s.commits.endCommit(n)
 		if o.err == nil {
 			s.cacheWritten(t.b)
 			sync = s.applyIndex([]*tx{t}, []error{nil})
