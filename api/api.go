@@ -106,6 +106,21 @@ type Manifest struct {
 	Source   string            `json:"source"`
 	Policies []store.PolicyPin `json:"policies"`
 	Prompts  []store.PromptPin `json:"prompts"`
+	// Grants are the capabilities of the steps the policies insert, read
+	// back from the pinned texts (specs/policies.md, §2.5).
+	Grants []PolicyGrant `json:"grants"`
+}
+
+// PolicyGrant is one capability a step inserted by a policy has: a mount,
+// a host, an effect, a workspace or a model. ByTask: a step of the task's
+// own has it too; Granted: no step of the task has it, and the run was
+// submitted with --grant-policy naming the policy.
+type PolicyGrant struct {
+	Policy     string `json:"policy"` // NAME@VERSION
+	Step       string `json:"step"`
+	Capability string `json:"capability"`
+	ByTask     bool   `json:"by_task"`
+	Granted    bool   `json:"granted"`
 }
 
 // Owner describes the process that owns a home: GET /v1/owner.
@@ -157,6 +172,9 @@ type SubmitRequest struct {
 	Policies   []string `json:"policies,omitempty"`
 	Without    []string `json:"without,omitempty"`
 	PolicyDirs []string `json:"policy_dirs,omitempty"`
+	// GrantPolicies names the policies whose inserted steps may have
+	// capabilities no step of the task has (--grant-policy).
+	GrantPolicies []string `json:"grant_policies,omitempty"`
 	// ModelReplay is a folder of recorded model responses (an absolute
 	// path on the owner's file system): its recordings are copied into the
 	// store with the task, and the task's model calls are answered from

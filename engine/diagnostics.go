@@ -9,6 +9,7 @@ import (
 	"github.com/lhengine/lhengine/engine/internal/guest"
 	"github.com/lhengine/lhengine/engine/internal/plan"
 	"github.com/lhengine/lhengine/engine/internal/taskfile"
+	"github.com/lhengine/lhengine/store"
 )
 
 // Diagnostics are the problems found in a task file, with the sources they
@@ -77,15 +78,61 @@ type ValidateOptions struct {
 	Without    []string // names removed
 	PolicyDirs []string // searched after policies/ beside the task file
 	Home       string   // when set, Home/policies is searched last
+	// GrantPolicies names policies whose inserted steps may reach what
+	// no step of the task does (--grant-policy).
+	GrantPolicies []string
 }
 
 // ValidateWith is Validate with the policies o chooses applied: what a
 // submission with the same choice would check, steps the policies insert
 // included.
 func ValidateWith(ctx context.Context, path string, o ValidateOptions) *Diagnostics {
-	_, _, files, diags := plan.ValidateWith(ctx, path, plan.PolicyOptions{
-		Add: o.Policies, Without: o.Without, Dirs: o.PolicyDirs, Home: o.Home}, nil)
-	return &Diagnostics{diags: diags, files: files}
+	diags, _ := ValidatePolicies(ctx, path, o)
+	return diags
+}
+
+// PolicyGrant is one capability a step inserted by a policy has
+// (specs/policies.md, §2.5): a mount, a host its http.fetch or http
+// effects may reach, the file effect, a workspace or a model. ByTask: a
+// step of the task's own has it too. Granted: none has, and the run names
+// the policy with --grant-policy.
+type PolicyGrant struct {
+	Policy     string `json:"policy"` // NAME@VERSION
+	Step       string `json:"step"`
+	Capability string `json:"capability"`
+	ByTask     bool   `json:"by_task"`
+	Granted    bool   `json:"granted"`
+}
+
+// ValidatePolicies is ValidateWith, also returning every capability the
+// steps the policies insert have (none when the task does not validate).
+func ValidatePolicies(ctx context.Context, path string, o ValidateOptions) (*Diagnostics, []PolicyGrant) {
+	t, _, files, diags := plan.ValidateWith(ctx, path, plan.PolicyOptions{
+		Add: o.Policies, Without: o.Without, Dirs: o.PolicyDirs, Home: o.Home, Grant: o.GrantPolicies}, nil)
+	var grants []PolicyGrant
+	if t != nil && !diags.HasErrors() {
+		grants = policyGrants(t)
+	}
+	return &Diagnostics{diags: diags, files: files}, grants
+}
+
+// ManifestGrants returns the capabilities of the steps the policies pinned
+// in m insert, read back from the pinned task and policy texts; nil when
+// they do not parse.
+func ManifestGrants(m *store.Manifest) []PolicyGrant {
+	spec, err := plan.FromManifest(m)
+	if err != nil {
+		return nil
+	}
+	return policyGrants(spec.Task)
+}
+
+func policyGrants(t *taskfile.Task) []PolicyGrant {
+	out := make([]PolicyGrant, 0, len(t.PolicyGrants))
+	for _, g := range t.PolicyGrants {
+		out = append(out, PolicyGrant{Policy: g.Policy, Step: g.Step, Capability: g.Capability, ByTask: g.ByTask, Granted: !g.ByTask})
+	}
+	return out
 }
 
 // PluginInfo describes a plugin module without running it.

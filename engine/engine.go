@@ -119,6 +119,10 @@ type SubmitOptions struct {
 	Policies   []string
 	Without    []string
 	PolicyDirs []string
+	// GrantPolicies names policies whose inserted steps may reach what no
+	// step of the task does (--grant-policy); without it such a policy
+	// is refused.
+	GrantPolicies []string
 
 	// ModelReplay is a folder of recorded model responses (--model-replay):
 	// its recordings are read now, kept in the store with the task and
@@ -151,7 +155,7 @@ func (e *Engine) Submit(ctx context.Context, path string, o SubmitOptions) (*sto
 		return nil
 	}
 	sub, err := plan.PrepareWith(ctx, path, o.Vars, plan.PolicyOptions{
-		Add: o.Policies, Without: o.Without, Dirs: o.PolicyDirs, Home: e.home,
+		Add: o.Policies, Without: o.Without, Dirs: o.PolicyDirs, Home: e.home, Grant: o.GrantPolicies,
 	}, check)
 	var inv *plan.InvalidTaskError
 	if errors.As(err, &inv) {

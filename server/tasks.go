@@ -158,8 +158,12 @@ func (s *Server) manifest(w http.ResponseWriter, req *http.Request) {
 		if err != nil {
 			return api.Manifest{}, err
 		}
+		grants := []api.PolicyGrant{}
+		for _, g := range engine.ManifestGrants(m) {
+			grants = append(grants, api.PolicyGrant{Policy: g.Policy, Step: g.Step, Capability: g.Capability, ByTask: g.ByTask, Granted: g.Granted})
+		}
 		return api.Manifest{ID: t.ID, Summary: summary(m), Source: string(m.Source),
-			Policies: nonNil(m.Policies), Prompts: nonNil(m.Prompts)}, nil
+			Policies: nonNil(m.Policies), Prompts: nonNil(m.Prompts), Grants: grants}, nil
 	})
 }
 
@@ -186,7 +190,7 @@ func (s *Server) submit(w http.ResponseWriter, req *http.Request) {
 	}
 	t, created, err := s.e.Submit(req.Context(), in.Path, engine.SubmitOptions{
 		Vars: in.Vars, IdempotencyKey: in.IdempotencyKey,
-		Policies: in.Policies, Without: in.Without, PolicyDirs: in.PolicyDirs,
+		Policies: in.Policies, Without: in.Without, PolicyDirs: in.PolicyDirs, GrantPolicies: in.GrantPolicies,
 		ModelReplay: in.ModelReplay,
 	})
 	if err != nil {

@@ -22,7 +22,10 @@ func (a *app) manifestCmd() *cobra.Command {
 		Long: `Show the run manifest of a task, fixed when it was submitted: the engine and
 ABI versions, the task file and the sha256 of its pinned source, the variable
 values, each step's plugin with its sha256, the harness policies the run
-applies (NAME@VERSION with the sha256 of the pinned text), the models the task
+applies (NAME@VERSION with the sha256 of the pinned text) and every
+capability of the steps they insert (a mount, a host, an effect, a
+workspace, a model: granted by the task, whose steps have it too, or by
+--grant-policy), the models the task
 declares (name, provider, model id, base URL, the name of the environment
 variable holding the key, never a key, and prices), its prompts (name,
 version, sha256 of the pinned text) and, for a task submitted with
@@ -91,6 +94,9 @@ func (a *app) printManifest(m *api.Manifest, text bool) error {
 	w = tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 	for _, p := range m.Policies {
 		fmt.Fprintf(w, "  %s\t%s\t%s:%d\n", p.Ref(), p.SHA256, p.Filename, p.Line)
+	}
+	for _, g := range m.Grants {
+		fmt.Fprintf(w, "  grant\t%s %s: %s\t%s\n", g.Policy, g.Step, g.Capability, grantedBy(g.ByTask))
 	}
 	if err := w.Flush(); err != nil {
 		return err

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -92,8 +93,9 @@ func (a *app) validateCmd() *cobra.Command {
 			if err := pf.apply(&req); err != nil {
 				return err
 			}
-			diags := engine.ValidateWith(cmd.Context(), args[0], engine.ValidateOptions{
-				Policies: req.Policies, Without: req.Without, PolicyDirs: req.PolicyDirs, Home: a.home})
+			diags, grants := engine.ValidatePolicies(cmd.Context(), args[0], engine.ValidateOptions{
+				Policies: req.Policies, Without: req.Without, PolicyDirs: req.PolicyDirs, Home: a.home,
+				GrantPolicies: req.GrantPolicies})
 			if a.json() {
 				type diag struct {
 					Severity string `json:"severity"`
@@ -109,7 +111,10 @@ func (a *app) validateCmd() *cobra.Command {
 					}
 					out = append(out, diag{sev, d.Summary, d.Detail, d.Range})
 				}
-				if err := a.printJSON(map[string]any{"valid": !diags.HasErrors(), "diagnostics": out}); err != nil {
+				if grants == nil {
+					grants = []engine.PolicyGrant{}
+				}
+				if err := a.printJSON(map[string]any{"valid": !diags.HasErrors(), "diagnostics": out, "grants": grants}); err != nil {
 					return err
 				}
 			} else if err := diags.Write(a.stderr, 0, false); err != nil {
@@ -120,6 +125,7 @@ func (a *app) validateCmd() *cobra.Command {
 			}
 			if !a.json() {
 				fmt.Fprintf(a.stdout, "%s is valid\n", args[0])
+				return a.printGrants(grants)
 			}
 			return nil
 		},
@@ -131,19 +137,41 @@ func (a *app) validateCmd() *cobra.Command {
 // policyFlags are the flags of run, submit and validate that choose a
 // run's policies.
 type policyFlags struct {
-	add, without, dirs []string
+	add, without, dirs, grant []string
 }
 
 func (f *policyFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringArrayVar(&f.add, "policy", nil, "apply policy NAME or NAME@VERSION, adding it or re-versioning one the task lists (repeatable)")
 	cmd.Flags().StringArrayVar(&f.without, "without", nil, "do not apply policy NAME though the task lists it (repeatable)")
 	cmd.Flags().StringArrayVar(&f.dirs, "policies", nil, "look for policies in DIR too, after policies/ beside the task file and before HOME/policies (repeatable)")
+	cmd.Flags().StringArrayVar(&f.grant, "grant-policy", nil, "let the steps policy NAME inserts reach what no step of the task does (mounts, hosts, effects, workspace, models); refused otherwise (repeatable)")
+}
+
+// printGrants lists what the steps the policies insert may reach.
+func (a *app) printGrants(grants []engine.PolicyGrant) error {
+	if len(grants) == 0 {
+		return nil
+	}
+	fmt.Fprintf(a.stdout, "\npolicy grants (%d)\n", len(grants))
+	w := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+	for _, g := range grants {
+		fmt.Fprintf(w, "  %s\t%s\t%s\t%s\n", g.Policy, g.Step, g.Capability, grantedBy(g.ByTask))
+	}
+	return w.Flush()
+}
+
+// grantedBy says why an inserted step may have a capability.
+func grantedBy(byTask bool) string {
+	if byTask {
+		return "granted by the task"
+	}
+	return "granted by --grant-policy"
 }
 
 // apply sets the policy fields of req; directories become absolute, since
 // the owner may run elsewhere.
 func (f *policyFlags) apply(req *api.SubmitRequest) error {
-	req.Policies, req.Without = f.add, f.without
+	req.Policies, req.Without, req.GrantPolicies = f.add, f.without, f.grant
 	for _, d := range f.dirs {
 		abs, err := filepath.Abs(d)
 		if err != nil {

@@ -230,8 +230,17 @@ func ValidateWith(ctx context.Context, path string, po PolicyOptions, check Modu
 	if diags.HasErrors() {
 		return nil, nil, files, diags
 	}
-	t, d = taskfile.ApplyPolicies(t, ps, true)
+	t, d = taskfile.ApplyPolicies(t, ps, true, po.Grant...)
 	diags = append(diags, d...)
+	for _, name := range po.Grant {
+		if !slices.ContainsFunc(ps, func(p *taskfile.Policy) bool { return p.Name == name }) {
+			diags = append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagWarning,
+				Summary:  "Granted policy not applied",
+				Detail:   fmt.Sprintf("--grant-policy names %q, which this run does not apply.", name),
+			})
+		}
+	}
 	if diags.HasErrors() {
 		return nil, nil, files, diags
 	}
@@ -256,10 +265,17 @@ func FromManifest(m *store.Manifest) (*Spec, error) {
 		return nil, &InvalidTaskError{Diagnostics: diags, Files: map[string][]byte{m.Filename: m.Source}}
 	}
 	// The pinned texts, never the policy files, which may have changed.
+	// What their inserted steps may reach was decided at submit, which
+	// refused a policy granting what the task does not unless the run
+	// named it (--grant-policy): the pinned run keeps it.
 	if len(m.Policies) > 0 {
 		ps, diags := pinnedPolicies(m)
 		if !diags.HasErrors() {
-			t, diags = taskfile.ApplyPolicies(t, ps, false)
+			names := make([]string, len(ps))
+			for i, p := range ps {
+				names[i] = p.Name
+			}
+			t, diags = taskfile.ApplyPolicies(t, ps, false, names...)
 		}
 		if diags.HasErrors() {
 			return nil, &InvalidTaskError{Diagnostics: diags, Files: map[string][]byte{m.Filename: m.Source}}

@@ -25,6 +25,9 @@ type PolicyOptions struct {
 	Add []string
 	// Without removes policies by name; a name not selected is no error.
 	Without []string
+	// Grant names policies whose inserted steps may reach what no step of
+	// the task does (--grant-policy; taskfile.ApplyPolicies).
+	Grant []string
 	// Dirs are searched after the policies/ directory beside the task file.
 	Dirs []string
 	// Home, when set, makes Home/policies the last directory searched.

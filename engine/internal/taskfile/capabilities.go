@@ -49,6 +49,7 @@ var (
 func decodeCapabilities(s *Step, attrs hcl.Attributes, blocks hcl.Blocks) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	if attr, ok := attrs["workspace"]; ok {
+		s.workspaceRange = attr.Expr.Range()
 		ws, d := constString(attr)
 		diags = append(diags, d...)
 		if !d.HasErrors() {
@@ -99,6 +100,9 @@ func decodeCapabilities(s *Step, attrs hcl.Attributes, blocks hcl.Blocks) hcl.Di
 			g, d := decodeHTTPBlock(b)
 			diags = append(diags, d...)
 			s.HTTP = g
+			if content, _, _ := b.Body.PartialContent(httpSchema); content.Attributes["allow"] != nil {
+				s.allowRange = content.Attributes["allow"].Expr.Range()
+			}
 		case "effect":
 			kind := b.Labels[0]
 			if !slices.Contains(effectKinds, kind) {

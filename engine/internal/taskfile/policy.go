@@ -708,14 +708,21 @@ func decodePolicyRefs(attr *hcl.Attribute) ([]PolicyRef, hcl.Diagnostics) {
 // later step), reported in the policy's file. With checkPlugins the inserted
 // steps' plugin files and mount sources are checked as Parse checks a task's.
 // t is not changed.
-func ApplyPolicies(t *Task, ps []*Policy, checkPlugins bool) (*Task, hcl.Diagnostics) {
+//
+// An inserted step may reach only what a step of t may (a mount of the same
+// source, hosts its patterns match, the file effect, as wide a workspace,
+// a model granted to a step): anything more is an error on its place in
+// the policy file, unless the policy's name is in grant (--grant-policy).
+// Every capability of an inserted step is listed in Task.PolicyGrants.
+func ApplyPolicies(t *Task, ps []*Policy, checkPlugins bool, grant ...string) (*Task, hcl.Diagnostics) {
 	if len(ps) == 0 {
 		return t, nil
 	}
 	out := *t
-	out.Steps = nil
+	out.Steps, out.PolicyGrants = nil, nil
 	var diags hcl.Diagnostics
 	var inserted []*Step
+	from := map[*Step]*Policy{}
 	insertAt := func(p *Policy, where string, anchor *Step) {
 		for _, in := range p.Inserts {
 			w, glob := in.Anchor()
@@ -738,6 +745,7 @@ func ApplyPolicies(t *Task, ps []*Policy, checkPlugins bool) (*Task, hcl.Diagnos
 				s.Every, s.Anchor = in.Every, anchor.Name
 			}
 			inserted = append(inserted, s)
+			from[s] = p
 			out.Steps = append(out.Steps, s)
 		}
 	}
@@ -830,6 +838,7 @@ func ApplyPolicies(t *Task, ps []*Policy, checkPlugins bool) (*Task, hcl.Diagnos
 		}
 	}
 	diags = append(diags, resolveModels(&Task{Models: out.Models, Steps: inserted})...)
+	diags = append(diags, checkGrants(&out, t.Steps, inserted, from, grant)...)
 	for _, s := range inserted {
 		fe := out.checkRefs(s, "for_each", s.ForEach)
 		ie := out.checkRefs(s, "input", s.Input)

@@ -97,6 +97,9 @@ type Task struct {
 	// Policies are the policies the task selects (specs/policies.md), as
 	// written; ApplyPolicies applies the ones a run resolves.
 	Policies []PolicyRef
+	// PolicyGrants, set by ApplyPolicies, are the capabilities of the
+	// steps the policies insert, in step order.
+	PolicyGrants []PolicyGrant
 }
 
 // Variable is a declared input of a task.
@@ -155,8 +158,10 @@ type Step struct {
 	modelNames []string       // the models attribute, resolved into Models by resolveModels
 	modelsAttr *hcl.Attribute // the models attribute; nil when absent
 
-	taskName string    // for task.name
-	shaRange hcl.Range // the plugin_sha256 expression, for a mismatch found later
+	taskName       string    // for task.name
+	shaRange       hcl.Range // the plugin_sha256 expression, for a mismatch found later
+	workspaceRange hcl.Range // the workspace attribute's value; empty when absent
+	allowRange     hcl.Range // the http block's allow value; empty when absent
 }
 
 // Retry says how often a failed attempt of a step (or of one fan-out item) is
