@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/lhengine/lhengine/engine"
@@ -72,9 +73,51 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 		return err
 	}
 	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		if ctx.Err() == nil && method == "GET" && cut(err) {
+			return &goneError{what: method + " " + path, err: err}
+		}
 		return fmt.Errorf("%s %s: bad answer: %w", method, path, err)
 	}
 	return nil
+}
+
+// ErrOwnerGone: the owner did not answer. Nothing accepted the connection
+// (no process serves the socket: the owner stopped or died, or the next
+// one has not bound it yet), or the connection ended before the whole
+// answer to a request that changes nothing (GET), or an event stream ended
+// before its task did. The request did nothing, so it may be sent again to
+// the home's next owner. A request that changes something and loses its
+// connection after it was sent is never ErrOwnerGone: it may have been
+// done.
+var ErrOwnerGone = errors.New("the home's owner went away")
+
+// goneError is ErrOwnerGone with what failed and why.
+type goneError struct {
+	what string
+	err  error
+}
+
+func (e *goneError) Error() string {
+	return fmt.Sprintf("%s: %v: %v", e.what, ErrOwnerGone, e.err)
+}
+
+func (e *goneError) Is(target error) bool { return target == ErrOwnerGone }
+func (e *goneError) Unwrap() error        { return e.err }
+
+// gone says whether a request that failed with err did nothing on the
+// owner: it was never sent (the dial failed), or it reads only.
+func gone(method string, err error) bool {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		return true
+	}
+	return method == "GET" && cut(err)
+}
+
+// cut: the connection ended under the request.
+func cut(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
 
 // send sends a request and returns a 2xx response; any other answer is an
@@ -101,6 +144,9 @@ func (c *Client) send(ctx context.Context, method, path string, in any, accept s
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
+		if ctx.Err() == nil && gone(method, err) {
+			return nil, &goneError{what: method + " " + path, err: err}
+		}
 		return nil, err
 	}
 	if resp.StatusCode/100 == 2 {
@@ -235,12 +281,15 @@ type StreamItem struct {
 // Follow streams the task's events from sequence number from on, and its
 // record whenever it changes, to fn until the task finishes (the last item
 // is StreamEnd with the finished task), ctx ends, or fn returns an error.
+// A stream that ends before its task (the owner stopped or died) is an
+// error matching ErrOwnerGone.
 func (c *Client) Follow(ctx context.Context, ref string, from uint64, fn func(StreamItem) error) error {
 	resp, err := c.send(ctx, "GET", taskPath(ref, "events")+"?follow=1&from="+strconv.FormatUint(from, 10), nil, "text/event-stream")
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
+	var fnErr error
 	err = readStream(resp.Body, func(typ string, data []byte) (bool, error) {
 		it := StreamItem{Type: typ}
 		switch typ {
@@ -258,15 +307,16 @@ func (c *Client) Follow(ctx context.Context, ref string, from uint64, fn func(St
 			return true, nil // a kind this client does not know
 		}
 		if err := fn(it); err != nil {
+			fnErr = err
 			return false, err
 		}
 		return typ != StreamEnd, nil
 	})
-	if errors.Is(err, errStreamEnded) {
-		err = errors.New("event stream: the owner closed it before the task finished")
-	}
 	if err != nil && ctx.Err() != nil {
 		return ctx.Err()
+	}
+	if err != nil && err != fnErr && (errors.Is(err, errStreamEnded) || cut(err)) {
+		err = &goneError{what: "event stream", err: errors.New("the owner closed it before the task finished")}
 	}
 	return err
 }

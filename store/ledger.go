@@ -633,7 +633,7 @@ func (s *Store) commitAndClaim(ctx context.Context, r Result, next ClaimRequest,
 		switch {
 		case r.Failure != nil:
 			f := *r.Failure
-			f.Step, f.Item, f.Attempt = st.Name, l.Item, l.Attempt
+			f.Step, f.Item, f.Attempt, f.Single = st.Name, l.Item, l.Attempt, !st.FanOut && st.Every == 0
 			rec.Failure, u.Failure = &f, &f
 			task.Failures++
 			task.ConsecutiveFailures++
@@ -1188,6 +1188,21 @@ func (s *Store) withdraw(t *tx, task *Task) error {
 	return t.del(activeKey(id))
 }
 
+// finishedError is ErrTerminal for a task that has already finished, said
+// in plain words: "task ID has already succeeded: there is nothing to
+// cancel".
+type finishedError struct {
+	id     string
+	status Status
+	verb   string // what could not be done: "cancel"
+}
+
+func (e *finishedError) Error() string {
+	return fmt.Sprintf("task %s has already %s: there is nothing to %s", e.id, e.status, e.verb)
+}
+
+func (e *finishedError) Is(target error) bool { return target == ErrTerminal }
+
 // Cancel cancels a task that has not finished. Attempts in flight lose their
 // leases: their commits are refused.
 func (s *Store) Cancel(ctx context.Context, id, reason string) (*Task, error) {
@@ -1198,7 +1213,7 @@ func (s *Store) Cancel(ctx context.Context, id, reason string) (*Task, error) {
 			return err
 		}
 		if task.Status.Terminal() {
-			return fmt.Errorf("%w: task %s is %s", ErrTerminal, id, task.Status)
+			return &finishedError{id: id, status: task.Status, verb: "cancel"}
 		}
 		t.durable = true
 		if reason == "" {

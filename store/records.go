@@ -259,11 +259,17 @@ type Failure struct {
 	Step    string     `json:"step,omitempty"`
 	Item    int        `json:"item"`
 	Attempt int        `json:"attempt,omitempty"`
+	// Single: the step runs one unit, not one per item (no for_each, not
+	// a window step), so Item is 0 and String does not name it.
+	Single bool `json:"single,omitempty"`
 }
 
 func (f *Failure) String() string {
-	if f.Step == "" {
+	switch {
+	case f.Step == "":
 		return fmt.Sprintf("%s: %s", f.Kind, f.Message)
+	case f.Single:
+		return fmt.Sprintf("step %q attempt %d: %s: %s", f.Step, f.Attempt, f.Kind, f.Message)
 	}
 	return fmt.Sprintf("step %q item %d attempt %d: %s: %s", f.Step, f.Item, f.Attempt, f.Kind, f.Message)
 }

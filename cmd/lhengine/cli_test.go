@@ -249,3 +249,48 @@ func (w *watchWriter) String() string {
 	defer w.mu.Unlock()
 	return w.buf.String()
 }
+
+// TestFailureTextsSayItOnce: the failure of a step without items names no
+// item, status says it once, and cancelling a finished task says so in
+// plain words; a fan-out item's failure still names its item.
+func TestFailureTextsSayItOnce(t *testing.T) {
+	t.Parallel()
+	b := setupCLI(t, `
+task "fails" {
+  step "a" {
+    plugin = "step.wasm"
+    input  = { mode = "fail_until", ok_at = 9 }
+    retry { attempts = 1 }
+  }
+}
+`)
+	code, out, _ := b.lh(t, "run", filepath.Join(b.dir, "task.hcl"))
+	require.Equal(t, 1, code)
+	id := strings.TrimPrefix(strings.Split(out, "\n")[0], "task ")
+	want := `step "a" attempt 1: plugin_error: plugin step.wasm: attempt 1 fails on purpose`
+	require.Contains(t, out, "task "+id+" failed: 0/1 units ("+want+")\n")
+
+	code, out, _ = b.lh(t, "status", id)
+	require.Equal(t, 0, code)
+	require.Contains(t, out, "\n  reason:      "+want+"\n")
+	require.NotContains(t, out, "failure:", "the reason already says it")
+	require.NotContains(t, out, "item 0")
+
+	code, out, errOut := b.lh(t, "cancel", id)
+	require.Equal(t, 1, code, out)
+	require.Equal(t, "error: task "+id+" has already failed: there is nothing to cancel\n", errOut)
+
+	fan := setupCLI(t, `
+task "fanfail" {
+  step "each" {
+    plugin   = "step.wasm"
+    for_each = range(1)
+    input    = { mode = "fail_until", ok_at = 9 }
+    retry { attempts = 1 }
+  }
+}
+`)
+	code, out, _ = fan.lh(t, "run", filepath.Join(fan.dir, "task.hcl"))
+	require.Equal(t, 1, code)
+	require.Contains(t, out, `(step "each" item 0 attempt 1: plugin_error: plugin step.wasm: attempt 1 fails on purpose)`)
+}

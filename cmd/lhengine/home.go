@@ -60,8 +60,13 @@ type homeMode struct {
 
 // ownWait bounds how long a command waits for a home held by another
 // process that is not serving (one that is starting, or a command that
-// holds it for a moment) before giving up.
-const ownWait = 10 * time.Second
+// holds it for a moment) before giving up. The wait starts again each time
+// the home changes hands (commands started at once take it in turn), up
+// to ownWaitAll in all.
+const (
+	ownWait    = 10 * time.Second
+	ownWaitAll = time.Minute
+)
 
 // connect returns a session of the home: the owner's socket if one
 // answers, else this process opens the store and owns the home.
@@ -74,7 +79,12 @@ func (a *app) connect(ctx context.Context, m homeMode) (*session, error) {
 			return s, nil
 		}
 	}
-	deadline := time.Now().Add(ownWait)
+	start := time.Now()
+	deadline := start.Add(ownWait)
+	holder := "" // the owner session on record when the wait last started
+	if o, err := server.ReadOwner(a.home); err == nil {
+		holder = o.Session
+	}
 	for {
 		e, err := engine.Open(ctx, engine.Config{Home: a.home, Logger: a.logger(), AllowDamaged: a.damaged, MustExist: !m.create})
 		if err == nil {
@@ -92,6 +102,13 @@ func (a *app) connect(ctx context.Context, m homeMode) (*session, error) {
 				return s, nil
 			}
 			s.c.Close()
+		}
+		if o, err := server.ReadOwner(a.home); err == nil && o.Session != holder {
+			holder = o.Session
+			deadline = time.Now().Add(ownWait)
+			if all := start.Add(ownWaitAll); deadline.After(all) {
+				deadline = all
+			}
 		}
 		if time.Now().After(deadline) || a.stuckOwner() {
 			return nil, a.busy(err)
@@ -160,6 +177,13 @@ func (a *app) busy(cause error) error {
 		return fmt.Errorf("home %s is in use by another process that does not serve its API (it may be an older lhengine): "+
 			"wait for it to finish or stop it, then try again (%v)", a.home, cause)
 	}
+	if fate := ownerFate(o, o); fate != "" {
+		// The record is a past owner's: whoever holds the home now has
+		// not written one.
+		return fmt.Errorf("home %s is in use by a process that does not answer on %s and has not recorded itself as the owner "+
+			"(the last owner on record, %s, %s): it may be a command starting, or a program other than lhengine; try again in a moment (%v)",
+			a.home, api.SocketPath(a.home), o, fate, cause)
+	}
 	return fmt.Errorf("home %s is in use by %s, which does not answer on %s: "+
 		"wait for it to finish, or stop it (kill %d) and try again", a.home, o, api.SocketPath(a.home), o.PID)
 }
@@ -215,9 +239,42 @@ type extraListener struct {
 }
 
 // withClient connects to the home (never creating one), runs fn with a
-// client and closes the session.
+// client and closes the session. If the owner goes away under a request
+// that did nothing (api.ErrOwnerGone: it stopped or died, or was a command
+// that held the home for a moment), fn runs again with the home's next
+// owner, or with the home opened by this process, for up to ownWait: fn
+// must be fit to run again after such a failure.
 func (a *app) withClient(ctx context.Context, fn func(*api.Client) error) error {
-	return a.withSession(ctx, homeMode{}, func(s *session) error { return fn(s.c) })
+	deadline := time.Now().Add(ownWait)
+	for {
+		var gone *api.Owner
+		err := a.withSession(ctx, homeMode{}, func(s *session) error {
+			err := fn(s.c)
+			if !s.local() && errors.Is(err, api.ErrOwnerGone) {
+				gone = s.owner
+			}
+			return err
+		})
+		if gone == nil || a.server != "" || ctx.Err() != nil {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("home %s: its owner, %s, went away, and none answered in its place within %s: %w", a.home, gone, ownWait, err)
+		}
+	}
+}
+
+// ownerFate says what became of owner o, given the home's owner record
+// rec: "stopped" (it marked its record stopped), "died" (it is not
+// running and did not), or "" (it is running).
+func ownerFate(o, rec *api.Owner) string {
+	switch {
+	case rec != nil && rec.Session == o.Session && !rec.Stopped.IsZero():
+		return "stopped"
+	case !alive(o.PID):
+		return "died"
+	}
+	return ""
 }
 
 // withSession connects as m says, runs fn and closes the session.

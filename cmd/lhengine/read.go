@@ -117,7 +117,8 @@ func (a *app) report(rep *api.Report) {
 	if t.Reason != "" {
 		fmt.Fprintf(w, "  reason:      %s\n", t.Reason)
 	}
-	if t.Failure != nil {
+	if t.Failure != nil && t.Failure.String() != t.Reason {
+		// A failed unit's reason is its failure: say it once.
 		fmt.Fprintf(w, "  failure:     %s\n", t.Failure)
 	}
 	if len(t.Counters) > 0 {
@@ -277,6 +278,7 @@ Ctrl-C stops following (exit 130); the task is not affected.`,
 func (a *app) events(ctx context.Context, ref string, follow bool) error {
 	var from uint64
 	waiting := false
+	deadline := time.Now().Add(ownWait)
 	for {
 		s, err := a.connect(ctx, homeMode{})
 		if err != nil {
@@ -288,9 +290,15 @@ func (a *app) events(ctx context.Context, ref string, follow bool) error {
 			last = *s.owner
 		}
 		cerr := s.close()
+		if !s.local() && a.server == "" && errors.Is(err, api.ErrOwnerGone) && ctx.Err() == nil && time.Now().Before(deadline) {
+			// The owner went away under a read (it stopped or died, or
+			// held the home for a moment): look at the home again.
+			continue
+		}
 		if err != nil || cerr != nil {
 			return errors.Join(err, cerr)
 		}
+		deadline = time.Now().Add(ownWait)
 		ref = t.ID
 		if !follow {
 			return nil
@@ -357,9 +365,40 @@ func (a *app) eventsOnce(ctx context.Context, s *session, ref string, from *uint
 	if err != nil && ctx.Err() != nil {
 		return false, nil, ctx.Err()
 	}
+	if errors.Is(err, api.ErrOwnerGone) && !finished {
+		a.ownerLeft(ctx, s.owner, t.ID)
+	}
 	// A stream cut short (the owner stopped or died): the caller looks
 	// at the home again.
 	return finished, t, nil
+}
+
+// ownerLeft says on stderr that owner o stopped serving before task id
+// finished, and how: it stopped, it died, or (neither seen within two
+// seconds) it stopped answering.
+func (a *app) ownerLeft(ctx context.Context, o *api.Owner, id string) {
+	if a.server != "" {
+		fmt.Fprintf(a.stderr, "the server at %s closed the event stream before task %s finished\n", a.server, id)
+		return
+	}
+	// Its record is marked stopped, or its process is gone, a moment
+	// after its stream ends: no event says which comes first.
+	fate := "stopped answering"
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	for end := time.Now().Add(2 * time.Second); time.Now().Before(end); {
+		rec, _ := server.ReadOwner(a.home)
+		if f := ownerFate(o, rec); f != "" {
+			fate = f
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+	fmt.Fprintf(a.stderr, "%s %s before task %s finished\n", o, fate, id)
 }
 
 func (a *app) printEvent(e *store.Event) {

@@ -306,15 +306,33 @@ func (a *app) withWorker(ctx context.Context, create bool, fn func(*session) err
 func (a *app) resumeCmd() *cobra.Command {
 	var conc int
 	var mf recordFlag
+	var follow bool
 	cmd := &cobra.Command{
 		Use:   "resume ID",
 		Short: "Continue a task from its last committed work unit (after a crash, kill or stop)",
-		Args:  cobra.ExactArgs(1),
+		Long: `resume continues a task from its last committed work unit (after a crash,
+a kill or a stop): this process owns the home and works the task to its end,
+with a progress line, as run does.
+
+If the home's owner already works every task (lhengine serve, lhengine
+worker), resume hands the task to it (resuming it if it was paused), says
+so and returns; with --follow it follows the task to its end instead, with
+the exit status run would have.`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.withWorker(cmd.Context(), false, func(s *session) error {
 				t, err := s.c.Resume(cmd.Context(), args[0])
 				if err != nil {
 					return err
+				}
+				if !s.local() && !follow {
+					if a.json() {
+						return a.printJSON(t)
+					}
+					done, total := t.Progress()
+					fmt.Fprintf(a.stdout, "task %s is already being worked by %s at %d/%d units; follow it with: lhengine events %s --follow\n",
+						t.ID, s.owner, done, total, t.ID)
+					return nil
 				}
 				if !a.json() {
 					done, total := t.Progress()
@@ -325,6 +343,7 @@ func (a *app) resumeCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().IntVar(&conc, "concurrency", defaultConcurrency, "attempts run at once")
+	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "when the home's owner (serve, worker) already works the task, follow it to its end instead of returning")
 	mf.register(cmd)
 	return cmd
 }
@@ -370,6 +389,9 @@ func (a *app) workTask(ctx context.Context, s *session, id string, conc int, mf 
 				fmt.Fprintf(a.stderr, "stopped following; %s goes on working task %s (lhengine events %s --follow)\n", s.owner, id, id)
 			}
 			return &exitError{code: exitInterrupted}
+		}
+		if !s.local() && errors.Is(err, api.ErrOwnerGone) {
+			return fmt.Errorf("%s, which worked task %s, went away before it finished; continue with: lhengine resume %s", s.owner, id, id)
 		}
 		return err
 	}

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lhengine/lhengine/internal/testgate"
+)
+
+// TestCommandsRightAfterKill9: the home's owner (serve) is killed with
+// SIGKILL mid-task and a dozen commands start at once: every one of them
+// answers, none names the dead process as the home's holder or fails on
+// the socket it left. The follower of the task says its owner died, waits
+// for the next one, and ends with the task when a resume works it.
+func TestCommandsRightAfterKill9(t *testing.T) {
+	t.Parallel()
+	b := setupProcs(t)
+	g := testgate.New(t)
+	srv := b.start(t, "serve", "--listen", "", "--concurrency", "2")
+	srv.until(t, regexp.MustCompile(`^serving home`))
+	code, out, errOut := b.lh(t, "submit", b.task(t, "killed", g, 20, 2))
+	require.Equal(t, 0, code, errOut)
+	id := strings.TrimSpace(out)
+
+	follow := b.startWatching(t, "died", "events", "--follow", id)
+	g.Release(4)
+	seen := 0
+	countDone(t, follow, &seen, 4)
+	pid := srv.c.Process.Pid
+	require.NoError(t, srv.c.Process.Signal(syscall.SIGKILL))
+	_ = srv.wait(t)
+
+	type result struct {
+		args         []string
+		code         int
+		out, errText string
+	}
+	cmds := [][]string{}
+	for range 4 {
+		cmds = append(cmds, []string{"events", id}, []string{"status", id}, []string{"ls"})
+	}
+	results := make([]result, len(cmds))
+	var wg sync.WaitGroup
+	for i, args := range cmds {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			code, out, errOut := b.lh(t, args...)
+			results[i] = result{args, code, out, errOut}
+		}()
+	}
+	wg.Wait()
+	for _, r := range results {
+		require.Equal(t, 0, r.code, "%v: %s", r.args, r.errText)
+		require.NotContains(t, r.errText, "process "+strconv.Itoa(pid), r.args)
+		require.NotContains(t, r.errText, "no such file", r.args)
+	}
+
+	// The follower said what happened and waits for the next owner.
+	<-follow.stderr.seen
+	require.Regexp(t, `process `+strconv.Itoa(pid)+` .*died`, follow.stderr.String())
+	resume := b.start(t, "resume", id)
+	g.Open()
+	require.Equal(t, 0, resume.wait(t), resume.stderr.String())
+	require.Equal(t, 0, follow.wait(t), "the follower saw the task through: %s", follow.stderr)
+}
+
+// TestResumeOfATaskServeWorks: `resume ID` on a task the home's owner
+// already works says so and returns; with --follow it follows the task to
+// its end.
+func TestResumeOfATaskServeWorks(t *testing.T) {
+	t.Parallel()
+	b := setupProcs(t)
+	g := testgate.New(t)
+	srv := b.start(t, "serve", "--listen", "", "--concurrency", "2")
+	srv.until(t, regexp.MustCompile(`^serving home`))
+	code, out, errOut := b.lh(t, "submit", b.task(t, "served", g, 6, 2))
+	require.Equal(t, 0, code, errOut)
+	id := strings.TrimSpace(out)
+	<-g.Arrived() // serve works it
+
+	resume := b.start(t, "resume", id)
+	line := resume.until(t, regexp.MustCompile(`already`))
+	require.Regexp(t, `^task `+id+` is already being worked by process \d+ \(.*serve.*\) at 0/6 units; `+
+		`follow it with: lhengine events `+id+` --follow$`, line)
+	require.Equal(t, 0, resume.wait(t), resume.stderr.String())
+
+	follow := b.start(t, "resume", id, "--follow")
+	follow.until(t, regexp.MustCompile(`^task `+id+` resuming at 0/6 units$`))
+	g.Open()
+	require.Equal(t, 0, follow.wait(t), follow.stderr.String())
+	code, out, _ = b.lh(t, "status", id)
+	require.Equal(t, 0, code)
+	require.Contains(t, out, `"served": succeeded`)
+	require.NoError(t, srv.c.Process.Signal(syscall.SIGTERM))
+	_ = srv.wait(t)
+}
