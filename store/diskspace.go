@@ -35,6 +35,15 @@ func (e *spaceError) Error() string {
 
 func (e *spaceError) Is(target error) bool { return target == ErrNoSpace }
 
+// MinFreeBytes is the store's free-space floor (Options.MinFreeBytes): 0
+// when it enforces none (in memory, or the check disabled).
+func (s *Store) MinFreeBytes() int64 {
+	if s == nil || s.space == nil {
+		return 0
+	}
+	return s.space.floor
+}
+
 // diskSpace checks the free space of the store's file system against the
 // floor. A nil *diskSpace checks nothing (in-memory stores).
 type diskSpace struct {

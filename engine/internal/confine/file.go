@@ -20,6 +20,22 @@ type file struct {
 	dev      uint64
 	ino      wsys.Inode
 	isDir    bool
+	guard    *Guard      // takes room for each write; nil: none
+	report   func(error) // told of a refused write; nil: none
+}
+
+// take takes room for n more bytes from the file's guard. A refusal is
+// reported and returned as EIO, the errno wazero passes on for one it
+// cannot name (the host translates it: FS.Guarded).
+func (f *file) take(n int64) experimentalsys.Errno {
+	err := f.guard.Reserve(n)
+	if err == nil {
+		return 0
+	}
+	if f.report != nil {
+		f.report(err)
+	}
+	return experimentalsys.EIO
 }
 
 var _ experimentalsys.File = (*file)(nil)
@@ -173,6 +189,9 @@ func (f *file) Write(buf []byte) (int, experimentalsys.Errno) {
 	if len(buf) == 0 {
 		return 0, 0
 	}
+	if errno := f.take(int64(len(buf))); errno != 0 {
+		return 0, errno
+	}
 	n, err := f.f.Write(buf)
 	return n, fileErrno(f, err)
 }
@@ -185,6 +204,9 @@ func (f *file) Pwrite(buf []byte, off int64) (int, experimentalsys.Errno) {
 	if len(buf) == 0 {
 		return 0, 0
 	}
+	if errno := f.take(int64(len(buf))); errno != 0 {
+		return 0, errno
+	}
 	n, err := f.f.WriteAt(buf, off)
 	return n, fileErrno(f, err)
 }
@@ -196,6 +218,13 @@ func (f *file) Truncate(size int64) experimentalsys.Errno {
 	}
 	if size < 0 {
 		return experimentalsys.EINVAL
+	}
+	if f.guard != nil {
+		if fi, err := f.f.Stat(); err == nil && size > fi.Size() {
+			if errno := f.take(size - fi.Size()); errno != 0 {
+				return errno
+			}
+		}
 	}
 	return fileErrno(f, f.f.Truncate(size))
 }

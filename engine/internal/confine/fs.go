@@ -46,7 +46,9 @@ import (
 // the module.
 type FS struct {
 	experimentalsys.UnimplementedFS
-	dir string
+	dir    string
+	guard  *Guard      // nil: writes are not bounded
+	report func(error) // told of each write guard refuses; nil: none
 }
 
 // NewFS returns the file system beneath dir, which must be an existing
@@ -58,6 +60,17 @@ func NewFS(dir string) (*FS, error) {
 	}
 	r.Close()
 	return &FS{dir: dir}, nil
+}
+
+// Guarded returns a copy of c whose files' writes (Write, Pwrite, and
+// Truncate growing a file) first take room from g, failing with EDQUOT or
+// ENOSPC (an error wazero cannot name: the guest sees EIO unless its host
+// translates it; see RefusedError.Errno) when g refuses, after telling
+// report (when not nil) why, on the goroutine of the write.
+func (c *FS) Guarded(g *Guard, report func(error)) *FS {
+	out := *c
+	out.guard, out.report = g, report
+	return &out
 }
 
 // String implements fmt.Stringer (wazero names preopens with it).
@@ -137,7 +150,9 @@ func (c *FS) OpenFile(p string, flag experimentalsys.Oflag, perm fs.FileMode) (e
 	if errno != 0 {
 		return nil, errno
 	}
-	return newFile(f, flag), 0
+	fl := newFile(f, flag)
+	fl.guard, fl.report = c.guard, c.report
+	return fl, 0
 }
 
 // osFlag converts wazero's open flags (what wazero's own directory file

@@ -152,6 +152,9 @@ func (a *attempt) hostStatus(ctx context.Context, fn string, err error) int32 {
 		}
 		return a.fail(rc, fn+": "+msg)
 	}
+	// A host failure (the store out of disk space, for one) is kept in
+	// the attempt's log too: a plugin that ignores it still leaves a trace.
+	a.log.line("warn", "host failed "+fn+": "+err.Error())
 	return a.fail(StatusInternal, fn+": "+err.Error())
 }
 

@@ -1,12 +1,16 @@
 package guest
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"path"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
 	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
 	"github.com/tetratelabs/wazero/experimental/sysfs"
 
@@ -26,14 +30,20 @@ import (
 // holds while anything else (another item sharing the workspace, a host
 // process) changes the tree at the same time: there is no check made by
 // path and then used by path. A read-only mount refuses every write.
+//
+// With Guard set, the guest's writes to the mount take room from it: a
+// write past its quota fails with EDQUOT, one that would leave less free
+// space than its reserve with ENOSPC, and the attempt's log says why.
 type Mount struct {
 	HostDir  string
 	GuestDir string
 	ReadOnly bool
+	Guard    *confine.Guard
 }
 
-// mountConfig is the filesystem of an attempt: nil for none.
-func mountConfig(mounts []Mount) (wazero.FSConfig, error) {
+// mountConfig is the filesystem of an attempt: nil for none. refused is
+// told of each write a mount's Guard refuses.
+func mountConfig(mounts []Mount, refused func(error)) (wazero.FSConfig, error) {
 	if len(mounts) == 0 {
 		return nil, nil
 	}
@@ -60,7 +70,7 @@ func mountConfig(mounts []Mount) (wazero.FSConfig, error) {
 		}
 		// Opening it as the root refuses what is missing or not a
 		// directory (ENOTDIR): no stat beforehand.
-		fsys, err := mountFS(root, m.ReadOnly)
+		fsys, err := mountFS(root, m.ReadOnly, m.Guard, refused)
 		if err != nil {
 			return nil, fmt.Errorf("mount %q: %w", m.HostDir, err)
 		}
@@ -72,7 +82,7 @@ func mountConfig(mounts []Mount) (wazero.FSConfig, error) {
 
 // mountFS is the file system of one mount: the tree beneath root, held
 // inside it by package confine, and read-only when ro.
-func mountFS(root string, ro bool) (experimentalsys.FS, error) {
+func mountFS(root string, ro bool, g *confine.Guard, refused func(error)) (experimentalsys.FS, error) {
 	c, err := confine.NewFS(root)
 	if err != nil {
 		return nil, err
@@ -80,5 +90,49 @@ func mountFS(root string, ro bool) (experimentalsys.FS, error) {
 	if ro {
 		return &sysfs.ReadFS{FS: c}, nil
 	}
+	if g != nil {
+		c = c.Guarded(g, refused)
+	}
 	return c, nil
+}
+
+// WASI error numbers (wasi_snapshot_preview1 errno) of a refused write.
+const (
+	wasiDquot uint64 = 19
+	wasiIO    uint64 = 29
+	wasiNospc uint64 = 51
+)
+
+// refusedWrite records, in attempt a's log and for the WASI call under way,
+// a write a mount's guard refused.
+func (a *attempt) refusedWrite(err error) {
+	if a == nil || a == orphan {
+		return
+	}
+	a.log.line("warn", "workspace write refused: "+err.Error())
+	a.fsErrno = wasiNospc
+	var re *confine.RefusedError
+	if errors.As(err, &re) && re.Errno() == syscall.EDQUOT {
+		a.fsErrno = wasiDquot
+	}
+}
+
+// wrapWrite wraps a WASI function that writes to a file (fd_write,
+// fd_pwrite, fd_filestat_set_size): when a guard refused the write, the
+// guest gets EDQUOT or ENOSPC instead of the EIO wazero passes on for an
+// error it cannot name.
+func wrapWrite(orig api.GoModuleFunction) api.GoModuleFunc {
+	return func(ctx context.Context, mod api.Module, stack []uint64) {
+		a, _ := attemptFrom(ctx)
+		if a == nil || a == orphan {
+			orig.Call(ctx, mod, stack)
+			return
+		}
+		a.fsErrno = 0
+		orig.Call(ctx, mod, stack)
+		if a.fsErrno != 0 && stack[0] == wasiIO {
+			stack[0] = a.fsErrno
+		}
+		a.fsErrno = 0
+	}
 }

@@ -141,10 +141,10 @@ func TestMountConfigHostDir(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "f")
 	require.NoError(t, os.WriteFile(file, nil, 0o644))
-	_, err := mountConfig([]Mount{{HostDir: filepath.Join(dir, "missing"), GuestDir: "/w"}})
+	_, err := mountConfig([]Mount{{HostDir: filepath.Join(dir, "missing"), GuestDir: "/w"}}, nil)
 	require.ErrorIs(t, err, os.ErrNotExist)
-	_, err = mountConfig([]Mount{{HostDir: file, GuestDir: "/w"}})
+	_, err = mountConfig([]Mount{{HostDir: file, GuestDir: "/w"}}, nil)
 	require.ErrorContains(t, err, "not a directory")
-	_, err = mountConfig([]Mount{{HostDir: dir, GuestDir: "/w"}})
+	_, err = mountConfig([]Mount{{HostDir: dir, GuestDir: "/w"}}, nil)
 	require.NoError(t, err)
 }

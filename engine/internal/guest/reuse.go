@@ -7,6 +7,7 @@ import (
 	"io"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tetratelabs/wazero"
@@ -356,11 +357,18 @@ func (p *Plugin) runReused(ctx context.Context, req Request, env []byte, lim Lim
 	start := time.Now()
 	in := p.r.pool.take(key)
 	if in == nil {
-		fsCfg, err := mountConfig(lim.Mounts)
+		// A refused write is the attempt's the instance serves then.
+		var started atomic.Pointer[instance]
+		fsCfg, err := mountConfig(lim.Mounts, func(err error) {
+			if in := started.Load(); in != nil {
+				in.cur.refusedWrite(err)
+			}
+		})
 		if err != nil {
 			return res, fault.Wrap(fault.Input, err, "plugin "+p.Name+": "+err.Error())
 		}
 		in = p.startInstance(key, lim, fsCfg, cancel)
+		started.Store(in)
 	}
 	// The attempt's end (timeout, cancellation, lost lease, too much
 	// output) closes the instance, which stops the guest.
@@ -868,6 +876,10 @@ func instantiateWASI(ctx context.Context, rt wazero.Runtime) error {
 		"sock_accept": wrapOpen(2),
 		"fd_close":    wrapClose,
 		"fd_renumber": wrapRenumber,
+		"fd_write":    wrapWrite,
+		"fd_pwrite":   wrapWrite,
+		// A file grown by fd_filestat_set_size.
+		"fd_filestat_set_size": wrapWrite,
 	} {
 		def, ok := wasiFuncs[name]
 		orig, isMod := def.GoFunction().(api.GoModuleFunction)

@@ -206,8 +206,9 @@ type attempt struct {
 	lastErr  string   // the message of the most recent failed call
 	logSent  int64    // bytes of log messages passed to Host.Log; -1 once suppressed (passLog)
 
-	overBudget bool // a call was refused for a budget (StatusBudget)
-	serveCalls int  // serve_next calls in a fresh instance
+	overBudget bool   // a call was refused for a budget (StatusBudget)
+	fsErrno    uint64 // the WASI errno of a write a mount's guard refused in the call under way; 0 for none
+	serveCalls int    // serve_next calls in a fresh instance
 
 	// In a reused instance (reuse.go): the attempt's context, request,
 	// stdout, and whether the instance has switched to it.
@@ -300,7 +301,7 @@ func (p *Plugin) runFresh(ctx context.Context, req Request, env []byte, lim Limi
 	// Last, so host calls find it first.
 	runCtx = context.WithValue(runCtx, attemptKey{}, att)
 
-	fsCfg, err := mountConfig(lim.Mounts)
+	fsCfg, err := mountConfig(lim.Mounts, att.refusedWrite)
 	if err != nil {
 		return res, fault.Wrap(fault.Input, err, "plugin "+p.Name+": "+err.Error())
 	}

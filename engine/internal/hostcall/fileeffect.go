@@ -2,6 +2,7 @@ package hostcall
 
 import (
 	"errors"
+	"fmt"
 	"path/filepath"
 
 	"github.com/lhengine/lhengine/engine/internal/confine"
@@ -37,8 +38,16 @@ func (a *Attempt) workspacePath(p string) (string, error) {
 // renamed in its directory's descriptor, the directory synced
 // (confine.WriteFile). A link met on the way, even one swapped in while the
 // write runs, refuses the effect (StatusDenied) and nothing is created
-// beyond it.
+// beyond it. The write takes room from the workspace's guard first: past
+// the task's limits.workspace_bytes it is refused with StatusBudget, below
+// the free space the guard keeps with StatusInternal (space may be freed).
 func (a *Attempt) writeAtomic(rel string, data []byte) error {
+	if err := a.WorkspaceGuard.Reserve(int64(len(data))); err != nil {
+		if errors.Is(err, confine.ErrQuota) {
+			return herr(guest.StatusBudget, "file effect %q: %v", rel, err)
+		}
+		return fmt.Errorf("file effect %q: %w", rel, err)
+	}
 	if err := confine.WriteFile(a.Workspace, rel, data, 0o600); err != nil {
 		return fileEffectError(rel, err)
 	}

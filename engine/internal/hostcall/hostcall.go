@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lhengine/lhengine/engine/internal/confine"
 	"github.com/lhengine/lhengine/engine/internal/guest"
 	"github.com/lhengine/lhengine/engine/internal/taskfile"
 	"github.com/lhengine/lhengine/internal/crashpoint"
@@ -28,9 +29,12 @@ type Attempt struct {
 	TaskName string
 	Step     *taskfile.Step
 	// Workspace is the task's workspace folder on the host ("" if none).
-	Workspace    string
-	PluginSHA256 string
-	InputSHA256  string
+	Workspace string
+	// WorkspaceGuard, when set, bounds what file effects write to the
+	// workspace, as it does the plugin's own writes there.
+	WorkspaceGuard *confine.Guard
+	PluginSHA256   string
+	InputSHA256    string
 	// Client performs http effects, fetches and model calls; nil means a
 	// default client.
 	Client *http.Client

@@ -24,6 +24,7 @@ type Limits struct {
 	KVBytes                uint64 // bytes of key/value entries (keys and values) the task keeps
 	ArtifactBytes          uint64 // bytes of distinct artifacts the task stores
 	OutputBytes            uint64 // bytes of step outputs the task commits
+	WorkspaceBytes         uint64 // bytes of the files in the task's workspace
 
 	DeclRange hcl.Range // the limits block's header; empty when the task has none
 }
@@ -38,6 +39,7 @@ const (
 	DefaultKVBytes                = 64 << 20
 	DefaultArtifactBytes          = 1 << 30
 	DefaultOutputBytes            = 256 << 20
+	DefaultWorkspaceBytes         = 1 << 30
 
 	// MaxQuotaBytes bounds every byte quota of a limits block.
 	MaxQuotaBytes = 1 << 40
@@ -56,6 +58,7 @@ func DefaultLimits() Limits {
 		KVBytes:                DefaultKVBytes,
 		ArtifactBytes:          DefaultArtifactBytes,
 		OutputBytes:            DefaultOutputBytes,
+		WorkspaceBytes:         DefaultWorkspaceBytes,
 	}
 }
 
@@ -78,6 +81,7 @@ var limitsSchema = &hcl.BodySchema{
 		{Name: "kv_bytes"},
 		{Name: "artifact_bytes"},
 		{Name: "output_bytes"},
+		{Name: "workspace_bytes"},
 	},
 }
 
@@ -126,6 +130,7 @@ func decodeLimitsBlock(block *hcl.Block) (Limits, hcl.Diagnostics) {
 		{"kv_bytes", &l.KVBytes},
 		{"artifact_bytes", &l.ArtifactBytes},
 		{"output_bytes", &l.OutputBytes},
+		{"workspace_bytes", &l.WorkspaceBytes},
 	}
 	for _, s := range sizes {
 		attr, ok := content.Attributes[s.name]

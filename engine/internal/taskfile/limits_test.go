@@ -18,6 +18,7 @@ func TestLimitsBlock(t *testing.T) {
     kv_bytes                  = "1MiB"
     artifact_bytes            = 1048576
     output_bytes              = "2MB"
+    workspace_bytes           = "3MiB"
   }
   step "a" {
     plugin = "a.wasm"
@@ -27,7 +28,7 @@ func TestLimitsBlock(t *testing.T) {
 	task, diags := Parse("t.hcl", []byte(src), Options{})
 	require.False(t, diags.HasErrors(), "%v", diags)
 	want := Limits{Notes: 10, NoteBytes: 4 << 10, CounterNamesPerAttempt: 5, CounterNames: 20,
-		LogPassthrough: 0, KVBytes: 1 << 20, ArtifactBytes: 1 << 20, OutputBytes: 2_000_000}
+		LogPassthrough: 0, KVBytes: 1 << 20, ArtifactBytes: 1 << 20, OutputBytes: 2_000_000, WorkspaceBytes: 3 << 20}
 	got := task.Limits
 	require.Equal(t, 2, got.DeclRange.Start.Line)
 	got.DeclRange = want.DeclRange

@@ -17,6 +17,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/lhengine/lhengine/engine/fault"
+	"github.com/lhengine/lhengine/engine/internal/confine"
 	"github.com/lhengine/lhengine/engine/internal/guest"
 	"github.com/lhengine/lhengine/engine/internal/hostcall"
 	"github.com/lhengine/lhengine/engine/internal/plan"
@@ -415,15 +416,21 @@ func (w *Worker) execute(ctx context.Context, l store.Lease, log hclog.Logger, a
 	if err != nil {
 		return nil, step, nil, fault.Wrap(fault.Internal, err, "reading the task's replay set: "+err.Error())
 	}
+	var guard *confine.Guard
+	if workspace != "" && step.Workspace == "rw" {
+		var release func()
+		guard, release = workspaceGuard(workspace, step.LimitsOf().WorkspaceBytes, w.cfg.Store)
+		defer release()
+	}
 	inSum := sha256.Sum256(input)
 	h := &host{w: w, lease: l, until: l.Until, log: log, Attempt: &hostcall.Attempt{
-		Store: w.cfg.Store, Lease: l, TaskName: task.Name, Step: step, Workspace: workspace,
+		Store: w.cfg.Store, Lease: l, TaskName: task.Name, Step: step, Workspace: workspace, WorkspaceGuard: guard,
 		PluginSHA256: pin.SHA256, InputSHA256: hex.EncodeToString(inSum[:]), Client: w.cfg.HTTPClient,
 		Replay: replay, ModelRecord: w.cfg.ModelRecord, After: after,
 	}}
 	lim := guest.Limits{Timeout: step.Timeout, MemoryBytes: step.Memory, MaxHostCalls: step.HostCalls}
 	if workspace != "" {
-		lim.Mounts = append(lim.Mounts, guest.Mount{HostDir: workspace, GuestDir: "/workspace", ReadOnly: step.Workspace == "ro"})
+		lim.Mounts = append(lim.Mounts, guest.Mount{HostDir: workspace, GuestDir: "/workspace", ReadOnly: step.Workspace == "ro", Guard: guard})
 	}
 	for _, m := range step.Mounts {
 		lim.Mounts = append(lim.Mounts, guest.Mount{HostDir: m.SourcePath, GuestDir: "/mnt/" + m.Name, ReadOnly: true})

@@ -2,16 +2,20 @@
  * files.c: file access through the workspace mounts (WASI preopens). The
  * input is {"mode": "write"|"read"|"append", "path": "...", "content": "..."}:
  * write creates or truncates path with content, append appends it, read
- * reads path. The output is {"ok": true, "data": "..."} or
- * {"ok": false, "errno": N, "error": "..."}; a refused access is not a
- * failure of the plugin.
+ * reads path. {"mode": "fill", "path": "...", "count": N, "size": S} writes
+ * N blocks of S bytes to path with write(2), stopping at the first error.
+ * The output is {"ok": true, "data": "..."} (fill: {"ok": true, "written":
+ * B}) or {"ok": false, "errno": N, "error": "...", "written": B}; a refused
+ * access is not a failure of the plugin.
  *
  *   clang-14 --target=wasm32-wasi -O2 -o files.wasm files.c
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "json.h"
 
@@ -53,6 +57,44 @@ static int fail(void) {
 	return 0;
 }
 
+/* num is the non-negative integer value of member key; 0 when absent. */
+static long num(const char *obj, const char *end, const char *key) {
+	const char *vs, *ve;
+	if (!member(obj, end, key, &vs, &ve)) {
+		return 0;
+	}
+	return strtol(vs, NULL, 10);
+}
+
+/* fill writes count blocks of size bytes to path. */
+static int fill(const char *path, long count, long size) {
+	char *buf = malloc((size_t)size);
+	memset(buf, 'x', (size_t)size);
+	long long written = 0;
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	int e = fd < 0 ? errno : 0;
+	for (long i = 0; fd >= 0 && i < count && e == 0; i++) {
+		ssize_t n = write(fd, buf, (size_t)size);
+		if (n < 0) {
+			e = errno;
+		} else {
+			written += n;
+		}
+	}
+	if (fd >= 0 && close(fd) != 0 && e == 0) {
+		e = errno;
+	}
+	if (e == 0) {
+		printf("{\"output\":{\"ok\":true,\"written\":%lld}}\n", written);
+		return 0;
+	}
+	printf("{\"output\":{\"ok\":false,\"errno\":%d,\"written\":%lld,\"error\":", e, written);
+	const char *msg = strerror(e);
+	put_str(msg, strlen(msg));
+	printf("}}\n");
+	return 0;
+}
+
 int main(void) {
 	size_t n;
 	char *req = read_all(&n);
@@ -63,6 +105,9 @@ int main(void) {
 	}
 	char *path = str(in, in_end, "path");
 	char *content = str(in, in_end, "content");
+	if (member_is(in, in_end, "mode", "fill")) {
+		return fill(path, num(in, in_end, "count"), num(in, in_end, "size"));
+	}
 	if (member_is(in, in_end, "mode", "write") || member_is(in, in_end, "mode", "append")) {
 		FILE *f = fopen(path, member_is(in, in_end, "mode", "write") ? "w" : "a");
 		if (!f) {
