@@ -6,9 +6,13 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -259,4 +263,147 @@ func TestAgentExampleReplays(t *testing.T) {
 	require.Equal(t, 0, code)
 	require.Contains(t, status, "models:      2 calls")
 	require.Contains(t, status, "counts:      lookups 1")
+}
+
+// TestModelCallInFlightAtSIGKILLIsPossiblyBilled kills a real lhengine run
+// with SIGKILL while its second model call is in flight (the loopback
+// server holds the request until the process is dead), and resumes it. The
+// resumed attempt finds the call's intent without a response: it counts the
+// call as possibly billed, with the size of the request the server got,
+// and sends it again. status and the task's JSON say so, and the call that
+// completed before the kill is billed once (replayed, not sent again).
+func TestModelCallInFlightAtSIGKILLIsPossiblyBilled(t *testing.T) {
+	t.Parallel()
+	bin := buildBinary(t)
+	wasm, err := os.ReadFile(testwasm.BuildGo(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/go/model")))
+	require.NoError(t, err)
+	srv := testmodel.New(t)
+	arrived, release := make(chan struct{}), make(chan struct{})
+	var held sync.Once
+	srv.Script = func(c testmodel.Conversation) testmodel.Reply {
+		if len(c.Texts("tool")) == 0 {
+			return testmodel.Reply{ToolCalls: []testmodel.ToolCall{{Name: "lookup", Arguments: json.RawMessage(`{"input":"Paris"}`)}}}
+		}
+		held.Do(func() {
+			close(arrived)
+			<-release
+		})
+		return testmodel.Reply{Text: "sunny"}
+	}
+	var releaseOnce sync.Once
+	unblock := func() { releaseOnce.Do(func() { close(release) }) }
+	t.Cleanup(unblock) // before the server's Close, which waits for its handlers
+
+	dir := t.TempDir()
+	home := filepath.Join(dir, "home")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "model.wasm"), wasm, 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "task.hcl"), fmt.Appendf(nil, `
+task "weather" {
+  model "m" {
+    provider     = "openai"
+    base_url     = "%s/v1"
+    model        = "test-model"
+    input_price  = 2
+    output_price = 10
+    max_tokens   = 100
+  }
+  step "ask" {
+    plugin = "model.wasm"
+    models = ["m"]
+    input  = { model = "m", key = "q", prompt = "weather in Paris", tools = true, fail_attempts = 0 }
+  }
+}
+`, srv.URL), 0o644))
+
+	run := exec.Command(bin, "--home", home, "--log-level", "off", "run", filepath.Join(dir, "task.hcl"))
+	var stdout strings.Builder
+	run.Stdout, run.Stderr = &stdout, &stdout
+	require.NoError(t, run.Start())
+	exited := make(chan error, 1)
+	go func() { exited <- run.Wait() }()
+	select {
+	case <-arrived:
+	case err := <-exited:
+		t.Fatalf("the run ended before its second model call arrived: %v\n%s", err, stdout.String())
+	case <-time.After(2 * time.Minute):
+		t.Fatal("the second model call did not arrive within 2 minutes")
+	}
+	require.NoError(t, run.Process.Kill()) // SIGKILL
+	err = <-exited
+	var ee *exec.ExitError
+	require.ErrorAs(t, err, &ee)
+	require.True(t, ee.Sys().(syscall.WaitStatus).Signaled(), "killed, not exited: %v", err)
+	unblock()
+	id := strings.TrimSpace(strings.TrimPrefix(strings.SplitN(stdout.String(), "\n", 2)[0], "task "))
+	require.Len(t, id, 26, stdout.String())
+
+	out, killed := runCrashing(t, bin, home, "", nil, "resume", id)
+	require.False(t, killed)
+	require.Contains(t, out, "succeeded", out)
+
+	// The server got the tool call once and the held call twice: the send
+	// cut off by the kill and the resumed attempt's. The server records a
+	// request when its handler returns, and the held handler returns on its
+	// own time after the release.
+	require.Eventually(t, func() bool { return len(srv.Requests()) == 3 }, time.Minute, time.Millisecond)
+	sent := map[string]int{}
+	for _, r := range srv.Requests() {
+		sent[string(r.Body)]++
+	}
+	require.Len(t, sent, 2, "the first call once, the held one twice, as it was")
+	heldBytes := 0
+	for body, n := range sent {
+		if n == 2 {
+			heldBytes = len(body)
+		}
+	}
+	require.NotZero(t, heldBytes, "the held call was sent twice")
+
+	status, _ := runCrashing(t, bin, home, "", nil, "status", id)
+	require.Contains(t, status, "models:      2 calls", status)
+	require.Contains(t, status, fmt.Sprintf("1 possibly billed (%d request bytes", heldBytes), status)
+
+	js, _ := runCrashing(t, bin, home, "", nil, "-o", "json", "status", id)
+	var rep struct {
+		Task struct {
+			ModelUsage store.ModelUsage `json:"model_usage"`
+		} `json:"task"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(js), &rep), js)
+	u := rep.Task.ModelUsage
+	require.EqualValues(t, 2, u.Calls, "each answered call billed once")
+	require.Equal(t, int64(1), u.PossiblyBilled.Calls)
+	require.Equal(t, int64(heldBytes), u.PossiblyBilled.RequestBytes)
+	// At most one token per request byte in, max_tokens out.
+	require.InDelta(t, (float64(heldBytes)*2+100*10)/1e6, u.PossiblyBilled.MaxCost, 1e-12)
+
+	e, err := engine.Open(context.Background(), engine.Config{Home: home})
+	require.NoError(t, err)
+	defer e.Close(context.Background())
+	require.NoError(t, e.Read(func(r *store.Reader) error {
+		events, err := r.Events(id, 0, 0)
+		require.NoError(t, err)
+		var kinds []string
+		for _, ev := range events {
+			if ev.Type != store.EvModelCall {
+				continue
+			}
+			switch {
+			case ev.Model.PossiblyBilled:
+				require.Equal(t, "q-2", ev.Model.Key)
+				require.Equal(t, int64(heldBytes), ev.Model.RequestBytes)
+				require.Contains(t, ev.Message, "possibly billed")
+				kinds = append(kinds, "possibly billed")
+			case ev.Model.Replayed:
+				kinds = append(kinds, "replayed")
+			default:
+				kinds = append(kinds, "billed")
+			}
+		}
+		require.Equal(t, []string{"billed", "replayed", "possibly billed", "billed"}, kinds)
+		calls, err := r.ModelCalls(id)
+		require.NoError(t, err)
+		require.Len(t, calls, 2, "two responses in the journal, no intent left")
+		return nil
+	}))
 }

@@ -133,9 +133,15 @@ func (a *app) report(rep *api.Report) {
 		}
 		fmt.Fprintf(w, "  counts:      %s\n", strings.Join(parts, " · "))
 	}
-	if u := t.ModelUsage; u.Calls > 0 {
-		fmt.Fprintf(w, "  models:      %d calls · %d input tokens · %d output tokens · cost %s\n",
+	if u := t.ModelUsage; u.Calls > 0 || u.PossiblyBilled.Calls > 0 {
+		fmt.Fprintf(w, "  models:      %d calls · %d input tokens · %d output tokens · cost %s",
 			u.Calls, u.InputTokens, u.OutputTokens, strconv.FormatFloat(u.Cost, 'f', -1, 64))
+		if p := u.PossiblyBilled; p.Calls > 0 {
+			// Sends no one saw the answer of (in flight at a crash), counted apart.
+			fmt.Fprintf(w, " · %d possibly billed (%d request bytes, cost at most %s)",
+				p.Calls, p.RequestBytes, strconv.FormatFloat(p.MaxCost, 'f', -1, 64))
+		}
+		fmt.Fprintln(w)
 	}
 	for _, n := range notes {
 		fmt.Fprintf(w, "  %-12s %s (%s[%d])\n", n.Kind+":", n.Text, n.Step, n.Item)

@@ -69,8 +69,8 @@ func BenchmarkEffect(b *testing.B) {
 
 // BenchmarkModelGenerate makes one model.generate call per op against the
 // loopback model server, on a durable store: live (a new key each op: the
-// POST, the answer parsed, the response, tokens and cost recorded with one
-// sync) and replayed (the same call again: answered from the journal, an
+// intent recorded with a sync, the POST, the answer parsed, the response,
+// tokens and cost recorded with another) and replayed (the same call again: answered from the journal, an
 // event recorded). host-µs/op is the time outside the server's handler.
 func BenchmarkModelGenerate(b *testing.B) {
 	for _, mode := range []string{"live", "replayed"} {

@@ -11,6 +11,7 @@ import (
 	"io"
 	"maps"
 	"math"
+	"net"
 	"net/http"
 	"os"
 	"slices"
@@ -133,7 +134,21 @@ func (a *Attempt) generate(ctx context.Context, raw []byte) ([]byte, error) {
 		return nil, err
 	}
 
-	resp, err := a.answer(ctx, &r, m, sum)
+	call := &store.ModelCall{
+		Task: l.Task, Step: l.Step, StepName: a.Step.Name, Item: l.Item, Key: r.Key, RequestSHA256: sum,
+		Model: m.Name, Provider: m.Provider, ModelID: m.ID, Attempt: l.Attempt,
+	}
+	var resp *ModelResponse
+	unknown := 0 // sends of a live call whose outcome is unknown
+	if a.Replay != nil {
+		resp, err = a.recorded(m, sum)
+	} else {
+		var prior *store.ModelCall
+		resp, prior, unknown, err = a.live(ctx, &r, m, call)
+		if prior != nil {
+			return a.replayModel(ctx, prior)
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -142,11 +157,8 @@ func (a *Attempt) generate(ctx context.Context, raw []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, fresh, err := a.Store.RecordModelCall(ctx, l, &store.ModelCall{
-		Task: l.Task, Step: l.Step, StepName: a.Step.Name, Item: l.Item, Key: r.Key, RequestSHA256: sum,
-		Model: m.Name, Provider: m.Provider, ModelID: m.ID, Response: recorded,
-		InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens, Cost: resp.Cost, Attempt: l.Attempt,
-	})
+	call.Response, call.InputTokens, call.OutputTokens, call.Cost = recorded, resp.Usage.InputTokens, resp.Usage.OutputTokens, resp.Cost
+	c, fresh, err := a.Store.RecordModelCall(ctx, l, call)
 	if errors.Is(err, store.ErrLeaseLost) {
 		return nil, herr(guest.StatusLeaseLost, "%v", err)
 	}
@@ -154,41 +166,72 @@ func (a *Attempt) generate(ctx context.Context, raw []byte) ([]byte, error) {
 		return nil, err
 	}
 	crashpoint.Reached(crashpoint.ModelAfterRecord)
+	if unknown > 0 {
+		// Sends before the one answered whose connection failed midway.
+		if err := a.Store.EndModelCall(ctx, l, call, unknown); err != nil {
+			return nil, leaseErr(err)
+		}
+	}
 	if !fresh {
 		return a.replayModel(ctx, c)
 	}
 	return recorded, nil
 }
 
-// answer is the provider's response to r, or with Replay set the recorded
-// one; with ModelRecord set a live response is recorded.
-func (a *Attempt) answer(ctx context.Context, r *ModelRequest, m *taskfile.Model, sum string) (*ModelResponse, error) {
-	if a.Replay != nil {
-		return a.recorded(m, sum)
-	}
+// live is the provider's response to r; with ModelRecord set it is
+// recorded to that folder. The call's intent (call, State
+// store.ModelSending) is recorded durably before the first send, so that a
+// send whose process dies is counted as possibly billed by the attempt that
+// finds it; when that finds the call's response recorded instead, prior is
+// that entry and nothing is sent. unknown counts the sends whose connection
+// failed after the request may have reached the provider. A call that ends
+// without a response drops its intent and counts those sends.
+func (a *Attempt) live(ctx context.Context, r *ModelRequest, m *taskfile.Model, call *store.ModelCall) (resp *ModelResponse, prior *store.ModelCall, unknown int, err error) {
 	body, err := providerRequest(r, m)
 	if err != nil {
-		return nil, err
+		return nil, nil, 0, err
 	}
 	if a.After != nil {
 		if err := a.After.Wait(ctx); err != nil {
-			return nil, err
+			return nil, nil, 0, err
 		}
 	}
-	answer, err := a.sendModel(ctx, m, body)
-	if err != nil {
-		return nil, err
+	call.RequestBytes = int64(len(body))
+	// At most one input token per byte of the body, and max_tokens out.
+	call.MaxCost = m.Cost(call.RequestBytes, int64(r.MaxTokens))
+	intent := *call
+	if prior, err := a.Store.StartModelCall(ctx, a.Lease, &intent); err != nil || prior != nil {
+		return nil, prior, 0, leaseErr(err)
 	}
-	resp, err := parseProviderAnswer(m, answer)
+	answer, unknown, err := a.sendModel(ctx, m, body)
+	if err == nil {
+		resp, err = parseProviderAnswer(m, answer)
+		if err != nil {
+			unknown++ // answered, so perhaps billed, but its usage cannot be read
+		}
+	}
 	if err != nil {
-		return nil, err
+		// The call ends here, its outcome seen. Should the record fail, the
+		// intent stays and a later attempt counts the call as possibly
+		// billed: counted once more, never less; the plugin gets the
+		// call's own error.
+		_ = a.Store.EndModelCall(context.WithoutCancel(ctx), a.Lease, &intent, unknown)
+		return nil, nil, 0, err
 	}
 	if a.ModelRecord != "" {
-		if err := a.saveRecording(m, sum, resp); err != nil {
-			return nil, err
+		if err := a.saveRecording(m, call.RequestSHA256, resp); err != nil {
+			return nil, nil, 0, err
 		}
 	}
-	return resp, nil
+	return resp, nil, unknown, nil
+}
+
+// leaseErr is err, as StatusLeaseLost when the attempt's lease is lost.
+func leaseErr(err error) error {
+	if errors.Is(err, store.ErrLeaseLost) {
+		return herr(guest.StatusLeaseLost, "%v", err)
+	}
+	return err
 }
 
 // replayModel answers a call from its journal entry, with "replayed":
@@ -311,8 +354,10 @@ func canonical(v json.RawMessage) json.RawMessage {
 // one), within the step's deadline; when time or tries run out the call is
 // StatusUnavailable. Any other answer is StatusInvalid with the provider's
 // message. The API key is read from the environment now and never leaves
-// the request's header: it is cut out of every message passed on.
-func (a *Attempt) sendModel(ctx context.Context, m *taskfile.Model, body []byte) ([]byte, error) {
+// the request's header: it is cut out of every message passed on. unknown
+// counts the sends whose connection failed after it was made: the request
+// may have reached the provider, and its answer was lost.
+func (a *Attempt) sendModel(ctx context.Context, m *taskfile.Model, body []byte) (answer []byte, unknown int, err error) {
 	getenv := a.Getenv
 	if getenv == nil {
 		getenv = os.Getenv
@@ -320,7 +365,7 @@ func (a *Attempt) sendModel(ctx context.Context, m *taskfile.Model, body []byte)
 	key := ""
 	if m.APIKeyEnv != "" {
 		if key = getenv(m.APIKeyEnv); key == "" {
-			return nil, herr(guest.StatusUnavailable, "model %q: the environment variable %s, which holds its API key, is not set in the worker's environment", m.Name, m.APIKeyEnv)
+			return nil, unknown, herr(guest.StatusUnavailable, "model %q: the environment variable %s, which holds its API key, is not set in the worker's environment", m.Name, m.APIKeyEnv)
 		}
 	}
 	redact := func(s string) string {
@@ -341,33 +386,44 @@ func (a *Attempt) sendModel(ctx context.Context, m *taskfile.Model, body []byte)
 	var last string
 	for try := 1; ; try++ {
 		code, answer, retryAfter, err := a.postModel(ctx, m, endpoint, key, body)
+		if err != nil && !notSent(err) {
+			unknown++
+		}
 		switch {
 		case err != nil && ctx.Err() != nil:
-			return nil, herr(guest.StatusUnavailable, "model %q: %s", m.Name, redact(err.Error()))
+			return nil, unknown, herr(guest.StatusUnavailable, "model %q: %s", m.Name, redact(err.Error()))
 		case err != nil:
 			last = redact(err.Error())
 		case code/100 == 2:
-			return answer, nil
+			return answer, unknown, nil
 		case code == http.StatusTooManyRequests || code == http.StatusRequestTimeout || code >= 500:
 			last = fmt.Sprintf("the provider answered %d: %s", code, redact(providerMessage(answer)))
 		default:
-			return nil, herr(guest.StatusInvalid, "model %q: the provider refused the request with %d: %s", m.Name, code, redact(providerMessage(answer)))
+			return nil, unknown, herr(guest.StatusInvalid, "model %q: the provider refused the request with %d: %s", m.Name, code, redact(providerMessage(answer)))
 		}
 		wait := min(backoff<<min(try-1, 16), modelBackoffMax)
 		if retryAfter > 0 {
 			wait = retryAfter
 		}
 		if !hasDeadline && try >= modelTries || hasDeadline && time.Until(deadline) <= wait {
-			return nil, herr(guest.StatusUnavailable, "model %q: gave up after %d sends within the step's time; the last: %s", m.Name, try, last)
+			return nil, unknown, herr(guest.StatusUnavailable, "model %q: gave up after %d sends within the step's time; the last: %s", m.Name, try, last)
 		}
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return nil, herr(guest.StatusUnavailable, "model %q: the step's time ran out while waiting to send again; the last send: %s", m.Name, last)
+			return nil, unknown, herr(guest.StatusUnavailable, "model %q: the step's time ran out while waiting to send again; the last send: %s", m.Name, last)
 		case <-t.C:
 		}
 	}
+}
+
+// notSent reports whether a failed send failed before a connection was
+// made (the dial, name resolution included), so that nothing reached the
+// provider.
+func notSent(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
 }
 
 // postModel sends one request under the model's per-request timeout and

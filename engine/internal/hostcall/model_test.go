@@ -4,10 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -451,4 +454,64 @@ func TestModelCallWaitsForTheEarlierCommit(t *testing.T) {
 	close(held.release)
 	require.NoError(t, <-done)
 	require.Len(t, srv.Requests(), 1)
+}
+
+// TestModelSendCutOffIsPossiblyBilled: a send whose connection breaks after
+// the provider read the request is counted as possibly billed (the size of
+// the body, the most it can cost) beside the retry's answer, billed once; a
+// send that found no server (the dial failed) and a request the provider
+// refused count nothing; no call leaves an intent behind.
+func TestModelSendCutOffIsPossiblyBilled(t *testing.T) {
+	t.Parallel()
+	var sent atomic.Int64
+	var size atomic.Int64
+	flaky := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		size.Store(int64(len(body)))
+		if sent.Add(1) == 1 {
+			conn, _, err := w.(http.Hijacker).Hijack()
+			if err == nil {
+				conn.Close() // read, then gone without an answer
+			}
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"choices":[{"message":{"role":"assistant","content":"hi there"},"finish_reason":"stop"}],"usage":{"prompt_tokens":7,"completion_tokens":2}}`)
+	}))
+	t.Cleanup(flaky.Close)
+	gone := httptest.NewServer(http.NotFoundHandler())
+	gone.Close()
+	refusing := testmodel.New(t)
+	refusing.FailNext(1, http.StatusBadRequest, "")
+
+	model := func(name, base string) *taskfile.Model {
+		return &taskfile.Model{Name: name, Provider: taskfile.ProviderOpenAI, BaseURL: base + "/v1", ID: "test-model",
+			InputPrice: 3, OutputPrice: 15, Timeout: 5 * time.Second, MaxTokens: 256}
+	}
+	a := setupIn(t, &taskfile.Step{Name: "think", Models: map[string]*taskfile.Model{
+		"flaky": model("flaky", flaky.URL), "gone": model("gone", gone.URL), "refusing": model("refusing", refusing.URL),
+	}}, store.Options{InMemory: true})
+	a.ModelBackoff = time.Millisecond
+	req := func(m string) string {
+		return `{"model":"` + m + `","key":"k","messages":[{"role":"user","content":"hello"}]}`
+	}
+
+	out, err := generate(t, a, req("flaky"))
+	require.NoError(t, err)
+	require.Equal(t, "hi there", out.Text)
+	require.EqualValues(t, 2, sent.Load())
+	_, err = generate(t, a, req("gone"))
+	require.Equal(t, guest.StatusUnavailable, status(t, err))
+	_, err = generate(t, a, req("refusing"))
+	require.Equal(t, guest.StatusInvalid, status(t, err))
+
+	u := usage(t, a)
+	require.EqualValues(t, 1, u.Calls, "the answered call")
+	require.Equal(t, store.ModelPossiblyBilled{Calls: 1, RequestBytes: size.Load(), MaxCost: (float64(size.Load())*3 + 256*15) / 1e6}, u.PossiblyBilled)
+	require.NoError(t, a.Store.Read(func(r *store.Reader) error {
+		calls, err := r.ModelCalls(a.Lease.Task)
+		require.Len(t, calls, 1, "the response; no intent left")
+		require.Empty(t, calls[0].State)
+		return err
+	}))
 }
