@@ -9,3 +9,7 @@ type dirLock struct{}
 func lockStore(string, bool) (*dirLock, error) { return &dirLock{}, nil }
 
 func (*dirLock) release() {}
+
+// privateStore does nothing where file modes do not say who may read a
+// file (Windows keeps access in ACLs, which the store leaves as they are).
+func privateStore(string) (bool, error) { return false, nil }

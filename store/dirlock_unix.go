@@ -28,10 +28,10 @@ func lockPath(dir string) string {
 
 func lockStore(dir string, shared bool) (*dirLock, error) {
 	path := lockPath(dir)
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("open store %s: %w", dir, err)
 	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: lock: %w", dir, err)
 	}
@@ -61,4 +61,49 @@ func (l *dirLock) release() {
 		l.f.Close()
 		l.f = nil
 	}
+}
+
+// privateStore makes the store owner-only, whatever the umask it was
+// created under: its directory 0700, so that no other user can reach
+// anything in it, and its files, the lock and the high-water mark beside
+// it 0600. Badger creates its files with the process's umask (0644 under
+// the usual 022): those it creates while the store is open are reachable
+// through the directory by nobody else, and made 0600 at the next open.
+// opened reports that the directory was open to other users (a store
+// created before this rule, or changed by hand).
+func privateStore(dir string) (opened bool, err error) {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return false, err
+	}
+	if fi.Mode().Perm()&0o077 != 0 {
+		if err := os.Chmod(dir, 0o700); err != nil {
+			return false, err
+		}
+		opened = true
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return opened, err
+	}
+	paths := []string{lockPath(dir), markPath(dir)}
+	for _, e := range entries {
+		paths = append(paths, filepath.Join(dir, e.Name()))
+	}
+	for _, p := range paths {
+		fi, err := os.Lstat(p)
+		if errors.Is(err, os.ErrNotExist) {
+			continue // deleted by Badger meanwhile, or never written
+		}
+		if err != nil {
+			return opened, err
+		}
+		if fi.Mode().Type()&os.ModeSymlink != 0 || fi.Mode().Perm()&0o077 == 0 {
+			continue
+		}
+		if err := os.Chmod(p, fi.Mode().Perm()&^0o077); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return opened, err
+		}
+	}
+	return opened, nil
 }

@@ -98,10 +98,10 @@ func checkFiles(dir string) (findings []Finding, orphans []string, err error) {
 			data = append(data, name)
 		case strings.HasSuffix(name, ".vlog"), strings.HasSuffix(name, ".mem"):
 			data = append(data, name)
-			// Badger writes a log file's header when it creates it; a
-			// shorter file was cut (and Badger would fail on it, or start
-			// it afresh).
-			if fi, err := e.Info(); err == nil && fi.Size() < logHeaderSize {
+			// Badger sizes a new log before it writes its header, and
+			// cuts a log to 0 bytes only to delete it: a kill leaves 0
+			// bytes (see openEmptyLogs), never a size inside the header.
+			if fi, err := e.Info(); err == nil && fi.Size() > 0 && fi.Size() < logHeaderSize {
 				findings = append(findings, Finding{Check: "log", File: filepath.Join(dir, name),
 					Detail: fmt.Sprintf("%d bytes, shorter than a log file's %d-byte header: the file was truncated", fi.Size(), logHeaderSize)})
 			}
@@ -220,7 +220,7 @@ func setAside(dir string, found []Finding) (string, error) {
 		return "", nil
 	}
 	aside := filepath.Join(dir, "damaged-"+time.Now().UTC().Format("20060102T150405Z"))
-	if err := os.MkdirAll(aside, 0o755); err != nil {
+	if err := os.MkdirAll(aside, 0o700); err != nil {
 		return "", err
 	}
 	for _, name := range move {
@@ -279,7 +279,7 @@ func readMark(path string) (uint64, error) {
 // fsync of the directory.
 func writeMark(path string, n uint64) error {
 	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
 	if err != nil {
 		return err
 	}
@@ -353,4 +353,214 @@ func checkMark(path string, stored, mark uint64) *Finding {
 	return &Finding{Check: "high-water", File: path, Detail: fmt.Sprintf(
 		"the store is %d syncs behind its high-water mark (store at sync %d, mark %d): writes that were synced to disk are missing (files rolled back, restored from an older copy, or lost); if the store was replaced on purpose, delete the mark file",
 		mark-stored, stored, mark)}
+}
+
+// ---- logs a kill left empty ----
+
+// A kill of the process (not of the machine: what a process wrote through
+// a mapping is in the kernel's page cache and outlives it) leaves a log
+// file of 0 bytes at two moments of Badger's work, and at no other
+// (badger v4 memtable.go and value.go, ristretto z/file.go):
+//
+//   - Creating a log. z.OpenMmapFile creates the file, then truncates it
+//     to its full size, and Badger writes the log's 20-byte header through
+//     the mapping. Killed between the create and the truncate, the log is
+//     empty, and it held nothing. Badger creates a memtable log at every
+//     open and when a memtable fills, a value log at every open and when
+//     one fills.
+//   - Deleting a log. MmapFile.Delete truncates the file to 0 bytes, then
+//     removes it. Killed in between, the log is empty, and what it held is
+//     elsewhere: Badger deletes a memtable log once its memtable is in a
+//     table the MANIFEST names, or when it held nothing; a value log when
+//     it holds only its header and is not the newest (at every open, the
+//     one the process before created), or when the value log's garbage
+//     collection has moved every live value out of it.
+//
+// No kill leaves a log shorter than its header but not empty (checkFiles
+// refuses that): a log is sized in one truncate before its header is
+// written, and cut back only to the end of its entries.
+//
+// An empty memtable log is removed, as Badger would remove it: if it was
+// not left by a kill but truncated with synced commits in it, the store is
+// behind its high-water mark (checkHighWater). An empty value log's name
+// and place do not tell a kill from a truncation: the newest value log
+// holds the values of the process that created it until the next open
+// creates another, and any older one may hold values. What tells is
+// whether a live value points into it. So Open hides it from Badger
+// (renamed NAME.vlog.empty) and, once Badger is open, reads every value of
+// the value log (checkHiddenLogs): one unreadable means the file held
+// values (damage, and the hidden file stays, so every open says so until
+// --allow-damaged); none means nothing pointed into it, and it is removed.
+// Badger, left to open an empty log itself, would size it and write a
+// header into it, after which nothing tells a truncation; read-only, it
+// fails on it.
+
+// emptyLogSuffix marks a value log of 0 bytes hidden from Badger until
+// Open has checked that no value points into it.
+const emptyLogSuffix = ".empty"
+
+// openEmptyLogs deals with the empty logs in dir before Badger opens it:
+// it removes the memtable logs and hides the value logs, and returns the
+// hidden value logs (those an earlier open hid and could not clear too).
+// A read-only open, which shares the lock with other readers, leaves them
+// and fails if Badger would see one.
+func openEmptyLogs(dir string, readOnly bool) (hidden []string, err error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var mems, vlogs []string
+	for _, e := range entries {
+		name := e.Name()
+		switch {
+		case strings.HasSuffix(name, ".vlog"+emptyLogSuffix):
+			hidden = append(hidden, name)
+			continue
+		case strings.HasSuffix(name, ".mem"), strings.HasSuffix(name, ".vlog"):
+		default:
+			continue
+		}
+		fi, err := e.Info()
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if fi.Size() != 0 || !fi.Mode().IsRegular() {
+			continue
+		}
+		if strings.HasSuffix(name, ".mem") {
+			mems = append(mems, name)
+		} else {
+			vlogs = append(vlogs, name)
+		}
+	}
+	if len(mems)+len(vlogs) == 0 {
+		return hidden, nil
+	}
+	if readOnly {
+		return nil, fmt.Errorf("%s: log files left empty by an interrupted process, which only an open for writing clears (`lhengine store verify` does)",
+			abbreviate(append(mems, vlogs...)))
+	}
+	for _, name := range mems {
+		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, err
+		}
+	}
+	for _, name := range vlogs {
+		if err := os.Rename(filepath.Join(dir, name), filepath.Join(dir, name+emptyLogSuffix)); err != nil {
+			return nil, err
+		}
+		hidden = append(hidden, name+emptyLogSuffix)
+	}
+	slices.Sort(hidden)
+	return hidden, syncDir(dir)
+}
+
+// checkHiddenLogs reads every value of the value log of the open store
+// (the store's values of valueThreshold bytes or more: the others are in
+// its tables and memtable logs). If all read, no value pointed into the
+// hidden empty value logs, and they are removed. If one does not, the
+// hidden logs held values: the store is damaged.
+func (s *Store) checkHiddenLogs(hidden []string, o Options) error {
+	if len(hidden) == 0 {
+		return nil
+	}
+	if bad := s.unreadableValue(); bad != nil {
+		var found []Finding
+		for _, name := range hidden {
+			found = append(found, Finding{Check: "log", File: filepath.Join(s.dir, name), Detail: fmt.Sprintf(
+				"the value log %s was found empty (0 bytes), and values in the value log cannot be read (%v): the file held values and was truncated; "+
+					"a crash leaves a value log empty only when no live value points into it",
+				strings.TrimSuffix(name, emptyLogSuffix), bad)})
+		}
+		// store verify (filesChecked) reports them as they are.
+		if !o.AllowDamaged || o.filesChecked {
+			return &DamagedError{Dir: s.dir, Findings: found}
+		}
+		for _, f := range found {
+			s.log.Warn("opening a damaged store", "dir", s.dir, "finding", f.String())
+		}
+		if s.readOnly {
+			return nil
+		}
+		aside, err := setAside(s.dir, found)
+		if err != nil {
+			return fmt.Errorf("open store %s: setting damaged files aside: %w", s.dir, err)
+		}
+		s.log.Warn("damaged files set aside; the store opens without them", "dir", aside)
+		return nil
+	}
+	if s.readOnly {
+		return nil // the next open for writing removes them
+	}
+	for _, name := range hidden {
+		if err := os.Remove(filepath.Join(s.dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("open store %s: %w", s.dir, err)
+		}
+	}
+	return syncDir(s.dir)
+}
+
+// unreadableValue returns why the first value of the value log that
+// cannot be read could not, or nil if every one reads.
+func (s *Store) unreadableValue() (bad error) {
+	err := s.db.View(func(txn *badger.Txn) (err error) {
+		opts := badger.DefaultIteratorOptions
+		opts.PrefetchValues = false
+		it := txn.NewIterator(opts)
+		defer it.Close()
+		var key []byte
+		defer func() {
+			if r := recover(); r != nil {
+				bad = fmt.Errorf("key %q: %s", key, strings.Join(strings.Fields(fmt.Sprint(r)), " "))
+			}
+		}()
+		for it.Rewind(); it.Valid(); it.Next() {
+			item := it.Item()
+			// ValueSize estimates a pointed-to value's size from its
+			// record's; half the threshold leaves room for the estimate.
+			if item.ValueSize() < valueThreshold/2 {
+				continue
+			}
+			key = item.KeyCopy(key[:0])
+			if err := itemValue(item, func([]byte) error { return nil }); err != nil {
+				return fmt.Errorf("key %q: %w", key, firstLine(err))
+			}
+		}
+		return nil
+	})
+	if bad == nil {
+		bad = err
+	}
+	return bad
+}
+
+// hasManifest reports whether Badger has created the store in dir (a
+// MANIFEST is the first file it writes).
+func hasManifest(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, manifestName))
+	return err == nil
+}
+
+// hasEmptyLogs reports whether dir holds a log a kill left empty, or one an
+// earlier open hid: only an open for writing clears them.
+func hasEmptyLogs(dir string) bool {
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		name := e.Name()
+		if strings.HasSuffix(name, ".vlog"+emptyLogSuffix) {
+			return true
+		}
+		if strings.HasSuffix(name, ".mem") || strings.HasSuffix(name, ".vlog") {
+			if fi, err := e.Info(); err == nil && fi.Size() == 0 {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -67,6 +67,12 @@ func (f *logFamily) name(fid int) string {
 
 // newLogSync finds the logs of the store in dir (Badger has opened it). The
 // first sync syncs every memtable log there and the newest value log.
+//
+// The sync finds Badger's logs by the names Badger gives them (memtable.go
+// mtFilePath, value.go vlogFilePath). Badger, writable, creates a memtable
+// log and a value log at every open, so a store just opened has one of
+// each, named so: if not, Badger names its logs differently, the sync
+// would sync nothing, and the error keeps the store from opening.
 func newLogSync(dir string) (*logSync, error) {
 	l := &logSync{dir: dir,
 		mem:  logFamily{ext: ".mem", width: 5, low: -1, high: -1, open: map[int]*os.File{}},
@@ -78,14 +84,24 @@ func newLogSync(dir string) (*logSync, error) {
 	}
 	for _, e := range entries {
 		for _, f := range []*logFamily{&l.mem, &l.vlog} {
-			fid, err := strconv.Atoi(strings.TrimSuffix(e.Name(), f.ext))
-			if !strings.HasSuffix(e.Name(), f.ext) || err != nil {
+			if !strings.HasSuffix(e.Name(), f.ext) {
 				continue
+			}
+			fid, err := strconv.Atoi(strings.TrimSuffix(e.Name(), f.ext))
+			if err != nil || fid < 0 || f.name(fid) != e.Name() {
+				return nil, fmt.Errorf("the store's disk sync cannot read the log file name %s (it expects %s): "+
+					"this Badger version names its logs differently, and its commits would not be synced", e.Name(), f.name(1))
 			}
 			if f.low < 0 || fid < f.low {
 				f.low = fid
 			}
 			f.high = max(f.high, fid)
+		}
+	}
+	for _, f := range []*logFamily{&l.mem, &l.vlog} {
+		if f.high < 0 {
+			return nil, fmt.Errorf("the store's disk sync found no log named like %s in %s, which Badger creates at every open: "+
+				"this Badger version names its logs differently, and its commits would not be synced", f.name(1), dir)
 		}
 	}
 	l.vlog.low = l.vlog.high
@@ -181,4 +197,20 @@ func (l *logSync) close() {
 			delete(f.open, fid)
 		}
 	}
+}
+
+// durabilityWarning is what Open logs about the disk sync on goos, "" where
+// a commit reported done is on disk.
+//
+// On Windows Badger's msync does nothing (ristretto z/mmap_windows.go), and
+// the store cannot do it in its place: what a process writes through a
+// mapped view reaches the disk with FlushViewOfFile on the view, then
+// FlushFileBuffers on the file; FlushFileBuffers alone leaves the view's
+// dirty pages, and the views are Badger's, out of the store's reach.
+func durabilityWarning(goos string) string {
+	if goos != "windows" {
+		return ""
+	}
+	return "on Windows commits are not crash-safe: Badger does not flush its files to disk there, so committed work " +
+		"may be lost if the machine stops (power loss, a system crash); a killed lhengine process loses nothing"
 }

@@ -124,3 +124,94 @@ func TestSyncCoversEveryWrittenLog(t *testing.T) {
 		return nil
 	}))
 }
+
+// badgerNamesChecked is the Badger version whose log file names (memtable.go
+// mtFilePath, value.go vlogFilePath) and log file handling (z.OpenMmapFile,
+// MmapFile.Delete: see openEmptyLogs) the store's sync and Open were
+// checked against.
+const badgerNamesChecked = "v4.9.6"
+
+// TestLogSyncKnowsThisBadgersLogs pins the sync's knowledge of Badger's
+// log files to the Badger version in go.mod: a store just opened has a
+// memtable log and a value log, and the sync finds exactly the newest of
+// each as Badger named them. Moving to another Badger version fails here
+// until its file names and its creating and deleting of logs are checked
+// again (then change badgerNamesChecked).
+func TestLogSyncKnowsThisBadgersLogs(t *testing.T) {
+	t.Parallel()
+	mod, err := os.ReadFile(filepath.Join("..", "go.mod"))
+	require.NoError(t, err)
+	var version string
+	for _, line := range strings.Split(string(mod), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "github.com/dgraph-io/badger/v4" {
+			version = f[1]
+		}
+	}
+	require.Equal(t, badgerNamesChecked, version,
+		"go.mod moved to another Badger: check its log file names and how it creates and deletes logs against store/logsync.go and openEmptyLogs")
+
+	f := newDiskFixture(t)
+	s := f.mustOpen(t, Options{})
+	defer s.Close()
+	f.commitTasks(t, s, 1)
+	for _, fam := range []*logFamily{&s.logs.mem, &s.logs.vlog} {
+		var newest string
+		for _, p := range filesWithSuffix(t, f.dir, fam.ext) {
+			newest = max(newest, filepath.Base(p))
+		}
+		require.NotEmpty(t, newest, "Badger keeps a %s log open", fam.ext)
+		require.Equal(t, newest, fam.name(fam.high), "the sync's newest %s log", fam.ext)
+	}
+	// The commits' sync synced the memtable log they were written to.
+	require.Contains(t, s.logs.synced, filepath.Join(f.dir, s.logs.mem.name(s.logs.mem.high)))
+}
+
+// TestLogSyncRefusesLogsItCannotName: if the logs the sync relies on are
+// not where it looks, Open fails instead of opening a store whose syncs
+// would sync nothing.
+func TestLogSyncRefusesLogsItCannotName(t *testing.T) {
+	t.Parallel()
+	cases := map[string][]string{
+		"no logs":              {"MANIFEST"},
+		"no value log":         {"00001.mem"},
+		"no memtable log":      {"000001.vlog"},
+		"memtable log renamed": {"000001.mem", "000001.vlog"},
+		"value log renamed":    {"00001.mem", "1.vlog"},
+	}
+	for name, files := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			for _, f := range files {
+				require.NoError(t, os.WriteFile(filepath.Join(dir, f), []byte("x"), 0o600))
+			}
+			l, err := newLogSync(dir)
+			if err == nil {
+				l.close()
+			}
+			require.ErrorContains(t, err, "names its logs differently")
+		})
+	}
+	l, err := newLogSync(func() string {
+		dir := t.TempDir()
+		for _, f := range []string{"00003.mem", "00004.mem", "000002.vlog"} {
+			require.NoError(t, os.WriteFile(filepath.Join(dir, f), []byte("x"), 0o600))
+		}
+		return dir
+	}())
+	require.NoError(t, err)
+	require.Equal(t, 4, l.mem.high)
+	require.Equal(t, 2, l.vlog.high)
+	l.close()
+}
+
+// TestDurabilityWarning: on Windows the store says at open that commits
+// are not crash-safe (Badger's msync does nothing there); elsewhere it
+// says nothing.
+func TestDurabilityWarning(t *testing.T) {
+	t.Parallel()
+	require.Contains(t, durabilityWarning("windows"), "not crash-safe")
+	for _, goos := range []string{"linux", "darwin", "freebsd"} {
+		require.Empty(t, durabilityWarning(goos))
+	}
+}

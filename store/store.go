@@ -224,9 +224,15 @@ func (y *syncer) sync(fn func() error) error {
 // committed data missing: data files but no MANIFEST, a MANIFEST naming
 // missing tables, a table or log failing its checksum, or a sync sequence
 // behind the high-water mark kept beside the directory (dir + ".highwater").
-// Options.AllowDamaged opens it anyway. A store on a file system with less
-// free space than the floor is opened read-only if it can be (writes fail
-// with ErrNoSpace), so that it can still be read.
+// Options.AllowDamaged opens it anyway. A log file of 0 bytes is what a
+// killed process leaves of a log Badger was creating or deleting: it is
+// not damage, unless values still point into it (openEmptyLogs). A store
+// on a file system with less free space than the floor is opened
+// read-only if it can be (writes fail with ErrNoSpace), so that it can
+// still be read; one that holds nothing yet is not created there.
+//
+// The store directory is owner-only (0700, its files 0600), whatever the
+// umask; Open makes it so, with a warning for a store open to others.
 func Open(dir string, o Options) (*Store, error) {
 	if o.Logger == nil {
 		o.Logger = hclog.NewNullLogger()
@@ -299,8 +305,14 @@ func Open(dir string, o Options) (*Store, error) {
 				"dir", dir, "tables", abbreviate(orphans))
 		}
 	}
+	var hidden []string // value logs a kill left empty: see openEmptyLogs
 	if !o.InMemory {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+		var err error
+		if hidden, err = openEmptyLogs(dir, o.ReadOnly); err != nil {
+			return nil, fmt.Errorf("open store %s: %w", dir, err)
+		}
+		// Owner-only whatever the umask: the store holds every output.
+		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, fmt.Errorf("open store %s: %w", dir, err)
 		}
 		if o.MinFreeBytes > 0 {
@@ -312,6 +324,14 @@ func Open(dir string, o Options) (*Store, error) {
 				o.Logger.Warn("opening the store read-only", "reason", err)
 				o.ReadOnly, s.readOnly, s.sync = true, true, false
 			}
+		}
+		// Badger read-only needs a MANIFEST: a store it never created
+		// holds nothing yet.
+		if o.ReadOnly && !hasManifest(dir) {
+			if s.roErr != nil {
+				return nil, fmt.Errorf("store %s holds no tasks yet, and it cannot be created: %w", dir, s.roErr)
+			}
+			return nil, fmt.Errorf("open store %s read-only: it holds no tasks yet (it has no MANIFEST)", dir)
 		}
 	}
 	bo := badger.DefaultOptions(dir).
@@ -355,7 +375,18 @@ func Open(dir string, o Options) (*Store, error) {
 	if s.readOnly && s.roErr == nil {
 		s.roErr = fmt.Errorf("%w: opened read-only", ErrReadOnly)
 	}
+	if !o.InMemory {
+		// After Badger's open, which created files of its own.
+		if opened, err := privateStore(dir); err != nil {
+			o.Logger.Warn("the store could not be made owner-only", "dir", dir, "error", err)
+		} else if opened {
+			o.Logger.Warn("the store was readable by other users; it is owner-only now (directory 0700, files 0600)", "dir", dir)
+		}
+	}
 	s.syncFn = db.Sync
+	if w := durabilityWarning(runtime.GOOS); s.sync && w != "" {
+		o.Logger.Warn(w, "dir", dir)
+	}
 	// Windows: Badger syncs nothing there (its msync is a no-op), and a
 	// descriptor of ours would keep Badger from deleting a flushed log.
 	if s.sync && runtime.GOOS != "windows" {
@@ -373,6 +404,11 @@ func Open(dir string, o Options) (*Store, error) {
 	}
 	if !o.InMemory {
 		if err := s.checkHighWater(o); err != nil {
+			db.Close()
+			s.db = nil
+			return nil, err
+		}
+		if err := s.checkHiddenLogs(hidden, o); err != nil {
 			db.Close()
 			s.db = nil
 			return nil, err

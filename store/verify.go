@@ -55,10 +55,11 @@ func Verify(dir string, logger hclog.Logger) (*Report, error) {
 	}
 	// Read-only when the store was closed; a store that was not has a
 	// write-ahead log to replay, which needs the lock (and Badger, refusing
-	// a read-only open for it, leaves goroutines behind). Replaying writes,
-	// so then the free-space floor applies.
+	// a read-only open for it, leaves goroutines behind), and may have logs
+	// a kill left empty to clear (openEmptyLogs). Replaying writes, so then
+	// the free-space floor applies.
 	o := Options{Logger: logger, AllowDamaged: true, ReadOnly: true, MinFreeBytes: -1, filesChecked: true}
-	if countSuffix(dir, ".mem") > 0 {
+	if countSuffix(dir, ".mem") > 0 || hasEmptyLogs(dir) {
 		o.ReadOnly, o.NoSync, o.MinFreeBytes = false, true, 0
 	}
 	s, err := Open(dir, o)

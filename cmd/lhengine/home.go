@@ -74,6 +74,9 @@ func (a *app) connect(ctx context.Context, m homeMode) (*session, error) {
 	if a.server != "" {
 		return a.dialServer(ctx)
 	}
+	if err := a.privateHome(m.create); err != nil {
+		return nil, err
+	}
 	if !m.own {
 		if s := a.dialOwner(ctx); s != nil {
 			return s, nil
