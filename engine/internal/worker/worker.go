@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -68,10 +69,31 @@ type Config struct {
 	// one (store.Options.Now) or lease times will not agree.
 	Clock Clock
 
+	// Stop, when it is closed, begins a graceful stop of Run: nothing more
+	// is claimed, and the attempts in flight run on for up to Grace (0:
+	// none), to end and be recorded as usual; those still running then
+	// are cancelled and their units given back uncharged (store.Release).
+	Stop  <-chan struct{}
+	Grace time.Duration
+	// OnStopping, when set, is called once as a stop begins (Stop closed,
+	// or the context of Run ended), with the attempts then in flight.
+	// OnStopped is called as Run returns after a stop began.
+	OnStopping func(inFlight int)
+	OnStopped  func(Stopped)
+
 	// Seams for tests of failures the store cannot be made to produce on
 	// demand; nil uses the Store.
 	heartbeat func(context.Context, store.Lease, time.Duration) (time.Time, error)
 	claim     func(context.Context, store.ClaimRequest) (store.Claimed, error)
+	// load wraps the loading of an attempt's plugin (Worker.plugin).
+	load func(ctx context.Context, pin store.PluginPin, plugin func(context.Context, store.PluginPin) (*guest.Plugin, error)) (*guest.Plugin, error)
+}
+
+// Stopped is what a stop of Run did with the attempts in flight.
+type Stopped struct {
+	InFlight  int // attempts running as the stop began
+	Finished  int // attempts that ended, and were recorded, after it began
+	GivenBack int // units given back uncharged (store.Release)
 }
 
 // Worker runs work units. Create with New, then Run.
@@ -84,6 +106,12 @@ type Worker struct {
 	mu      sync.Mutex
 	plugins map[string]*loaded           // by pinned path+sha256
 	replays map[string]store.ReplayIndex // by set sha256; at most maxReplays
+
+	// A stop: begun, and what became of the attempts since.
+	stopping  atomic.Bool
+	inFlight  int // set once, as stopping is
+	finished  atomic.Int64
+	givenBack atomic.Int64
 }
 
 // maxReplays bounds the replay set indexes a worker keeps in memory; one
@@ -160,27 +188,67 @@ func (w *Worker) replay(m *store.Manifest) (*hostcall.Replay, error) {
 // Owner is the lease owner name of this worker.
 func (w *Worker) Owner() string { return w.owner }
 
-// Run claims and runs units until ctx is done or, with ExitWhenIdle, until
-// there is nothing left to do. Attempts in flight when ctx ends are
-// abandoned, not committed: their leases are taken back by the next claim
-// (at once, by the next process on the same store). Run returns ctx's error
-// in that case, and nil when it ran out of work.
+// Run claims and runs units until ctx is done, Config.Stop is closed or,
+// with ExitWhenIdle, there is nothing left to do.
+//
+// A stop through Config.Stop claims nothing more and gives the attempts in
+// flight up to Config.Grace to end; they are recorded as usual. ctx ending
+// stops at once, during a grace too. Either way, attempts cancelled by the
+// stop are not committed: their units are given back uncharged
+// (store.Release), ready for the next claim here or elsewhere, which runs
+// the same attempt again. Run returns nil after a stop through
+// Config.Stop or when it ran out of work, and ctx's error when ctx ended.
 func (w *Worker) Run(ctx context.Context) error {
 	runCtx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	// Whatever ends Run (ctx, a claim that failed, no work left), attempts
-	// still running are cancelled first and then waited for: waiting first
-	// would keep a failed worker's units busy until they finish.
+	var grace Timer
+	// Whatever ends Run (ctx, a stop, a claim that failed, no work left),
+	// attempts still running are cancelled first and then waited for:
+	// waiting first would keep a failed worker's units busy until they
+	// finish.
 	defer func() {
 		cancel()
 		wg.Wait()
+		if grace != nil {
+			grace.Stop()
+		}
+		if w.stopping.Load() && w.cfg.OnStopped != nil {
+			w.cfg.OnStopped(Stopped{InFlight: w.inFlight, Finished: int(w.finished.Load()), GivenBack: int(w.givenBack.Load())})
+		}
 	}()
 	finished := make(chan struct{}, w.cfg.Concurrency)
 	running := 0
+	var graceC <-chan time.Time
 	for {
 		if err := ctx.Err(); err != nil {
+			w.beginStop(running)
 			cancel()
 			return err
+		}
+		if !w.stopping.Load() {
+			select {
+			case <-w.cfg.Stop:
+				w.beginStop(running)
+				grace = w.clock.NewTimer(w.cfg.Grace)
+				graceC = grace.C()
+			default:
+			}
+		}
+		if w.stopping.Load() {
+			// Stopping: wait for the attempts in flight, until the
+			// grace runs out.
+			if running == 0 {
+				return nil
+			}
+			select {
+			case <-finished:
+				running--
+			case <-graceC:
+				graceC = nil
+				cancel() // the attempts still running give their units back
+			case <-ctx.Done():
+			}
+			continue
 		}
 		var wake time.Time
 		if free := w.cfg.Concurrency - running; free > 0 {
@@ -202,7 +270,16 @@ func (w *Worker) Run(ctx context.Context) error {
 					// A commit may hand back the next unit: run it in this slot.
 					var after store.Durability
 					for next := []store.Lease{l}; len(next) > 0; {
+						if w.stopping.Load() || runCtx.Err() != nil {
+							// Claimed as the stop began, not started.
+							w.giveBack(runCtx, next[0], w.log)
+							break
+						}
 						next, after = w.attempt(runCtx, next[0], after)
+					}
+					// The slot's last commit is on disk before the slot ends.
+					if err := after.Wait(context.WithoutCancel(runCtx)); err != nil {
+						w.log.Error("a commit's sync failed", "error", err)
 					}
 					finished <- struct{}{}
 				}(l)
@@ -230,8 +307,41 @@ func (w *Worker) Run(ctx context.Context) error {
 			running--
 		case <-timer.C():
 		case <-ctx.Done():
+		case <-w.cfg.Stop:
 		}
 		timer.Stop()
+	}
+}
+
+// beginStop marks the worker stopping, once, with the attempts in flight.
+func (w *Worker) beginStop(inFlight int) {
+	if w.stopping.Swap(true) {
+		return
+	}
+	w.inFlight = inFlight
+	if w.cfg.OnStopping != nil {
+		w.cfg.OnStopping(inFlight)
+	}
+}
+
+// releaseWait bounds how long a stopping worker waits for the store to take
+// a unit back; past it the lease expires as a crashed worker's would.
+const releaseWait = 10 * time.Second
+
+// giveBack gives back the unit of l, whose attempt the stop cut short or
+// never started, without charging the attempt (store.Release).
+func (w *Worker) giveBack(ctx context.Context, l store.Lease, log hclog.Logger) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseWait)
+	defer cancel()
+	err := w.cfg.Store.Release(rctx, l)
+	switch {
+	case err == nil:
+		w.givenBack.Add(1)
+		log.Debug("unit given back uncharged: the worker is stopping", "task", l.Task, "step", l.Step, "item", l.Item, "attempt", l.Attempt)
+	case errors.Is(err, store.ErrLeaseLost):
+		log.Debug("unit not given back: its lease is gone", "error", err)
+	default:
+		log.Warn("giving the unit back failed; it runs again once its lease expires", "task", l.Task, "error", err)
 	}
 }
 
@@ -265,7 +375,9 @@ func (w *Worker) attempt(ctx context.Context, l store.Lease, after store.Durabil
 	started := w.clock.Now()
 	res, step, hc, stepErr := w.execute(ctx, l, log, after)
 	if ctx.Err() != nil {
-		log.Debug("attempt abandoned: worker stopping")
+		// The worker is stopping and cut the attempt short: nothing of
+		// it is committed, and it costs the unit nothing.
+		w.giveBack(ctx, l, log)
 		return nil, store.Durability{}
 	}
 	if errors.Is(stepErr, errLeaseRanOut) {
@@ -283,6 +395,7 @@ func (w *Worker) attempt(ctx context.Context, l store.Lease, after store.Durabil
 			return nil, store.Durability{}
 		}
 		log.Warn("task paused", "reason", hc.PauseReason())
+		w.ended(task)
 		if w.cfg.OnCommit != nil {
 			w.cfg.OnCommit(task)
 		}
@@ -320,6 +433,9 @@ func (w *Worker) attempt(ctx context.Context, l store.Lease, after store.Durabil
 		r.Output = res.Output
 	}
 	next := store.ClaimRequest{Owner: w.owner, Max: 1, LeaseFor: w.cfg.LeaseFor, Task: w.cfg.Task}
+	if w.stopping.Load() {
+		next.Max = 0 // a stopping worker claims nothing more
+	}
 	crashpoint.Reached(crashpoint.UnitBeforeCommit)
 	committed, claimed, dur, err := w.cfg.Store.CommitAndClaimEarly(ctx, r, next)
 	if err == nil && (len(claimed.Leases) == 0 || crashpoint.Armed(crashpoint.UnitAfterCommit)) {
@@ -346,15 +462,37 @@ func (w *Worker) attempt(ctx context.Context, l store.Lease, after store.Durabil
 		log.Error("commit failed; the lease will expire and the unit run again", "error", err)
 		return nil, store.Durability{}
 	}
+	w.ended(committed)
 	if w.cfg.OnCommit != nil {
 		w.cfg.OnCommit(committed)
 	}
 	return claimed.Leases, dur
 }
 
+// ended notes an attempt recorded in task: counted if a stop has begun,
+// and when the task runs no more (finished or paused) the idle instances
+// it kept in the runtime are closed.
+func (w *Worker) ended(task *store.Task) {
+	if w.stopping.Load() {
+		w.finished.Add(1)
+	}
+	if task.Status != store.Queued && task.Status != store.Running {
+		w.cfg.Runtime.ReleaseTask(task.ID)
+	}
+}
+
 // execute evaluates the unit's input, loads the plugin and runs the attempt
 // while renewing the lease.
 func (w *Worker) execute(ctx context.Context, l store.Lease, log hclog.Logger, after store.Durability) (*guest.Result, *taskfile.Step, *hostcall.Attempt, error) {
+	// From its first moment the attempt can be cancelled (Aborts) and its
+	// lease is renewed: reading its input and loading its plugin (perhaps
+	// compiling it) may take a while.
+	attemptCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	h := &host{w: w, lease: l, until: l.Until, log: log, cancel: cancel}
+	defer w.cfg.Aborts.add(l.Task, h)()
+	stop := sync.OnceFunc(w.renew(attemptCtx, h))
+	defer stop()
 	var (
 		task  *store.Task
 		sp    *plan.Spec
@@ -384,7 +522,15 @@ func (w *Worker) execute(ctx context.Context, l store.Lease, log hclog.Logger, a
 	if !ok {
 		return nil, step, nil, fault.New(fault.PluginMissing, "the run manifest pins no plugin for step %q", step.Name)
 	}
-	p, err := w.plugin(ctx, pin)
+	var p *guest.Plugin
+	if w.cfg.load != nil {
+		p, err = w.cfg.load(attemptCtx, pin, w.plugin)
+	} else {
+		p, err = w.plugin(attemptCtx, pin)
+	}
+	if lost := h.lost(); lost != nil && ctx.Err() == nil {
+		return nil, step, nil, fault.Wrap(fault.Internal, lost, "lease lost during the attempt: "+lost.Error())
+	}
 	if err != nil {
 		return nil, step, nil, err
 	}
@@ -423,11 +569,11 @@ func (w *Worker) execute(ctx context.Context, l store.Lease, log hclog.Logger, a
 		defer release()
 	}
 	inSum := sha256.Sum256(input)
-	h := &host{w: w, lease: l, until: l.Until, log: log, Attempt: &hostcall.Attempt{
+	h.Attempt = &hostcall.Attempt{
 		Store: w.cfg.Store, Lease: l, TaskName: task.Name, Step: step, Workspace: workspace, WorkspaceGuard: guard,
 		PluginSHA256: pin.SHA256, InputSHA256: hex.EncodeToString(inSum[:]), Client: w.cfg.HTTPClient,
 		Replay: replay, ModelRecord: w.cfg.ModelRecord, After: after,
-	}}
+	}
 	lim := guest.Limits{Timeout: step.Timeout, MemoryBytes: step.Memory, MaxHostCalls: step.HostCalls}
 	if workspace != "" {
 		lim.Mounts = append(lim.Mounts, guest.Mount{HostDir: workspace, GuestDir: "/workspace", ReadOnly: step.Workspace == "ro", Guard: guard})
@@ -435,11 +581,6 @@ func (w *Worker) execute(ctx context.Context, l store.Lease, log hclog.Logger, a
 	for _, m := range step.Mounts {
 		lim.Mounts = append(lim.Mounts, guest.Mount{HostDir: m.SourcePath, GuestDir: "/mnt/" + m.Name, ReadOnly: true})
 	}
-	attemptCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	h.cancel = cancel
-	defer w.cfg.Aborts.add(l.Task, h)()
-	stop := w.renew(attemptCtx, h)
 	res, err := p.Run(attemptCtx, req, lim, h)
 	stop()
 	if res != nil {

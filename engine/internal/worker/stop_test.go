@@ -1,0 +1,276 @@
+package worker
+
+import (
+	"context"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lhengine/lhengine/engine/internal/guest"
+	"github.com/lhengine/lhengine/store"
+)
+
+// gatedFanOut is a task of n units, each fetching from url.
+func gatedFanOut(url string, n int) string {
+	return `
+task "gated" {
+  step "each" {
+    plugin      = "unit.wasm"
+    for_each    = range(` + strconv.Itoa(n) + `)
+    concurrency = 8
+    input       = { url = "` + url + `" }
+    http {
+      allow = ["127.0.0.1:*"]
+    }
+  }
+}
+`
+}
+
+// stopRecorder collects what a worker says of its stop.
+type stopRecorder struct {
+	stopping chan int
+	stopped  chan Stopped
+}
+
+func newStopRecorder() *stopRecorder {
+	return &stopRecorder{stopping: make(chan int, 1), stopped: make(chan Stopped, 1)}
+}
+
+func (r *stopRecorder) config(c *Config) {
+	c.OnStopping = func(n int) { r.stopping <- n }
+	c.OnStopped = func(s Stopped) { r.stopped <- s }
+}
+
+// unitStates reads the units of the task's only step.
+func unitStates(t *testing.T, st *store.Store, id string) []*store.Unit {
+	t.Helper()
+	var units []*store.Unit
+	require.NoError(t, st.Read(func(r *store.Reader) error {
+		var err error
+		units, err = r.Units(id, 0)
+		return err
+	}))
+	return units
+}
+
+// TestGracefulStopLetsAttemptsFinish: closing Stop claims nothing more; the
+// attempts in flight run on and commit, and Run returns nil saying so. The
+// units never claimed are untouched.
+func TestGracefulStopLetsAttemptsFinish(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	b := setup(t)
+	srv := newServer(t, 2)
+	id := b.submit(t, "t", gatedFanOut(srv.url+"/slow", 6))
+	stop := make(chan struct{})
+	rec := newStopRecorder()
+	w := b.worker("w", id, func(c *Config) {
+		c.Concurrency = 2
+		c.Stop, c.Grace = stop, time.Minute
+		rec.config(c)
+	})
+	errc, _ := start(t, ctx, w)
+	receive(t, ctx, srv.arrived, "the first attempt's request")
+	receive(t, ctx, srv.arrived, "the second attempt's request")
+	close(stop)
+	require.Equal(t, 2, receive(t, ctx, rec.stopping, "the stop to begin"))
+	srv.unblock()
+	require.NoError(t, receive(t, ctx, errc, "Run"))
+	require.Equal(t, Stopped{InFlight: 2, Finished: 2}, receive(t, ctx, rec.stopped, "the stop's report"))
+
+	done, ready := 0, 0
+	for _, u := range unitStates(t, b.st, id) {
+		switch u.State {
+		case store.UnitDone:
+			done++
+			require.Equal(t, 1, u.Attempt)
+		case store.UnitReady:
+			ready++
+			require.Zero(t, u.Attempt, "never claimed")
+		}
+	}
+	require.Equal(t, 2, done)
+	require.Equal(t, 4, ready)
+	require.Equal(t, int32(2), srv.n.Load(), "no unit started after the stop")
+}
+
+// TestGraceRunsOutGivesBackUncharged: attempts still running when the
+// grace runs out are cancelled and their units given back at once, their
+// attempts not charged; a later worker runs them as attempt 1 and each
+// unit commits once.
+func TestGraceRunsOutGivesBackUncharged(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	b := setup(t)
+	srv := newServer(t, 2)
+	id := b.submit(t, "t", gatedFanOut(srv.url+"/slow", 3))
+	stop := make(chan struct{})
+	rec := newStopRecorder()
+	const grace = 5 * time.Second
+	w := b.worker("w", id, func(c *Config) {
+		c.Concurrency = 2
+		c.Stop, c.Grace = stop, grace
+		rec.config(c)
+	})
+	errc, _ := start(t, ctx, w)
+	receive(t, ctx, srv.arrived, "the first attempt's request")
+	receive(t, ctx, srv.arrived, "the second attempt's request")
+	close(stop)
+	require.Equal(t, 2, receive(t, ctx, rec.stopping, "the stop to begin"))
+	b.clk.fireAt(t, ctx, epoch.Add(grace))
+	receive(t, ctx, srv.gone, "an attempt to be cancelled")
+	receive(t, ctx, srv.gone, "the other attempt to be cancelled")
+	require.NoError(t, receive(t, ctx, errc, "Run"))
+	require.Equal(t, Stopped{InFlight: 2, GivenBack: 2}, receive(t, ctx, rec.stopped, "the stop's report"))
+
+	for _, u := range unitStates(t, b.st, id) {
+		require.Equal(t, store.UnitReady, u.State)
+		require.Zero(t, u.Attempt, "unit %d: the cut-short attempt is not charged", u.Item)
+	}
+	require.Equal(t, 2, countEvents(events(t, b.st, id), store.EvReleased))
+	require.Zero(t, countEvents(events(t, b.st, id), store.EvLeaseExpired))
+
+	// The next worker runs every unit, the given-back ones at once (no
+	// lease to wait out) and as their first attempt.
+	errc, _ = start(t, ctx, b.worker("w2", id, func(c *Config) { c.ExitWhenIdle = true; c.Concurrency = 3 }))
+	require.NoError(t, receive(t, ctx, errc, "the second Run"))
+	task, err := b.st.Task(ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, store.Succeeded, task.Status, task.Reason)
+	require.Equal(t, 3, task.Attempts)
+	for _, u := range unitStates(t, b.st, id) {
+		require.Equal(t, 1, u.Committed, "unit %d", u.Item)
+	}
+}
+
+// TestContextEndGivesBackUncharged: ctx ending stops at once, during a
+// grace too: the attempts are cancelled and their units given back
+// uncharged, and Run returns ctx's error.
+func TestContextEndGivesBackUncharged(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	b := setup(t)
+	srv := newServer(t, 1)
+	id := b.submit(t, "t", fetchTask(srv.url+"/slow"))
+	stop := make(chan struct{})
+	rec := newStopRecorder()
+	w := b.worker("w", id, func(c *Config) {
+		c.Stop, c.Grace = stop, time.Hour
+		rec.config(c)
+	})
+	wctx, cancel := context.WithCancel(ctx)
+	errc, _ := start(t, wctx, w)
+	receive(t, ctx, srv.arrived, "the attempt's request")
+	close(stop)
+	require.Equal(t, 1, receive(t, ctx, rec.stopping, "the stop to begin"))
+	cancel() // a second signal: no more grace
+	receive(t, ctx, srv.gone, "the attempt to be cancelled")
+	require.ErrorIs(t, receive(t, ctx, errc, "Run"), context.Canceled)
+	require.Equal(t, Stopped{InFlight: 1, GivenBack: 1}, receive(t, ctx, rec.stopped, "the stop's report"))
+	units := unitStates(t, b.st, id)
+	require.Len(t, units, 1)
+	require.Equal(t, store.UnitReady, units[0].State)
+	require.Zero(t, units[0].Attempt)
+	task, err := b.st.Task(ctx, id)
+	require.NoError(t, err)
+	require.Zero(t, task.Attempts)
+}
+
+// TestCancelWhileLoadingStopsTheAttempt: an attempt can be cancelled while
+// its plugin is being loaded: the cancel reaches it then, not at its first
+// heartbeat, and nothing runs or commits.
+func TestCancelWhileLoadingStopsTheAttempt(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	b := setup(t)
+	id := b.submit(t, "t", `
+task "t" {
+  step "one" {
+    plugin = "unit.wasm"
+    input  = {}
+  }
+}
+`)
+	loading := make(chan struct{})
+	loaded := make(chan error, 1)
+	aborts := &Aborts{}
+	w := b.worker("w", id, func(c *Config) {
+		c.Aborts = aborts
+		c.load = func(ctx context.Context, pin store.PluginPin, load func(context.Context, store.PluginPin) (*guest.Plugin, error)) (*guest.Plugin, error) {
+			close(loading)
+			<-ctx.Done() // a compile that takes long, but gives way to a cancel
+			p, err := load(ctx, pin)
+			loaded <- ctx.Err()
+			return p, err
+		}
+	})
+	errc, _ := start(t, ctx, w)
+	receive(t, ctx, loading, "the load")
+	_, err := b.st.Cancel(ctx, id, "no longer wanted")
+	require.NoError(t, err)
+	require.Equal(t, 1, aborts.Abort(id, "the task was cancelled"), "the loading attempt is registered")
+	require.ErrorIs(t, receive(t, ctx, loaded, "the load to end"), context.Canceled)
+	select {
+	case err := <-errc:
+		t.Fatalf("Run ended: %v", err)
+	default:
+	}
+	require.NoError(t, b.st.Read(func(r *store.Reader) error {
+		as, err := r.Attempts(id, 0)
+		require.NoError(t, err)
+		require.Empty(t, as, "nothing committed")
+		return nil
+	}))
+}
+
+// TestLeaseRenewedWhileLoading: a plugin that takes longer to load than a
+// third of the lease does not lose it: renewal runs from the attempt's
+// first moment.
+func TestLeaseRenewedWhileLoading(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	b := setup(t)
+	id := b.submit(t, "t", `
+task "t" {
+  step "one" {
+    plugin = "unit.wasm"
+    input  = {}
+  }
+}
+`)
+	loading := make(chan struct{})
+	hold := make(chan struct{})
+	var beats atomic.Int32
+	w := b.worker("w", id, func(c *Config) {
+		c.ExitWhenIdle = true
+		c.heartbeat = func(ctx context.Context, l store.Lease, d time.Duration) (time.Time, error) {
+			beats.Add(1)
+			return b.st.Heartbeat(ctx, l, d)
+		}
+		c.load = func(ctx context.Context, pin store.PluginPin, load func(context.Context, store.PluginPin) (*guest.Plugin, error)) (*guest.Plugin, error) {
+			close(loading)
+			select {
+			case <-hold:
+			case <-ctx.Done():
+			}
+			return load(ctx, pin)
+		}
+	})
+	errc, _ := start(t, ctx, w)
+	receive(t, ctx, loading, "the load")
+	b.clk.fireAt(t, ctx, epoch.Add(lease/3))
+	b.clk.fireAt(t, ctx, epoch.Add(2*lease/3))
+	b.clk.waitTimer(t, ctx, epoch.Add(lease))
+	require.Equal(t, int32(2), beats.Load(), "renewed twice while the plugin loaded")
+	close(hold)
+	require.NoError(t, receive(t, ctx, errc, "Run"))
+	task, err := b.st.Task(ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, store.Succeeded, task.Status, task.Reason)
+	require.Equal(t, 1, task.Attempts)
+	require.Zero(t, countEvents(events(t, b.st, id), store.EvLeaseExpired))
+}
