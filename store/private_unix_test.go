@@ -30,10 +30,7 @@ func TestStoreIsOwnerOnly(t *testing.T) {
 	require.Equal(t, os.FileMode(0o600), perm(lockPath(f.dir)))
 
 	// Opened up, as a store made under umask 022 by an earlier version was.
-	open := []string{markPath(f.dir), lockPath(f.dir)}
-	for _, p := range filesWithSuffix(t, f.dir, "") {
-		open = append(open, p)
-	}
+	open := append([]string{markPath(f.dir), lockPath(f.dir)}, filesWithSuffix(t, f.dir, "")...)
 	for _, p := range open {
 		require.NoError(t, os.Chmod(p, 0o644))
 	}
