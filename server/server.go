@@ -39,6 +39,10 @@ type Options struct {
 	Dashboard bool
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Halt, when it is closed, cuts short the grace of every stop of
+	// Serve: requests still in flight are cancelled and their connections
+	// closed (a second SIGTERM or Ctrl-C). Nil: a stop takes its grace.
+	Halt <-chan struct{}
 }
 
 // Server is the API (and, with Options.Dashboard, the dashboard) of one
@@ -87,15 +91,20 @@ func (s *Server) Owner() api.Owner {
 func (s *Server) Handler() http.Handler { return s.mux }
 
 // Serve serves the handler on l until ctx ends, then stops: it closes l,
-// ends event streams and waits up to grace for requests in flight.
+// ends event streams at once, and lets the other requests in flight run on
+// for up to grace (their contexts live until they end or the grace runs
+// out, or Options.Halt is closed); then it closes their connections.
 func (s *Server) Serve(ctx context.Context, l net.Listener, h http.Handler, grace time.Duration) error {
 	if h == nil {
 		h = s.mux
 	}
+	// Requests outlive ctx: a stop gives them their grace.
+	base, cancelBase := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelBase()
 	hs := &http.Server{
-		Handler:           h,
+		Handler:           endStreams(ctx, h),
 		ReadHeaderTimeout: 10 * time.Second,
-		BaseContext:       func(net.Listener) context.Context { return ctx },
+		BaseContext:       func(net.Listener) context.Context { return base },
 		ErrorLog:          s.o.Logger.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
 	}
 	done := make(chan error, 1)
@@ -107,14 +116,43 @@ func (s *Server) Serve(ctx context.Context, l net.Listener, h http.Handler, grac
 	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace)
 	defer cancel()
+	halted := make(chan struct{})
+	go func() { // ends with the grace, or cuts it short
+		defer close(halted)
+		select {
+		case <-s.o.Halt:
+			cancel()
+		case <-sctx.Done():
+		}
+	}()
 	err := hs.Shutdown(sctx)
-	if errors.Is(err, context.DeadlineExceeded) {
+	cancel()
+	<-halted
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		cancelBase()
 		err = hs.Close()
 	}
 	if serr := <-done; !errors.Is(serr, http.ErrServerClosed) {
 		err = errors.Join(err, serr)
 	}
 	return err
+}
+
+// endStreams ends the event streams h serves (GET /v1/tasks?follow=1, and
+// GET /v1/tasks/{id}/events with ?follow=1 or "Accept: text/event-stream")
+// when stop ends: a stream lasts as long as what it follows, and would
+// hold a stop for its whole grace. Their clients reconnect to the next
+// owner.
+func endStreams(stop context.Context, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if wantsFollow(r) || strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
+			ctx, cancel := context.WithCancel(r.Context())
+			defer cancel()
+			defer context.AfterFunc(stop, cancel)()
+			r = r.WithContext(ctx)
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 func (s *Server) routes() {
