@@ -29,7 +29,7 @@ type syncedCommits struct {
 
 // beginCommit numbers a transaction's commit; endCommit marks it finished.
 func (c *syncedCommits) beginCommit() uint64 { return c.started.Add(1) }
-func (c *syncedCommits) endCommit(n uint64) { c.done.Store(n) }
+func (c *syncedCommits) endCommit(n uint64)  { c.done.Store(n) }
 
 // ReadSynced is Read for an answer that leaves the process (the
 // control-plane API, the dashboard): once fn has read its snapshot, it
