@@ -1,9 +1,12 @@
 # lhengine: the two commands a fresh machine needs are `make demo` and `make test`.
 GO      ?= go
+# staticcheck, pinned: make test installs it into bin/ from the Go module
+# proxy (built for this machine), so a fresh machine needs nothing for it.
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 EXAMPLE := plugins/examples/report
 STEPS   := draft verify finalize
 
-.PHONY: all build plugins demo notify-demo policy-demo eval-demo agent-demo deps test sdk-test cross bench bench-compare fuzz clean
+.PHONY: all build plugins demo notify-demo policy-demo eval-demo agent-demo deps staticcheck test sdk-test cross bench bench-compare fuzz clean
 
 all: build plugins
 
@@ -79,19 +82,21 @@ eval-demo: build plugins
 deps:
 	./scripts/deps.sh
 
-# The full test suite: formatting, vet, and every test with the race detector,
-# of the engine's module and of the Go SDK's own module (plugins/sdk/go, which
-# ./... does not reach), then the cross-builds.
-test: deps sdk-test cross
+# The full test suite: formatting, vet, staticcheck, and every test with the
+# race detector, of the engine's module and of the Go SDK's own module
+# (plugins/sdk/go, which ./... does not reach), then the cross-builds.
+test: deps staticcheck sdk-test cross
 	@test -z "$$(gofmt -l .)" || { echo "gofmt would change:"; gofmt -l .; exit 1; }
 	$(GO) vet ./...
+	./bin/staticcheck ./...
 	$(GO) test -race -count=1 -timeout 20m ./...
 
-# The Go SDK is its own module with no dependencies: vet it (natively and for
-# wasip1), test it, and check that it imports nothing outside the standard
-# library and itself.
-sdk-test:
+# The Go SDK is its own module with no dependencies: vet and staticcheck it
+# (natively and for wasip1), test it, and check that it imports nothing
+# outside the standard library and itself.
+sdk-test: staticcheck
 	cd plugins/sdk/go && $(GO) vet ./... && GOOS=wasip1 GOARCH=wasm $(GO) vet ./...
+	cd plugins/sdk/go && ../../../bin/staticcheck ./... && GOOS=wasip1 GOARCH=wasm ../../../bin/staticcheck ./...
 	cd plugins/sdk/go && $(GO) test -race -count=1 ./...
 	@cd plugins/sdk/go && for goos in linux wasip1; do \
 		deps=$$(GOOS=$$goos GOARCH=$$([ $$goos = wasip1 ] && echo wasm || $(GO) env GOARCH) \
@@ -99,6 +104,10 @@ sdk-test:
 			| grep -v '^github.com/lhengine/lhengine/plugins/sdk/go' || true); \
 		test -z "$$deps" || { echo "the SDK imports non-standard packages ($$goos): $$deps"; exit 1; }; \
 	done
+
+# staticcheck at the pinned version, built for this machine into bin/.
+staticcheck:
+	GOOS= GOARCH= GOBIN=$(CURDIR)/bin $(GO) install $(STATICCHECK)
 
 # The CLI builds wherever Badger and wazero do, and the tests build for
 # Windows too (vet type-checks them).

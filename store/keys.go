@@ -1,10 +1,6 @@
 package store
 
-import (
-	"encoding/binary"
-	"fmt"
-	"time"
-)
+import "fmt"
 
 // Key layout. Every key starts with a one-letter table name and the task id,
 // so one task's records are one prefix scan away and tasks sort by creation.
@@ -45,22 +41,3 @@ func attemptPrefix(id string, step int) []byte { return fmt.Appendf(nil, "o/%s/%
 func eventKey(id string, seq uint64) []byte { return fmt.Appendf(nil, "e/%s/%016x", id, seq) }
 
 func idemKey(k string) []byte { return []byte("k/" + k) }
-
-func encodeTime(t time.Time) []byte {
-	var b [8]byte
-	if !t.IsZero() {
-		binary.BigEndian.PutUint64(b[:], uint64(t.UnixNano()))
-	}
-	return b[:]
-}
-
-func decodeTime(b []byte) time.Time {
-	if len(b) < 8 {
-		return time.Time{}
-	}
-	n := binary.BigEndian.Uint64(b[:8])
-	if n == 0 {
-		return time.Time{}
-	}
-	return time.Unix(0, int64(n)).UTC()
-}

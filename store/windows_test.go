@@ -144,11 +144,11 @@ func TestWindowStepLastGivesTheAnchorsOutputToTheTask(t *testing.T) {
 func TestEmptyAnchorLeavesItsWindowStepEmpty(t *testing.T) {
 	t.Parallel()
 	b := setup(t, fanOutPlanner(0))
-	task := b.submit(t, []StepState{{Name: "a"}, {Name: "each", FanOut: true, Windows: 1}, {Name: "w", FanOut: true, Every: 2, Anchor: 1}, {Name: "z"}})
+	b.submit(t, []StepState{{Name: "a"}, {Name: "each", FanOut: true, Windows: 1}, {Name: "w", FanOut: true, Every: 2, Anchor: 1}, {Name: "z"}})
 	b.done(t, b.claim1(t, "w"), `1`)
 	l := b.claim1(t, "w")
 	require.Equal(t, 3, l.Step, "no items: no windows, on to the next step")
-	task = b.done(t, l, `"z"`)
+	task := b.done(t, l, `"z"`)
 	require.Equal(t, Succeeded, task.Status)
 }
 

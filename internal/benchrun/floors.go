@@ -33,7 +33,8 @@ func newFsyncFloor(dir string) (*fsyncFloor, error) {
 	buf := bytes.Repeat([]byte{'x'}, 4<<10)
 	// The block exists before the first timed sync: later rewrites change
 	// no file size, as the rewrite of a preallocated log does not.
-	if _, err := f.WriteAt(buf, 0); err == nil {
+	_, err = f.WriteAt(buf, 0)
+	if err == nil {
 		err = f.Sync()
 	}
 	if err != nil {

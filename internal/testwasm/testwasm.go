@@ -28,7 +28,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -366,9 +365,13 @@ func findGo(t testing.TB) string {
 	if p, err := exec.LookPath("go"); err == nil {
 		return p
 	}
-	p := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(p); err == nil {
-		return p
+	// go test puts its own GOROOT/bin first on PATH; this is for a test
+	// binary run by hand with GOROOT set.
+	if root := os.Getenv("GOROOT"); root != "" {
+		p := filepath.Join(root, "bin", "go")
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
 	}
 	missing(t, "go not found on PATH; install Go 1.26 or later")
 	return ""

@@ -187,7 +187,7 @@ func sigString(s signature) string {
 // argument is a negative status, not a trap.
 
 func hostVersion(ctx context.Context, _ api.Module, stack []uint64) {
-	att, ctx := attemptFrom(ctx)
+	att, _ := attemptFrom(ctx)
 	if rc := att.begin("version"); rc != StatusOK {
 		stack[0] = api.EncodeI32(rc)
 		return
@@ -204,7 +204,7 @@ func hostLog(ctx context.Context, mod api.Module, stack []uint64) {
 }
 
 func logCall(ctx context.Context, mod api.Module, level int32, ptr, n uint32) int32 {
-	att, ctx := attemptFrom(ctx)
+	att, _ := attemptFrom(ctx)
 	if rc := att.begin("log"); rc != StatusOK {
 		return rc
 	}

@@ -283,7 +283,7 @@ func hostResult(ctx context.Context, mod api.Module, stack []uint64) {
 
 func resultCall(ctx context.Context, mod api.Module, outPtr, outCap uint32) int32 {
 	const fn = "result"
-	att, ctx := attemptFrom(ctx)
+	att, _ := attemptFrom(ctx)
 	if rc := att.chargeFor(fn); rc != StatusOK {
 		return rc
 	}
@@ -406,7 +406,7 @@ func hostLastError(ctx context.Context, mod api.Module, stack []uint64) {
 }
 
 func lastErrorCall(ctx context.Context, mod api.Module, outPtr, outCap uint32) int32 {
-	att, ctx := attemptFrom(ctx)
+	att, _ := attemptFrom(ctx)
 	att.dropPending()
 	if rc := att.charge(); rc != StatusOK {
 		return rc

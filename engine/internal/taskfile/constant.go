@@ -234,10 +234,7 @@ func formatPath(path cty.Path) string {
 			}
 		}
 	}
-	out := b.String()
-	if strings.HasPrefix(out, ".") {
-		out = out[1:]
-	}
+	out := strings.TrimPrefix(b.String(), ".")
 	if out == "" {
 		return "value"
 	}
