@@ -25,7 +25,7 @@ const killLoopTask = `
 task "killed" {
   step "list" {
     plugin = "step.wasm"
-    input  = { mode = "echo", n = 1000 }
+    input  = { mode = "echo", n = 200 }
   }
   step "each" {
     plugin      = "step.wasm"
