@@ -195,8 +195,9 @@ type CancelRequest struct {
 	Reason string `json:"reason,omitempty"`
 }
 
-// RetryRequest: POST /v1/tasks/{id}/retry. From names the step to start
-// again from ("" = where it stopped); By is who retried it.
+// RetryRequest: POST /v1/tasks/{id}/retry. From names the step to run
+// again from the start, committed units included ("" = go on where it
+// stopped, keeping every committed unit); By is who retried it.
 type RetryRequest struct {
 	From string `json:"from,omitempty"`
 	By   string `json:"by,omitempty"`

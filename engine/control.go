@@ -72,9 +72,11 @@ func (e *Engine) ReclaimSpace(ctx context.Context) (files int, err error) {
 	return e.store.ReclaimSpace(ctx)
 }
 
-// Retry re-opens a failed or cancelled task at step from (by name; "" means
-// the step it stopped at), keeping every output committed before it; Work
-// then runs it. by is recorded in the event log as who retried it.
+// Retry re-opens a failed or cancelled task; Work then runs it. With from
+// "" it goes on where it stopped, keeping every committed unit; with a step
+// name, that step and the ones after it run again from the start, keeping
+// every output committed before it (store.Store.Retry). by is recorded in
+// the event log as who retried it.
 func (e *Engine) Retry(ctx context.Context, id, from, by string) (*store.Task, error) {
 	t, err := e.store.Task(ctx, id)
 	if err != nil {

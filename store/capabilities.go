@@ -412,6 +412,7 @@ func (s *Store) Pause(ctx context.Context, l Lease, reason string) (*Task, error
 		}
 		t.durable = true
 		u.State, u.Owner, u.LeaseUntil = UnitReady, "", time.Time{}
+		u.Base++ // the pause is not a try: it spends no retry budget
 		if err := t.putJSON(unitKey(l.Task, l.Step, l.Item), u); err != nil {
 			return err
 		}

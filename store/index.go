@@ -1,6 +1,7 @@
 package store
 
 import (
+	"container/heap"
 	"sort"
 	"sync"
 	"time"
@@ -42,14 +43,56 @@ type leaseRec struct {
 	until time.Time
 }
 
-// readyQ holds one task's ready units in the order they became ready.
-// Claimed units are deleted from due; their queue slots are skipped and
-// dropped when they reach the head.
+// readyQ holds one task's ready units. A unit made ready with a not-before
+// time (a retry waiting out its backoff) waits in later until that time,
+// and is then served before every other ready unit, earliest first (retry):
+// a retry runs once its backoff has passed, not after the units that were
+// queued when it failed. The others are served in the order they became
+// ready, window units (first) ahead of the rest (queue).
+//
+// due says which slots count: a slot in first or queue while its unit's
+// not-before is zero, a slot in later or retry while it is the slot's time.
+// Claimed units are deleted from due; slots that no longer count are
+// skipped, and dropped as they are met.
 type readyQ struct {
+	later laterHeap // not due when last looked at
+	retry []laterRef
 	first []unitRef // served before queue; few
 	queue []unitRef
 	head  int
-	due   map[unitRef]time.Time // unit -> not before
+	due   map[unitRef]time.Time // unit -> not before (zero: ready now)
+}
+
+// laterRef is a unit waiting until at.
+type laterRef struct {
+	r  unitRef
+	at time.Time
+}
+
+// laterHeap orders waiting units by their time (container/heap).
+type laterHeap []laterRef
+
+func (h laterHeap) Len() int           { return len(h) }
+func (h laterHeap) Less(i, j int) bool { return h[i].at.Before(h[j].at) }
+func (h laterHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *laterHeap) Push(x any)        { *h = append(*h, x.(laterRef)) }
+func (h *laterHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return e
+}
+
+// counts reports whether slot r of first or queue counts.
+func (q *readyQ) counts(r unitRef) bool {
+	nb, ok := q.due[r]
+	return ok && nb.IsZero()
+}
+
+// countsLater reports whether slot e of later or retry counts.
+func (q *readyQ) countsLater(e laterRef) bool {
+	nb, ok := q.due[e.r]
+	return ok && nb.Equal(e.at)
 }
 
 func newIndex() *index {
@@ -139,23 +182,30 @@ func (x *index) removeTask(id string) {
 	}
 }
 
-// addReady queues a ready unit at the back of its task's queue, or with
-// first ahead of every unit queued without it (window units, which would
-// otherwise wait for their anchor's whole fan-out).
+// addReady queues a ready unit: with a notBefore time, to be served once
+// that time has passed, ahead of the units queued without one; else at the
+// back of its task's queue, or with first ahead of every unit queued
+// without it (window units, which would otherwise wait for their anchor's
+// whole fan-out). A unit queued already keeps its slot if its not-before
+// is the same.
 func (x *index) addReady(r unitRef, notBefore time.Time, first bool) {
 	q := x.ready[r.task]
 	if q == nil {
 		q = &readyQ{due: map[unitRef]time.Time{}}
 		x.ready[r.task] = q
 	}
-	if _, ok := q.due[r]; !ok {
-		if first {
-			q.first = append(q.first, r)
-		} else {
-			q.queue = append(q.queue, r)
-		}
+	if old, ok := q.due[r]; ok && old.Equal(notBefore) {
+		return
 	}
 	q.due[r] = notBefore
+	switch {
+	case !notBefore.IsZero():
+		heap.Push(&q.later, laterRef{r, notBefore})
+	case first:
+		q.first = append(q.first, r)
+	default:
+		q.queue = append(q.queue, r)
+	}
 }
 
 func (x *index) removeReady(r unitRef) {
@@ -181,8 +231,9 @@ func (x *index) dropStep(id string, step int) {
 }
 
 // candidates returns up to max ready units of task id that are due at now
-// and not skipped, in queue order, and the earliest not-before of those that are not due yet.
-// It compacts the head of the queue as it goes.
+// and not skipped, in the order readyQ describes, and the earliest
+// not-before of those that are not due yet. It drops the slots that no
+// longer count as it goes.
 func (x *index) candidates(id string, now time.Time, max int, skip func(unitRef) bool) ([]unitRef, time.Time) {
 	q := x.ready[id]
 	if q == nil || max <= 0 {
@@ -190,10 +241,18 @@ func (x *index) candidates(id string, now time.Time, max int, skip func(unitRef)
 	}
 	var out []unitRef
 	var wake time.Time
-	for q.head < len(q.queue) {
-		if _, ok := q.due[q.queue[q.head]]; ok {
+	for len(q.later) > 0 {
+		e := q.later[0]
+		if q.countsLater(e) && e.at.After(now) {
+			wake = e.at
 			break
 		}
+		heap.Pop(&q.later)
+		if q.countsLater(e) {
+			q.retry = append(q.retry, e) // due: popped in time order
+		}
+	}
+	for q.head < len(q.queue) && !q.counts(q.queue[q.head]) {
 		q.head++
 	}
 	if q.head > 1024 && q.head > len(q.queue)/2 {
@@ -201,29 +260,39 @@ func (x *index) candidates(id string, now time.Time, max int, skip func(unitRef)
 		q.head = 0
 	}
 	var seen map[unitRef]bool // a unit made ready again may hold two slots
+	if len(q.retry) > 0 {
+		kept := q.retry[:0]
+		for _, e := range q.retry {
+			if q.countsLater(e) {
+				kept = append(kept, e)
+			}
+		}
+		q.retry = kept
+	}
 	if len(q.first) > 0 {
 		kept := q.first[:0]
 		for _, r := range q.first {
-			if _, ok := q.due[r]; ok {
+			if q.counts(r) {
 				kept = append(kept, r)
 			}
 		}
 		q.first = kept
 	}
-	n := len(q.first)
+	nr, n := len(q.retry), len(q.retry)+len(q.first)
 	for i := 0; i < n+len(q.queue)-q.head && len(out) < max; i++ {
 		var r unitRef
-		if i < n {
-			r = q.first[i]
-		} else {
+		switch {
+		case i < nr:
+			r = q.retry[i].r
+		case i < n:
+			r = q.first[i-nr]
+		default:
 			r = q.queue[q.head+i-n]
+			if !q.counts(r) {
+				continue
+			}
 		}
-		nb, ok := q.due[r]
-		if !ok || seen[r] || skip(r) {
-			continue
-		}
-		if nb.After(now) {
-			wake = earliest(wake, nb)
+		if seen[r] || skip(r) {
 			continue
 		}
 		if seen == nil {

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"sort"
 	"time"
 
@@ -300,6 +301,9 @@ func (s *Store) claim(t *tx, req ClaimRequest, held *Task) (Claimed, error) {
 				rs.Leased++
 				task.LeaseOwner, task.LeaseUntil = req.Owner, now.Add(req.LeaseFor)
 				u.State, u.Owner, u.Epoch, u.LeaseUntil = UnitLeased, req.Owner, task.Epoch, now.Add(req.LeaseFor)
+				if u.Round != task.Retries { // the task was retried since: a whole budget again
+					u.Round, u.Base = task.Retries, u.Attempt
+				}
 				u.Attempt++
 				if err := t.putJSON(unitKey(id, r.step, r.item), u); err != nil {
 					return out, err
@@ -312,7 +316,7 @@ func (s *Store) claim(t *tx, req ClaimRequest, held *Task) (Claimed, error) {
 					x.leases[leased] = rec
 				})
 				out.Leases = append(out.Leases, Lease{
-					Task: id, Step: r.step, Item: r.item, Attempt: u.Attempt,
+					Task: id, Step: r.step, Item: r.item, Attempt: u.Attempt, Try: u.Attempt - u.Base,
 					Owner: u.Owner, Epoch: u.Epoch, Until: u.LeaseUntil, Unit: *u,
 				})
 			}
@@ -615,7 +619,7 @@ func (s *Store) commitAndClaim(ctx context.Context, r Result, next ClaimRequest,
 		st := t.step(task, l.Step)
 		item := l.Item
 		rec := Attempt{Step: l.Step, Item: l.Item, Attempt: l.Attempt, Epoch: l.Epoch, Owner: l.Owner,
-			Log: r.Log, Started: r.Started, Finished: now}
+			Log: r.Log, Started: r.Started, Finished: now, Pass: st.Pass, Try: l.Try}
 		t.durable = true
 		ref := unitRef{l.Task, l.Step, l.Item}
 		t.after(func(x *index) { delete(x.leases, ref) })
@@ -686,6 +690,7 @@ func (s *Store) commitAndClaim(ctx context.Context, r Result, next ClaimRequest,
 				}
 				task.Counters[name] += d
 			}
+			st.Counters = addCounts(st.Counters, r.Counts)
 			for _, n := range r.Notes {
 				n.Seq, n.Step, n.Item, n.Attempt, n.Time = task.Notes, st.Name, l.Item, l.Attempt, now
 				task.Notes++
@@ -856,10 +861,11 @@ func (s *Store) writeUnits(t *tx, task *Task, idx int, items []Item) error {
 		n := from + i
 		u := &Unit{Task: id, Step: idx, Item: n, Pass: st.Pass, Key: it.Key, Value: it.Value, State: UnitReady}
 		if st.Pass > 1 {
-			// Attempt numbers go on across passes: attempt records are keyed by them.
+			// Attempt numbers go on across passes: attempt records are keyed
+			// by them. The pass's tries count from there.
 			old := new(Unit)
 			if err := t.getJSON(unitKey(id, idx, n), old); err == nil {
-				u.Attempt = old.Attempt
+				u.Attempt, u.Base = old.Attempt, old.Attempt
 			} else if !errors.Is(err, ErrNotFound) {
 				return err
 			}
@@ -1117,9 +1123,18 @@ func (s *Store) repair(t *tx, task *Task, l Lease, r Repair) error {
 }
 
 // resetStep marks every unit of a step stale and withdraws them from the
-// ready and lease indexes.
+// ready and lease indexes, and what they counted from the task's counters:
+// the units of the step's next pass count again as they commit.
 func (s *Store) resetStep(t *tx, task *Task, step int) error {
 	st := t.step(task, step)
+	if st.Counters != nil && task.Counters != nil {
+		for name, n := range *st.Counters {
+			if task.Counters[name] -= n; task.Counters[name] == 0 {
+				delete(task.Counters, name)
+			}
+		}
+	}
+	st.Counters = nil
 	if st.Written == 0 {
 		return nil
 	}
@@ -1146,6 +1161,22 @@ func (s *Store) resetStep(t *tx, task *Task, step int) error {
 	task.Leases -= st.Leased
 	st.Planned, st.Units, st.Written, st.PlanHash, st.Done, st.Leased = false, 0, 0, "", 0, 0
 	return nil
+}
+
+// addCounts returns the counts c with the counts d added, in a new map
+// (StepState.Counters is never changed in place); c itself when d is empty.
+func addCounts(c *map[string]int64, d map[string]int64) *map[string]int64 {
+	if len(d) == 0 {
+		return c
+	}
+	m := make(map[string]int64, len(d))
+	if c != nil {
+		maps.Copy(m, *c)
+	}
+	for name, n := range d {
+		m[name] += n
+	}
+	return &m
 }
 
 // fail ends the task as failed and withdraws all its units.
@@ -1276,13 +1307,17 @@ func newTaskID(now time.Time) string {
 	return string(out[:])
 }
 
-// Retry re-opens a failed or cancelled task at step from (its current step
-// when from < 0), which must not be after the step it stopped at. Every
-// output committed before that step is kept; that step and the ones after
-// it are entered again (their pass rises, so earlier attempts stay on
-// record). Counters, notes, attempt and failure totals and the repair count
-// are kept; consecutive failures start again from zero. by says who retried,
-// for the event log.
+// Retry re-opens a failed or cancelled task. With from < 0 it goes on at the
+// step it stopped at: every unit committed is kept, and only the units that
+// did not commit run (a failed unit, one whose lease the stop ended, one not
+// yet run or planned). With from >= 0, which must not be after the step it
+// stopped at, every output committed before step from is kept, and that
+// step and the ones after it are entered again: their pass rises (earlier
+// attempts stay on record) and what their earlier pass counted leaves the
+// task's counters. Either way every unit gets its step's whole retry budget
+// again (Unit.Base), notes and the totals of attempts, failures and
+// repairs are kept, and consecutive failures start again from zero. by says
+// who retried, for the event log.
 func (s *Store) Retry(ctx context.Context, id string, from int, by string) (*Task, error) {
 	err := s.update(ctx, func(t *tx) error {
 		task := new(Task)
@@ -1295,24 +1330,28 @@ func (s *Store) Retry(ctx context.Context, id string, from int, by string) (*Tas
 		if task.Removing {
 			return fmt.Errorf("task %s is being removed: finish with lhengine rm %s", id, id)
 		}
-		if from < 0 {
+		keep := from < 0
+		if keep {
 			from = task.Cursor
 		}
 		if from > task.Cursor || from >= task.stepCount() {
 			return fmt.Errorf("task %s stopped at step %d %q: it can be retried from that step or an earlier one, not from step %d",
 				id, task.Cursor+1, t.step(task, task.Cursor).Name, from+1)
 		}
-		if ws := t.step(task, from); ws.Every > 0 {
+		if ws := t.step(task, from); ws.Every > 0 && !keep {
 			from = ws.Anchor // a window step starts again with its anchor
 		}
 		t.durable = true
 		was := task.Status
-		for i := from; i < task.stepCount(); i++ {
-			if err := s.resetStep(t, task, i); err != nil {
-				return err
+		task.Retries++
+		if !keep {
+			for i := from; i < task.stepCount(); i++ {
+				if err := s.resetStep(t, task, i); err != nil {
+					return err
+				}
 			}
+			task.Cursor = from
 		}
-		task.Cursor = from
 		task.Status, task.Failure, task.Reason, task.FinishedAt, task.Output = Queued, nil, "", time.Time{}, nil
 		if !task.StartedAt.IsZero() {
 			task.Status = Running
@@ -1323,13 +1362,20 @@ func (s *Store) Retry(ctx context.Context, id string, from int, by string) (*Tas
 		}
 		t.after(func(x *index) { x.addActive(id) })
 		msg := fmt.Sprintf("%s task retried from step %q", was, t.step(task, from).Name)
+		if keep {
+			msg = fmt.Sprintf("%s task retried at step %q, keeping its %d committed units", was, t.step(task, from).Name, t.step(task, from).Done)
+		}
 		if by != "" {
 			msg += " by " + by
 		}
 		if err := s.event(t, task, Event{Type: EvRetried, Step: t.step(task, from).Name, Message: msg}); err != nil {
 			return err
 		}
-		if err := s.enterStep(t, task); err != nil {
+		if keep {
+			if err := s.reopen(t, task); err != nil {
+				return err
+			}
+		} else if err := s.enterStep(t, task); err != nil {
 			return err
 		}
 		return t.saveTask(task)
@@ -1341,4 +1387,70 @@ func (s *Store) Retry(ctx context.Context, id string, from int, by string) (*Tas
 		return nil, err
 	}
 	return s.Task(ctx, id)
+}
+
+// reopen makes ready again the units of a retried task's live steps (the
+// cursor's, and its window steps) that did not commit, in the step's
+// current pass: a failed unit, and one whose lease the stop ended (its
+// holder's commit is refused, since the unit's owner changes). Units
+// committed stay as they are. Every ready unit goes back to the claim
+// index, in item order; a step whose planning was cut short is planned on,
+// and a step with nothing left to run is completed.
+func (s *Store) reopen(t *tx, task *Task) error {
+	type ready struct {
+		r     unitRef
+		at    time.Time
+		first bool
+	}
+	var refs []ready
+	var again []*Unit
+	for _, step := range t.liveSteps(task) {
+		st := t.step(task, step)
+		err := t.scan(unitStepPrefix(task.ID, step), func(key, val []byte) (bool, error) {
+			u := new(Unit)
+			if err := json.Unmarshal(val, u); err != nil {
+				return false, fmt.Errorf("unit record %s: %w", key, err)
+			}
+			if u.Pass != st.Pass {
+				return true, nil // a unit of an earlier pass
+			}
+			switch u.State {
+			case UnitLeased, UnitFailed:
+				u.State, u.Owner, u.LeaseUntil, u.NotBefore = UnitReady, "", time.Time{}, time.Time{}
+				again = append(again, u)
+			case UnitReady:
+			default:
+				return true, nil
+			}
+			refs = append(refs, ready{unitRef{task.ID, step, u.Item}, u.NotBefore, st.Every > 0})
+			return true, nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	if t.err != nil {
+		return t.err
+	}
+	for _, u := range again {
+		if err := t.putJSON(unitKey(task.ID, u.Step, u.Item), u); err != nil {
+			return err
+		}
+	}
+	t.after(func(x *index) {
+		for _, r := range refs {
+			x.addReady(r.r, r.at, r.first)
+		}
+	})
+	st := t.step(task, task.Cursor)
+	switch {
+	case !st.Planned && st.FanOut && s.plan == nil:
+		return s.failPlan(t, task, &Failure{Kind: fault.Input, Message: "no planner for a fan-out step", Step: st.Name})
+	case !st.Planned && st.FanOut:
+		id := task.ID
+		t.after(func(x *index) { x.needPlan(id) })
+	case st.Planned && st.Done >= st.Units:
+		return s.advance(t, task)
+	}
+	return nil
 }

@@ -63,11 +63,14 @@ type Task struct {
 	ConsecutiveFailures int    `json:"consecutive_failures"` // since the last success
 	Reclaims            int    `json:"reclaims"`             // expired leases taken over
 	Repairs             int    `json:"repairs"`
+	Retries             int    `json:"retries,omitempty"` // times Store.Retry re-opened the task
 	RepairReason        string `json:"repair_reason,omitempty"`
 
 	Output json.RawMessage `json:"output,omitempty"` // the last step's output once succeeded
 
-	// Counters are the progress counts committed units reported.
+	// Counters are the progress counts the task's current committed units
+	// reported: the sum of its steps' Counters. A step entered again (a
+	// repair, a retry from it) withdraws what its earlier pass counted.
 	Counters map[string]int64 `json:"counters,omitempty"`
 	// Notes counts the progress notes recorded (read them with Reader.Notes).
 	Notes uint64 `json:"notes,omitempty"`
@@ -146,6 +149,11 @@ type StepState struct {
 	Every  int    `json:"every,omitempty"`
 	Anchor int    `json:"anchor,omitempty"`
 	Open   string `json:"open,omitempty"`
+	// Counters are the progress counts the committed units of the step's
+	// current pass reported (nil for none, and in records written before
+	// steps counted their own). The map is never changed in place: a
+	// commit stores a new one, which keeps StepState comparable.
+	Counters *map[string]int64 `json:"counters,omitempty"`
 }
 
 // Progress returns the number of committed units of the current pass and the
@@ -306,6 +314,12 @@ type Unit struct {
 	NotBefore  time.Time `json:"not_before,omitzero"`
 	Committed  int       `json:"committed,omitempty"` // attempt whose output is current
 	Failure    *Failure  `json:"failure,omitempty"`   // last failure
+	// Base is the attempt number the tries of the unit's current pass
+	// count from: Attempt-Base attempts were started in the pass since the
+	// task was last retried (Round is the task's Retries then), which is
+	// what the step's retry budget allows.
+	Base  int `json:"base,omitempty"`
+	Round int `json:"round,omitempty"`
 }
 
 // Item is one fan-out item as produced by planning a step.
@@ -320,7 +334,8 @@ type Lease struct {
 	Task    string
 	Step    int
 	Item    int
-	Attempt int
+	Attempt int // unique among the unit's attempts, over all passes
+	Try     int // the attempt's place in its pass's retry budget, from 1 (Unit.Base)
 	Owner   string
 	Epoch   uint64
 	Until   time.Time
@@ -392,4 +407,9 @@ type Attempt struct {
 	Log      []byte          `json:"log,omitempty"`
 	Started  time.Time       `json:"started"`
 	Finished time.Time       `json:"finished"`
+	// Pass is the step's pass the attempt ran in, Try its place in that
+	// pass's retry budget (Lease.Try); 0 in records written before they
+	// were recorded.
+	Pass int `json:"pass,omitempty"`
+	Try  int `json:"try,omitempty"`
 }

@@ -100,8 +100,15 @@ func (a *app) report(rep *api.Report) {
 		fmt.Fprintf(w, "  constraint:  %s\n", c)
 	}
 	fmt.Fprintf(w, "  progress:    %d/%d units (%d%%) · step %d/%d %s\n", done, total, pct, t.Cursor+1, len(t.Steps), t.Steps[min(t.Cursor, len(t.Steps)-1)].Name)
-	fmt.Fprintf(w, "  attempts:    %d started · %d failed · %d consecutive failures · %d leases taken over\n",
+	fmt.Fprintf(w, "  attempts:    %d started · %d failed · %d consecutive failures · %d leases taken over",
 		t.Attempts, t.Failures, t.ConsecutiveFailures, t.Reclaims)
+	switch {
+	case t.Retries == 1:
+		fmt.Fprint(w, " · retried once")
+	case t.Retries > 1:
+		fmt.Fprintf(w, " · retried %d times", t.Retries)
+	}
+	fmt.Fprintln(w)
 	if t.Repairs > 0 {
 		fmt.Fprintf(w, "  repairs:     %d (last: %s)\n", t.Repairs, t.RepairReason)
 	}
@@ -241,7 +248,13 @@ func (a *app) printAttempts(t *store.Task, all []*store.Attempt) error {
 		case at.Repair != "":
 			state = "needs repair: " + at.Repair
 		}
-		fmt.Fprintf(a.stdout, "== %s item %d attempt %d (epoch %d, %s): %s\n", t.Steps[at.Step].Name, at.Item, at.Attempt, at.Epoch,
+		// Attempt numbers go on over passes and retries; the pass and the
+		// try within its retry budget say where the attempt stood.
+		where := ""
+		if at.Pass > 0 {
+			where = fmt.Sprintf("pass %d try %d, ", at.Pass, at.Try)
+		}
+		fmt.Fprintf(a.stdout, "== %s item %d attempt %d (%sepoch %d, %s): %s\n", t.Steps[at.Step].Name, at.Item, at.Attempt, where, at.Epoch,
 			at.Finished.Sub(at.Started).Round(time.Microsecond), state)
 		if at.Failure != nil {
 			fmt.Fprintf(a.stdout, "   %s\n", at.Failure.Message)

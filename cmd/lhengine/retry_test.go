@@ -76,4 +76,13 @@ func TestRetryRerunsOnlyTheFailedStepAndAfter(t *testing.T) {
 	code, out, _ = b.lh(t, "events", failed.ID)
 	require.Equal(t, exitOK, code)
 	require.Contains(t, out, "retried")
+
+	// c's second attempt is the first try of its budget after the retry.
+	code, out, _ = b.lh(t, "outputs", failed.ID, "c", "--attempts")
+	require.Equal(t, exitOK, code)
+	require.Contains(t, out, "== c item 0 attempt 1 (pass 1 try 1, epoch")
+	require.Contains(t, out, "== c item 0 attempt 2 (pass 1 try 1, epoch")
+	code, out, _ = b.lh(t, "status", failed.ID)
+	require.Equal(t, exitOK, code)
+	require.Contains(t, out, "· retried once")
 }

@@ -418,8 +418,10 @@ func (w *Worker) attempt(ctx context.Context, l store.Lease, after store.Durabil
 			msg = se.Message
 		}
 		r.Failure = &store.Failure{Kind: kind, Message: msg}
-		if step != nil && kind.Retryable() && l.Attempt < step.Retry.Attempts {
-			r.RetryAt = w.clock.Now().Add(step.Retry.Delay(l.Attempt))
+		// The budget counts the tries of this pass (Lease.Try), not the
+		// attempt numbers, which go on across repairs and retries.
+		if step != nil && kind.Retryable() && l.Try < step.Retry.Attempts {
+			r.RetryAt = w.clock.Now().Add(step.Retry.Delay(l.Try))
 		}
 		log.Warn("attempt failed", "kind", kind, "error", msg, "retry", !r.RetryAt.IsZero())
 	case res.NeedsRepair:

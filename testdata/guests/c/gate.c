@@ -2,7 +2,8 @@
  * gate.c: a step guest whose pace a test controls. It fetches
  * INPUT.url + "?item=" + the fan-out item's index through http.fetch and outputs the status and
  * the body's length; the test's loopback server answers each request when
- * the test lets it through.
+ * the test lets it through. With INPUT.count (a counter name without
+ * escapes), it then counts 1 under that name (progress.count).
  *
  *   clang-14 --target=wasm32-wasi -O2 -I plugins/sdk/c -o gate.wasm gate.c
  */
@@ -45,6 +46,15 @@ int main(void) {
 	if (got < 0 || got > (int32_t)sizeof resp || !member(resp, resp + got, "status", &ss, &se)) {
 		printf("{\"error\":\"http.fetch: %d\"}\n", got);
 		return 0;
+	}
+	const char *c, *ce;
+	if (member(in, in_end, "count", &c, &ce) && ce - c >= 2 && ce - c < 200) {
+		char count[256];
+		snprintf(count, sizeof count, "{\"name\":%.*s,\"delta\":1}", (int)(ce - c), c);
+		if (lhengine_call_str("progress.count", count, resp, sizeof resp) < 0) {
+			puts("{\"error\":\"progress.count failed\"}");
+			return 0;
+		}
 	}
 	printf("{\"output\":{\"item\":%.*s,\"status\":%.*s}}\n", (int)(ite - it), it, (int)(se - ss), ss);
 	return 0;
