@@ -35,8 +35,9 @@
 // leaf package github.com/lhengine/lhengine/plugins/sdk/go/abi, which both
 // the engine and the SDK import.
 //
-// An Engine ties them to a home directory: the store under home/store and the
-// compiled-module cache under home/cache. Its public surface is small: Open,
+// An Engine ties them to a home directory: the store under home/store and a
+// compiled-module cache, which homes may share (Config.CacheDir; by default
+// home/cache). Its public surface is small: Open,
 // Submit, Work, the reads and controls in control.go, Remove and GC,
 // Validate and InspectPlugin (specs/RATIONALE.md, "What is public").
 package engine

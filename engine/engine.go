@@ -45,6 +45,30 @@ type Config struct {
 	// yet, instead of creating one: for commands that only read or act on
 	// tasks that must already be there.
 	MustExist bool
+	// CacheDir keeps compiled plugins between processes: a wazero
+	// compilation cache, keyed by module content, wazero version and CPU,
+	// which any number of homes and processes may share, at once too. ""
+	// means HOME/cache/wazero. It is created owner-only (0700, entries
+	// 0600), and one that another user owns is refused: it holds native
+	// code this process runs.
+	CacheDir string
+	// NoCache keeps compiled plugins in memory only: each process compiles
+	// the plugins it loads.
+	NoCache bool
+	// OnCompile, if not nil, is called as Submit loads each distinct plugin
+	// of a task (compiling it, unless this process or the cache already
+	// has), before and after; from several goroutines at once, since a
+	// task's plugins are loaded in parallel.
+	OnCompile func(CompileEvent)
+}
+
+// CompileEvent is one plugin load of Submit: Done false when it starts,
+// true when it ended, with Err if the plugin cannot run.
+type CompileEvent struct {
+	Plugin string // its path, as the task names it
+	Size   int    // bytes
+	Done   bool
+	Err    error
 }
 
 // NoHomeError: Open with MustExist found no store in the home.
@@ -63,6 +87,8 @@ type Engine struct {
 	store *store.Store
 	rt    *guest.Runtime
 	specs *plan.Cache
+
+	onCompile func(CompileEvent) // Config.OnCompile
 
 	mu      sync.Mutex
 	working map[string]int // Work calls running, by task ("" = every task)
@@ -94,12 +120,19 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	rt, err := guest.NewRuntime(ctx, guest.Config{CacheDir: filepath.Join(cfg.Home, "cache", "wazero"), Logger: cfg.Logger})
+	cache := cfg.CacheDir
+	switch {
+	case cfg.NoCache:
+		cache = ""
+	case cache == "":
+		cache = filepath.Join(cfg.Home, "cache", "wazero")
+	}
+	rt, err := guest.NewRuntime(ctx, guest.Config{CacheDir: cache, Logger: cfg.Logger})
 	if err != nil {
 		st.Close()
 		return nil, err
 	}
-	return &Engine{home: cfg.Home, log: cfg.Logger, store: st, rt: rt, specs: specs}, nil
+	return &Engine{home: cfg.Home, log: cfg.Logger, store: st, rt: rt, specs: specs, onCompile: cfg.OnCompile}, nil
 }
 
 // Close releases the home directory. Work must have returned.
@@ -139,7 +172,9 @@ type SubmitOptions struct {
 func (e *Engine) Submit(ctx context.Context, path string, o SubmitOptions) (*store.Task, bool, error) {
 	// Loading through the runtime compiles each module once per process
 	// (and once per machine, with the on-disk cache); the worker reuses it.
-	// The bytes checked are the bytes kept: the task runs from them.
+	// The bytes checked are the bytes kept: the task runs from them. The
+	// task's plugins are checked in parallel (plan.CheckModules).
+	var mu sync.Mutex
 	modules := map[string][]byte{}
 	check := func(ctx context.Context, p string) error {
 		wasm, err := readModule(p)
@@ -147,11 +182,19 @@ func (e *Engine) Submit(ctx context.Context, path string, o SubmitOptions) (*sto
 			_, err = e.rt.Load(ctx, p, "") // the same error a worker would see
 			return err
 		}
+		if e.onCompile != nil {
+			e.onCompile(CompileEvent{Plugin: p, Size: len(wasm)})
+		}
 		pl, err := e.rt.LoadBytes(ctx, filepath.Base(p), wasm)
+		if e.onCompile != nil {
+			e.onCompile(CompileEvent{Plugin: p, Size: len(wasm), Done: true, Err: err})
+		}
 		if err != nil {
 			return err
 		}
+		mu.Lock()
 		modules[pl.SHA256] = wasm
+		mu.Unlock()
 		return nil
 	}
 	sub, err := plan.PrepareWith(ctx, path, o.Vars, plan.PolicyOptions{

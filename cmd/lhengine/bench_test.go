@@ -24,7 +24,16 @@ func TestMain(m *testing.M) {
 	if err := wazero.NewRuntime(ctx).Close(ctx); err != nil {
 		panic(err)
 	}
-	os.Exit(m.Run())
+	// The tests' commands, and the processes they start, share a
+	// compilation cache of their own, not the user's.
+	cache, err := os.MkdirTemp("", "lhengine-test-cache")
+	if err != nil {
+		panic(err)
+	}
+	os.Setenv("LHENGINE_CACHE", cache)
+	code := m.Run()
+	os.RemoveAll(cache)
+	os.Exit(code)
 }
 
 // benchArgs are the smallest sizes that still run every figure.

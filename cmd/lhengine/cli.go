@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
@@ -47,6 +49,7 @@ type app struct {
 	server    string // --server: an owner's API over TCP instead of the home
 	tokenFile string // --token-file
 	memLimit  string // --memory-limit
+	cache     string // --cache: a directory, "off", or "" for the user's cache directory
 	stopGov   func() // ends the memory governor PersistentPreRunE started
 	stdout    io.Writer
 	stderr    io.Writer
@@ -55,6 +58,10 @@ type app struct {
 	// Set by serve for the session it opens.
 	dashboard bool
 	extra     []extraListener
+
+	// compiling, set by submit and run, shows the plugin loads of a
+	// submission this process makes as the home's owner.
+	compiling *compileLine
 }
 
 // logOutput is the engine logger's output: stderr, or while a live progress
@@ -153,6 +160,9 @@ Exit codes: 0 success; 1 error, invalid task file, or a task that did not succee
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			if n := cmd.Name(); n == "submit" || n == "run" {
+				a.compiling = newCompileLine(a.stderr, time.Now)
+			}
 			if a.output != "" && a.output != "json" && a.output != "text" {
 				return fmt.Errorf("-o must be text or json, not %q", a.output)
 			}
@@ -179,6 +189,7 @@ Exit codes: 0 success; 1 error, invalid task file, or a task that did not succee
 	root.PersistentFlags().StringVar(&a.server, "server", os.Getenv("LHENGINE_SERVER"), "talk to the API of \"lhengine serve --listen\" at this URL instead of a home (env LHENGINE_SERVER)")
 	root.PersistentFlags().StringVar(&a.tokenFile, "token-file", "", "file holding the bearer token for --server (default: env "+api.TokenEnv+")")
 	root.PersistentFlags().StringVar(&a.memLimit, "memory-limit", memoryLimitDefault(), "soft limit of the process's heap, or off: the collector reclaims freed memory before the heap passes it, and the limit rises to 1.25 times what is live when that is more (env LHENGINE_MEMORY_LIMIT; GOMEMLIMIT, if set, overrides it)")
+	root.PersistentFlags().StringVar(&a.cache, "cache", os.Getenv("LHENGINE_CACHE"), "directory of compiled plugins, shared by every home that names it, or off (default: lhengine in the user's cache directory; env LHENGINE_CACHE)")
 	root.PersistentFlags().BoolVar(&a.damaged, "allow-damaged", false, "open a store that failed an integrity check (see: lhengine store verify)")
 	root.AddCommand(
 		a.validateCmd(), a.runCmd(), a.submitCmd(), a.workerCmd(), a.resumeCmd(),
@@ -199,6 +210,23 @@ Exit codes: 0 success; 1 error, invalid task file, or a task that did not succee
 }
 
 func (a *app) json() bool { return a.output == "json" }
+
+// cacheConfig resolves --cache for engine.Config: "off" keeps compiled
+// plugins in memory only; a directory is used as it is; "" means lhengine
+// in the user's cache directory (os.UserCacheDir: $XDG_CACHE_HOME or
+// ~/.cache on Linux), or the home's own cache where the system names none.
+func (a *app) cacheConfig() (dir string, off bool) {
+	switch a.cache {
+	case "off":
+		return "", true
+	case "":
+		if d, err := os.UserCacheDir(); err == nil {
+			return filepath.Join(d, "lhengine"), false
+		}
+		return "", false
+	}
+	return a.cache, false
+}
 
 func (a *app) logger() hclog.Logger {
 	if strings.EqualFold(a.logLevel, "off") {

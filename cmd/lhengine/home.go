@@ -89,7 +89,9 @@ func (a *app) connect(ctx context.Context, m homeMode) (*session, error) {
 		holder = o.Session
 	}
 	for {
-		e, err := engine.Open(ctx, engine.Config{Home: a.home, Logger: a.logger(), AllowDamaged: a.damaged, MustExist: !m.create})
+		cache, noCache := a.cacheConfig()
+		e, err := engine.Open(ctx, engine.Config{Home: a.home, Logger: a.logger(), AllowDamaged: a.damaged, MustExist: !m.create,
+			CacheDir: cache, NoCache: noCache, OnCompile: a.onCompile()})
 		if err == nil {
 			return a.serveLocal(ctx, e, m)
 		}

@@ -204,7 +204,7 @@ func (a *app) submitCmd() *cobra.Command {
 				return err
 			}
 			return a.withSession(cmd.Context(), homeMode{create: true}, func(s *session) error {
-				r, err := s.c.Submit(cmd.Context(), req)
+				r, err := a.submit(cmd.Context(), s, req)
 				if err != nil {
 					return err
 				}
@@ -221,6 +221,43 @@ func (a *app) submitCmd() *cobra.Command {
 	pf.register(cmd)
 	rf.register(cmd)
 	return cmd
+}
+
+// submit submits req through s, with a line on a terminal saying what
+// happens while the task's plugins load.
+func (a *app) submit(ctx context.Context, s *session, req api.SubmitRequest) (*api.SubmitResponse, error) {
+	p := a.compiling
+	if p == nil {
+		return s.c.Submit(ctx, req)
+	}
+	if !s.local() {
+		p.remote(s.owner, req.Path)
+	}
+	a.logs.to(p)
+	defer a.logs.to(nil)
+	defer p.finish()
+	if p.tty {
+		// The elapsed time moves while a plugin compiles.
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			t := time.NewTicker(time.Second)
+			defer t.Stop()
+			for {
+				select {
+				case <-stop:
+					return
+				case <-t.C:
+					p.tick()
+				}
+			}
+		}()
+		defer wg.Wait()
+		defer close(stop)
+	}
+	return s.c.Submit(ctx, req)
 }
 
 // submitRequest is the API request for the task file at path: the owner
@@ -271,7 +308,7 @@ serve" already owns the home, run submits the task there and follows it.`,
 				return errors.New("--model-replay and --model-record exclude each other: a replayed call sends nothing to record")
 			}
 			return a.withWorker(cmd.Context(), true, func(s *session) error {
-				r, err := s.c.Submit(cmd.Context(), req)
+				r, err := a.submit(cmd.Context(), s, req)
 				if err != nil {
 					return err
 				}

@@ -20,7 +20,10 @@ import (
 // Config configures a Runtime.
 type Config struct {
 	// CacheDir is where compiled modules are kept between processes (a
-	// wazero compilation cache). Empty keeps them in memory only.
+	// wazero compilation cache, keyed by module content, wazero version and
+	// CPU: homes and processes may share one, at once too). It is created
+	// owner-only; one another user owns is refused (prepareCacheDir). Empty
+	// keeps them in memory only.
 	CacheDir string
 	// Logger receives the runtime's own messages. Nil discards them.
 	Logger hclog.Logger
@@ -89,6 +92,9 @@ func newRuntime(ctx context.Context, cfg Config, closeOnContextDone bool) (*Runt
 	newRuntimeMu.Lock()
 	defer newRuntimeMu.Unlock()
 	if cfg.CacheDir != "" {
+		if err := prepareCacheDir(cfg.CacheDir); err != nil {
+			return nil, err
+		}
 		var err error
 		if cache, err = wazero.NewCompilationCacheWithDir(cfg.CacheDir); err != nil {
 			return nil, err

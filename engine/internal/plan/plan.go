@@ -15,6 +15,7 @@ import (
 	"io"
 	"maps"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sort"
 	"strconv"
@@ -165,18 +166,40 @@ func Inspect(ctx context.Context, path string) error {
 // CheckModules checks every step's plugin and reports, on the step's plugin
 // attribute, a file that is not a module lhengine can run: not Wasm, not a
 // WASI command, or built for another ABI version. check nil means Inspect.
+// Each distinct plugin is checked once, as many at a time as there are
+// processors (a check compiles, and a task's plugins are independent), so
+// check must be safe for concurrent use; the diagnostics are in step order.
 func CheckModules(ctx context.Context, t *taskfile.Task, check ModuleCheck) hcl.Diagnostics {
 	if check == nil {
 		check = Inspect
 	}
 	var diags hcl.Diagnostics
 	seen := map[string]error{}
+	var paths []string
 	for _, s := range t.Steps {
-		err, ok := seen[s.PluginPath]
-		if !ok {
-			err = check(ctx, s.PluginPath)
-			seen[s.PluginPath] = err
+		if _, ok := seen[s.PluginPath]; !ok {
+			seen[s.PluginPath] = nil
+			paths = append(paths, s.PluginPath)
 		}
+	}
+	errs := make([]error, len(paths))
+	slots := make(chan struct{}, runtime.GOMAXPROCS(0))
+	var wg sync.WaitGroup
+	for i, p := range paths {
+		slots <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-slots }()
+			errs[i] = check(ctx, p)
+		}()
+	}
+	wg.Wait()
+	for i, p := range paths {
+		seen[p] = errs[i]
+	}
+	for _, s := range t.Steps {
+		err := seen[s.PluginPath]
 		if err == nil {
 			continue
 		}
