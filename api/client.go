@@ -63,7 +63,14 @@ func (c *Client) Close() { c.hc.CloseIdleConnections() }
 // do sends a request with a JSON body (if in is not nil) and decodes a JSON
 // answer into out (if not nil).
 func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
-	resp, err := c.send(ctx, method, path, in, "application/json")
+	return c.call(ctx, method, path, in, out, method == "GET")
+}
+
+// call is do; replayable says the request may be sent again whatever
+// became of it (a read, or a write the owner dedupes): a connection cut
+// under it is ErrOwnerGone.
+func (c *Client) call(ctx context.Context, method, path string, in, out any, replayable bool) error {
+	resp, err := c.sendReplayable(ctx, method, path, in, "application/json", replayable)
 	if err != nil {
 		return err
 	}
@@ -73,7 +80,7 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 		return err
 	}
 	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
-		if ctx.Err() == nil && method == "GET" && cut(err) {
+		if ctx.Err() == nil && replayable && cut(err) {
 			return &goneError{what: method + " " + path, err: err}
 		}
 		return fmt.Errorf("%s %s: bad answer: %w", method, path, err)
@@ -84,11 +91,11 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 // ErrOwnerGone: the owner did not answer. Nothing accepted the connection
 // (no process serves the socket: the owner stopped or died, or the next
 // one has not bound it yet), or the connection ended before the whole
-// answer to a request that changes nothing (GET), or an event stream ended
-// before its task did. The request did nothing, so it may be sent again to
-// the home's next owner. A request that changes something and loses its
-// connection after it was sent is never ErrOwnerGone: it may have been
-// done.
+// answer to a request that changes nothing (GET) or that the owner dedupes
+// (a submission with an idempotency key), or an event stream ended before
+// its task did. The request may be sent again to the home's next owner. A
+// request that changes something and loses its connection after it was
+// sent is never ErrOwnerGone: it may have been done.
 var ErrOwnerGone = errors.New("the home's owner went away")
 
 // goneError is ErrOwnerGone with what failed and why.
@@ -104,14 +111,14 @@ func (e *goneError) Error() string {
 func (e *goneError) Is(target error) bool { return target == ErrOwnerGone }
 func (e *goneError) Unwrap() error        { return e.err }
 
-// gone says whether a request that failed with err did nothing on the
-// owner: it was never sent (the dial failed), or it reads only.
-func gone(method string, err error) bool {
+// gone says whether a request that failed with err may be sent again: it
+// was never sent (the dial failed), or it is replayable.
+func gone(replayable bool, err error) bool {
 	var op *net.OpError
 	if errors.As(err, &op) && op.Op == "dial" {
 		return true
 	}
-	return method == "GET" && cut(err)
+	return replayable && cut(err)
 }
 
 // cut: the connection ended under the request.
@@ -123,6 +130,10 @@ func cut(err error) bool {
 // send sends a request and returns a 2xx response; any other answer is an
 // *Error.
 func (c *Client) send(ctx context.Context, method, path string, in any, accept string) (*http.Response, error) {
+	return c.sendReplayable(ctx, method, path, in, accept, method == "GET")
+}
+
+func (c *Client) sendReplayable(ctx context.Context, method, path string, in any, accept string, replayable bool) (*http.Response, error) {
 	var body io.Reader
 	if in != nil {
 		b, err := json.Marshal(in)
@@ -144,7 +155,7 @@ func (c *Client) send(ctx context.Context, method, path string, in any, accept s
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		if ctx.Err() == nil && gone(method, err) {
+		if ctx.Err() == nil && gone(replayable, err) {
 			return nil, &goneError{what: method + " " + path, err: err}
 		}
 		return nil, err
@@ -211,9 +222,12 @@ func (c *Client) Manifest(ctx context.Context, ref string) (*Manifest, error) {
 }
 
 // Submit validates, pins and queues a task file on the owner's file system.
+// A submission with an idempotency key may be sent again whatever became of
+// it (the owner returns the task the key first created), so a connection
+// cut under it is ErrOwnerGone.
 func (c *Client) Submit(ctx context.Context, req SubmitRequest) (*SubmitResponse, error) {
 	var r SubmitResponse
-	return &r, c.do(ctx, "POST", "/v1/tasks", req, &r)
+	return &r, c.call(ctx, "POST", "/v1/tasks", req, &r, req.IdempotencyKey != "")
 }
 
 // Cancel cancels a task.

@@ -140,8 +140,11 @@ func (a *app) dialOwner(ctx context.Context) *session {
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	o, err := c.Owner(cctx)
+	// The probe's connection is not kept: an owner that lets go closes
+	// its idle connections, and a request sent on one as it does is cut
+	// after it was sent, while a new connection is served or refused.
+	c.Close()
 	if err != nil {
-		c.Close()
 		return nil
 	}
 	return &session{c: c, owner: o}
@@ -250,11 +253,17 @@ type extraListener struct {
 // owner, or with the home opened by this process, for up to ownWait: fn
 // must be fit to run again after such a failure.
 func (a *app) withClient(ctx context.Context, fn func(*api.Client) error) error {
+	return a.withSessionAgain(ctx, homeMode{}, func(s *session) error { return fn(s.c) })
+}
+
+// withSessionAgain is withSession, with fn run again as withClient says
+// when the owner goes away under a request that did nothing.
+func (a *app) withSessionAgain(ctx context.Context, m homeMode, fn func(*session) error) error {
 	deadline := time.Now().Add(ownWait)
 	for {
 		var gone *api.Owner
-		err := a.withSession(ctx, homeMode{}, func(s *session) error {
-			err := fn(s.c)
+		err := a.withSession(ctx, m, func(s *session) error {
+			err := fn(s)
 			if !s.local() && errors.Is(err, api.ErrOwnerGone) {
 				gone = s.owner
 			}

@@ -101,3 +101,35 @@ func TestResumeOfATaskServeWorks(t *testing.T) {
 	require.NoError(t, srv.c.Process.Signal(syscall.SIGTERM))
 	_ = srv.wait(t)
 }
+
+// TestSubmitsAndReadsAtOnceWithoutAnOwner: with no serve, commands started
+// together take the home in turn, each owning it for a moment; every
+// submit and every read among them succeeds.
+func TestSubmitsAndReadsAtOnceWithoutAnOwner(t *testing.T) {
+	t.Parallel()
+	b := setupProcs(t)
+	g := testgate.New(t)
+	path := b.task(t, "many", g, 2, 1)
+	code, out, errOut := b.lh(t, "submit", path)
+	require.Equal(t, 0, code, errOut)
+	first := strings.TrimSpace(out)
+
+	var wg sync.WaitGroup
+	for i := range 12 {
+		args := []string{"submit", path}
+		if i%2 == 1 {
+			args = []string{"status", first}
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if code, out, errOut := b.lh(t, args...); code != 0 {
+				t.Errorf("%v: exit %d: %s%s", args, code, out, errOut)
+			}
+		}()
+	}
+	wg.Wait()
+	code, out, errOut = b.lh(t, "ls")
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, 1+6, strings.Count(out, " many "), out)
+}

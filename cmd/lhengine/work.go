@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -197,13 +198,19 @@ func (a *app) submitCmd() *cobra.Command {
 				return err
 			}
 			req.IdempotencyKey = key
+			if key == "" {
+				// A key of its own lets it send the submission again if
+				// the home's owner goes away under it (a command that held
+				// the home for a moment): never two tasks.
+				req.IdempotencyKey = "submit-" + rand.Text()
+			}
 			if err := pf.apply(&req); err != nil {
 				return err
 			}
 			if err := rf.apply(&req); err != nil {
 				return err
 			}
-			return a.withSession(cmd.Context(), homeMode{create: true}, func(s *session) error {
+			return a.withSessionAgain(cmd.Context(), homeMode{create: true}, func(s *session) error {
 				r, err := a.submit(cmd.Context(), s, req)
 				if err != nil {
 					return err
@@ -217,7 +224,7 @@ func (a *app) submitCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringArrayVar(&vars, "var", nil, "set a task variable: name=value (repeatable)")
-	cmd.Flags().StringVar(&key, "idempotency-key", "", "return the task submitted earlier with this key instead of a new one")
+	cmd.Flags().StringVar(&key, "idempotency-key", "", "return the task submitted earlier with this key instead of a new one (default: a random key of this submit's own)")
 	pf.register(cmd)
 	rf.register(cmd)
 	return cmd
