@@ -250,10 +250,33 @@ type WorkOptions struct {
 	// workers run in this folder (--model-record), for a later
 	// submission's SubmitOptions.ModelReplay; "" for none.
 	ModelRecord string
+
+	// Stop, when it is closed, stops Work gracefully: nothing more is
+	// claimed, and the attempts in flight run on for up to Grace (0: none)
+	// to end and be recorded as usual. Those still running then are
+	// cancelled, and their units given back without charging the attempt:
+	// ready at once for the next worker, which runs the same attempt
+	// again. Work then returns nil.
+	Stop  <-chan struct{}
+	Grace time.Duration
+	// OnStopping, when set, is called once as a stop begins (Stop closed,
+	// or ctx ended), with the attempts then in flight; OnStopped as Work
+	// returns after it, with what became of them.
+	OnStopping func(inFlight int)
+	OnStopped  func(StopReport)
 }
 
-// Work claims and runs work units until ctx is done or, with ExitWhenIdle,
-// no work is left.
+// StopReport is what a stop of Work did with the attempts in flight.
+type StopReport struct {
+	InFlight  int // attempts running as the stop began
+	Finished  int // attempts that ended, and were recorded, after it began
+	GivenBack int // units given back, their attempts not charged
+}
+
+// Work claims and runs work units until ctx is done, WorkOptions.Stop is
+// closed or, with ExitWhenIdle, no work is left. ctx ending stops at once
+// (during a graceful stop's grace too): attempts in flight are cancelled
+// and their units given back uncharged, and Work returns ctx's error.
 func (e *Engine) Work(ctx context.Context, o WorkOptions) error {
 	e.mu.Lock()
 	if e.working == nil {
@@ -271,8 +294,17 @@ func (e *Engine) Work(ctx context.Context, o WorkOptions) error {
 		Name: o.Name, Concurrency: o.Concurrency, LeaseFor: o.LeaseFor, Task: o.Task,
 		ExitWhenIdle: o.ExitWhenIdle, OnCommit: o.OnCommit, Workspaces: filepath.Join(e.home, "workspaces"),
 		PollEvery: o.PollEvery, Aborts: &e.aborts, ModelRecord: o.ModelRecord,
+		Stop: o.Stop, Grace: o.Grace, OnStopping: o.OnStopping, OnStopped: stopReport(o.OnStopped),
 	})
 	return w.Run(ctx)
+}
+
+// stopReport adapts f to the worker's report; nil stays nil.
+func stopReport(f func(StopReport)) func(worker.Stopped) {
+	if f == nil {
+		return nil
+	}
+	return func(s worker.Stopped) { f(StopReport(s)) }
 }
 
 // Working reports whether a Work call of this engine is running that may

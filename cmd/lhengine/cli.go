@@ -42,6 +42,7 @@ func (e *exitError) Error() string {
 
 // app holds the global flags and the streams of one invocation.
 type app struct {
+	stop      workStop // how a command that works tasks stops (stop.go)
 	home      string
 	output    string
 	logLevel  string
@@ -88,9 +89,17 @@ func (o *logOutput) Write(b []byte) (int, error) {
 	return w.Write(b)
 }
 
-// run is the whole command line program; main only maps its result to os.Exit.
+// run is the whole command line program; main only maps its result to
+// os.Exit. ctx ending asks the command to stop (one that works tasks stops
+// gracefully, within its --grace).
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	a := &app{stdout: stdout, stderr: stderr}
+	return runHalt(ctx, nil, args, stdout, stderr)
+}
+
+// runHalt is run with halt, whose end stops a command that works tasks at
+// once, its grace cut short (main: a second SIGTERM or Ctrl-C).
+func runHalt(ctx, halt context.Context, args []string, stdout, stderr io.Writer) int {
+	a := &app{stdout: stdout, stderr: stderr, stop: workStop{halt: halt}}
 	a.logs.stderr = stderr
 	root := a.rootCmd()
 	root.SetArgs(args)

@@ -202,7 +202,8 @@ func (a *app) busy(cause error) error {
 func (a *app) serveLocal(ctx context.Context, e *engine.Engine, m homeMode) (*session, error) {
 	owner := api.Owner{Session: server.NewSession(), PID: os.Getpid(), Command: strings.Join(append([]string{"lhengine"}, os.Args[1:]...), " "),
 		Started: time.Now().UTC(), Works: m.works, Version: engine.Version, Home: a.home}
-	srv := server.New(e, server.Options{Owner: owner, Logger: a.logger().Named("api"), Dashboard: a.dashboard})
+	srv := server.New(e, server.Options{Owner: owner, Logger: a.logger().Named("api"), Dashboard: a.dashboard,
+		Halt: a.stop.halted().Done()})
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
 	serve := func(l net.Listener, h func() error) {
@@ -215,7 +216,7 @@ func (a *app) serveLocal(ctx context.Context, e *engine.Engine, m homeMode) (*se
 		}()
 	}
 	pl := server.NewPipeListener()
-	serve(pl, func() error { return srv.Serve(sctx, pl, nil, time.Second) })
+	serve(pl, func() error { return srv.Serve(sctx, pl, nil, a.serveGrace(time.Second)) })
 	if err := server.WriteOwner(a.home, owner); err != nil {
 		a.logger().Warn("owner record not written", "error", err)
 	}
@@ -223,10 +224,10 @@ func (a *app) serveLocal(ctx context.Context, e *engine.Engine, m homeMode) (*se
 	if err != nil {
 		a.logger().Warn("the API socket is not served: other commands cannot reach this home while this one runs", "error", err)
 	} else {
-		serve(sock, func() error { return srv.Serve(sctx, sock, nil, time.Second) })
+		serve(sock, func() error { return srv.Serve(sctx, sock, nil, a.serveGrace(time.Second)) })
 	}
 	for _, l := range a.extra {
-		serve(l.l, func() error { return srv.Serve(sctx, l.l, l.h(srv), 5*time.Second) })
+		serve(l.l, func() error { return srv.Serve(sctx, l.l, l.h(srv), a.serveGrace(5*time.Second)) })
 	}
 	s := &session{c: api.NewDialClient(pl.Dial), e: e, srv: srv, self: owner}
 	s.stop = func() error {

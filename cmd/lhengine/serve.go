@@ -1,8 +1,6 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -34,9 +32,14 @@ first start (HOME/run/token, readable by its owner only); clients pass it with
 --token-file FILE or the LHENGINE_TOKEN environment variable, and a browser
 logs in with it once. The default address is loopback only.
 
-SIGTERM or Ctrl-C stops it: the listeners close, event streams end, and units
-in flight are given back at once (the next owner of the home takes their
-leases over; committed units never run again).`,
+SIGTERM or Ctrl-C stops it gracefully: no more units are claimed, the units in
+flight get --grace to finish and commit, and those still running then are
+given back without charging their attempt (ready at once for the next owner
+of the home; committed units never run again). The API answers until the
+units are done; then the listeners close, event streams end, and requests in
+flight get the same grace. A second SIGTERM or Ctrl-C stops at once. stderr
+says how many units finished and how many were given back; the exit status
+is 0.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
@@ -70,12 +73,7 @@ leases over; committed units never run again).`,
 				if listen != "" {
 					fmt.Fprintf(a.stdout, "  dashboard: http://%s/\n  API:       http://%s/v1/ (bearer token in %s)\n", listen, listen, tokenFile)
 				}
-				err := s.e.Work(ctx, o)
-				if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
-					fmt.Fprintln(a.stderr, "stopping: units in flight are given back")
-					return nil
-				}
-				return err
+				return a.work(ctx, s, o, a.stderr)
 			})
 		},
 	}
@@ -83,6 +81,7 @@ leases over; committed units never run again).`,
 	cmd.Flags().IntVar(&o.Concurrency, "concurrency", defaultConcurrency, "attempts run at once (at least 1)")
 	cmd.Flags().DurationVar(&o.LeaseFor, "lease", 30*time.Second, "lease length, at least 1s; renewed at a third of it while a step runs")
 	cmd.Flags().DurationVar(&o.PollEvery, "poll", time.Second, "longest wait of an idle worker before it looks for new work; positive")
+	a.registerGrace(cmd)
 	mf.register(cmd)
 	return cmd
 }

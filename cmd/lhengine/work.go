@@ -328,6 +328,7 @@ serve" already owns the home, run submits the task there and follows it.`,
 	}
 	cmd.Flags().StringArrayVar(&vars, "var", nil, "set a task variable: name=value (repeatable)")
 	cmd.Flags().IntVar(&conc, "concurrency", defaultConcurrency, "attempts run at once (fan-out steps also obey their own concurrency)")
+	a.registerGrace(cmd)
 	pf.register(cmd)
 	rf.register(cmd)
 	mf.register(cmd)
@@ -387,6 +388,7 @@ the exit status run would have.`,
 		},
 	}
 	cmd.Flags().IntVar(&conc, "concurrency", defaultConcurrency, "attempts run at once")
+	a.registerGrace(cmd)
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "when the home's owner (serve, worker) already works the task, follow it to its end instead of returning")
 	mf.register(cmd)
 	return cmd
@@ -414,7 +416,7 @@ func (a *app) workTask(ctx context.Context, s *session, id string, conc int, mf 
 	if s.local() {
 		s.srv.SetWorks(id)
 		o.OnCommit = p.update
-		err = s.e.Work(ctx, o)
+		err = a.work(ctx, s, o, p)
 	} else {
 		err = s.c.Follow(ctx, id, math.MaxUint64, func(it api.StreamItem) error {
 			if it.Task != nil {
@@ -442,6 +444,12 @@ func (a *app) workTask(ctx context.Context, s *session, id string, conc int, mf 
 	t, err := s.c.Task(context.WithoutCancel(ctx), id)
 	if err != nil {
 		return err
+	}
+	if ctx.Err() != nil && (t.Status == store.Queued || t.Status == store.Running) {
+		// Stopped before the end (the stop said what became of the
+		// units in flight).
+		fmt.Fprintf(a.stderr, "interrupted; continue with: lhengine resume %s\n", id)
+		return &exitError{code: exitInterrupted}
 	}
 	if a.json() {
 		if err := a.printJSON(t); err != nil {
@@ -577,11 +585,7 @@ func (a *app) workerCmd() *cobra.Command {
 				if err := mf.apply(&o, true); err != nil {
 					return err
 				}
-				err := s.e.Work(cmd.Context(), o)
-				if err != nil && cmd.Context().Err() != nil && errors.Is(err, context.Canceled) {
-					return nil // stopped by signal: leases are taken back by the next worker
-				}
-				return err
+				return a.work(cmd.Context(), s, o, a.stderr)
 			})
 		},
 	}
@@ -590,6 +594,7 @@ func (a *app) workerCmd() *cobra.Command {
 	cmd.Flags().StringVar(&o.Name, "name", "", "worker name in lease owners (default worker-PID)")
 	cmd.Flags().DurationVar(&o.LeaseFor, "lease", 30*time.Second, "lease length, at least 1s; renewed at a third of it while a step runs")
 	cmd.Flags().DurationVar(&o.PollEvery, "poll", time.Second, "longest wait of an idle worker before it looks for new work; positive")
+	a.registerGrace(cmd)
 	mf.register(cmd)
 	return cmd
 }
