@@ -110,7 +110,7 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 			return nil, &NoHomeError{Home: abs}
 		}
 	}
-	if err := os.MkdirAll(cfg.Home, 0o755); err != nil {
+	if err := os.MkdirAll(cfg.Home, 0o700); err != nil { // owner-only: it holds every output
 		return nil, err
 	}
 	specs := plan.NewCache()

@@ -53,6 +53,11 @@ func TestSyncCoversEveryWrittenLog(t *testing.T) {
 		if last != nil { // the first sync syncs every log there is
 			for name, sum := range now {
 				if old, ok := last[name]; !ok || old != sum {
+					if fi, err := os.Stat(name); os.IsNotExist(err) || (err == nil && fi.Size() == 0) {
+						// Flushed to a table (which Badger synced) and
+						// deleted, or cut to 0 bytes on the way, meanwhile.
+						continue
+					}
 					require.Contains(t, synced, name, "sync %d: %s changed since the previous sync but was not synced (synced: %v)", syncs, name, synced)
 				}
 			}
