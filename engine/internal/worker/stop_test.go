@@ -2,6 +2,8 @@ package worker
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -10,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/engine/internal/guest"
+	"github.com/lhengine/lhengine/internal/testwasm"
 	"github.com/lhengine/lhengine/store"
 )
 
@@ -273,4 +276,40 @@ task "t" {
 	require.Equal(t, store.Succeeded, task.Status, task.Reason)
 	require.Equal(t, 1, task.Attempts)
 	require.Zero(t, countEvents(events(t, b.st, id), store.EvLeaseExpired))
+}
+
+// TestFinishedTaskReleasesItsInstances: the instances a stateless plugin
+// kept idle for a task are closed as the task finishes, not left for the
+// pool's timer.
+func TestFinishedTaskReleasesItsInstances(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	b := setup(t)
+	wasm, err := os.ReadFile(testwasm.BuildGo(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/go/stateless")))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(b.dir, "stateless.wasm"), wasm, 0o644))
+	const task = `
+task "stateless" {
+  step "each" {
+    plugin   = "stateless.wasm"
+    for_each = range(3)
+    input    = { mode = "count" }
+  }
+}
+`
+	id := b.submit(t, "t", task)
+	errc, _ := start(t, ctx, b.worker("w", id, func(c *Config) { c.ExitWhenIdle = true }))
+	require.NoError(t, receive(t, ctx, errc, "Run"))
+	got, err := b.st.Task(ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, store.Succeeded, got.Status, got.Reason)
+	require.Zero(t, b.rt.ReleaseTask(id), "the finished task's instance was closed as it finished")
+
+	// A check that the plugin does keep an instance while its task runs.
+	p, err := b.rt.LoadBytes(ctx, "stateless.wasm", wasm)
+	require.NoError(t, err)
+	_, err = p.Run(ctx, guest.Request{TaskID: "other", Step: "each", Attempt: 1, Input: []byte(`{"mode":"count"}`)},
+		guest.Limits{Timeout: time.Minute}, nil)
+	require.NoError(t, err)
+	require.Equal(t, 1, b.rt.ReleaseTask("other"))
 }
