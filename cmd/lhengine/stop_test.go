@@ -146,7 +146,7 @@ func TestRunStopsGracefully(t *testing.T) {
 	t.Parallel()
 	b := setupProcs(t)
 	g := testgate.New(t)
-	run := b.startWatching(t, "stopping:", "run", "--concurrency", "3", b.task(t, "gated", g, 10, 3))
+	run := b.startWatching(t, "stopping:", "run", "--concurrency", "3", "--grace", "10m", b.task(t, "gated", g, 10, 3))
 	id := strings.TrimPrefix(run.until(t, regexp.MustCompile(`^task `)), "task ")
 	for range 3 {
 		within(t, g.Arrived(), "unit reaching the gate")
