@@ -313,3 +313,26 @@ task "stateless" {
 	require.NoError(t, err)
 	require.Equal(t, 1, b.rt.ReleaseTask("other"))
 }
+
+// TestStopDuringCommitGivesBack: a commit cut short by the stop (the grace
+// ran out, or a second signal, as it was sent) leaves the unit given back
+// uncharged, not leased until its lease expires.
+func TestStopDuringCommitGivesBack(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	b := setup(t)
+	id := b.submit(t, "t", fetchTask(newServer(t, 0).url+"/fast"))
+	wctx, cancel := context.WithCancel(ctx)
+	w := b.worker("w", id, func(c *Config) {
+		c.commit = func(context.Context, store.Result, store.ClaimRequest) (*store.Task, store.Claimed, store.Durability, error) {
+			cancel() // the stop, as the commit is under way
+			return nil, store.Claimed{}, store.Durability{}, context.Canceled
+		}
+	})
+	errc, _ := start(t, wctx, w)
+	require.ErrorIs(t, receive(t, ctx, errc, "Run"), context.Canceled)
+	units := unitStates(t, b.st, id)
+	require.Len(t, units, 1)
+	require.Equal(t, store.UnitReady, units[0].State, "given back, not left leased")
+	require.Zero(t, units[0].Attempt)
+}

@@ -85,6 +85,7 @@ type Config struct {
 	// demand; nil uses the Store.
 	heartbeat func(context.Context, store.Lease, time.Duration) (time.Time, error)
 	claim     func(context.Context, store.ClaimRequest) (store.Claimed, error)
+	commit func(context.Context, store.Result, store.ClaimRequest) (*store.Task, store.Claimed, store.Durability, error)
 	// load wraps the loading of an attempt's plugin (Worker.plugin).
 	load func(ctx context.Context, pin store.PluginPin, plugin func(context.Context, store.PluginPin) (*guest.Plugin, error)) (*guest.Plugin, error)
 }
@@ -439,7 +440,11 @@ func (w *Worker) attempt(ctx context.Context, l store.Lease, after store.Durabil
 		next.Max = 0 // a stopping worker claims nothing more
 	}
 	crashpoint.Reached(crashpoint.UnitBeforeCommit)
-	committed, claimed, dur, err := w.cfg.Store.CommitAndClaimEarly(ctx, r, next)
+	commit := w.cfg.Store.CommitAndClaimEarly
+	if w.cfg.commit != nil {
+		commit = w.cfg.commit
+	}
+	committed, claimed, dur, err := commit(ctx, r, next)
 	if err == nil && (len(claimed.Leases) == 0 || crashpoint.Armed(crashpoint.UnitAfterCommit)) {
 		// Nothing more runs in this slot on the strength of this commit
 		// (or a crash point wants it synced): it must be on disk before
@@ -459,6 +464,11 @@ func (w *Worker) attempt(ctx context.Context, l store.Lease, after store.Durabil
 		return nil, store.Durability{}
 	case errors.Is(err, store.ErrNoSpace):
 		log.Error("commit refused: the disk is below the free-space floor; nothing was written, and the unit runs again once space is freed", "error", err)
+		return nil, store.Durability{}
+	case err != nil && ctx.Err() != nil:
+		// A stop cut the commit short; if it landed all the same, the
+		// release finds the lease gone and changes nothing.
+		w.giveBack(ctx, l, log)
 		return nil, store.Durability{}
 	case err != nil:
 		log.Error("commit failed; the lease will expire and the unit run again", "error", err)
