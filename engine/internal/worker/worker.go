@@ -85,7 +85,7 @@ type Config struct {
 	// demand; nil uses the Store.
 	heartbeat func(context.Context, store.Lease, time.Duration) (time.Time, error)
 	claim     func(context.Context, store.ClaimRequest) (store.Claimed, error)
-	commit func(context.Context, store.Result, store.ClaimRequest) (*store.Task, store.Claimed, store.Durability, error)
+	commit    func(context.Context, store.Result, store.ClaimRequest) (*store.Task, store.Claimed, store.Durability, error)
 	// load wraps the loading of an attempt's plugin (Worker.plugin).
 	load func(ctx context.Context, pin store.PluginPin, plugin func(context.Context, store.PluginPin) (*guest.Plugin, error)) (*guest.Plugin, error)
 }
