@@ -51,7 +51,7 @@ func TestRetryRerunsOnlyTheFailedStepAndAfter(t *testing.T) {
 	require.Equal(t, exitFailed, code, "following a failed task ends with 1")
 	require.Contains(t, errOut, "failed")
 
-	code, out, errOut = b.lh(t, "retry", failed.ID, "--from", "d")
+	code, _, errOut = b.lh(t, "retry", failed.ID, "--from", "d")
 	require.Equal(t, exitFailed, code)
 	require.Contains(t, errOut, "not from step 4")
 
