@@ -420,15 +420,58 @@ func (s *Store) Pause(ctx context.Context, l Lease, reason string) (*Task, error
 		t.after(func(x *index) { delete(x.leases, ref) })
 		task.Leases--
 		t.step(task, l.Step).Leased--
-		task.Status, task.Reason = Paused, reason
+		why := &PauseReason{Kind: PauseEffect, Name: t.step(task, l.Step).Name, At: s.now(), Note: reason}
+		task.Status, task.Reason, task.Pause = Paused, reason, why
 		item := l.Item
-		if err := s.event(t, task, Event{Type: EvPaused, Step: t.step(task, l.Step).Name, Item: &item, Attempt: l.Attempt, Message: reason}); err != nil {
+		if err := s.event(t, task, Event{Type: EvPaused, Step: t.step(task, l.Step).Name, Item: &item, Attempt: l.Attempt, Message: reason, Pause: why}); err != nil {
 			return err
 		}
 		if err := t.del(activeKey(task.ID)); err != nil {
 			return err
 		}
 		id := task.ID
+		t.after(func(x *index) { x.removeTask(id) })
+		if err := t.saveTask(task); err != nil {
+			return err
+		}
+		out = task
+		return t.fill(out)
+	})
+	return out, err
+}
+
+// PauseTask pauses the task id for why, without a lease: it stops claiming
+// new units of the task at once. Units in flight keep their leases and may
+// still commit or be given back (Release); a paused task whose last unit
+// commits still advances (and may succeed). A task already paused keeps its
+// first reason and is returned unchanged. why.At defaults to now. A
+// finished task gets an error matching ErrTerminal; an unknown id
+// ErrNotFound.
+func (s *Store) PauseTask(ctx context.Context, id string, why PauseReason) (*Task, error) {
+	var out *Task
+	err := s.update(ctx, func(t *tx) error {
+		task := new(Task)
+		if err := t.getJSON(taskKey(id), task); err != nil {
+			return err
+		}
+		if task.Status.Terminal() {
+			return &finishedError{id: id, status: task.Status, verb: "pause"}
+		}
+		if task.Status == Paused {
+			out = task
+			return t.fill(out)
+		}
+		t.durable = true
+		if why.At.IsZero() {
+			why.At = s.now()
+		}
+		task.Status, task.Reason, task.Pause = Paused, why.String(), &why
+		if err := s.event(t, task, Event{Type: EvPaused, Message: task.Reason, Pause: &why}); err != nil {
+			return err
+		}
+		if err := t.del(activeKey(task.ID)); err != nil {
+			return err
+		}
 		t.after(func(x *index) { x.removeTask(id) })
 		if err := t.saveTask(task); err != nil {
 			return err
@@ -467,7 +510,7 @@ func (s *Store) Resume(ctx context.Context, id string) (*Task, error) {
 // unpause puts a paused task back to running and its ready units back in
 // the claim index. The caller saves the task.
 func (s *Store) unpause(t *tx, task *Task) error {
-	task.Status, task.Reason = Running, ""
+	task.Status, task.Reason, task.Pause = Running, "", nil
 	if err := t.put(activeKey(task.ID), nil); err != nil {
 		return err
 	}

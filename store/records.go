@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/lhengine/lhengine/engine/fault"
@@ -42,6 +43,8 @@ type Task struct {
 	// paused task waits for.
 	Reason  string   `json:"reason,omitempty"`
 	Failure *Failure `json:"failure,omitempty"`
+	// Pause says who or what paused a paused task; nil otherwise.
+	Pause *PauseReason `json:"pause,omitempty"`
 
 	// Cursor is the index of the step whose units are being worked.
 	Cursor int `json:"cursor"`
@@ -95,6 +98,71 @@ type Task struct {
 	lazy *lazySteps
 }
 
+// PauseKind names what paused a task. The string value is persisted. Append
+// only.
+type PauseKind string
+
+// Pause kinds.
+const (
+	PauseOperator        PauseKind = "operator"         // a person: By is the OS user or the API token's name
+	PauseBudget          PauseKind = "budget"           // a task budget reached its limit: Name is the budget
+	PauseRepairs         PauseKind = "repairs"          // a step's repair.max was reached: Name is the step
+	PauseDrift           PauseKind = "drift"            // an environment fact changed: Name is the fact
+	PauseApprovalExpired PauseKind = "approval_expired" // an approval expired: Name is the approval
+	PauseEffect          PauseKind = "effect"           // a manual effect's outcome is unknown: Name is its key (Store.Pause)
+)
+
+// PauseReason is the structured why of a paused task (Task.Pause).
+type PauseReason struct {
+	Kind PauseKind `json:"kind"`
+	Name string    `json:"name,omitempty"`
+	By   string    `json:"by,omitempty"`
+	At   time.Time `json:"at"`
+	Note string    `json:"note,omitempty"`
+	// Used and Limit are a budget's usage and limit when it paused the task
+	// (wall_time in seconds).
+	Used  float64 `json:"used,omitempty"`
+	Limit float64 `json:"limit,omitempty"`
+}
+
+// String says the reason in one line: "budget units reached: 50 of 50",
+// "paused by alice: maintenance".
+func (p *PauseReason) String() string {
+	var s string
+	switch p.Kind {
+	case PauseOperator:
+		s = "paused by " + p.By
+		if p.By == "" {
+			s = "paused by an operator"
+		}
+	case PauseBudget:
+		s = fmt.Sprintf("budget %s reached: %s of %s", p.Name, formatUsage(p.Name, p.Used), formatUsage(p.Name, p.Limit))
+	case PauseRepairs:
+		s = fmt.Sprintf("step %s reached its repair.max", p.Name)
+	case PauseDrift:
+		s = fmt.Sprintf("environment fact %s changed", p.Name)
+	case PauseApprovalExpired:
+		s = fmt.Sprintf("approval %s expired", p.Name)
+	default:
+		s = string(p.Kind)
+		if p.Name != "" {
+			s += " " + p.Name
+		}
+	}
+	if p.Note != "" {
+		s += ": " + p.Note
+	}
+	return s
+}
+
+// formatUsage writes a budget amount in the budget's unit.
+func formatUsage(budget string, v float64) string {
+	if budget == "wall_time" {
+		return (time.Duration(v * float64(time.Second))).Round(time.Second).String()
+	}
+	return strconv.FormatFloat(v, 'f', -1, 64)
+}
+
 // StepIndex returns the index of the step named name, or -1.
 func (t *Task) StepIndex(name string) int {
 	for i, s := range t.Steps {
@@ -114,6 +182,10 @@ func (t *Task) copyTo(dst *Task) {
 	if t.Failure != nil {
 		f := *t.Failure
 		dst.Failure = &f
+	}
+	if t.Pause != nil {
+		p := *t.Pause
+		dst.Pause = &p
 	}
 	dst.lazy = t.lazy.clone()
 }
@@ -389,6 +461,8 @@ type Event struct {
 	Owner   string     `json:"owner,omitempty"`
 	Kind    fault.Kind `json:"kind,omitempty"`
 	Message string     `json:"message,omitempty"`
+	// Pause is the reason of an EvPaused event.
+	Pause *PauseReason `json:"pause,omitempty"`
 	// Model describes the call of an EvModelCall event.
 	Model *ModelCallEvent `json:"model,omitempty"`
 }

@@ -1,0 +1,83 @@
+package store
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestPauseTaskStopsClaimsAndLetsInFlightCommit: PauseTask takes effect at
+// once for new claims, a unit already leased still commits, the reason is
+// structured on the task and its event, a second pause keeps the first
+// reason, and Resume lets the rest run.
+func TestPauseTaskStopsClaimsAndLetsInFlightCommit(t *testing.T) {
+	t.Parallel()
+	b := setup(t, fanOutPlanner(3))
+	b.submit(t, []StepState{{Name: "each", FanOut: true, Limit: 3}})
+	c, err := b.s.Claim(b.ctx, ClaimRequest{Owner: b.s.Owner("w"), Max: 1, LeaseFor: 30 * time.Second})
+	require.NoError(t, err)
+	require.Len(t, c.Leases, 1)
+	id := c.Leases[0].Task
+
+	why := PauseReason{Kind: PauseOperator, By: "alice", Note: "maintenance"}
+	task, err := b.s.PauseTask(b.ctx, id, why)
+	require.NoError(t, err)
+	require.Equal(t, Paused, task.Status)
+	require.NotNil(t, task.Pause)
+	require.Equal(t, PauseOperator, task.Pause.Kind)
+	require.Equal(t, "alice", task.Pause.By)
+	require.False(t, task.Pause.At.IsZero())
+	require.Equal(t, "paused by alice: maintenance", task.Reason)
+
+	again, err := b.s.PauseTask(b.ctx, id, PauseReason{Kind: PauseBudget, Name: "units"})
+	require.NoError(t, err)
+	require.Equal(t, PauseOperator, again.Pause.Kind, "the first reason stays")
+
+	none, err := b.s.Claim(b.ctx, ClaimRequest{Owner: b.s.Owner("w"), Max: 3, LeaseFor: 30 * time.Second})
+	require.NoError(t, err)
+	require.Empty(t, none.Leases, "nothing is claimed while paused")
+
+	task, err = b.s.Commit(b.ctx, Result{Lease: c.Leases[0], Output: []byte(`1`)})
+	require.NoError(t, err, "the unit in flight still commits")
+	require.Equal(t, Paused, task.Status)
+	require.Equal(t, 1, task.Steps[0].Done)
+
+	task, err = b.s.Resume(b.ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, Running, task.Status)
+	require.Nil(t, task.Pause)
+	rest, err := b.s.Claim(b.ctx, ClaimRequest{Owner: b.s.Owner("w"), Max: 3, LeaseFor: 30 * time.Second})
+	require.NoError(t, err)
+	require.Len(t, rest.Leases, 2)
+
+	var evs []Event
+	require.NoError(t, b.s.Read(func(r *Reader) error {
+		var err error
+		evs, err = r.Events(id, 0, 0)
+		return err
+	}))
+	var paused []Event
+	for _, e := range evs {
+		if e.Type == EvPaused {
+			paused = append(paused, e)
+		}
+	}
+	require.Len(t, paused, 1)
+	require.NotNil(t, paused[0].Pause)
+	require.Equal(t, "alice", paused[0].Pause.By)
+}
+
+// TestPauseTaskOfAFinishedTask: a finished task cannot be paused; an
+// unknown one is not found.
+func TestPauseTaskOfAFinishedTask(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.submit(t, plainSteps("a"))
+	l := b.claim1(t, "w")
+	b.done(t, l, `"ok"`)
+	_, err := b.s.PauseTask(b.ctx, l.Task, PauseReason{Kind: PauseOperator})
+	require.ErrorIs(t, err, ErrTerminal)
+	_, err = b.s.PauseTask(b.ctx, "nope", PauseReason{Kind: PauseOperator})
+	require.ErrorIs(t, err, ErrNotFound)
+}
