@@ -32,19 +32,19 @@ const ArtifactChunk = 1 << 20
 
 // Provenance says where an artifact came from.
 type Provenance struct {
-	Ref          string    `json:"ref"` // "sha256:<hex>"
-	Name         string    `json:"name"`
-	MediaType    string    `json:"media_type,omitempty"`
-	Size         int64     `json:"size"`
-	Task         string    `json:"task"`
-	Step         string    `json:"step"`
-	Item         int       `json:"item"`
-	Attempt      int       `json:"attempt"`
-	PluginSHA256 string    `json:"plugin_sha256"`
-	InputSHA256  string    `json:"input_sha256"`
-	Policies     []string  `json:"policies"`              // the run's policy versions, NAME@VERSION (specs/policies.md)
-	Environment  string    `json:"environment,omitempty"` // environment version when known
-	Time         time.Time `json:"time"`
+	Ref          string            `json:"ref"` // "sha256:<hex>"
+	Name         string            `json:"name"`
+	MediaType    string            `json:"media_type,omitempty"`
+	Size         int64             `json:"size"`
+	Task         string            `json:"task"`
+	Step         string            `json:"step"`
+	Item         int               `json:"item"`
+	Attempt      int               `json:"attempt"`
+	PluginSHA256 string            `json:"plugin_sha256"`
+	InputSHA256  string            `json:"input_sha256"`
+	Policies     []string          `json:"policies"`              // the run's policy versions, NAME@VERSION (specs/policies.md)
+	Environment  map[string]string `json:"environment,omitempty"` // the environment facts the attempt ran under, by name
+	Time         time.Time         `json:"time"`
 }
 
 type blobMeta struct {

@@ -39,6 +39,9 @@ type NewTask struct {
 	// DefaultOutputQuota. It is written with the task, so no output is ever
 	// committed under another quota.
 	OutputQuota *int64
+	// Facts are the task's environment facts read at submit (Facts); nil
+	// for a task without an environment block.
+	Facts map[string]string
 }
 
 // Submit creates a queued task and plans its first step. It returns the task
@@ -85,6 +88,11 @@ func (s *Store) Submit(ctx context.Context, nt NewTask) (*Task, bool, error) {
 		}
 		if err := t.put(activeKey(task.ID), nil); err != nil {
 			return err
+		}
+		if nt.Facts != nil {
+			if err := t.putJSON(factsKey(task.ID), Facts{Values: nt.Facts, Read: s.now()}); err != nil {
+				return err
+			}
 		}
 		if q := nt.OutputQuota; q != nil && *q != DefaultOutputQuota {
 			if err := t.putJSON(outputLimitKey(task.ID), *q); err != nil {
@@ -564,6 +572,9 @@ type Result struct {
 	// CommitAndClaim returns, which then has Steps nil. That saves reading
 	// every step's record: the commit itself reads only the steps it changes.
 	HeaderOnly bool
+	// Environment is the environment facts the attempt ran under
+	// (Attempt.Environment).
+	Environment map[string]string
 }
 
 // Repair asks to send the task back to step RestartFrom.
@@ -619,7 +630,7 @@ func (s *Store) commitAndClaim(ctx context.Context, r Result, next ClaimRequest,
 		st := t.step(task, l.Step)
 		item := l.Item
 		rec := Attempt{Step: l.Step, Item: l.Item, Attempt: l.Attempt, Epoch: l.Epoch, Owner: l.Owner,
-			Log: r.Log, Started: r.Started, Finished: now, Pass: st.Pass, Try: l.Try}
+			Log: r.Log, Started: r.Started, Finished: now, Pass: st.Pass, Try: l.Try, Environment: r.Environment}
 		t.durable = true
 		ref := unitRef{l.Task, l.Step, l.Item}
 		t.after(func(x *index) { delete(x.leases, ref) })

@@ -45,6 +45,9 @@ type Task struct {
 	Failure *Failure `json:"failure,omitempty"`
 	// Pause says who or what paused a paused task; nil otherwise.
 	Pause *PauseReason `json:"pause,omitempty"`
+	// Drift is the last change of an environment fact the task saw
+	// (Store.CheckFacts); nil while none changed.
+	Drift *FactChange `json:"drift,omitempty"`
 
 	// Cursor is the index of the step whose units are being worked.
 	Cursor int `json:"cursor"`
@@ -447,6 +450,10 @@ const (
 	// EvReleased: a stopping worker gave a unit back before its attempt
 	// ended (Store.Release); the attempt is not charged.
 	EvReleased EventType = "released"
+	// EvDrift: an environment fact changed since it was last read
+	// (Store.CheckFacts); Fact says which, from what to what, and the
+	// task's on_drift action.
+	EvDrift EventType = "drift"
 )
 
 // Event is one entry of a task's durable event log.
@@ -465,6 +472,8 @@ type Event struct {
 	Pause *PauseReason `json:"pause,omitempty"`
 	// Model describes the call of an EvModelCall event.
 	Model *ModelCallEvent `json:"model,omitempty"`
+	// Fact is the change of an EvDrift event.
+	Fact *FactChange `json:"fact,omitempty"`
 }
 
 // Attempt is the record of one finished attempt of a unit: its output (when it
@@ -486,4 +495,7 @@ type Attempt struct {
 	// were recorded.
 	Pass int `json:"pass,omitempty"`
 	Try  int `json:"try,omitempty"`
+	// Environment is the task's environment facts the attempt ran under,
+	// by name (Facts); nil for a task without an environment block.
+	Environment map[string]string `json:"environment,omitempty"`
 }

@@ -31,6 +31,8 @@ var taskSchema = &hcl.BodySchema{
 		{Type: "limits"},
 		{Type: "model", LabelNames: []string{"name"}},
 		{Type: "prompt", LabelNames: []string{"name"}},
+		{Type: "environment"},
+		{Type: "budget"},
 	},
 }
 
@@ -145,6 +147,11 @@ func decodeFile(filename string, src []byte, dir string) (*Task, hcl.Diagnostics
 	for _, p := range task.Prompts {
 		p.FilePath = resolvePath(dir, p.File)
 	}
+	if task.Environment != nil {
+		for _, f := range task.Environment.Facts {
+			f.ResolvedPath = resolvePath(dir, f.Path)
+		}
+	}
 	return task, diags
 }
 
@@ -222,6 +229,32 @@ func decodeTaskBlock(block *hcl.Block) (*Task, hcl.Diagnostics) {
 			}
 			models[m.Name] = m
 			task.Models = append(task.Models, m)
+		case "environment":
+			if task.Environment != nil {
+				diags = append(diags, &hcl.Diagnostic{
+					Severity: hcl.DiagError,
+					Summary:  "Duplicate environment block",
+					Detail:   fmt.Sprintf("A task has at most one environment block; one was already declared at %s.", task.Environment.DeclRange),
+					Subject:  b.DefRange.Ptr(),
+				})
+				continue
+			}
+			env, d := decodeEnvironmentBlock(b) // environment.go
+			diags = append(diags, d...)
+			task.Environment = env
+		case "budget":
+			if task.Budget != nil {
+				diags = append(diags, &hcl.Diagnostic{
+					Severity: hcl.DiagError,
+					Summary:  "Duplicate budget block",
+					Detail:   fmt.Sprintf("A task has at most one budget block; one was already declared at %s.", task.Budget.DeclRange),
+					Subject:  b.DefRange.Ptr(),
+				})
+				continue
+			}
+			bg, d := decodeBudgetBlock(b) // budget.go
+			diags = append(diags, d...)
+			task.Budget = bg
 		case "limits":
 			if task.Limits.DeclRange != (hcl.Range{}) {
 				diags = append(diags, &hcl.Diagnostic{
@@ -267,6 +300,7 @@ func decodeTaskBlock(block *hcl.Block) (*Task, hcl.Diagnostics) {
 	}
 
 	diags = append(diags, resolveModels(task)...)
+	diags = append(diags, resolveEnvironment(task, steps)...)
 	for _, s := range task.Steps {
 		if s.Repair == nil || s.Repair.RestartFrom == "" {
 			continue

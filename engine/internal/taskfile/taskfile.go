@@ -94,6 +94,11 @@ type Task struct {
 	Limits      Limits    // the limits block over DefaultLimits
 	Models      []*Model  // the model blocks, in declaration order
 	Prompts     []*Prompt // the prompt blocks, in declaration order
+	// Budget is the budget block (budget.go); nil when the task has none.
+	Budget *Budget
+	// Environment is the environment block (environment.go); nil when the
+	// task has none.
+	Environment *Environment
 	// Policies are the policies the task selects (specs/policies.md), as
 	// written; ApplyPolicies applies the ones a run resolves.
 	Policies []PolicyRef

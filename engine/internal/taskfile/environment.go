@@ -1,0 +1,345 @@
+package taskfile
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+)
+
+// Fact kinds (Fact.Kind): what an environment fact reads.
+const (
+	FactGitHead    = "git_head"    // the HEAD commit of the git repository in a directory
+	FactFileSHA256 = "file_sha256" // the sha256 of a file
+	FactPlugin     = "plugin"      // the output of a plugin
+)
+
+// What a task does when a fact changed since it was last read
+// (Environment.OnDrift).
+const (
+	OnDriftPause    = "pause"    // pause the task, naming the fact
+	OnDriftContinue = "continue" // record the change and go on
+	OnDriftRestart  = "restart"  // run again from Environment.RestartFrom
+)
+
+// Environment is the task's environment block: facts about the world the
+// task runs in, read at submit and before every unit, and what to do when
+// one changed (specs/task-language.md).
+type Environment struct {
+	Facts []*Fact
+	// OnDrift is OnDriftPause (the default), OnDriftContinue or
+	// OnDriftRestart; for a restart, RestartFrom names the step (a step of
+	// the task file: policies never insert it).
+	OnDrift     string
+	RestartFrom string
+	DeclRange   hcl.Range
+
+	onDriftRange hcl.Range
+}
+
+// Fact is one fact "NAME" block.
+type Fact struct {
+	Name string
+	Kind string // FactGitHead, FactFileSHA256 or FactPlugin
+	// Path is the directory, file or plugin as written; ResolvedPath is
+	// filepath.Join(Task.Dir, Path) unless Path is absolute.
+	Path         string
+	ResolvedPath string
+	DeclRange    hcl.Range
+}
+
+var environmentSchema = &hcl.BodySchema{
+	Attributes: []hcl.AttributeSchema{{Name: "on_drift"}},
+	Blocks:     []hcl.BlockHeaderSchema{{Type: "fact", LabelNames: []string{"name"}}},
+}
+
+var factSchema = &hcl.BodySchema{
+	Attributes: []hcl.AttributeSchema{{Name: FactGitHead}, {Name: FactFileSHA256}, {Name: FactPlugin}},
+}
+
+// decodeEnvironmentBlock decodes an environment block. A restart:STEP
+// target is resolved later, by resolveEnvironment, once the steps are known.
+func decodeEnvironmentBlock(block *hcl.Block) (*Environment, hcl.Diagnostics) {
+	env := &Environment{OnDrift: OnDriftPause, DeclRange: block.DefRange}
+	content, diags := block.Body.Content(environmentSchema)
+	seen := map[string]*Fact{}
+	for _, b := range content.Blocks {
+		f, d := decodeFactBlock(b)
+		diags = append(diags, d...)
+		if f == nil {
+			continue
+		}
+		if prev, dup := seen[f.Name]; dup {
+			diags = append(diags, labelDiag(b, "Duplicate fact", fmt.Sprintf("A fact named %q was already declared at %s. Fact names must be unique within a task.", f.Name, prev.DeclRange)))
+			continue
+		}
+		seen[f.Name] = f
+		env.Facts = append(env.Facts, f)
+	}
+	if len(env.Facts) == 0 && !diags.HasErrors() {
+		diags = append(diags, &hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Environment has no facts",
+			Detail:   `An environment block declares at least one fact, such as fact "head" { git_head = "repo" }.`,
+			Subject:  block.DefRange.Ptr(),
+		})
+	}
+	if attr, ok := content.Attributes["on_drift"]; ok {
+		v, d := constString(attr)
+		diags = append(diags, d...)
+		if !d.HasErrors() {
+			env.onDriftRange = attr.Expr.Range()
+			switch {
+			case v == OnDriftPause || v == OnDriftContinue:
+				env.OnDrift = v
+			case strings.HasPrefix(v, OnDriftRestart+":") && len(v) > len(OnDriftRestart)+1:
+				env.OnDrift, env.RestartFrom = OnDriftRestart, v[len(OnDriftRestart)+1:]
+			default:
+				diags = append(diags, attrDiag(attr, "Invalid on_drift",
+					fmt.Sprintf("on_drift must be \"pause\", \"continue\" or \"restart:STEP\" (STEP a step of the task); got %q.%s", v,
+						didYouMean(v, []string{OnDriftPause, OnDriftContinue, OnDriftRestart + ":"}))))
+			}
+		}
+	}
+	return env, diags
+}
+
+// decodeFactBlock decodes a fact block: exactly one of git_head,
+// file_sha256 and plugin, a non-empty path.
+func decodeFactBlock(block *hcl.Block) (*Fact, hcl.Diagnostics) {
+	f := &Fact{Name: block.Labels[0], DeclRange: block.DefRange}
+	var diags hcl.Diagnostics
+	if !hclsyntax.ValidIdentifier(f.Name) {
+		diags = append(diags, invalidName("fact", block))
+	}
+	content, d := block.Body.Content(factSchema)
+	diags = append(diags, d...)
+	var kinds []*hcl.Attribute
+	for _, k := range []string{FactGitHead, FactFileSHA256, FactPlugin} {
+		if attr, ok := content.Attributes[k]; ok {
+			kinds = append(kinds, attr)
+		}
+	}
+	switch len(kinds) {
+	case 0:
+		if !d.HasErrors() {
+			diags = append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Fact has no source",
+				Detail:   fmt.Sprintf("Fact %q needs exactly one of git_head = \"DIR\", file_sha256 = \"FILE\" or plugin = \"PLUGIN.wasm\".", f.Name),
+				Subject:  block.DefRange.Ptr(),
+			})
+		}
+		return nil, diags
+	case 1:
+	default:
+		diags = append(diags, attrDiag(kinds[1], "Fact has more than one source",
+			fmt.Sprintf("Fact %q sets both %s and %s; a fact reads one thing.", f.Name, kinds[0].Name, kinds[1].Name)))
+		return nil, diags
+	}
+	attr := kinds[0]
+	p, d := constString(attr)
+	diags = append(diags, d...)
+	if d.HasErrors() {
+		return nil, diags
+	}
+	if p == "" {
+		diags = append(diags, attrDiag(attr, "Invalid fact path", attr.Name+" must name a path, relative to the task file's directory or absolute."))
+		return nil, diags
+	}
+	if attr.Name == FactPlugin {
+		diags = append(diags, attrDiag(attr, "Plugin facts are not supported",
+			fmt.Sprintf("This engine reads git_head and file_sha256 facts; a fact read by a plugin (fact %q) is not supported yet.", f.Name)))
+		return nil, diags
+	}
+	f.Kind, f.Path = attr.Name, p
+	return f, diags
+}
+
+// resolveEnvironment resolves the restart:STEP target of on_drift.
+func resolveEnvironment(task *Task, steps map[string]*Step) hcl.Diagnostics {
+	env := task.Environment
+	if env == nil || env.OnDrift != OnDriftRestart {
+		return nil
+	}
+	if _, ok := steps[env.RestartFrom]; !ok {
+		return hcl.Diagnostics{{
+			Severity: hcl.DiagError,
+			Summary:  "Reference to undeclared step",
+			Detail:   fmt.Sprintf("on_drift restarts from step %q, but this task declares no such step.%s", env.RestartFrom, didYouMean(env.RestartFrom, stepNames(task.Steps))),
+			Subject:  env.onDriftRange.Ptr(),
+		}}
+	}
+	return nil
+}
+
+// ReadFacts reads every fact of the environment now, by name. A task
+// without an environment block has none (nil).
+func (env *Environment) ReadFacts() (map[string]string, error) {
+	if env == nil {
+		return nil, nil
+	}
+	out := make(map[string]string, len(env.Facts))
+	for _, f := range env.Facts {
+		v, err := f.Read()
+		if err != nil {
+			return nil, err
+		}
+		out[f.Name] = v
+	}
+	return out, nil
+}
+
+// Read reads the fact's current value: for git_head the hex id of the
+// commit HEAD points to, for file_sha256 the file's sha256 in lower-case
+// hex.
+func (f *Fact) Read() (string, error) {
+	var (
+		v   string
+		err error
+	)
+	switch f.Kind {
+	case FactGitHead:
+		v, err = GitHead(f.ResolvedPath)
+	case FactFileSHA256:
+		v, err = HashFile(f.ResolvedPath)
+	default:
+		err = fmt.Errorf("facts of kind %q cannot be read", f.Kind)
+	}
+	if err != nil {
+		return "", fmt.Errorf("fact %q: %w", f.Name, err)
+	}
+	return v, nil
+}
+
+// GitHead returns the commit HEAD of the git repository in dir points to:
+// a work tree (dir/.git a directory, or a file "gitdir: PATH" for a linked
+// work tree) or a bare repository. It reads the repository's files
+// itself: HEAD, then the ref it names, loose or in packed-refs.
+func GitHead(dir string) (string, error) {
+	gitDir, err := findGitDir(dir)
+	if err != nil {
+		return "", err
+	}
+	head, err := readLine(filepath.Join(gitDir, "HEAD"))
+	if err != nil {
+		return "", fmt.Errorf("git repository %s: reading HEAD: %w", dir, err)
+	}
+	ref, symbolic := strings.CutPrefix(head, "ref: ")
+	if !symbolic {
+		return commitID(dir, head)
+	}
+	ref = strings.TrimSpace(ref)
+	if !strings.HasPrefix(ref, "refs/") || strings.Contains(ref, "..") {
+		return "", fmt.Errorf("git repository %s: HEAD names %q, which is not a ref", dir, ref)
+	}
+	// A linked work tree keeps its refs in the common directory.
+	common := gitDir
+	if c, err := readLine(filepath.Join(gitDir, "commondir")); err == nil {
+		common = c
+		if !filepath.IsAbs(common) {
+			common = filepath.Join(gitDir, common)
+		}
+	}
+	for _, d := range []string{gitDir, common} {
+		if line, err := readLine(filepath.Join(d, filepath.FromSlash(ref))); err == nil {
+			return commitID(dir, line)
+		}
+	}
+	id, err := packedRef(filepath.Join(common, "packed-refs"), ref)
+	if err != nil {
+		return "", fmt.Errorf("git repository %s: %w", dir, err)
+	}
+	if id == "" {
+		return "", fmt.Errorf("git repository %s: HEAD names %s, which has no commit yet", dir, ref)
+	}
+	return commitID(dir, id)
+}
+
+// findGitDir returns the git directory of the repository in dir.
+func findGitDir(dir string) (string, error) {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return "", fmt.Errorf("git repository %s: %w", dir, err)
+	}
+	if !fi.IsDir() {
+		return "", fmt.Errorf("%s is not a directory holding a git repository", dir)
+	}
+	dotGit := filepath.Join(dir, ".git")
+	switch fi, err := os.Stat(dotGit); {
+	case err == nil && fi.IsDir():
+		return dotGit, nil
+	case err == nil:
+		line, err := readLine(dotGit)
+		if err != nil {
+			return "", fmt.Errorf("git repository %s: %w", dir, err)
+		}
+		p, ok := strings.CutPrefix(line, "gitdir: ")
+		if !ok {
+			return "", fmt.Errorf("%s is not a git directory link", dotGit)
+		}
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(dir, p)
+		}
+		return p, nil
+	}
+	// A bare repository.
+	if _, err := os.Stat(filepath.Join(dir, "HEAD")); err == nil {
+		if fi, err := os.Stat(filepath.Join(dir, "objects")); err == nil && fi.IsDir() {
+			return dir, nil
+		}
+	}
+	return "", fmt.Errorf("no git repository in %s (no .git)", dir)
+}
+
+// readLine reads the first line of a small file, trimmed.
+func readLine(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, 4096))
+	if err != nil {
+		return "", err
+	}
+	line, _, _ := bytes.Cut(b, []byte("\n"))
+	return strings.TrimSpace(string(line)), nil
+}
+
+// packedRef looks ref up in a packed-refs file: its commit id, or "" when
+// it is not there (or there is no such file).
+func packedRef(path, ref string) (string, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		id, name, ok := strings.Cut(sc.Text(), " ")
+		if ok && name == ref {
+			return id, nil
+		}
+	}
+	return "", sc.Err()
+}
+
+// commitID checks that s is a commit id (40 or 64 hex digits).
+func commitID(dir, s string) (string, error) {
+	if _, err := hex.DecodeString(s); err != nil || (len(s) != 40 && len(s) != 64) {
+		return "", fmt.Errorf("git repository %s: HEAD resolves to %q, which is not a commit id", dir, s)
+	}
+	return strings.ToLower(s), nil
+}

@@ -1,0 +1,198 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Facts are a task's environment facts as last read (the task file's
+// environment block, specs/task-language.md): recorded at submit, and
+// again by CheckFacts whenever a worker read different values before a
+// unit. Every attempt records the values it ran under (Attempt.Environment).
+type Facts struct {
+	Values map[string]string `json:"values"`
+	Read   time.Time         `json:"read"` // when these values were recorded
+}
+
+// FactChange is one fact whose value changed: an EvDrift event's Fact, and
+// the task's last drift (Task.Drift).
+type FactChange struct {
+	Name string    `json:"name"`
+	Old  string    `json:"old"`
+	New  string    `json:"new"`
+	At   time.Time `json:"at"`
+	// Action is what the task did: "continue", "pause" or "restart:STEP".
+	Action string `json:"action"`
+}
+
+// String says the change in one line.
+func (c FactChange) String() string {
+	return fmt.Sprintf("environment fact %s changed from %s to %s (on_drift %s)", c.Name, orNone(c.Old), orNone(c.New), c.Action)
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}
+
+// OnDrift is what CheckFacts does when a fact changed: nothing more than
+// recording it (the zero value: continue), pause the task (Pause), or run
+// the task again from step RestartFrom (Restart).
+type OnDrift struct {
+	Pause       bool
+	Restart     bool
+	RestartFrom int
+	// Name is the on_drift setting as written, for the record.
+	Name string
+}
+
+func factsKey(task string) []byte { return []byte("f/" + task + "/values") }
+
+// Facts returns the facts recorded for task id; nil when it has none (a
+// task without an environment block).
+func (r *Reader) Facts(id string) (*Facts, error) {
+	f := new(Facts)
+	if err := r.t.getJSON(factsKey(id), f); err != nil {
+		if errors.Is(err, ErrNotFound) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	return f, nil
+}
+
+// CheckFacts compares values, the task's facts read by the holder of lease
+// l just before running it, with the recorded ones. When none changed it
+// returns no changes, and the unit runs. Otherwise, in one transaction, it
+// records the new values, an EvDrift event for each changed fact (its
+// name, old and new value, the action) and the last change in Task.Drift,
+// then applies on:
+//
+//   - continue: nothing more; run reports true and the unit runs under the
+//     new values.
+//   - pause: the lease is given back without charging its attempt, and the
+//     task pauses with a reason of kind PauseDrift naming the fact;
+//     Resume continues it (and the facts, read again before the next
+//     unit, are compared with the values recorded now).
+//   - restart: when step RestartFrom has been entered, the lease is given
+//     back uncharged and the task goes back to that step, as a repair
+//     does (every step from it on runs again in a new pass; what came
+//     before is kept). When the task has not reached it yet, nothing
+//     needs running again and the unit runs.
+//
+// Concurrent checks of one task with the same new values record the
+// drift once: the first one's transaction changes the record, the others
+// find it equal.
+func (s *Store) CheckFacts(ctx context.Context, l Lease, values map[string]string, on OnDrift) (changes []FactChange, run bool, task *Task, err error) {
+	err = s.update(ctx, func(t *tx) error {
+		changes, run, task = nil, true, nil
+		u, tk, err := s.leased(t, l)
+		if err != nil {
+			return err
+		}
+		rec := new(Facts)
+		if err := t.getJSON(factsKey(l.Task), rec); err != nil && !errors.Is(err, ErrNotFound) {
+			return err
+		}
+		if maps.Equal(rec.Values, values) {
+			return nil
+		}
+		now := s.now()
+		action := on.Name
+		if action == "" {
+			action = "continue"
+		}
+		for _, name := range slices.Sorted(maps.Keys(values)) {
+			if old, ok := rec.Values[name]; !ok || old != values[name] {
+				changes = append(changes, FactChange{Name: name, Old: old, New: values[name], At: now, Action: action})
+			}
+		}
+		for name, old := range rec.Values {
+			if _, ok := values[name]; !ok {
+				changes = append(changes, FactChange{Name: name, Old: old, At: now, Action: action})
+			}
+		}
+		t.durable = true
+		if err := t.putJSON(factsKey(l.Task), Facts{Values: values, Read: now}); err != nil {
+			return err
+		}
+		for i := range changes {
+			c := changes[i]
+			if err := s.event(t, tk, Event{Type: EvDrift, Step: t.step(tk, l.Step).Name, Message: c.String(), Fact: &c}); err != nil {
+				return err
+			}
+		}
+		last := changes[len(changes)-1]
+		tk.Drift = &last
+		restart := on.Restart && on.RestartFrom >= 0 && on.RestartFrom <= tk.Cursor && on.RestartFrom < tk.stepCount()
+		if !on.Pause && !restart {
+			task = tk
+			return t.saveTask(tk)
+		}
+		run = false
+		// The unit does not run now: give its lease back uncharged.
+		st := t.step(tk, l.Step)
+		u.State, u.Owner, u.LeaseUntil, u.NotBefore = UnitReady, "", time.Time{}, time.Time{}
+		u.Attempt = max(u.Attempt-1, 0)
+		tk.Attempts = max(tk.Attempts-1, 0)
+		tk.Leases--
+		st.Leased--
+		if err := t.putJSON(unitKey(l.Task, l.Step, l.Item), u); err != nil {
+			return err
+		}
+		ref := unitRef{l.Task, l.Step, l.Item}
+		t.after(func(x *index) { delete(x.leases, ref) })
+		if on.Pause {
+			names := make([]string, len(changes))
+			for i, c := range changes {
+				names[i] = c.Name
+			}
+			why := &PauseReason{Kind: PauseDrift, Name: strings.Join(names, ","), At: now,
+				Note: fmt.Sprintf("%s -> %s", orNone(last.Old), orNone(last.New))}
+			tk.Status, tk.Reason, tk.Pause = Paused, why.String(), why
+			if err := s.event(t, tk, Event{Type: EvPaused, Step: st.Name, Message: tk.Reason, Pause: why}); err != nil {
+				return err
+			}
+			if err := t.del(activeKey(tk.ID)); err != nil {
+				return err
+			}
+			id := tk.ID
+			t.after(func(x *index) { x.removeTask(id) })
+		} else {
+			t.after(func(x *index) { x.addReady(ref, time.Time{}, false) })
+			from := on.RestartFrom
+			if ws := t.step(tk, from); ws.Every > 0 {
+				from = ws.Anchor // a window step starts again with its anchor
+			}
+			if err := s.event(t, tk, Event{Type: EvRetried, Step: t.step(tk, from).Name,
+				Message: fmt.Sprintf("back to step %q: environment fact %s changed", t.step(tk, from).Name, last.Name)}); err != nil {
+				return err
+			}
+			for i := from; i < tk.stepCount(); i++ {
+				if err := s.resetStep(t, tk, i); err != nil {
+					return err
+				}
+			}
+			tk.Cursor = from
+			if err := s.enterStep(t, tk); err != nil {
+				return err
+			}
+		}
+		if err := t.saveTask(tk); err != nil {
+			return err
+		}
+		task = tk
+		return t.fill(task)
+	})
+	if err != nil {
+		return nil, false, nil, err
+	}
+	return changes, run, task, nil
+}

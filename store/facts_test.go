@@ -1,0 +1,131 @@
+package store
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func (b *testBundle) submitFacts(t *testing.T, steps []StepState, facts map[string]string) *Task {
+	t.Helper()
+	task, created, err := b.s.Submit(b.ctx, NewTask{Name: "t", Steps: steps, Facts: facts})
+	require.NoError(t, err)
+	require.True(t, created)
+	return task
+}
+
+func (b *testBundle) events(t *testing.T, id string, typ EventType) []Event {
+	t.Helper()
+	var out []Event
+	require.NoError(t, b.s.Read(func(r *Reader) error {
+		evs, err := r.Events(id, 0, 0)
+		for _, e := range evs {
+			if e.Type == typ {
+				out = append(out, e)
+			}
+		}
+		return err
+	}))
+	return out
+}
+
+// TestCheckFactsContinue: facts recorded at submit; the same values change
+// nothing; a changed value is recorded once, with an event naming the fact,
+// its old and new values, and the unit runs.
+func TestCheckFactsContinue(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	task := b.submitFacts(t, plainSteps("a", "b"), map[string]string{"head": "aaa", "config": "c1"})
+	var rec *Facts
+	require.NoError(t, b.s.Read(func(r *Reader) (err error) { rec, err = r.Facts(task.ID); return }))
+	require.Equal(t, map[string]string{"head": "aaa", "config": "c1"}, rec.Values)
+
+	l := b.claim1(t, "w")
+	changes, run, _, err := b.s.CheckFacts(b.ctx, l, map[string]string{"head": "aaa", "config": "c1"}, OnDrift{Name: "continue"})
+	require.NoError(t, err)
+	require.True(t, run)
+	require.Empty(t, changes)
+	b.done(t, l, `1`)
+
+	l = b.claim1(t, "w")
+	changes, run, tk, err := b.s.CheckFacts(b.ctx, l, map[string]string{"head": "bbb", "config": "c1"}, OnDrift{Name: "continue"})
+	require.NoError(t, err)
+	require.True(t, run)
+	require.Len(t, changes, 1)
+	require.Equal(t, FactChange{Name: "head", Old: "aaa", New: "bbb", At: b.clock.Now(), Action: "continue"}, changes[0])
+	require.Equal(t, &changes[0], tk.Drift)
+	// A second check with the same values (a concurrent unit) sees no drift.
+	changes, run, _, err = b.s.CheckFacts(b.ctx, l, map[string]string{"head": "bbb", "config": "c1"}, OnDrift{Name: "continue"})
+	require.NoError(t, err)
+	require.True(t, run)
+	require.Empty(t, changes)
+	done := b.done(t, l, `2`)
+	require.Equal(t, Succeeded, done.Status)
+	drift := b.events(t, task.ID, EvDrift)
+	require.Len(t, drift, 1)
+	require.Equal(t, "head", drift[0].Fact.Name)
+	require.Contains(t, drift[0].Message, "from aaa to bbb")
+}
+
+// TestCheckFactsPause: the lease is given back uncharged and the task
+// pauses with a drift reason naming the fact; resumed, the same attempt
+// runs with no further drift.
+func TestCheckFactsPause(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	task := b.submitFacts(t, plainSteps("a"), map[string]string{"head": "aaa"})
+	l := b.claim1(t, "w")
+	_, run, tk, err := b.s.CheckFacts(b.ctx, l, map[string]string{"head": "bbb"}, OnDrift{Pause: true, Name: "pause"})
+	require.NoError(t, err)
+	require.False(t, run)
+	require.Equal(t, Paused, tk.Status)
+	require.Equal(t, PauseDrift, tk.Pause.Kind)
+	require.Equal(t, "head", tk.Pause.Name)
+	require.Contains(t, tk.Reason, "environment fact head changed")
+	require.Zero(t, tk.Attempts, "not charged")
+	require.Zero(t, tk.Leases)
+	_, err = b.s.Commit(b.ctx, Result{Lease: l, Output: []byte(`1`)})
+	require.ErrorIs(t, err, ErrLeaseLost)
+
+	_, err = b.s.Resume(b.ctx, task.ID)
+	require.NoError(t, err)
+	l2 := b.claim1(t, "w")
+	require.Equal(t, l.Attempt, l2.Attempt)
+	changes, run, _, err := b.s.CheckFacts(b.ctx, l2, map[string]string{"head": "bbb"}, OnDrift{Pause: true, Name: "pause"})
+	require.NoError(t, err)
+	require.True(t, run)
+	require.Empty(t, changes)
+	require.Equal(t, Succeeded, b.done(t, l2, `1`).Status)
+}
+
+// TestCheckFactsRestart: a drift at step c goes back to step b (a is kept);
+// a restart target not reached yet runs the unit.
+func TestCheckFactsRestart(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	task := b.submitFacts(t, plainSteps("a", "b", "c"), map[string]string{"head": "1"})
+	on := OnDrift{Restart: true, RestartFrom: 1, Name: "restart:b"}
+	l := b.claim1(t, "w")
+	_, run, _, err := b.s.CheckFacts(b.ctx, l, map[string]string{"head": "2"}, on)
+	require.NoError(t, err)
+	require.True(t, run, "step b not reached: nothing to run again")
+	b.done(t, l, `"a"`)
+	l = b.claim1(t, "w")
+	b.done(t, l, `"b"`)
+	l = b.claim1(t, "w")
+	require.Equal(t, 2, l.Step)
+	_, run, tk, err := b.s.CheckFacts(b.ctx, l, map[string]string{"head": "3"}, on)
+	require.NoError(t, err)
+	require.False(t, run)
+	require.Equal(t, 1, tk.Cursor)
+	require.Equal(t, Running, tk.Status)
+	_, err = b.s.Commit(b.ctx, Result{Lease: l, Output: []byte(`1`)})
+	require.ErrorIs(t, err, ErrLeaseLost)
+	l = b.claim1(t, "w")
+	require.Equal(t, 1, l.Step, "b runs again")
+	b.done(t, l, `"b2"`)
+	l = b.claim1(t, "w")
+	require.Equal(t, 2, l.Step)
+	require.Equal(t, Succeeded, b.done(t, l, `"c"`).Status)
+	require.Len(t, b.events(t, task.ID, EvDrift), 2)
+}
