@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/lhengine/lhengine/store"
 )
@@ -46,6 +47,54 @@ func (e *Engine) Cancel(ctx context.Context, id, reason string) (*store.Task, er
 	}
 	return t, err
 }
+
+// Pause pauses task id for why (store.Store.PauseTask): nothing more of it
+// is claimed, at once, while other tasks go on. Its attempts in flight in
+// this engine's workers get up to grace to end and commit; those still
+// running then are cut short and their units given back uncharged
+// (store.Store.Release), as a graceful stop does. Pause returns once no
+// unit of the task is leased, or (for units leased by a process that went
+// away, which the resume takes back) once the grace and the give-back's
+// own bound have passed; ctx ending gives the units back at once. A
+// finished task is store.ErrTerminal; pausing a paused task waits the
+// same way and keeps its first reason.
+func (e *Engine) Pause(ctx context.Context, id string, why store.PauseReason, grace time.Duration) (*store.Task, error) {
+	t, err := e.store.PauseTask(ctx, id, why)
+	if err != nil {
+		return nil, err
+	}
+	timer := time.NewTimer(grace)
+	defer timer.Stop()
+	gaveBack := false
+	for {
+		changed := e.store.Changed()
+		if t, err = e.store.Task(context.WithoutCancel(ctx), id); err != nil {
+			return nil, err
+		}
+		if t.Leases == 0 || t.Status != store.Paused {
+			return t, nil
+		}
+		select {
+		case <-changed:
+		case <-timer.C:
+			if gaveBack {
+				return t, nil
+			}
+			e.aborts.GiveBack(id)
+			gaveBack = true
+			timer.Reset(giveBackBound)
+		case <-ctx.Done():
+			if !gaveBack {
+				e.aborts.GiveBack(id)
+			}
+			return t, ctx.Err()
+		}
+	}
+}
+
+// giveBackBound bounds how long Pause waits, after its grace, for the
+// attempts it cut short to give their units back.
+const giveBackBound = 10 * time.Second
 
 // Resume makes a paused task runnable again.
 func (e *Engine) Resume(ctx context.Context, id string) (*store.Task, error) {

@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 
@@ -38,6 +39,27 @@ func (a *Aborts) add(task string, h *host) (remove func()) {
 		}
 		a.mu.Unlock()
 	}
+}
+
+// errGivenBack is why an attempt stops when GiveBack cut it short.
+var errGivenBack = errors.New("the task was paused: the unit is given back uncharged")
+
+// GiveBack stops every attempt of task running in the engine's workers and
+// has their units given back uncharged (store.Store.Release), as a graceful
+// stop does when its grace runs out: the attempts are not committed and
+// cost their units nothing. It returns how many attempts it stopped. An
+// attempt that already ended commits as usual.
+func (a *Aborts) GiveBack(task string) int {
+	a.mu.Lock()
+	hs := make([]*host, 0, len(a.running[task]))
+	for h := range a.running[task] {
+		hs = append(hs, h)
+	}
+	a.mu.Unlock()
+	for _, h := range hs {
+		h.lose(errGivenBack)
+	}
+	return len(hs)
 }
 
 // Abort stops every attempt of task running in the engine's workers, as

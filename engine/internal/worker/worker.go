@@ -375,9 +375,10 @@ func (w *Worker) attempt(ctx context.Context, l store.Lease, after store.Durabil
 	log := w.log.With("task", l.Task, "step", l.Step, "item", l.Item, "attempt", l.Attempt, "epoch", l.Epoch)
 	started := w.clock.Now()
 	res, step, hc, stepErr := w.execute(ctx, l, log, after)
-	if ctx.Err() != nil {
-		// The worker is stopping and cut the attempt short: nothing of
-		// it is committed, and it costs the unit nothing.
+	if ctx.Err() != nil || errors.Is(stepErr, errGivenBack) {
+		// The worker is stopping, or the task pausing, and cut the
+		// attempt short: nothing of it is committed, and it costs the
+		// unit nothing.
 		w.giveBack(ctx, l, log)
 		return nil, store.Durability{}
 	}
