@@ -220,12 +220,18 @@ func (e *Engine) Submit(ctx context.Context, path string, o SubmitOptions) (*sto
 		pin := replay.Pin()
 		sub.Manifest.ModelReplay = &pin
 	}
+	// The environment's facts as the task starts: a later unit that reads
+	// other values sees a drift.
+	facts, err := sub.Task.Environment.ReadFacts()
+	if err != nil {
+		return nil, false, fmt.Errorf("reading the task's environment: %w", err)
+	}
 	// The output quota is kept with the task; the other limits reach the
 	// store with each write they bound.
 	quota := int64(sub.Task.Limits.OutputBytes)
 	t, created, err := e.store.SubmitWithReplay(ctx, store.NewTask{
 		Name: sub.Task.Name, Steps: sub.Steps, Manifest: sub.Manifest, IdempotencyKey: o.IdempotencyKey,
-		OutputQuota: &quota,
+		OutputQuota: &quota, Facts: facts,
 	}, modules, replay)
 	if err == nil && created {
 		// This process's workers use the task as parsed here instead of

@@ -466,6 +466,7 @@ func (s *Store) PauseTask(ctx context.Context, id string, why PauseReason) (*Tas
 			why.At = s.now()
 		}
 		task.Status, task.Reason, task.Pause = Paused, why.String(), &why
+		tickWall(task, why.At) // the wall-time budget stops counting
 		if err := s.event(t, task, Event{Type: EvPaused, Message: task.Reason, Pause: &why}); err != nil {
 			return err
 		}
@@ -494,6 +495,12 @@ func (s *Store) Resume(ctx context.Context, id string) (*Task, error) {
 			out = task
 			return t.fill(out)
 		}
+		if p := task.Pause; p != nil && p.Kind == PauseBudget {
+			if name, used, limit := task.reached(); name != "" {
+				return fmt.Errorf("%w: task %s: budget %s is still reached (%s of %s); raise it, e.g. lhengine resume %s --budget %s=+N",
+					ErrBudgetReached, id, name, formatUsage(name, used), formatUsage(name, limit), id, name)
+			}
+		}
 		t.durable = true
 		if err := s.unpause(t, task); err != nil {
 			return err
@@ -511,6 +518,7 @@ func (s *Store) Resume(ctx context.Context, id string) (*Task, error) {
 // the claim index. The caller saves the task.
 func (s *Store) unpause(t *tx, task *Task) error {
 	task.Status, task.Reason, task.Pause = Running, "", nil
+	tickWall(task, s.now()) // units still in flight count again
 	if err := t.put(activeKey(task.ID), nil); err != nil {
 		return err
 	}

@@ -42,6 +42,8 @@ type NewTask struct {
 	// Facts are the task's environment facts read at submit (Facts); nil
 	// for a task without an environment block.
 	Facts map[string]string
+	// Budget is the task's budget block's limits (budget.go); zero: none.
+	Budget BudgetLimits
 }
 
 // Submit creates a queued task and plans its first step. It returns the task
@@ -74,6 +76,7 @@ func (s *Store) Submit(ctx context.Context, nt NewTask) (*Task, bool, error) {
 			CreatedAt:      now,
 			UpdatedAt:      now,
 			IdempotencyKey: nt.IdempotencyKey,
+			Budget:         &Budget{Limits: nt.Budget},
 		}
 		for i := range task.Steps {
 			st := &task.Steps[i]
@@ -258,6 +261,9 @@ func (s *Store) claim(t *tx, req ClaimRequest, held *Task) (Claimed, error) {
 			if round == 0 {
 				n = min(n, share)
 			}
+			if room := unitsRoom(task); room >= 0 {
+				n = min(n, room) // the units budget: no unit past it starts
+			}
 			if n <= 0 {
 				continue
 			}
@@ -307,6 +313,7 @@ func (s *Store) claim(t *tx, req ClaimRequest, held *Task) (Claimed, error) {
 				task.Attempts++
 				task.Leases++
 				rs.Leased++
+				tickWall(task, now)
 				task.LeaseOwner, task.LeaseUntil = req.Owner, now.Add(req.LeaseFor)
 				u.State, u.Owner, u.Epoch, u.LeaseUntil = UnitLeased, req.Owner, task.Epoch, now.Add(req.LeaseFor)
 				if u.Round != task.Retries { // the task was retried since: a whole budget again
@@ -502,6 +509,7 @@ func (s *Store) Release(ctx context.Context, l Lease) error {
 		task.Attempts = max(task.Attempts-1, 0)
 		task.Leases--
 		st.Leased--
+		tickWall(task, s.now())
 		if err := t.putJSON(unitKey(l.Task, l.Step, l.Item), u); err != nil {
 			return err
 		}
@@ -626,6 +634,9 @@ func (s *Store) commitAndClaim(ctx context.Context, r Result, next ClaimRequest,
 		if err != nil {
 			return err
 		}
+		if err := refuseOverBudget(task, &r); err != nil {
+			return err
+		}
 		now := s.now()
 		st := t.step(task, l.Step)
 		item := l.Item
@@ -695,6 +706,9 @@ func (s *Store) commitAndClaim(ctx context.Context, r Result, next ClaimRequest,
 			rec.Output = out
 			u.State, u.Committed, u.Failure = UnitDone, l.Attempt, nil
 			st.Done++
+			if task.Budget != nil {
+				task.Budget.Units++
+			}
 			for name, d := range r.Counts {
 				if task.Counters == nil {
 					task.Counters = map[string]int64{}
@@ -737,6 +751,11 @@ func (s *Store) commitAndClaim(ctx context.Context, r Result, next ClaimRequest,
 			if err := t.putJSON(attemptKey(l.Task, l.Step, l.Item, l.Attempt), &rec); err != nil {
 				return err
 			}
+		}
+		// A budget this commit reached pauses the task before anything
+		// more is claimed.
+		if err := s.checkBudgets(t, task); err != nil {
+			return err
 		}
 		if next.Max > 0 {
 			var err error
@@ -1105,14 +1124,22 @@ func (s *Store) repair(t *tx, task *Task, l Lease, r Repair) error {
 	task.RepairReason = r.Reason
 	st := *t.step(task, l.Step)
 	item := l.Item
-	if task.Repairs > r.Max {
+	grace := 0
+	if task.Budget != nil {
+		grace = task.Budget.RepairGrace
+	}
+	if task.Repairs > r.Max+grace {
 		if err := s.event(t, task, Event{Type: EvRepair, Step: st.Name, Item: &item, Attempt: l.Attempt,
-			Message: fmt.Sprintf("repair %d refused (max %d): %s", task.Repairs, r.Max, r.Reason)}); err != nil {
+			Message: fmt.Sprintf("repair %d refused (max %d): %s", task.Repairs, r.Max+grace, r.Reason)}); err != nil {
 			return err
 		}
-		f := &Failure{Kind: fault.Budget, Message: fmt.Sprintf("repair budget exhausted (max %d); last reason: %s", r.Max, r.Reason),
-			Step: st.Name, Item: l.Item, Attempt: l.Attempt}
-		return s.fail(t, task, f, "repair budget exhausted")
+		// The step's repair.max pauses the task instead of failing it: the
+		// unit goes back to ready without spending a try, and a resume
+		// with --budget repairs=+N allows N more repairs.
+		task.Repairs--
+		return s.pauseForRepairs(t, task, l, PauseReason{Kind: PauseRepairs, Name: st.Name,
+			Note: fmt.Sprintf("repair.max %d reached; last reason: %s", r.Max+grace, r.Reason),
+			Used: float64(task.Repairs), Limit: float64(r.Max + grace)})
 	}
 	if r.RestartFrom < 0 || r.RestartFrom > l.Step {
 		return fmt.Errorf("repair restart step %d is not at or before step %d", r.RestartFrom, l.Step)

@@ -188,10 +188,11 @@ func TestRepairBudgetStopsEndlessVerifyFailure(t *testing.T) {
 		require.Equal(t, 1, l.Step)
 		got, err := b.s.Commit(b.ctx, Result{Lease: l, Repair: &Repair{RestartFrom: 0, Max: 2, Reason: "missing section"}})
 		require.NoError(t, err)
-		if got.Status == Failed {
-			require.Equal(t, "repair budget exhausted", got.Reason)
-			require.Equal(t, fault.Budget, got.Failure.Kind)
-			require.Equal(t, 2, pass, "max 2 repairs means a third verify failure fails the task")
+		if got.Status == Paused {
+			require.Equal(t, PauseRepairs, got.Pause.Kind)
+			require.Equal(t, "verify", got.Pause.Name)
+			require.Nil(t, got.Failure, "the repair budget pauses the task, never fails it")
+			require.Equal(t, 2, pass, "max 2 repairs means a third verify failure pauses the task")
 			break
 		}
 		require.Equal(t, 0, got.Cursor)

@@ -45,6 +45,8 @@ type Task struct {
 	Failure *Failure `json:"failure,omitempty"`
 	// Pause says who or what paused a paused task; nil otherwise.
 	Pause *PauseReason `json:"pause,omitempty"`
+	// Budget is the task's budgets, their limits and usage (budget.go).
+	Budget *Budget `json:"budget,omitempty"`
 	// Drift is the last change of an environment fact the task saw
 	// (Store.CheckFacts); nil while none changed.
 	Drift *FactChange `json:"drift,omitempty"`
@@ -189,6 +191,11 @@ func (t *Task) copyTo(dst *Task) {
 	if t.Pause != nil {
 		p := *t.Pause
 		dst.Pause = &p
+	}
+	if t.Budget != nil {
+		b := *t.Budget
+		b.Warned = slices.Clone(b.Warned)
+		dst.Budget = &b
 	}
 	dst.lazy = t.lazy.clone()
 }
@@ -450,6 +457,11 @@ const (
 	// EvReleased: a stopping worker gave a unit back before its attempt
 	// ended (Store.Release); the attempt is not charged.
 	EvReleased EventType = "released"
+	// EvBudgetWarning: a budget passed 80% of its limit.
+	EvBudgetWarning EventType = "budget_warning"
+	// EvBudgetRaised: a person raised a budget (Store.RaiseBudgets); Owner
+	// is who.
+	EvBudgetRaised EventType = "budget_raised"
 	// EvDrift: an environment fact changed since it was last read
 	// (Store.CheckFacts); Fact says which, from what to what, and the
 	// task's on_drift action.

@@ -58,6 +58,9 @@ type Request struct {
 	// Policy is the policy parameters of the step (a JSON object,
 	// specs/policies.md); nil => {}.
 	Policy json.RawMessage
+	// Environment is the task's environment facts as read before the
+	// attempt, by name (the envelope's "environment"); nil omits it.
+	Environment map[string]string
 }
 
 // Item is the fan-out item a step runs for.
@@ -83,6 +86,9 @@ type wireRequest struct {
 	Repair   *Repair         `json:"repair,omitempty"`
 	Input    json.RawMessage `json:"input"`
 	Policy   json.RawMessage `json:"policy"`
+
+	// Environment: Request.Environment.
+	Environment map[string]string `json:"environment,omitempty"`
 }
 
 type wireItem struct {
@@ -103,6 +109,7 @@ func (r Request) MarshalJSON() ([]byte, error) {
 	if r.Repair != nil && r.Repair.Count > 0 {
 		w.Repair = r.Repair
 	}
+	w.Environment = r.Environment
 	return json.Marshal(w)
 }
 

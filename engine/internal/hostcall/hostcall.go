@@ -35,6 +35,10 @@ type Attempt struct {
 	WorkspaceGuard *confine.Guard
 	PluginSHA256   string
 	InputSHA256    string
+	// Environment is the task's environment facts the attempt runs
+	// under, by name, recorded in the provenance of its artifacts; nil
+	// for a task without an environment block.
+	Environment map[string]string
 	// Client performs http effects, fetches and model calls; nil means a
 	// default client.
 	Client *http.Client
@@ -175,6 +179,7 @@ func (a *Attempt) PutArtifact(ctx context.Context, meta, data []byte) ([]byte, e
 	ref, err := a.Store.PutArtifactQuota(ctx, store.Provenance{
 		Name: m.Name, MediaType: m.MediaType, Task: a.Lease.Task, Step: a.Step.Name, Item: a.Lease.Item,
 		Attempt: a.Lease.Attempt, PluginSHA256: a.PluginSHA256, InputSHA256: a.InputSHA256, Policies: a.Step.Policies,
+		Environment: a.Environment,
 	}, data, int64(a.limits().ArtifactBytes))
 	if err != nil {
 		return nil, quotaStatus("artifact_put", err)

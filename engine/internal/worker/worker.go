@@ -382,6 +382,16 @@ func (w *Worker) attempt(ctx context.Context, l store.Lease, after store.Durabil
 		w.giveBack(ctx, l, log)
 		return nil, store.Durability{}
 	}
+	var drifted *driftedError
+	if errors.As(stepErr, &drifted) {
+		// The environment changed and the task paused or went back to
+		// an earlier step: the unit was given back uncharged (facts.go).
+		w.ended(drifted.task)
+		if w.cfg.OnCommit != nil {
+			w.cfg.OnCommit(drifted.task)
+		}
+		return nil, store.Durability{}
+	}
 	if errors.Is(stepErr, errLeaseRanOut) {
 		// The unit is no longer this worker's to commit: the next claim,
 		// here or elsewhere, takes it back and runs it again.
@@ -410,6 +420,7 @@ func (w *Worker) attempt(ctx context.Context, l store.Lease, after store.Durabil
 	}
 	if hc != nil {
 		r.Counts, r.Notes = hc.Progress()
+		r.Environment = hc.Environment
 	}
 	switch {
 	case stepErr != nil:
@@ -531,6 +542,10 @@ func (w *Worker) execute(ctx context.Context, l store.Lease, log hclog.Logger, a
 	if err != nil {
 		return nil, step, nil, err
 	}
+	facts, err := w.checkFacts(ctx, l, sp, log) // facts.go
+	if err != nil {
+		return nil, step, nil, err
+	}
 	pin, ok := sp.Manifest.Plugins[step.Name]
 	if !ok {
 		return nil, step, nil, fault.New(fault.PluginMissing, "the run manifest pins no plugin for step %q", step.Name)
@@ -549,6 +564,7 @@ func (w *Worker) execute(ctx context.Context, l store.Lease, log hclog.Logger, a
 	}
 
 	req := guest.Request{TaskID: task.ID, TaskName: task.Name, Step: step.Name, Attempt: l.Attempt, Input: input, Policy: step.Params}
+	req.Environment = facts
 	if step.ForEach != nil || step.Every > 0 {
 		req.Item = &guest.Item{Index: l.Item, Key: l.Unit.Key, Value: l.Unit.Value}
 	}
@@ -584,7 +600,7 @@ func (w *Worker) execute(ctx context.Context, l store.Lease, log hclog.Logger, a
 	inSum := sha256.Sum256(input)
 	h.Attempt = &hostcall.Attempt{
 		Store: w.cfg.Store, Lease: l, TaskName: task.Name, Step: step, Workspace: workspace, WorkspaceGuard: guard,
-		PluginSHA256: pin.SHA256, InputSHA256: hex.EncodeToString(inSum[:]), Client: w.cfg.HTTPClient,
+		PluginSHA256: pin.SHA256, InputSHA256: hex.EncodeToString(inSum[:]), Environment: facts, Client: w.cfg.HTTPClient,
 		Replay: replay, ModelRecord: w.cfg.ModelRecord, After: after,
 	}
 	lim := guest.Limits{Timeout: step.Timeout, MemoryBytes: step.Memory, MaxHostCalls: step.HostCalls}
