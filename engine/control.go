@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/lhengine/lhengine/engine/internal/taskfile"
 	"github.com/lhengine/lhengine/store"
 )
 
@@ -95,6 +96,36 @@ func (e *Engine) Pause(ctx context.Context, id string, why store.PauseReason, gr
 // giveBackBound bounds how long Pause waits, after its grace, for the
 // attempts it cut short to give their units back.
 const giveBackBound = 10 * time.Second
+
+// budgetLimits are the limits of a task's budget block (none for nil).
+func budgetLimits(b *taskfile.Budget) store.BudgetLimits {
+	if b == nil {
+		return store.BudgetLimits{}
+	}
+	return store.BudgetLimits{WallTime: b.WallTime, Cost: b.Cost, Units: b.Units,
+		Repairs: b.Repairs, ConsecutiveFailures: b.ConsecutiveFailures}
+}
+
+// RaiseBudgets raises budgets of task id (store.Store.RaiseBudgets): each
+// raise is NAME=VALUE or NAME=+DELTA (store.ParseBudgetRaise), recorded
+// with by. It does not resume the task: Resume does.
+func (e *Engine) RaiseBudgets(ctx context.Context, id string, raises []string, by string) (*store.Task, error) {
+	rs := make([]store.BudgetRaise, 0, len(raises))
+	for _, s := range raises {
+		r, err := store.ParseBudgetRaise(s)
+		if err != nil {
+			return nil, &BudgetRaiseError{Err: err}
+		}
+		rs = append(rs, r)
+	}
+	return e.store.RaiseBudgets(ctx, id, rs, by)
+}
+
+// BudgetRaiseError is a raise that cannot be read.
+type BudgetRaiseError struct{ Err error }
+
+func (e *BudgetRaiseError) Error() string { return e.Err.Error() }
+func (e *BudgetRaiseError) Unwrap() error { return e.Err }
 
 // Resume makes a paused task runnable again.
 func (e *Engine) Resume(ctx context.Context, id string) (*store.Task, error) {

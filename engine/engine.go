@@ -231,7 +231,7 @@ func (e *Engine) Submit(ctx context.Context, path string, o SubmitOptions) (*sto
 	quota := int64(sub.Task.Limits.OutputBytes)
 	t, created, err := e.store.SubmitWithReplay(ctx, store.NewTask{
 		Name: sub.Task.Name, Steps: sub.Steps, Manifest: sub.Manifest, IdempotencyKey: o.IdempotencyKey,
-		OutputQuota: &quota, Facts: facts,
+		OutputQuota: &quota, Facts: facts, Budget: budgetLimits(sub.Task.Budget),
 	}, modules, replay)
 	if err == nil && created {
 		// This process's workers use the task as parsed here instead of

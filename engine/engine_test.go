@@ -236,8 +236,9 @@ task "never" {
 }`)
 	task := b.submit(t, nil)
 	got := b.work(t, task.ID)
-	require.Equal(t, store.Failed, got.Status)
-	require.Equal(t, "repair budget exhausted", got.Reason)
+	require.Equal(t, store.Paused, got.Status, "repair.max reached pauses the task, never fails it")
+	require.Equal(t, store.PauseRepairs, got.Pause.Kind)
+	require.Equal(t, "verify", got.Pause.Name)
 	require.Equal(t, 3, got.Steps[0].Pass)
 }
 

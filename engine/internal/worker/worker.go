@@ -471,6 +471,12 @@ func (w *Worker) attempt(ctx context.Context, l store.Lease, after store.Durabil
 	case errors.Is(err, store.ErrLeaseLost):
 		log.Warn("commit refused: lease lost", "error", err)
 		return nil, store.Durability{}
+	case errors.Is(err, store.ErrBudgetReached):
+		// A budget paused the task while this attempt ran: its result
+		// would go past the budget, so the unit goes back uncharged.
+		log.Info("commit refused: the task's budget is reached; the unit is given back", "error", err)
+		w.giveBack(ctx, l, log)
+		return nil, store.Durability{}
 	case errors.Is(err, store.ErrStoreFailed):
 		log.Error("commit outcome unknown: the store failed and accepts no more writes; restart lhengine, then check the task", "error", err)
 		return nil, store.Durability{}
