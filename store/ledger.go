@@ -320,6 +320,7 @@ func (s *Store) claim(t *tx, req ClaimRequest, held *Task) (Claimed, error) {
 					u.Round, u.Base = task.Retries, u.Attempt
 				}
 				u.Attempt++
+				u.Claimed = now
 				if err := t.putJSON(unitKey(id, r.step, r.item), u); err != nil {
 					return out, err
 				}

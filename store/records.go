@@ -394,8 +394,13 @@ type Unit struct {
 	Epoch      uint64    `json:"epoch,omitempty"`
 	LeaseUntil time.Time `json:"lease_until,omitzero"`
 	NotBefore  time.Time `json:"not_before,omitzero"`
-	Committed  int       `json:"committed,omitempty"` // attempt whose output is current
-	Failure    *Failure  `json:"failure,omitempty"`   // last failure
+	// Claimed is when the lease of attempt Attempt was granted: the
+	// attempt's time (the request's "now", where the guest's wall clock
+	// starts), recorded so that the attempt reads the same time however
+	// often it is run.
+	Claimed   time.Time `json:"claimed,omitzero"`
+	Committed int       `json:"committed,omitempty"` // attempt whose output is current
+	Failure   *Failure  `json:"failure,omitempty"`   // last failure
 	// Base is the attempt number the tries of the unit's current pass
 	// count from: Attempt-Base attempts were started in the pass since the
 	// task was last retried (Round is the task's Retries then), which is

@@ -178,20 +178,33 @@ func (s *switchRand) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// guestClock is the WASI clocks of a reused instance, as wazero's default
-// fake clocks behave (specs/abi.md, "The guest clock"), with a state that
-// can be put back: the realtime clock reads 2022-01-01T00:00:00Z and the
-// monotonic clock 0 the first time, each reading 1 ms more than the one
-// before.
+// guestClock is the WASI clocks of an attempt (specs/abi.md, "The guest
+// clock"), with a state that can be put back: the realtime clock reads base
+// (the attempt's recorded time, in Unix nanoseconds) and the monotonic
+// clock 0 the first time, each reading 1 ms more than the one before. A
+// base of 0 reads 2022-01-01T00:00:00Z, as wazero's default fake clocks do.
 type guestClock struct {
+	base       int64
 	wall, mono int64
 	frozen     bool // readings do not advance the clocks
 }
 
 const fakeEpochNanos = 1640995200000 * int64(time.Millisecond)
 
+// wallBase is the base of the wall clock of an attempt claimed at now.
+func wallBase(now time.Time) int64 {
+	if now.IsZero() {
+		return 0
+	}
+	return now.UnixNano()
+}
+
 func (c *guestClock) walltime() (int64, int32) {
-	t := fakeEpochNanos + c.wall*int64(time.Millisecond)
+	base := c.base
+	if base == 0 {
+		base = fakeEpochNanos
+	}
+	t := base + c.wall*int64(time.Millisecond)
 	if !c.frozen {
 		c.wall++
 	}
@@ -298,7 +311,7 @@ func (in *instance) switchTo(att *attempt) {
 	in.out.w = att.stdout
 	in.errw.w = att.log
 	in.rand = switchRand{r: &att.rand, n: img.randRead}
-	in.clock = guestClock{wall: img.wall, mono: img.mono}
+	in.clock = guestClock{base: att.wallBase, wall: img.wall, mono: img.mono}
 	skipRand(&att.rand, img.randRead)
 	att.calls = img.calls
 	if len(img.log) > 0 {
@@ -350,7 +363,7 @@ func (p *Plugin) runReused(ctx context.Context, req Request, env []byte, lim Lim
 		defer stop()
 	}
 	att := &attempt{host: host, log: newLogBuffer(lim.MaxStderr), maxCalls: lim.MaxHostCalls, cancel: cancel,
-		rand: fakeRand{seed: Seed(req)}, ctx: runCtx, env: env}
+		rand: fakeRand{seed: Seed(req)}, ctx: runCtx, env: env, wallBase: wallBase(req.Now)}
 	att.stdout = &stdoutBuffer{max: lim.MaxStdout, overflow: func() { cancel(errOutputTooLarge) }}
 
 	key := poolKey{sha: p.SHA256, name: p.Name, task: req.TaskID, memLimit: lim.MemoryBytes, mounts: mountsKey(lim.Mounts)}

@@ -58,9 +58,10 @@ type Request struct {
 	// Policy is the policy parameters of the step (a JSON object,
 	// specs/policies.md); nil => {}.
 	Policy json.RawMessage
-	// Environment is the task's environment facts as read before the
-	// attempt, by name (the envelope's "environment"); nil omits it.
-	Environment map[string]string
+	// Now is the time the attempt was claimed, as the ledger recorded it:
+	// the envelope's "now", and where the guest's wall clock starts. Zero
+	// keeps the fixed clock of 2022-01-01T00:00:00Z and omits "now".
+	Now time.Time
 }
 
 // Item is the fan-out item a step runs for.
@@ -86,9 +87,7 @@ type wireRequest struct {
 	Repair   *Repair         `json:"repair,omitempty"`
 	Input    json.RawMessage `json:"input"`
 	Policy   json.RawMessage `json:"policy"`
-
-	// Environment: Request.Environment.
-	Environment map[string]string `json:"environment,omitempty"`
+	Now      string          `json:"now,omitempty"`
 }
 
 type wireItem struct {
@@ -109,7 +108,9 @@ func (r Request) MarshalJSON() ([]byte, error) {
 	if r.Repair != nil && r.Repair.Count > 0 {
 		w.Repair = r.Repair
 	}
-	w.Environment = r.Environment
+	if !r.Now.IsZero() {
+		w.Now = r.Now.UTC().Format(time.RFC3339Nano)
+	}
 	return json.Marshal(w)
 }
 
@@ -218,11 +219,13 @@ type attempt struct {
 	serveCalls int    // serve_next calls in a fresh instance
 
 	// In a reused instance (reuse.go): the attempt's context, request,
-	// stdout, and whether the instance has switched to it.
-	ctx    context.Context
-	env    []byte
-	stdout *stdoutBuffer
-	served bool
+	// stdout, whether the instance has switched to it, and the base of its
+	// wall clock (wallBase).
+	ctx      context.Context
+	env      []byte
+	stdout   *stdoutBuffer
+	served   bool
+	wallBase int64
 }
 
 var (
@@ -321,6 +324,10 @@ func (p *Plugin) runFresh(ctx context.Context, req Request, env []byte, lim Limi
 		WithStdout(stdout).
 		WithStderr(att.log).
 		WithRandSource(&att.rand)
+	clock := guestClock{base: wallBase(req.Now)}
+	cfg = cfg.
+		WithWalltime(clock.walltime, sys.ClockResolution(time.Microsecond)).
+		WithNanotime(clock.nanotime, sys.ClockResolution(1))
 
 	start := time.Now()
 	mod, err := p.r.rt.InstantiateModule(runCtx, p.compiled, cfg)

@@ -228,12 +228,27 @@ func (a *Attempt) record(ctx context.Context, e *store.Effect) error {
 }
 
 func (a *Attempt) pauseFor(e *store.Effect) error {
-	reason := fmt.Sprintf("effect %q (%s) of step %q item %d: outcome unknown; confirm with `lhengine effect confirm %s %s %s` or retry with `lhengine effect retry ...`",
-		e.Key, e.Kind, e.StepName, e.Item, e.Task, e.StepName, e.Key)
+	args := fmt.Sprintf("%s %s %s", shellWord(e.Task), shellWord(e.StepName), shellWord(e.Key))
+	if e.Item != 0 {
+		args += fmt.Sprintf(" --item %d", e.Item)
+	}
+	reason := fmt.Sprintf("effect %q (%s) of step %q item %d: outcome unknown; confirm with `lhengine effect confirm %s` or retry with `lhengine effect retry %s`",
+		e.Key, e.Kind, e.StepName, e.Item, args, args)
 	a.mu.Lock()
 	a.pause = reason
 	a.mu.Unlock()
 	return herr(guest.StatusPaused, "%s", reason)
+}
+
+// shellWord quotes w for a POSIX shell when it holds anything but letters,
+// digits and -_.@:/=+, so a printed command runs as printed.
+func shellWord(w string) string {
+	if w != "" && strings.IndexFunc(w, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_.@:/=+", r))
+	}) < 0 {
+		return w
+	}
+	return "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
 }
 
 func respond(outcome json.RawMessage, replayed bool) ([]byte, error) {

@@ -11,10 +11,13 @@
  *                member (the first pass), then {"output":{"repaired":REPAIR}}
  *   repair       always {"needs_repair":true,...}
  *   trap         __builtin_trap()
+ *   now          {"output": {"now": NOW, "wall": SECONDS}}: NOW the envelope's
+ *                "now" (null when absent), SECONDS the guest's wall clock
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "json.h"
 
@@ -64,6 +67,18 @@ int main(void) {
 		return 0;
 	} else if (member_is(in, in_end, "mode", "repair")) {
 		puts("{\"needs_repair\":true,\"reason\":\"never good enough\"}");
+		return 0;
+	} else if (member_is(in, in_end, "mode", "now")) {
+		const char *t, *te;
+		if (!member(req, end, "now", &t, &te)) {
+			t = "null";
+			te = t + 4;
+		}
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		fputs("{\"output\":{\"now\":", stdout);
+		put(t, te);
+		printf(",\"wall\":%lld}}\n", (long long)ts.tv_sec);
 		return 0;
 	} else if (member_is(in, in_end, "mode", "trap")) {
 		__builtin_trap();

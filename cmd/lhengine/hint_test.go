@@ -1,0 +1,63 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lhengine/lhengine/internal/testwasm"
+	"github.com/lhengine/lhengine/store"
+)
+
+// TestManualHintSettlesAFanOutItem kills a real process after the second
+// item's email was sent, resumes the task (it pauses on the manual effect),
+// and runs the command the pause's hint prints, word for word: it must settle
+// the effect of item 1, after which resume finishes the task without sending
+// that email again.
+func TestManualHintSettlesAFanOutItem(t *testing.T) {
+	t.Parallel()
+	bin := buildBinary(t)
+	plugin := testwasm.BuildGo(t, filepath.Join(testwasm.ModuleRoot(t), "plugins/examples/notify/send"))
+	wasm, err := os.ReadFile(plugin)
+	require.NoError(t, err)
+	sink, base := startSink(t)
+	b := setupCLI(t, notifyTask("manual", base))
+	require.NoError(t, os.WriteFile(filepath.Join(b.dir, "send.wasm"), wasm, 0o644))
+
+	cmd := exec.Command(bin, "--home", b.home, "--log-level", "off", "run", filepath.Join(b.dir, "task.hcl"))
+	cmd.Env = append(os.Environ(), "LHENGINE_CRASH_AT=effect.after_perform@2")
+	out, err := cmd.Output()
+	var ee *exec.ExitError
+	require.ErrorAs(t, err, &ee, "the process must die; output:\n%s", out)
+	require.True(t, ee.Sys().(syscall.WaitStatus).Signaled())
+	id := strings.TrimSpace(strings.TrimPrefix(strings.SplitN(string(out), "\n", 2)[0], "task "))
+	require.Len(t, id, 26)
+
+	code, rout, rerr := b.lh(t, "resume", id)
+	require.Equal(t, 1, code, rout+rerr)
+	task := b.task(t, id)
+	require.Equal(t, store.Paused, task.Status, task.Reason)
+	m := regexp.MustCompile("confirm with `lhengine ([^`]*)`").FindStringSubmatch(task.Reason)
+	require.NotNil(t, m, "the hint names a confirm command: %s", task.Reason)
+	require.Contains(t, rout+rerr, m[1], "resume prints the hint")
+
+	// The printed command, run as printed by a shell.
+	sh := exec.Command("sh", "-c", bin+" --home "+b.home+" "+m[1])
+	shOut, err := sh.CombinedOutput()
+	require.NoError(t, err, "the printed command %q: %s", m[1], shOut)
+
+	code, rout, rerr = b.lh(t, "resume", id)
+	require.Equal(t, 0, code, rout+rerr)
+	require.Equal(t, store.Succeeded, b.task(t, id).Status)
+	st := sink.Stats()
+	require.Len(t, st.Applied, 3)
+	for k, n := range st.Received {
+		require.Equal(t, 1, n, "key %s sent more than once", k)
+	}
+}
