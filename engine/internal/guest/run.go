@@ -58,6 +58,9 @@ type Request struct {
 	// Policy is the policy parameters of the step (a JSON object,
 	// specs/policies.md); nil => {}.
 	Policy json.RawMessage
+	// Environment is the task's environment facts as read before the
+	// attempt, by name (the envelope's "environment"); nil omits it.
+	Environment map[string]string
 	// Now is the time the attempt was claimed, as the ledger recorded it:
 	// the envelope's "now", and where the guest's wall clock starts. Zero
 	// keeps the fixed clock of 2022-01-01T00:00:00Z and omits "now".
@@ -88,6 +91,9 @@ type wireRequest struct {
 	Input    json.RawMessage `json:"input"`
 	Policy   json.RawMessage `json:"policy"`
 	Now      string          `json:"now,omitempty"`
+
+	// Environment: Request.Environment.
+	Environment map[string]string `json:"environment,omitempty"`
 }
 
 type wireItem struct {
@@ -108,6 +114,7 @@ func (r Request) MarshalJSON() ([]byte, error) {
 	if r.Repair != nil && r.Repair.Count > 0 {
 		w.Repair = r.Repair
 	}
+	w.Environment = r.Environment
 	if !r.Now.IsZero() {
 		w.Now = r.Now.UTC().Format(time.RFC3339Nano)
 	}

@@ -375,10 +375,21 @@ func (w *Worker) attempt(ctx context.Context, l store.Lease, after store.Durabil
 	log := w.log.With("task", l.Task, "step", l.Step, "item", l.Item, "attempt", l.Attempt, "epoch", l.Epoch)
 	started := w.clock.Now()
 	res, step, hc, stepErr := w.execute(ctx, l, log, after)
-	if ctx.Err() != nil {
-		// The worker is stopping and cut the attempt short: nothing of
-		// it is committed, and it costs the unit nothing.
+	if ctx.Err() != nil || errors.Is(stepErr, errGivenBack) {
+		// The worker is stopping, or the task pausing, and cut the
+		// attempt short: nothing of it is committed, and it costs the
+		// unit nothing.
 		w.giveBack(ctx, l, log)
+		return nil, store.Durability{}
+	}
+	var drifted *driftedError
+	if errors.As(stepErr, &drifted) {
+		// The environment changed and the task paused or went back to
+		// an earlier step: the unit was given back uncharged (facts.go).
+		w.ended(drifted.task)
+		if w.cfg.OnCommit != nil {
+			w.cfg.OnCommit(drifted.task)
+		}
 		return nil, store.Durability{}
 	}
 	if errors.Is(stepErr, errLeaseRanOut) {
@@ -409,6 +420,7 @@ func (w *Worker) attempt(ctx context.Context, l store.Lease, after store.Durabil
 	}
 	if hc != nil {
 		r.Counts, r.Notes = hc.Progress()
+		r.Environment = hc.Environment
 	}
 	switch {
 	case stepErr != nil:
@@ -458,6 +470,12 @@ func (w *Worker) attempt(ctx context.Context, l store.Lease, after store.Durabil
 	switch {
 	case errors.Is(err, store.ErrLeaseLost):
 		log.Warn("commit refused: lease lost", "error", err)
+		return nil, store.Durability{}
+	case errors.Is(err, store.ErrBudgetReached):
+		// A budget paused the task while this attempt ran: its result
+		// would go past the budget, so the unit goes back uncharged.
+		log.Info("commit refused: the task's budget is reached; the unit is given back", "error", err)
+		w.giveBack(ctx, l, log)
 		return nil, store.Durability{}
 	case errors.Is(err, store.ErrStoreFailed):
 		log.Error("commit outcome unknown: the store failed and accepts no more writes; restart lhengine, then check the task", "error", err)
@@ -530,6 +548,10 @@ func (w *Worker) execute(ctx context.Context, l store.Lease, log hclog.Logger, a
 	if err != nil {
 		return nil, step, nil, err
 	}
+	facts, err := w.checkFacts(ctx, l, sp, log) // facts.go
+	if err != nil {
+		return nil, step, nil, err
+	}
 	pin, ok := sp.Manifest.Plugins[step.Name]
 	if !ok {
 		return nil, step, nil, fault.New(fault.PluginMissing, "the run manifest pins no plugin for step %q", step.Name)
@@ -548,6 +570,7 @@ func (w *Worker) execute(ctx context.Context, l store.Lease, log hclog.Logger, a
 	}
 
 	req := guest.Request{TaskID: task.ID, TaskName: task.Name, Step: step.Name, Attempt: l.Attempt, Input: input, Policy: step.Params, Now: l.Unit.Claimed}
+	req.Environment = facts
 	if step.ForEach != nil || step.Every > 0 {
 		req.Item = &guest.Item{Index: l.Item, Key: l.Unit.Key, Value: l.Unit.Value}
 	}
@@ -583,7 +606,7 @@ func (w *Worker) execute(ctx context.Context, l store.Lease, log hclog.Logger, a
 	inSum := sha256.Sum256(input)
 	h.Attempt = &hostcall.Attempt{
 		Store: w.cfg.Store, Lease: l, TaskName: task.Name, Step: step, Workspace: workspace, WorkspaceGuard: guard,
-		PluginSHA256: pin.SHA256, InputSHA256: hex.EncodeToString(inSum[:]), Client: w.cfg.HTTPClient,
+		PluginSHA256: pin.SHA256, InputSHA256: hex.EncodeToString(inSum[:]), Environment: facts, Client: w.cfg.HTTPClient,
 		Replay: replay, ModelRecord: w.cfg.ModelRecord, After: after,
 	}
 	lim := guest.Limits{Timeout: step.Timeout, MemoryBytes: step.Memory, MaxHostCalls: step.HostCalls}
