@@ -195,6 +195,25 @@ type CancelRequest struct {
 	Reason string `json:"reason,omitempty"`
 }
 
+// PauseRequest: POST /v1/tasks/{id}/pause. Reason is a note kept with the
+// pause; By is who paused it (the CLI sends the OS user). Grace is how
+// long units in flight may run on to finish and commit before they are
+// given back uncharged, a Go duration ("30s"; "" is 30s, "0s" none); the
+// request returns once nothing of the task is leased.
+type PauseRequest struct {
+	Reason string `json:"reason,omitempty"`
+	By     string `json:"by,omitempty"`
+	Grace  string `json:"grace,omitempty"`
+}
+
+// ResumeRequest: POST /v1/tasks/{id}/resume. Budget raises budgets before
+// the task resumes, each NAME=VALUE or NAME=+DELTA ("units=+1000",
+// "wall_time=10h"); By is who raised them.
+type ResumeRequest struct {
+	Budget []string `json:"budget,omitempty"`
+	By     string   `json:"by,omitempty"`
+}
+
 // RetryRequest: POST /v1/tasks/{id}/retry. From names the step to run
 // again from the start, committed units included ("" = go on where it
 // stopped, keeping every committed unit); By is who retried it.

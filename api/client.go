@@ -243,6 +243,19 @@ func (c *Client) Resume(ctx context.Context, ref string) (*Task, error) {
 	return &t, c.do(ctx, "POST", taskPath(ref, "resume"), struct{}{}, &t)
 }
 
+// ResumeWith is Resume that first raises the budgets req names.
+func (c *Client) ResumeWith(ctx context.Context, ref string, req ResumeRequest) (*Task, error) {
+	var t Task
+	return &t, c.do(ctx, "POST", taskPath(ref, "resume"), req, &t)
+}
+
+// Pause pauses a task: nothing more of it is claimed, and it returns once
+// its units in flight have committed or been given back.
+func (c *Client) Pause(ctx context.Context, ref string, req PauseRequest) (*Task, error) {
+	var t Task
+	return &t, c.do(ctx, "POST", taskPath(ref, "pause"), req, &t)
+}
+
 // Retry re-opens a failed or cancelled task.
 func (c *Client) Retry(ctx context.Context, ref string, req RetryRequest) (*Task, error) {
 	var t Task

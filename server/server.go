@@ -166,6 +166,7 @@ func (s *Server) routes() {
 	m.HandleFunc("DELETE /v1/tasks/{id}", s.remove)
 	m.HandleFunc("POST /v1/tasks/{id}/cancel", s.cancel)
 	m.HandleFunc("POST /v1/tasks/{id}/resume", s.resume)
+	m.HandleFunc("POST /v1/tasks/{id}/pause", s.pause)
 	m.HandleFunc("POST /v1/tasks/{id}/retry", s.retry)
 	m.HandleFunc("GET /v1/tasks/{id}/outputs", s.outputs)
 	m.HandleFunc("GET /v1/tasks/{id}/attempts", s.attempts)

@@ -231,6 +231,11 @@ func (s *Server) cancel(w http.ResponseWriter, req *http.Request) {
 }
 
 func (s *Server) resume(w http.ResponseWriter, req *http.Request) {
+	var in api.ResumeRequest
+	if err := readJSON(req, &in); err != nil {
+		s.fail(w, req, err)
+		return
+	}
 	t, err := s.findTask(req)
 	if err != nil {
 		s.fail(w, req, err)
@@ -248,11 +253,56 @@ func (s *Server) resume(w http.ResponseWriter, req *http.Request) {
 		s.fail(w, req, fmt.Errorf("%w: cannot resume task %s: %v\na task submitted before modules were kept in the store runs from its plugin files: restore the file(s) it was submitted with and resume again", errConflict, t.ID, err))
 		return
 	}
-	if t.Status == store.Paused {
-		if t, err = s.e.Resume(req.Context(), t.ID); err != nil {
+	if len(in.Budget) > 0 {
+		if t, err = s.e.RaiseBudgets(req.Context(), t.ID, in.Budget, in.By); err != nil {
+			var bad *engine.BudgetRaiseError
+			if errors.As(err, &bad) {
+				err = badRequest("%v", err)
+			} else if errors.Is(err, store.ErrBudgetReached) {
+				err = fmt.Errorf("%w: %v", errConflict, err)
+			}
 			s.fail(w, req, err)
 			return
 		}
+	}
+	if t.Status == store.Paused {
+		if t, err = s.e.Resume(req.Context(), t.ID); err != nil {
+			if errors.Is(err, store.ErrBudgetReached) {
+				err = fmt.Errorf("%w: %v", errConflict, err)
+			}
+			s.fail(w, req, err)
+			return
+		}
+	}
+	writeJSON(w, http.StatusOK, s.view(t))
+}
+
+// pauseGrace is the grace of a pause that names none.
+const pauseGrace = 30 * time.Second
+
+func (s *Server) pause(w http.ResponseWriter, req *http.Request) {
+	var in api.PauseRequest
+	if err := readJSON(req, &in); err != nil {
+		s.fail(w, req, err)
+		return
+	}
+	grace := pauseGrace
+	if in.Grace != "" {
+		d, err := time.ParseDuration(in.Grace)
+		if err != nil || d < 0 {
+			s.fail(w, req, badRequest("grace %q: want a duration such as 30s or 0s", in.Grace))
+			return
+		}
+		grace = d
+	}
+	t, err := s.findTask(req)
+	if err == nil {
+		why := store.PauseReason{Kind: store.PauseOperator, By: in.By, Note: in.Reason}
+		t, err = s.e.Pause(req.Context(), t.ID, why, grace)
+	}
+	if err != nil {
+		s.fail(w, req, err)
+		return
 	}
 	writeJSON(w, http.StatusOK, s.view(t))
 }

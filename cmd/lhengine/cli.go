@@ -24,6 +24,7 @@ const (
 	exitOK          = 0
 	exitFailed      = 1 // an error, an invalid task file, or a task that did not succeed
 	exitUsage       = 2 // bad command line
+	exitPaused      = 3 // run or resume returned on a task that paused or waits for a person
 	exitInterrupted = 130
 )
 
@@ -165,7 +166,8 @@ home's API on a socket inside it, and every other command talks to that
 process; with none alive, a command opens the home itself while it runs.
 
 Exit codes: 0 success; 1 error, invalid task file, or a task that did not succeed;
-2 bad command line; 130 interrupted.`,
+2 bad command line; 3 run or resume returned on a task that paused or waits for a
+person (it says why and the command that continues it); 130 interrupted.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
@@ -201,7 +203,7 @@ Exit codes: 0 success; 1 error, invalid task file, or a task that did not succee
 	root.PersistentFlags().StringVar(&a.cache, "cache", os.Getenv("LHENGINE_CACHE"), "directory of compiled plugins, shared by every home that names it, or off (default: lhengine in the user's cache directory; env LHENGINE_CACHE)")
 	root.PersistentFlags().BoolVar(&a.damaged, "allow-damaged", false, "open a store that failed an integrity check (see: lhengine store verify)")
 	root.AddCommand(
-		a.validateCmd(), a.runCmd(), a.submitCmd(), a.workerCmd(), a.resumeCmd(),
+		a.validateCmd(), a.runCmd(), a.submitCmd(), a.workerCmd(), a.resumeCmd(), a.pauseCmd(),
 		a.lsCmd(), a.statusCmd(), a.outputsCmd(), a.eventsCmd(), a.cancelCmd(), a.pluginCmd(),
 		a.artifactsCmd(), a.artifactCmd(), a.effectsCmd(), a.effectCmd(),
 		a.storeCmd(),

@@ -149,9 +149,15 @@ func TestDriftAcrossSIGKILL(t *testing.T) {
 			require.Equal(t, onDrift, drifts[0].Fact.Action)
 			require.NotNil(t, task.Drift)
 			require.Equal(t, after, task.Drift.New)
+			status, code := lhExit(t, bin, home, "", "status", id)
+			require.Equal(t, 0, code, status)
+			require.Contains(t, status, "drift:       fact head changed from "+before+" to "+after)
+			events, code := lhExit(t, bin, home, "", "events", id)
+			require.Equal(t, 0, code, events)
+			require.Contains(t, events, "environment fact head changed from "+before+" to "+after+" (on_drift "+onDrift+")")
 
 			if onDrift == "pause" {
-				require.NotZero(t, code, "a paused task is not a success:\n%s", out)
+				require.NotEqual(t, -9, code, out)
 				require.Equal(t, store.Paused, task.Status)
 				require.Equal(t, store.PauseDrift, task.Pause.Kind)
 				require.Equal(t, "head", task.Pause.Name)

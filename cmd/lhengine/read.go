@@ -124,6 +124,10 @@ func (a *app) report(rep *api.Report) {
 	if t.Reason != "" {
 		fmt.Fprintf(w, "  reason:      %s\n", t.Reason)
 	}
+	if d := t.Drift; d != nil {
+		fmt.Fprintf(w, "  drift:       fact %s changed from %s to %s at %s (on_drift %s)\n",
+			d.Name, orNone(d.Old), orNone(d.New), d.At.Local().Format(time.DateTime), d.Action)
+	}
 	if t.Failure != nil && t.Failure.String() != t.Reason {
 		// A failed unit's reason is its failure: say it once.
 		fmt.Fprintf(w, "  failure:     %s\n", t.Failure)
@@ -517,4 +521,12 @@ func indent(s, prefix string) string {
 		lines[i] = prefix + l
 	}
 	return strings.Join(lines, "\n")
+}
+
+// orNone is s, or "(none)" when it is empty.
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
 }

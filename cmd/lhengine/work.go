@@ -352,6 +352,7 @@ func (a *app) resumeCmd() *cobra.Command {
 	var conc int
 	var mf recordFlag
 	var follow bool
+	var budgets []string
 	cmd := &cobra.Command{
 		Use:   "resume ID",
 		Short: "Continue a task from its last committed work unit (after a crash, kill or stop)",
@@ -362,11 +363,24 @@ with a progress line, as run does.
 If the home's owner already works every task (lhengine serve, lhengine
 worker), resume hands the task to it (resuming it if it was paused), says
 so and returns; with --follow it follows the task to its end instead, with
-the exit status run would have.`,
+the exit status run would have.
+
+--budget NAME=VALUE or NAME=+DELTA (repeatable) raises a budget of the task
+first (wall_time, cost, units, repairs, consecutive_failures; wall_time as a
+duration: --budget wall_time=+2h); each raise is an event naming who raised
+it. A task paused by a budget resumes only once the budget is raised.
+
+Like run, resume returns when the task pauses or waits for a person, saying
+why and the command that continues it, with exit status 3.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.withWorker(cmd.Context(), false, func(s *session) error {
-				t, err := s.c.Resume(cmd.Context(), args[0])
+				for _, b := range budgets {
+					if _, err := store.ParseBudgetRaise(b); err != nil {
+						return &exitError{code: exitUsage, err: fmt.Errorf("--budget %v", err)}
+					}
+				}
+				t, err := s.c.ResumeWith(cmd.Context(), args[0], api.ResumeRequest{Budget: budgets, By: who()})
 				if err != nil {
 					return err
 				}
@@ -390,6 +404,7 @@ the exit status run would have.`,
 	cmd.Flags().IntVar(&conc, "concurrency", defaultConcurrency, "attempts run at once")
 	a.registerGrace(cmd)
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "when the home's owner (serve, worker) already works the task, follow it to its end instead of returning")
+	cmd.Flags().StringArrayVar(&budgets, "budget", nil, "raise a budget first: NAME=VALUE or NAME=+DELTA (repeatable)")
 	mf.register(cmd)
 	return cmd
 }
@@ -421,9 +436,15 @@ func (a *app) workTask(ctx context.Context, s *session, id string, conc int, mf 
 		err = s.c.Follow(ctx, id, math.MaxUint64, func(it api.StreamItem) error {
 			if it.Task != nil {
 				p.update(it.Task.Task)
+				if stopsFollowing(it.Task.Status) && it.Task.Leases == 0 {
+					return errStopped
+				}
 			}
 			return nil
 		})
+		if errors.Is(err, errStopped) {
+			err = nil
+		}
 	}
 	a.logs.to(nil)
 	p.finish()
@@ -461,6 +482,12 @@ func (a *app) workTask(ctx context.Context, s *session, id string, conc int, mf 
 		if t.Status == store.Succeeded {
 			fmt.Fprintf(a.stdout, "output of step %q:\n%s\n", t.Steps[len(t.Steps)-1].Name, indentJSON(t.Output))
 		}
+		if stopsFollowing(t.Status) {
+			fmt.Fprintf(a.stdout, "continue with: %s\n", continueCommand(t.Task))
+		}
+	}
+	if stopsFollowing(t.Status) {
+		return &exitError{code: exitPaused}
 	}
 	if t.Status != store.Succeeded {
 		return &exitError{code: exitFailed}

@@ -128,6 +128,10 @@
     const reason = document.getElementById("reason");
     reason.textContent = t.reason || "";
     reason.hidden = !t.reason;
+    const drift = document.getElementById("drift");
+    const d = t.drift;
+    drift.textContent = d ? "environment drift: fact " + d.name + " changed from " + d.old + " to " + d.new + " (on_drift " + d.action + ")" : "";
+    drift.hidden = !d;
     (t.steps || []).forEach((s, i) => {
       const row = document.getElementById("step-" + i);
       if (!row) return;

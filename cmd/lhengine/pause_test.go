@@ -1,0 +1,136 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lhengine/lhengine/api"
+	"github.com/lhengine/lhengine/internal/testgate"
+	"github.com/lhengine/lhengine/store"
+)
+
+// status reads a task's report through the CLI (-o json).
+func (b *procBundle) status(t *testing.T, id string) api.Report {
+	t.Helper()
+	code, out, errOut := b.lh(t, "status", "-o", "json", id)
+	require.Equal(t, 0, code, errOut)
+	var rep api.Report
+	require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
+	return rep
+}
+
+// TestPauseUnderServe: under serve, `pause` lets the four units in flight
+// commit and returns with the task paused by the OS user; while it is
+// paused nothing of it runs or commits, and another task of the home runs
+// to its end; `resume` continues it, and every unit commits exactly once.
+func TestPauseUnderServe(t *testing.T) {
+	t.Parallel()
+	b := setupProcs(t)
+	g, other := testgate.New(t), testgate.New(t)
+	srv := b.start(t, "serve", "--listen", "", "--concurrency", "4")
+	srv.until(t, regexp.MustCompile(`^serving home`))
+	code, out, errOut := b.lh(t, "submit", b.task(t, "gated", g, 12, 4))
+	require.Equal(t, 0, code, errOut)
+	id := strings.TrimSpace(out)
+	for range 4 {
+		within(t, g.Arrived(), "unit reaching the gate")
+	}
+
+	pause := b.start(t, "pause", id, "--reason", "maintenance", "--grace", "10m")
+	// The pause waits for the units in flight; it is recorded at once.
+	follow := b.start(t, "events", "--follow", id)
+	follow.until(t, regexp.MustCompile(`paused`))
+	g.Release(4)
+	require.Equal(t, 0, pause.wait(t), pause.stderr.String())
+
+	rep := b.status(t, id)
+	require.Equal(t, store.Paused, rep.Task.Status)
+	require.Equal(t, store.PauseOperator, rep.Task.Pause.Kind)
+	require.Equal(t, "maintenance", rep.Task.Pause.Note)
+	require.NotEmpty(t, rep.Task.Pause.By)
+	done, _ := rep.Task.Progress()
+	require.Equal(t, 4, done, "the units in flight committed")
+	require.Zero(t, rep.Task.Leases)
+
+	// Another task runs to its end while this one is paused.
+	other.Open()
+	code, out, errOut = b.lh(t, "submit", b.task(t, "other", other, 3, 3))
+	require.Equal(t, 0, code, errOut)
+	code, _, errOut = b.lh(t, "events", "--follow", strings.TrimSpace(out))
+	require.Equal(t, 0, code, "the other task succeeds: %s", errOut)
+	select {
+	case it := <-g.Arrived():
+		t.Fatalf("item %s of the paused task ran", it)
+	default:
+	}
+	rep = b.status(t, id)
+	done, _ = rep.Task.Progress()
+	require.Equal(t, 4, done, "nothing committed while paused")
+	require.Equal(t, 4, rep.Task.Attempts)
+
+	g.Open()
+	code, out, errOut = b.lh(t, "resume", id)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "already being worked by")
+	code, _, errOut = b.lh(t, "events", "--follow", id)
+	require.Equal(t, 0, code, errOut)
+	rep = b.status(t, id)
+	require.Equal(t, store.Succeeded, rep.Task.Status)
+	require.Equal(t, 12, rep.Task.Attempts, "every unit committed once")
+	require.NoError(t, srv.c.Process.Signal(syscall.SIGTERM))
+	require.Equal(t, 0, srv.wait(t))
+}
+
+// TestBudgetPausesRunAndSurvivesAKill: `run` of a task with budget
+// units = 5 is killed (SIGKILL) after 3 units committed; `resume` runs
+// exactly 2 more (the 3 counted before the kill stay counted), returns on
+// the pause with exit status 3, the reason and the command that continues
+// it; that command finishes the task, each unit committed once.
+func TestBudgetPausesRunAndSurvivesAKill(t *testing.T) {
+	t.Parallel()
+	b := setupProcs(t)
+	g := testgate.New(t)
+	path := filepath.Join(b.dir, "budget.hcl")
+	require.NoError(t, os.WriteFile(path, []byte(`task "budget" {
+  budget {
+    units = 5
+  }
+`+g.Step("each", "gate.wasm", 8, 1)+`}`), 0o644))
+	run := b.start(t, "run", "--concurrency", "1", path)
+	id := strings.TrimPrefix(run.until(t, regexp.MustCompile(`^task `)), "task ")
+	follow := b.start(t, "events", "--follow", id)
+	seen := 0
+	g.Release(3)
+	countDone(t, follow, &seen, 3)
+	require.NoError(t, run.c.Process.Signal(syscall.SIGKILL))
+	run.wait(t)
+	require.NoError(t, follow.c.Process.Kill())
+	follow.wait(t)
+
+	g.Open()
+	code, out, errOut := b.lh(t, "resume", id)
+	require.Equal(t, 3, code, "a pause is exit status 3: %s %s", out, errOut)
+	require.Contains(t, out, "budget units reached: 5 of 5")
+	require.Contains(t, out, "continue with: lhengine resume "+id+" --budget units=+5")
+	rep := b.status(t, id)
+	require.Equal(t, store.Paused, rep.Task.Status)
+	done, _ := rep.Task.Progress()
+	require.Equal(t, 5, done, "3 before the kill, 2 after: the usage survived it")
+	require.Equal(t, int64(5), rep.Task.Budget.Units)
+
+	code, out, errOut = b.lh(t, "resume", id, "--budget", "units=+5")
+	require.Equal(t, 0, code, "%s %s", out, errOut)
+	rep = b.status(t, id)
+	require.Equal(t, store.Succeeded, rep.Task.Status)
+	require.LessOrEqual(t, rep.Task.Attempts, 9, "at most the unit in flight at the kill ran twice")
+	code, out, _ = b.lh(t, "events", "-o", "json", id)
+	require.Equal(t, 0, code)
+	require.Contains(t, out, `"budget_raised"`)
+}
