@@ -109,7 +109,7 @@ type PauseKind string
 
 // Pause kinds.
 const (
-	PauseOperator        PauseKind = "operator"         // a person: By is the OS user or the API token's name
+	PauseOperator        PauseKind = "operator"         // a person: By is who (the CLI sends the OS user)
 	PauseBudget          PauseKind = "budget"           // a task budget reached its limit: Name is the budget
 	PauseRepairs         PauseKind = "repairs"          // a step's repair.max was reached: Name is the step
 	PauseDrift           PauseKind = "drift"            // an environment fact changed: Name is the fact
