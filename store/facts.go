@@ -89,8 +89,22 @@ func (r *Reader) Facts(id string) (*Facts, error) {
 //
 // Concurrent checks of one task with the same new values record the
 // drift once: the first one's transaction changes the record, the others
-// find it equal.
+// find it equal. Values equal to the record are told by a read alone, and
+// the lease is then checked by the unit's commit.
 func (s *Store) CheckFacts(ctx context.Context, l Lease, values map[string]string, on OnDrift) (changes []FactChange, run bool, task *Task, err error) {
+	// Most units see the recorded values: a read, not a write, tells.
+	same := false
+	err = s.view(func(t *tx) error {
+		rec := new(Facts)
+		if err := t.getJSON(factsKey(l.Task), rec); err != nil && !errors.Is(err, ErrNotFound) {
+			return err
+		}
+		same = maps.Equal(rec.Values, values)
+		return nil
+	})
+	if err != nil || same {
+		return nil, err == nil, nil, err
+	}
 	err = s.update(ctx, func(t *tx) error {
 		changes, run, task = nil, true, nil
 		u, tk, err := s.leased(t, l)
