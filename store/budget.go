@@ -14,7 +14,8 @@ import (
 // fails it) until a person raises them (RaiseBudgets) and resumes it.
 // Usage is counted in the transactions that use it: a unit's commit counts
 // the unit, a failure the failures in a row, a repair the repairs, a model
-// call's record its cost (model.go), the leases' commits and releases the
+// call's record its cost (model.go, which pauses the task when the call
+// reaches the cost budget), the leases' claims, commits and releases the
 // wall time. So usage survives a crash and is never counted twice.
 
 // Budget names, as written in a task's budget block.

@@ -178,3 +178,36 @@ func TestParseBudgetRaise(t *testing.T) {
 		require.ErrorContains(t, err, msg, in)
 	}
 }
+
+// TestCostBudgetPausesAtTheCallThatReachesIt: the model call whose cost
+// reaches the budget pauses the task in its own transaction; the units in
+// flight still commit; nothing more is claimed.
+func TestCostBudgetPausesAtTheCallThatReachesIt(t *testing.T) {
+	t.Parallel()
+	b := setup(t, fanOutPlanner(4))
+	task := b.submitBudget(t, []StepState{{Name: "each", FanOut: true, Limit: 4}}, BudgetLimits{Cost: 1})
+	ls := b.claimN(t, 2)
+	require.Len(t, ls, 2)
+	call := func(l Lease, cost float64) {
+		_, recorded, err := b.s.RecordModelCall(b.ctx, l, &ModelCall{Task: l.Task, Step: l.Step, Item: l.Item, Key: "k",
+			RequestSHA256: "sum", Model: "m", Response: []byte(`{}`), Cost: cost, Attempt: l.Attempt})
+		require.NoError(t, err)
+		require.True(t, recorded)
+	}
+	call(ls[0], 0.6)
+	got, err := b.s.Task(b.ctx, task.ID)
+	require.NoError(t, err)
+	require.Equal(t, Running, got.Status)
+	call(ls[1], 0.5)
+	got, err = b.s.Task(b.ctx, task.ID)
+	require.NoError(t, err)
+	require.Equal(t, Paused, got.Status)
+	require.Equal(t, BudgetCost, got.Pause.Name)
+	require.InDelta(t, 1.1, got.Pause.Used, 1e-9)
+	require.Len(t, b.events(t, task.ID, EvBudgetWarning), 0, "reached at once: the pause says it")
+	for _, l := range ls {
+		got = b.done(t, l, `1`)
+	}
+	require.Equal(t, 2, got.Steps[0].Done, "the units in flight committed")
+	require.Empty(t, b.claimN(t, 4))
+}

@@ -235,6 +235,11 @@ func (s *Store) RecordModelCall(ctx context.Context, l Lease, c *ModelCall) (out
 		if err := s.modelEvent(t, task, c, l.Attempt, false); err != nil {
 			return err
 		}
+		// A call that reaches the cost budget pauses the task at once;
+		// the attempts in flight still commit (budget.go).
+		if err := s.checkBudgets(t, task); err != nil {
+			return err
+		}
 		out, recorded = c, true
 		return t.saveTask(task)
 	})
