@@ -362,3 +362,21 @@ func (s *Store) pauseForRepairs(t *tx, task *Task, l Lease, why PauseReason) err
 	t.after(func(x *index) { x.addReady(ref, time.Time{}, false) })
 	return s.pauseInTx(t, task, why)
 }
+
+// BudgetSummary says each budget the task has, with its usage: "units 5 of
+// 5, wall_time 3m0s of 8h0m0s"; "" for a task without one.
+func (t *Task) BudgetSummary() string {
+	if t.Budget == nil {
+		return ""
+	}
+	var parts []string
+	for _, n := range BudgetOrder {
+		if l := t.Budget.Limits.limit(n); l > 0 {
+			parts = append(parts, fmt.Sprintf("%s %s of %s", n, formatUsage(n, t.BudgetUsage(n)), formatUsage(n, l)))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// BudgetOrder is every budget name, in the order of the budget block.
+var BudgetOrder = []string{BudgetWallTime, BudgetCost, BudgetUnits, BudgetRepairs, BudgetConsecutiveFailures}

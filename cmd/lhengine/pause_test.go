@@ -124,6 +124,9 @@ func TestBudgetPausesRunAndSurvivesAKill(t *testing.T) {
 	done, _ := rep.Task.Progress()
 	require.Equal(t, 5, done, "3 before the kill, 2 after: the usage survived it")
 	require.Equal(t, int64(5), rep.Task.Budget.Units)
+	code, out, errOut = b.lh(t, "status", id)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "budget:      units 5 of 5")
 
 	code, out, errOut = b.lh(t, "resume", id, "--budget", "units=+5")
 	require.Equal(t, 0, code, "%s %s", out, errOut)

@@ -124,6 +124,9 @@ func (a *app) report(rep *api.Report) {
 	if t.Reason != "" {
 		fmt.Fprintf(w, "  reason:      %s\n", t.Reason)
 	}
+	if b := t.BudgetSummary(); b != "" {
+		fmt.Fprintf(w, "  budget:      %s\n", b)
+	}
 	if d := t.Drift; d != nil {
 		fmt.Fprintf(w, "  drift:       fact %s changed from %s to %s at %s (on_drift %s)\n",
 			d.Name, orNone(d.Old), orNone(d.New), d.At.Local().Format(time.DateTime), d.Action)

@@ -283,7 +283,10 @@ task "t" {
 // pool's timer.
 func TestFinishedTaskReleasesItsInstances(t *testing.T) {
 	t.Parallel()
-	ctx := testCtx(t)
+	// Compiling a Go guest can take minutes on a busy machine: no
+	// 30-second bound here, only the suite's.
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
 	b := setup(t)
 	wasm, err := os.ReadFile(testwasm.BuildGo(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/go/stateless")))
 	require.NoError(t, err)
