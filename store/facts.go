@@ -89,17 +89,22 @@ func (r *Reader) Facts(id string) (*Facts, error) {
 //
 // Concurrent checks of one task with the same new values record the
 // drift once: the first one's transaction changes the record, the others
-// find it equal. Values equal to the record are told by a read alone, and
+// find it equal. A unit whose task was paused after it was leased (by
+// another unit's drift, say) does not start either: its lease is given
+// back uncharged and run is false. Values equal to the record are told by a read alone, and
 // the lease is then checked by the unit's commit.
 func (s *Store) CheckFacts(ctx context.Context, l Lease, values map[string]string, on OnDrift) (changes []FactChange, run bool, task *Task, err error) {
 	// Most units see the recorded values: a read, not a write, tells.
 	same := false
 	err = s.view(func(t *tx) error {
-		rec := new(Facts)
+		rec, tk := new(Facts), new(Task)
 		if err := t.getJSON(factsKey(l.Task), rec); err != nil && !errors.Is(err, ErrNotFound) {
 			return err
 		}
-		same = maps.Equal(rec.Values, values)
+		if err := t.getJSON(taskKey(l.Task), tk); err != nil {
+			return err
+		}
+		same = maps.Equal(rec.Values, values) && tk.Status != Paused
 		return nil
 	})
 	if err != nil || same {
@@ -115,8 +120,34 @@ func (s *Store) CheckFacts(ctx context.Context, l Lease, values map[string]strin
 		if err := t.getJSON(factsKey(l.Task), rec); err != nil && !errors.Is(err, ErrNotFound) {
 			return err
 		}
+		// The unit does not run now: give its lease back uncharged.
+		giveBack := func() error {
+			st := t.step(tk, l.Step)
+			u.State, u.Owner, u.LeaseUntil, u.NotBefore = UnitReady, "", time.Time{}, time.Time{}
+			u.Attempt = max(u.Attempt-1, 0)
+			tk.Attempts = max(tk.Attempts-1, 0)
+			tk.Leases--
+			st.Leased--
+			ref := unitRef{l.Task, l.Step, l.Item}
+			t.after(func(x *index) { delete(x.leases, ref) })
+			return t.putJSON(unitKey(l.Task, l.Step, l.Item), u)
+		}
 		if maps.Equal(rec.Values, values) {
-			return nil
+			if tk.Status != Paused {
+				return nil
+			}
+			// Another unit's drift paused the task after this unit was
+			// leased: it does not start.
+			run = false
+			t.durable = true
+			if err := giveBack(); err != nil {
+				return err
+			}
+			if err := t.saveTask(tk); err != nil {
+				return err
+			}
+			task = tk
+			return t.fill(task)
 		}
 		now := s.now()
 		action := on.Name
@@ -151,18 +182,11 @@ func (s *Store) CheckFacts(ctx context.Context, l Lease, values map[string]strin
 			return t.saveTask(tk)
 		}
 		run = false
-		// The unit does not run now: give its lease back uncharged.
-		st := t.step(tk, l.Step)
-		u.State, u.Owner, u.LeaseUntil, u.NotBefore = UnitReady, "", time.Time{}, time.Time{}
-		u.Attempt = max(u.Attempt-1, 0)
-		tk.Attempts = max(tk.Attempts-1, 0)
-		tk.Leases--
-		st.Leased--
-		if err := t.putJSON(unitKey(l.Task, l.Step, l.Item), u); err != nil {
+		if err := giveBack(); err != nil {
 			return err
 		}
+		st := t.step(tk, l.Step)
 		ref := unitRef{l.Task, l.Step, l.Item}
-		t.after(func(x *index) { delete(x.leases, ref) })
 		if on.Pause {
 			names := make([]string, len(changes))
 			for i, c := range changes {

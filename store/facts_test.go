@@ -2,6 +2,7 @@ package store
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -128,4 +129,37 @@ func TestCheckFactsRestart(t *testing.T) {
 	require.Equal(t, 2, l.Step)
 	require.Equal(t, Succeeded, b.done(t, l, `"c"`).Status)
 	require.Len(t, b.events(t, task.ID, EvDrift), 2)
+}
+
+// TestCheckFactsPauseStopsUnitsLeasedBefore: two units leased; the first
+// one's check pauses the task; the second, reading the same new values,
+// sees no new drift but does not start: it is given back uncharged.
+func TestCheckFactsPauseStopsUnitsLeasedBefore(t *testing.T) {
+	t.Parallel()
+	b := setup(t, fanOutPlanner(2))
+	task := b.submitFacts(t, []StepState{{Name: "each", FanOut: true, Limit: 2}}, map[string]string{"head": "aaa"})
+	c, err := b.s.Claim(b.ctx, ClaimRequest{Owner: b.s.Owner("w"), Max: 2, LeaseFor: 30 * time.Second})
+	require.NoError(t, err)
+	require.Len(t, c.Leases, 2)
+	on := OnDrift{Pause: true, Name: "pause"}
+	_, run, tk, err := b.s.CheckFacts(b.ctx, c.Leases[0], map[string]string{"head": "bbb"}, on)
+	require.NoError(t, err)
+	require.False(t, run)
+	require.Equal(t, Paused, tk.Status)
+	changes, run, tk, err := b.s.CheckFacts(b.ctx, c.Leases[1], map[string]string{"head": "bbb"}, on)
+	require.NoError(t, err)
+	require.Empty(t, changes)
+	require.False(t, run, "the task is paused: the unit does not start")
+	require.Zero(t, tk.Leases)
+	require.Zero(t, tk.Attempts)
+	require.Len(t, b.events(t, task.ID, EvDrift), 1)
+
+	_, err = b.s.Resume(b.ctx, task.ID)
+	require.NoError(t, err)
+	c, err = b.s.Claim(b.ctx, ClaimRequest{Owner: b.s.Owner("w"), Max: 2, LeaseFor: 30 * time.Second})
+	require.NoError(t, err)
+	require.Len(t, c.Leases, 2, "both units ready again")
+	for _, l := range c.Leases {
+		require.Equal(t, 1, l.Attempt)
+	}
 }
