@@ -451,6 +451,13 @@ func (c *Client) Effects(ctx context.Context, ref string) ([]store.Effect, error
 	return es, c.do(ctx, "GET", taskPath(ref, "effects"), nil, &es)
 }
 
+// Failures returns the failed items of the task's fan-out steps that their
+// allow_failures tolerated.
+func (c *Client) Failures(ctx context.Context, ref string) ([]store.FailedItem, error) {
+	var fs []store.FailedItem
+	return fs, c.do(ctx, "GET", taskPath(ref, "failures"), nil, &fs)
+}
+
 // Settle settles an effect whose outcome is unknown: confirmed (it
 // happened) or not (perform it again).
 func (c *Client) Settle(ctx context.Context, ref string, confirmed bool, req SettleRequest) (*store.Effect, error) {

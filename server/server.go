@@ -173,6 +173,7 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /v1/tasks/{id}/events", s.events)
 	m.HandleFunc("GET /v1/tasks/{id}/artifacts", s.artifacts)
 	m.HandleFunc("GET /v1/tasks/{id}/effects", s.effects)
+	m.HandleFunc("GET /v1/tasks/{id}/failures", s.failures)
 	m.HandleFunc("POST /v1/tasks/{id}/effects/confirm", s.settle(true))
 	m.HandleFunc("POST /v1/tasks/{id}/effects/retry", s.settle(false))
 	m.HandleFunc("GET /v1/artifacts/{ref}", s.artifact)

@@ -446,6 +446,12 @@ func (s *Server) effects(w http.ResponseWriter, req *http.Request) {
 	})
 }
 
+func (s *Server) failures(w http.ResponseWriter, req *http.Request) {
+	answerRead(s, w, req, func(r *store.Reader, t *store.Task) ([]store.FailedItem, error) {
+		return r.FailedItems(t.ID)
+	})
+}
+
 func (s *Server) settle(confirmed bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, req *http.Request) {
 		var in api.SettleRequest

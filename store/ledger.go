@@ -81,6 +81,7 @@ func (s *Store) Submit(ctx context.Context, nt NewTask) (*Task, bool, error) {
 		for i := range task.Steps {
 			st := &task.Steps[i]
 			st.Pass, st.Planned, st.Units, st.Done, st.Leased, st.Open = 0, false, 0, 0, 0, ""
+			st.Failed = 0
 			if st.Limit <= 0 {
 				st.Limit = 1
 			}
@@ -681,7 +682,7 @@ func (s *Store) commitAndClaim(ctx context.Context, r Result, next ClaimRequest,
 				return err
 			}
 			if u.State == UnitFailed {
-				if err := s.fail(t, task, &f, f.String()); err != nil {
+				if err := s.failItem(t, task, l.Step, &f); err != nil {
 					return err
 				}
 			}
@@ -742,7 +743,7 @@ func (s *Store) commitAndClaim(ctx context.Context, r Result, next ClaimRequest,
 			if err := s.event(t, task, ev); err != nil {
 				return err
 			}
-			if st.Done == st.Units && l.Step == task.Cursor {
+			if st.Done+st.Failed == st.Units && l.Step == task.Cursor {
 				if err := s.advance(t, task); err != nil {
 					return err
 				}
@@ -842,7 +843,7 @@ func (s *Store) advance(t *tx, task *Task) error {
 		if !task.Status.runnable() {
 			return nil
 		}
-		if st := *t.step(task, task.Cursor); !st.Planned || st.Done < st.Units {
+		if st := *t.step(task, task.Cursor); !st.Planned || st.Done+st.Failed < st.Units {
 			return nil // units to run, or items still to plan
 		}
 	}
@@ -862,6 +863,7 @@ func (s *Store) enterStep(t *tx, task *Task) error {
 	}
 	st.Pass++
 	st.Planned, st.Units, st.Written, st.PlanHash, st.Done, st.Leased = false, 0, 0, "", 0, 0
+	st.Failed = 0
 	id := task.ID
 	if st.Windows > 0 {
 		if err := s.enterWindows(t, task, idx); err != nil {
@@ -1199,6 +1201,7 @@ func (s *Store) resetStep(t *tx, task *Task, step int) error {
 	})
 	task.Leases -= st.Leased
 	st.Planned, st.Units, st.Written, st.PlanHash, st.Done, st.Leased = false, 0, 0, "", 0, 0
+	st.Failed = 0
 	return nil
 }
 
@@ -1346,11 +1349,14 @@ func newTaskID(now time.Time) string {
 	return string(out[:])
 }
 
-// Retry re-opens a failed or cancelled task. With from < 0 it goes on at the
-// step it stopped at: every unit committed is kept, and only the units that
-// did not commit run (a failed unit, one whose lease the stop ended, one not
-// yet run or planned). With from >= 0, which must not be after the step it
-// stopped at, every output committed before step from is kept, and that
+// Retry re-opens a failed or cancelled task, or a task with failed items
+// (FailedItems). With from < 0 it goes on at the step it stopped at, or at
+// the first step with failed items when that is earlier (the steps after it
+// are entered again, as with from): every unit committed is kept, and only
+// the units that did not commit run (a failed unit, a failed item, one whose
+// lease the stop ended, one not yet run or planned). With from >= 0, which
+// must not be after the step it stopped at, every output committed before
+// step from is kept, and that
 // step and the ones after it are entered again: their pass rises (earlier
 // attempts stay on record) and what their earlier pass counted leaves the
 // task's counters. Either way every unit gets its step's whole retry budget
@@ -1363,15 +1369,29 @@ func (s *Store) Retry(ctx context.Context, id string, from int, by string) (*Tas
 		if err := t.getJSON(taskKey(id), task); err != nil {
 			return err
 		}
-		if task.Status != Failed && task.Status != Cancelled {
-			return fmt.Errorf("task %s is %s: only a failed or cancelled task can be retried", id, task.Status)
+		keep := from < 0
+		failedAt := -1 // the first step with failed items a retry runs again
+		if keep {
+			failedAt = t.firstFailedItems(task)
+		}
+		if task.Status != Failed && task.Status != Cancelled && (task.Status != Succeeded || failedAt < 0) {
+			return fmt.Errorf("task %s is %s: only a failed or cancelled task, or one with failed items, can be retried", id, task.Status)
 		}
 		if task.Removing {
 			return fmt.Errorf("task %s is being removed: finish with lhengine rm %s", id, id)
 		}
-		keep := from < 0
 		if keep {
 			from = task.Cursor
+		}
+		if failedAt >= 0 && failedAt < from {
+			// Its failed items run again, and the steps after it with
+			// the outputs they add.
+			for i := failedAt + 1; i < task.stepCount(); i++ {
+				if err := s.resetStep(t, task, i); err != nil {
+					return err
+				}
+			}
+			from, task.Cursor = failedAt, failedAt
 		}
 		if from > task.Cursor || from >= task.stepCount() {
 			return fmt.Errorf("task %s stopped at step %d %q: it can be retried from that step or an earlier one, not from step %d",
@@ -1403,6 +1423,10 @@ func (s *Store) Retry(ctx context.Context, id string, from int, by string) (*Tas
 		msg := fmt.Sprintf("%s task retried from step %q", was, t.step(task, from).Name)
 		if keep {
 			msg = fmt.Sprintf("%s task retried at step %q, keeping its %d committed units", was, t.step(task, from).Name, t.step(task, from).Done)
+			if n := t.step(task, from).Failed; n > 0 {
+				msg += fmt.Sprintf(" and running its %d failed items again", n)
+			}
+			t.step(task, from).Failed = 0 // reopen makes them ready
 		}
 		if by != "" {
 			msg += " by " + by
@@ -1488,7 +1512,7 @@ func (s *Store) reopen(t *tx, task *Task) error {
 	case !st.Planned && st.FanOut:
 		id := task.ID
 		t.after(func(x *index) { x.needPlan(id) })
-	case st.Planned && st.Done >= st.Units:
+	case st.Planned && st.Done+st.Failed >= st.Units:
 		return s.advance(t, task)
 	}
 	return nil

@@ -93,7 +93,7 @@ func (r *Reader) StepOutputLimited(task *Task, step int, max int64) (json.RawMes
 	if r.t.err != nil {
 		return nil, r.t.err
 	}
-	if !st.Planned || st.Done < st.Units {
+	if !st.Planned || st.Done+st.Failed < st.Units {
 		return nil, fmt.Errorf("step %q of task %s has not completed: %w", st.Name, task.ID, ErrNotFound)
 	}
 	// The committed attempt of each unit of the current pass, in item
@@ -166,8 +166,8 @@ func (r *Reader) StepOutputLimited(task *Task, step int, max int64) (json.RawMes
 	if n < len(want) {
 		return nil, missing(n)
 	}
-	if n != st.Units {
-		return nil, fmt.Errorf("step %q of task %s: %d of %d unit outputs found", st.Name, task.ID, n, st.Units)
+	if n != st.Units-st.Failed {
+		return nil, fmt.Errorf("step %q of task %s: %d of %d unit outputs found", st.Name, task.ID, n, st.Units-st.Failed)
 	}
 	return json.RawMessage(buf.Bytes()), nil
 }

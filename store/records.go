@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"time"
@@ -220,6 +221,14 @@ type StepState struct {
 	PlanHash string `json:"plan_hash,omitempty"`
 	Done     int    `json:"done"`
 	Leased   int    `json:"leased"`
+	// AllowFailures, or AllowPercent percent of Units rounded down, is
+	// how many items of a fan-out step may fail beyond their retries
+	// without failing the task (Allowed). Failed counts the items of the
+	// current pass that did: the step completes when Done+Failed reaches
+	// Units, and its output lists the Done items' outputs only.
+	AllowFailures int     `json:"allow_failures,omitempty"`
+	AllowPercent  float64 `json:"allow_percent,omitempty"`
+	Failed        int     `json:"failed,omitempty"`
 	// Windows is the number of window steps of this step: the steps right
 	// after it that a policy inserted with every = N.
 	Windows int `json:"windows,omitempty"`
@@ -236,6 +245,14 @@ type StepState struct {
 	// steps counted their own). The map is never changed in place: a
 	// commit stores a new one, which keeps StepState comparable.
 	Counters *map[string]int64 `json:"counters,omitempty"`
+}
+
+// Allowed is how many items of the step's current pass may fail.
+func (s *StepState) Allowed() int {
+	if s.AllowPercent > 0 {
+		return int(math.Floor(float64(s.Units) * s.AllowPercent / 100))
+	}
+	return s.AllowFailures
 }
 
 // Progress returns the number of committed units of the current pass and the
@@ -462,6 +479,9 @@ const (
 	// EvReleased: a stopping worker gave a unit back before its attempt
 	// ended (Store.Release); the attempt is not charged.
 	EvReleased EventType = "released"
+	// EvItemFailed: an item of a fan-out step failed beyond its retries
+	// and its step's allow_failures tolerated it.
+	EvItemFailed EventType = "item_failed"
 	// EvBudgetWarning: a budget passed 80% of its limit.
 	EvBudgetWarning EventType = "budget_warning"
 	// EvBudgetRaised: a person raised a budget (Store.RaiseBudgets); Owner

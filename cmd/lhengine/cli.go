@@ -205,7 +205,7 @@ person (it says why and the command that continues it); 130 interrupted.`,
 	root.AddCommand(
 		a.validateCmd(), a.runCmd(), a.submitCmd(), a.workerCmd(), a.resumeCmd(), a.pauseCmd(),
 		a.lsCmd(), a.statusCmd(), a.outputsCmd(), a.eventsCmd(), a.cancelCmd(), a.pluginCmd(),
-		a.artifactsCmd(), a.artifactCmd(), a.effectsCmd(), a.effectCmd(),
+		a.artifactsCmd(), a.artifactCmd(), a.effectsCmd(), a.effectCmd(), a.failuresCmd(),
 		a.storeCmd(),
 		a.rmCmd(), a.gcCmd(),
 		a.benchCmd(),

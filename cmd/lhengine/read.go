@@ -179,9 +179,18 @@ func (a *app) report(rep *api.Report) {
 		case s.FanOut:
 			fan = fmt.Sprintf(" (fan-out ≤%d)", s.Limit)
 		}
+		if s.Failed > 0 {
+			fan += fmt.Sprintf(" · %d failed (allowed %d)", s.Failed, s.Allowed())
+		}
 		fmt.Fprintf(tw, "  %s %d\t%s%s\t%s\t%d\t%d\t%d\t\n", mark, i+1, s.Name, fan, units, s.Done, s.Leased, s.Pass)
 	}
 	tw.Flush()
+	for _, s := range t.Steps {
+		if s.Failed > 0 {
+			fmt.Fprintf(w, "  failed items: lhengine failures %s lists them; lhengine retry %s runs them again\n", t.ID, t.ID)
+			break
+		}
+	}
 }
 
 func (a *app) outputsCmd() *cobra.Command {

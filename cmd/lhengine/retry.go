@@ -17,13 +17,18 @@ func (a *app) retryCmd() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "retry ID",
-		Short: "Re-open a failed or cancelled task where it stopped (or --from a step, run again) and work it to the end",
-		Long: `retry re-opens a failed or cancelled task and works it to the end, like resume.
+		Short: "Re-open a failed or cancelled task where it stopped, or one with failed items (or --from a step, run again) and work it to the end",
+		Long: `retry re-opens a failed or cancelled task, or one with failed items, and works
+it to the end, like resume.
 
 Without --from it goes on at the step where the task stopped: every unit
 committed is kept and not run again (a fan-out cancelled at 433 of 600 items
 runs the other 167), and the units that did not commit run: the one that
-failed, those cut short by the stop, those not started.
+failed, those cut short by the stop, those not started. A task with failed
+items (a fan-out step's allow_failures tolerated them, lhengine failures ID
+lists them; it may have succeeded) goes back to the first step with failed
+items: only those items run again, the step's committed items are kept, and
+the steps after it run again with the completed list.
 
 --from STEP (the step where it stopped, or an earlier one) runs that step
 and every step after it again from the start, committed units included;

@@ -121,12 +121,15 @@ func PrepareWith(ctx context.Context, path string, vars map[string]string, po Po
 		}
 		m.Plugins[s.Name] = store.PluginPin{Path: s.PluginPath, SHA256: sum}
 		steps[i] = store.StepState{Name: s.Name, FanOut: s.ForEach != nil || s.Every > 0, Limit: max(s.Concurrency, 1),
-			Windows: s.Windows, Every: s.Every}
+			Windows: s.Windows, Every: s.Every, AllowFailures: s.AllowFailures, AllowPercent: s.AllowFailuresPercent}
 		for j, a := range t.Steps[:i] {
 			if s.Every > 0 && a.Name == s.Anchor {
 				steps[i].Anchor = j
 			}
 		}
+	}
+	if err := pinFactPlugins(t, &m, sums); err != nil { // facts.go
+		return nil, err
 	}
 	return &Submission{Task: t, Steps: steps, Manifest: m}, nil
 }
@@ -182,6 +185,12 @@ func CheckModules(ctx context.Context, t *taskfile.Task, check ModuleCheck) hcl.
 			paths = append(paths, s.PluginPath)
 		}
 	}
+	for _, f := range factPlugins(t) { // facts.go
+		if _, ok := seen[f.ResolvedPath]; !ok {
+			seen[f.ResolvedPath] = nil
+			paths = append(paths, f.ResolvedPath)
+		}
+	}
 	errs := make([]error, len(paths))
 	slots := make(chan struct{}, runtime.GOMAXPROCS(0))
 	var wg sync.WaitGroup
@@ -218,6 +227,18 @@ func CheckModules(ctx context.Context, t *taskfile.Task, check ModuleCheck) hcl.
 			Subject:  &r,
 			Context:  &s.DeclRange,
 		})
+	}
+	for _, f := range factPlugins(t) {
+		if err := seen[f.ResolvedPath]; err != nil {
+			r := f.PathRange()
+			diags = append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Plugin cannot be loaded",
+				Detail:   fmt.Sprintf("Fact %q: %s: %v", f.Name, f.Path, err),
+				Subject:  &r,
+				Context:  &f.DeclRange,
+			})
+		}
 	}
 	return diags
 }
@@ -377,6 +398,9 @@ const MaxPlanBytes = 256 << 20
 type outputKey struct {
 	task       string
 	step, pass int
+	// done is the step's committed units: a retry of its failed items
+	// completes the same pass again with more of them.
+	done int
 }
 
 // NewCache returns an empty cache.
@@ -478,7 +502,7 @@ func (c *Cache) scope(r *store.Reader, sp *Spec, task *store.Task, step *taskfil
 		if idx < 0 || idx >= step.Index {
 			return sc, fmt.Errorf("step %q references step %q, which does not run before it", step.Name, name)
 		}
-		k := outputKey{task.ID, idx, task.Steps[idx].Pass}
+		k := outputKey{task.ID, idx, task.Steps[idx].Pass, task.Steps[idx].Done}
 		c.mu.Lock()
 		v, ok := c.outputs.get(k)
 		c.mu.Unlock()

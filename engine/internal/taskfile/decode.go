@@ -51,6 +51,7 @@ var stepSchema = &hcl.BodySchema{
 		{Name: "input"},
 		{Name: "for_each"},
 		{Name: "concurrency"},
+		{Name: "allow_failures"},
 		{Name: "timeout"},
 		{Name: "memory"},
 		{Name: "workspace"},
@@ -469,6 +470,9 @@ func decodeStepBlock(block *hcl.Block) (*Step, hcl.Diagnostics) {
 				}
 			}
 		}
+	}
+	if attr, ok := attrs["allow_failures"]; ok {
+		diags = append(diags, decodeAllowFailures(s, attr, block)...)
 	}
 	if attr, ok := attrs["timeout"]; ok {
 		d, moreDiags := constDuration(attr)

@@ -139,6 +139,12 @@ type Step struct {
 	DeclRange    hcl.Range // the step block's header
 	PluginRange  hcl.Range // the plugin attribute's expression range
 
+	// AllowFailures, or AllowFailuresPercent of the step's items (rounded
+	// down), is how many fan-out items may fail beyond their retries
+	// without failing the task (allow_failures; Allowed); both 0: none.
+	AllowFailures        int
+	AllowFailuresPercent float64
+
 	// What the step may reach; everything not granted is denied.
 	HTTP      *HTTPGrant              // nil: no http.fetch
 	Effects   map[string]*EffectGrant // by kind; nil when the step declares no effect
