@@ -11,15 +11,15 @@
 //	   │ queued │ ─────────────▶ │ running │ ◀──────────┐
 //	   └────────┘                └─────────┘            │ resume
 //	       │                      │  │  │  │            │
-//	cancel │          last step ──┘  │  │  └─ manual effect unknown
-//	       │             done        │  │        ▼
+//	cancel │          last step ──┘  │  │  └─ pause, a budget or repair.max
+//	       │             done        │  │     reached, manual effect unknown
+//	       │               │         │  │        ▼
 //	       ▼               ▼         │  │   ┌──────────────────┐
 //	 ┌───────────┐  ┌───────────┐    │  │   │ paused /          │
 //	 │ cancelled │  │ succeeded │    │  │   │ waiting_approval  │
 //	 └───────────┘  └───────────┘    │  │   └──────────────────┘
 //	       ▲                         │  │
 //	       └──────── cancel ─────────┘  └─ unit failed past its retries,
-//	                                      repair budget exhausted,
 //	                                      planning error ──▶ ┌────────┐
 //	                                                         │ failed │
 //	                                                         └────────┘
