@@ -40,7 +40,7 @@ func TestManualHintSettlesAFanOutItem(t *testing.T) {
 	require.Len(t, id, 26)
 
 	code, rout, rerr := b.lh(t, "resume", id)
-	require.Equal(t, 1, code, rout+rerr)
+	require.Equal(t, 3, code, "a pause is exit status 3: "+rout+rerr)
 	task := b.task(t, id)
 	require.Equal(t, store.Paused, task.Status, task.Reason)
 	m := regexp.MustCompile("confirm with `lhengine ([^`]*)`").FindStringSubmatch(task.Reason)

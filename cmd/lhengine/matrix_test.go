@@ -105,8 +105,9 @@ func TestCrashMatrix(t *testing.T) {
 				code, rout, rerr := b.lh(t, "resume", id)
 				task := b.task(t, id)
 				if mode == "manual" && (point == crashpoint.EffectAfterIntent || point == crashpoint.EffectAfterPerform) {
-					// The outcome of the first email is unknown: a human decides.
-					require.Equal(t, 1, code, rout+rerr)
+					// The outcome of the first email is unknown: a human decides
+					// (resume returns on the pause with exit status 3).
+					require.Equal(t, 3, code, rout+rerr)
 					require.Equal(t, store.Paused, task.Status, task.Reason)
 					require.Contains(t, task.Reason, "outcome unknown")
 					_, ecode := b.effects(t, id)
