@@ -222,7 +222,14 @@ func (e *Engine) Submit(ctx context.Context, path string, o SubmitOptions) (*sto
 	}
 	// The environment's facts as the task starts: a later unit that reads
 	// other values sees a drift.
-	facts, err := sub.Task.Environment.ReadFacts()
+	facts, err := sub.Task.Environment.ReadFacts(func(f *taskfile.Fact) (string, error) {
+		pin := sub.Manifest.Plugins[plan.FactPluginKey(f.Name)]
+		p, err := e.rt.LoadBytes(ctx, filepath.Base(pin.Path), modules[pin.SHA256])
+		if err != nil {
+			return "", err
+		}
+		return plan.RunFact(ctx, p, sub.Task.Name, f)
+	})
 	if err != nil {
 		return nil, false, fmt.Errorf("reading the task's environment: %w", err)
 	}

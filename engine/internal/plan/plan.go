@@ -128,6 +128,9 @@ func PrepareWith(ctx context.Context, path string, vars map[string]string, po Po
 			}
 		}
 	}
+	if err := pinFactPlugins(t, &m, sums); err != nil { // facts.go
+		return nil, err
+	}
 	return &Submission{Task: t, Steps: steps, Manifest: m}, nil
 }
 
@@ -182,6 +185,12 @@ func CheckModules(ctx context.Context, t *taskfile.Task, check ModuleCheck) hcl.
 			paths = append(paths, s.PluginPath)
 		}
 	}
+	for _, f := range factPlugins(t) { // facts.go
+		if _, ok := seen[f.ResolvedPath]; !ok {
+			seen[f.ResolvedPath] = nil
+			paths = append(paths, f.ResolvedPath)
+		}
+	}
 	errs := make([]error, len(paths))
 	slots := make(chan struct{}, runtime.GOMAXPROCS(0))
 	var wg sync.WaitGroup
@@ -218,6 +227,18 @@ func CheckModules(ctx context.Context, t *taskfile.Task, check ModuleCheck) hcl.
 			Subject:  &r,
 			Context:  &s.DeclRange,
 		})
+	}
+	for _, f := range factPlugins(t) {
+		if err := seen[f.ResolvedPath]; err != nil {
+			r := f.PathRange()
+			diags = append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Plugin cannot be loaded",
+				Detail:   fmt.Sprintf("Fact %q: %s: %v", f.Name, f.Path, err),
+				Subject:  &r,
+				Context:  &f.DeclRange,
+			})
+		}
 	}
 	return diags
 }

@@ -54,7 +54,13 @@ type Fact struct {
 	Path         string
 	ResolvedPath string
 	DeclRange    hcl.Range
+
+	pathRange hcl.Range // the source attribute's value
 }
+
+// PathRange is the range of the fact's path in the task file, for
+// diagnostics about the file it names.
+func (f *Fact) PathRange() hcl.Range { return f.pathRange }
 
 var environmentSchema = &hcl.BodySchema{
 	Attributes: []hcl.AttributeSchema{{Name: "on_drift"}},
@@ -155,12 +161,8 @@ func decodeFactBlock(block *hcl.Block) (*Fact, hcl.Diagnostics) {
 		diags = append(diags, attrDiag(attr, "Invalid fact path", attr.Name+" must name a path, relative to the task file's directory or absolute."))
 		return nil, diags
 	}
-	if attr.Name == FactPlugin {
-		diags = append(diags, attrDiag(attr, "Plugin facts are not supported",
-			fmt.Sprintf("This engine reads git_head and file_sha256 facts; a fact read by a plugin (fact %q) is not supported yet.", f.Name)))
-		return nil, diags
-	}
 	f.Kind, f.Path = attr.Name, p
+	f.pathRange = attr.Expr.Range()
 	return f, diags
 }
 
@@ -181,15 +183,27 @@ func resolveEnvironment(task *Task, steps map[string]*Step) hcl.Diagnostics {
 	return nil
 }
 
-// ReadFacts reads every fact of the environment now, by name. A task
-// without an environment block has none (nil).
-func (env *Environment) ReadFacts() (map[string]string, error) {
+// ReadFacts reads every fact of the environment now, by name, running a
+// plugin fact with plugin. A task without an environment block has none
+// (nil).
+func (env *Environment) ReadFacts(plugin func(*Fact) (string, error)) (map[string]string, error) {
 	if env == nil {
 		return nil, nil
 	}
 	out := make(map[string]string, len(env.Facts))
 	for _, f := range env.Facts {
-		v, err := f.Read()
+		var (
+			v   string
+			err error
+		)
+		if f.Kind == FactPlugin && plugin != nil {
+			v, err = plugin(f)
+			if err != nil {
+				err = fmt.Errorf("fact %q: plugin %s: %w", f.Name, f.Path, err)
+			}
+		} else {
+			v, err = f.Read()
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -200,7 +214,7 @@ func (env *Environment) ReadFacts() (map[string]string, error) {
 
 // Read reads the fact's current value: for git_head the hex id of the
 // commit HEAD points to, for file_sha256 the file's sha256 in lower-case
-// hex.
+// hex. A plugin fact is read by ReadFacts' plugin runner only.
 func (f *Fact) Read() (string, error) {
 	var (
 		v   string

@@ -33,7 +33,17 @@ func (w *Worker) checkFacts(ctx context.Context, l store.Lease, sp *plan.Spec, l
 	if env == nil {
 		return nil, nil
 	}
-	values, err := env.ReadFacts()
+	values, err := env.ReadFacts(func(f *taskfile.Fact) (string, error) {
+		pin, ok := sp.Manifest.Plugins[plan.FactPluginKey(f.Name)]
+		if !ok {
+			return "", fault.New(fault.PluginMissing, "the run manifest pins no plugin for fact %q", f.Name)
+		}
+		p, err := w.plugin(ctx, pin)
+		if err != nil {
+			return "", err
+		}
+		return plan.RunFact(ctx, p, sp.Task.Name, f)
+	})
 	if err != nil {
 		return nil, fault.Wrap(fault.Input, err, "reading the task's environment: "+err.Error())
 	}
