@@ -1,0 +1,54 @@
+package server_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lhengine/lhengine/api"
+	"github.com/lhengine/lhengine/store"
+)
+
+// TestPauseAndBudgetRaiseOverTheAPI: POST .../pause pauses a queued task
+// by the named person (no unit in flight: it answers at once); a bad
+// grace or budget raise is 400; a
+// resume with a raise records it with who and makes the task runnable.
+func TestPauseAndBudgetRaiseOverTheAPI(t *testing.T) {
+	t.Parallel()
+	b := setupAPI(t)
+	ctx := context.Background()
+	c := api.NewClient(b.url, nil, b.token)
+	task := b.submit(t, c, 3)
+
+	var ae *api.Error
+	_, err := c.Pause(ctx, task.ID, api.PauseRequest{Grace: "soon"})
+	require.ErrorAs(t, err, &ae)
+	require.Equal(t, api.CodeInvalid, ae.Code)
+
+	got, err := c.Pause(ctx, task.ID, api.PauseRequest{Reason: "deploy window", By: "carol", Grace: "0s"})
+	require.NoError(t, err)
+	require.Equal(t, store.Paused, got.Status)
+	require.Equal(t, "carol", got.Pause.By)
+	require.Equal(t, "paused by carol: deploy window", got.Reason)
+
+	_, err = c.ResumeWith(ctx, task.ID, api.ResumeRequest{Budget: []string{"unit=5"}})
+	require.ErrorAs(t, err, &ae)
+	require.Equal(t, api.CodeInvalid, ae.Code)
+	require.Contains(t, ae.Message, `no budget named "unit"`)
+
+	got, err = c.ResumeWith(ctx, task.ID, api.ResumeRequest{Budget: []string{"units=10", "wall_time=+1h"}, By: "carol"})
+	require.NoError(t, err)
+	require.Equal(t, store.Running, got.Status)
+	require.Equal(t, int64(10), got.Budget.Limits.Units)
+	evs, err := c.Events(ctx, task.ID, 0)
+	require.NoError(t, err)
+	raised := 0
+	for _, e := range evs {
+		if e.Type == store.EvBudgetRaised {
+			raised++
+			require.Equal(t, "carol", e.Owner)
+		}
+	}
+	require.Equal(t, 2, raised)
+}
