@@ -390,7 +390,9 @@ func (s *Store) ResolveEffect(ctx context.Context, task string, step, item int, 
 			Message: fmt.Sprintf("effect %q %s: %s", key, verb, note)}); err != nil {
 			return err
 		}
-		if tk.Status == Paused {
+		if tk.Status == Paused && (tk.Pause == nil || tk.Pause.Kind == PauseEffect) {
+			// Only a pause the effect caused ends with it; a person's, a
+			// budget's or a drift's stands until resumed.
 			if err := s.unpause(t, tk); err != nil {
 				return err
 			}

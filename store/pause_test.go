@@ -81,3 +81,25 @@ func TestPauseTaskOfAFinishedTask(t *testing.T) {
 	_, err = b.s.PauseTask(b.ctx, "nope", PauseReason{Kind: PauseOperator})
 	require.ErrorIs(t, err, ErrNotFound)
 }
+
+// TestSettlingAnEffectDoesNotResumeAnOperatorsPause: an effect settled
+// while its task is paused by a person (or a budget) leaves the task
+// paused: only a pause the effect itself caused ends with it.
+func TestSettlingAnEffectDoesNotResumeAnOperatorsPause(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	task := b.submit(t, plainSteps("send"))
+	l := b.claim1(t, "w")
+	e := &Effect{Task: task.ID, Step: 0, StepName: "send", Key: "mail-1", Kind: "http", Mode: "manual",
+		IdempotencyKey: IdempotencyKey(task.ID, "send", 0, "mail-1"), State: EffectUnknown, Attempt: 1}
+	require.NoError(t, b.s.RecordEffect(b.ctx, l, e))
+	_, err := b.s.PauseTask(b.ctx, task.ID, PauseReason{Kind: PauseOperator, By: "alice"})
+	require.NoError(t, err)
+	require.NoError(t, b.s.Release(b.ctx, l))
+	_, err = b.s.ResolveEffect(b.ctx, task.ID, 0, 0, "mail-1", true, "sent")
+	require.NoError(t, err)
+	got, err := b.s.Task(b.ctx, task.ID)
+	require.NoError(t, err)
+	require.Equal(t, Paused, got.Status, "the operator's pause stands")
+	require.Equal(t, "alice", got.Pause.By)
+}
