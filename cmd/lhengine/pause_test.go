@@ -137,3 +137,35 @@ func TestBudgetPausesRunAndSurvivesAKill(t *testing.T) {
 	require.Equal(t, 0, code)
 	require.Contains(t, out, `"budget_raised"`)
 }
+
+// TestPauseARun: `pause` from another process reaches the `run` that owns
+// the home; the two units in flight finish, run returns on the pause with
+// exit status 3 and the command that continues it, and that command
+// finishes the task.
+func TestPauseARun(t *testing.T) {
+	t.Parallel()
+	b := setupProcs(t)
+	g := testgate.New(t)
+	run := b.start(t, "run", "--concurrency", "2", b.task(t, "gated", g, 6, 2))
+	id := strings.TrimPrefix(run.until(t, regexp.MustCompile(`^task `)), "task ")
+	for range 2 {
+		within(t, g.Arrived(), "unit reaching the gate")
+	}
+	pause := b.start(t, "pause", id, "--grace", "10m")
+	follow := b.start(t, "events", "--follow", id)
+	follow.until(t, regexp.MustCompile(`paused`))
+	g.Release(2)
+	require.Equal(t, 0, pause.wait(t), pause.stderr.String())
+	cont := run.until(t, regexp.MustCompile(`^continue with: `))
+	require.Equal(t, "continue with: lhengine resume "+id, cont)
+	require.Equal(t, 3, run.wait(t), run.stderr.String())
+	require.NoError(t, follow.c.Process.Kill())
+	follow.wait(t)
+
+	g.Open()
+	code, out, errOut := b.lh(t, "resume", id)
+	require.Equal(t, 0, code, out+errOut)
+	rep := b.status(t, id)
+	require.Equal(t, store.Succeeded, rep.Task.Status)
+	require.Equal(t, 6, rep.Task.Attempts)
+}
