@@ -155,6 +155,10 @@ func TestDriftAcrossSIGKILL(t *testing.T) {
 			events, eventsCode := lhExit(t, bin, home, "", "events", id)
 			require.Equal(t, 0, eventsCode, events)
 			require.Contains(t, events, "environment fact head changed from "+before+" to "+after+" (on_drift "+onDrift+")")
+			attempts, attemptsCode := lhExit(t, bin, home, "", "outputs", id, "--attempts")
+			require.Equal(t, 0, attemptsCode, attempts)
+			require.Contains(t, attempts, "   environment: config=")
+			require.Contains(t, attempts, " head="+before+"\n", "the first step's attempt ran under the old head")
 
 			if onDrift == "pause" {
 				require.Equal(t, 3, code, "a paused task is exit status 3:\n%s", out)

@@ -8,7 +8,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -274,6 +276,13 @@ func (a *app) printAttempts(t *store.Task, all []*store.Attempt) error {
 			at.Finished.Sub(at.Started).Round(time.Microsecond), state)
 		if at.Failure != nil {
 			fmt.Fprintf(a.stdout, "   %s\n", at.Failure.Message)
+		}
+		if len(at.Environment) > 0 {
+			facts := make([]string, 0, len(at.Environment))
+			for _, name := range slices.Sorted(maps.Keys(at.Environment)) {
+				facts = append(facts, name+"="+at.Environment[name])
+			}
+			fmt.Fprintf(a.stdout, "   environment: %s\n", strings.Join(facts, " "))
 		}
 		if len(at.Output) > 0 {
 			fmt.Fprintf(a.stdout, "%s\n", indentJSON(at.Output))
