@@ -60,8 +60,7 @@ func (e *Engine) Cancel(ctx context.Context, id, reason string) (*store.Task, er
 // finished task is store.ErrTerminal; pausing a paused task waits the
 // same way and keeps its first reason.
 func (e *Engine) Pause(ctx context.Context, id string, why store.PauseReason, grace time.Duration) (*store.Task, error) {
-	t, err := e.store.PauseTask(ctx, id, why)
-	if err != nil {
+	if _, err := e.store.PauseTask(ctx, id, why); err != nil {
 		return nil, err
 	}
 	timer := time.NewTimer(grace)
@@ -69,7 +68,8 @@ func (e *Engine) Pause(ctx context.Context, id string, why store.PauseReason, gr
 	gaveBack := false
 	for {
 		changed := e.store.Changed()
-		if t, err = e.store.Task(context.WithoutCancel(ctx), id); err != nil {
+		t, err := e.store.Task(context.WithoutCancel(ctx), id)
+		if err != nil {
 			return nil, err
 		}
 		if t.Leases == 0 || t.Status != store.Paused {

@@ -74,7 +74,7 @@ func TestUnitsBudgetPausesAtItsLimit(t *testing.T) {
 func TestConsecutiveFailuresBudget(t *testing.T) {
 	t.Parallel()
 	b := setup(t, fanOutPlanner(4))
-	task := b.submitBudget(t, []StepState{{Name: "each", FanOut: true, Limit: 4}}, BudgetLimits{ConsecutiveFailures: 2})
+	b.submitBudget(t, []StepState{{Name: "each", FanOut: true, Limit: 4}}, BudgetLimits{ConsecutiveFailures: 2})
 	ls := b.claimN(t, 4)
 	require.Len(t, ls, 4)
 	fail := func(l Lease) (*Task, error) {
@@ -82,7 +82,7 @@ func TestConsecutiveFailuresBudget(t *testing.T) {
 	}
 	_, err := fail(ls[0])
 	require.NoError(t, err)
-	task, err = fail(ls[1])
+	task, err := fail(ls[1])
 	require.NoError(t, err)
 	require.Equal(t, Paused, task.Status)
 	require.Equal(t, BudgetConsecutiveFailures, task.Pause.Name)
@@ -132,11 +132,11 @@ func TestRepairMaxPauses(t *testing.T) {
 func TestWallTimeBudget(t *testing.T) {
 	t.Parallel()
 	b := setup(t, fanOutPlanner(5))
-	task := b.submitBudget(t, []StepState{{Name: "each", FanOut: true, Limit: 1}}, BudgetLimits{WallTime: 10 * time.Minute})
+	b.submitBudget(t, []StepState{{Name: "each", FanOut: true, Limit: 1}}, BudgetLimits{WallTime: 10 * time.Minute})
 	b.clock.Add(time.Hour) // queued, nothing leased: not counted
 	l := b.claimN(t, 1)[0]
 	b.clock.Add(4 * time.Minute)
-	task = b.done(t, l, `1`)
+	task := b.done(t, l, `1`)
 	require.Equal(t, 4*time.Minute, task.Budget.WallTime)
 	b.clock.Add(time.Hour) // nothing leased
 	l = b.claimN(t, 1)[0]
