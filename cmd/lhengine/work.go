@@ -295,6 +295,9 @@ func (a *app) runCmd() *cobra.Command {
 The task id is printed at once; a progress line shows done/total work units; at
 the end the final status and the last step's output are printed. If the process
 dies, "lhengine resume ID" continues from the last committed work unit.
+If the task pauses (a budget reached, "lhengine pause", a drift) or waits
+for a person, run returns, saying why and the command that continues it,
+with exit status 3.
 
 While it runs, this process owns the home: other commands (status, events
 --follow, cancel...) reach it through the home's API socket. If "lhengine
