@@ -47,6 +47,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strconv"
+	"time"
 	"unicode/utf8"
 
 	"github.com/lhengine/lhengine/plugins/sdk/go/abi"
@@ -141,6 +142,11 @@ type Context struct {
 	// Policy holds the parameters the run's harness policies hand to this
 	// step (specs/policies.md); empty when none do.
 	Policy Policy
+	// Now is the time the attempt was leased, as the ledger recorded it
+	// (the request's "now"): the same for every run of the attempt, and
+	// where the guest's clock starts, so time.Now() reads it plus a
+	// millisecond per reading. Zero when the request has none.
+	Now time.Time
 }
 
 // Log appends msg to the step's log at level. Messages longer than LogMax
@@ -322,6 +328,9 @@ func Serve[In, Out any](stdin io.Reader, stdout, stderr io.Writer, h Handler[In,
 		ctx.Repair = *env.Repair
 	}
 	ctx.Policy = env.Policy
+	if t, err := time.Parse(time.RFC3339Nano, env.Now); err == nil {
+		ctx.Now = t
+	}
 	var in In
 	if len(env.Input) > 0 {
 		if err := json.Unmarshal(env.Input, &in); err != nil {
@@ -379,6 +388,7 @@ type envelope struct {
 	Repair   *Repair         `json:"repair"`
 	Input    json.RawMessage `json:"input"`
 	Policy   Policy          `json:"policy"`
+	Now      string          `json:"now"`
 }
 
 // result is the answer as the ABI reads it.
