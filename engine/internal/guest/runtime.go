@@ -38,10 +38,14 @@ type Config struct {
 //
 // A Runtime holds native code and must be closed.
 type Runtime struct {
-	rt     wazero.Runtime
-	cache  wazero.CompilationCache // nil without CacheDir
-	logger hclog.Logger
-	have   map[string]map[string]signature // host functions by module and name
+	rt    wazero.Runtime
+	cache wazero.CompilationCache // nil without CacheDir
+	// cacheDir is CacheDir, and closeOnContextDone the runtime's setting:
+	// repairCache compiles as rt does.
+	cacheDir           string
+	closeOnContextDone bool
+	logger             hclog.Logger
+	have               map[string]map[string]signature // host functions by module and name
 
 	noReuse bool
 	pool    instancePool // idle instances of stateless plugins
@@ -110,8 +114,9 @@ func newRuntime(ctx context.Context, cfg Config, closeOnContextDone bool) (*Runt
 		return nil, err
 	}
 	return &Runtime{
-		rt:      rt,
-		cache:   cache,
+		rt:       rt,
+		cache:    cache,
+		cacheDir: cfg.CacheDir, closeOnContextDone: closeOnContextDone,
 		logger:  logger,
 		have:    provided(rt),
 		modules: map[string]*compiledEntry{},
@@ -246,6 +251,17 @@ func (r *Runtime) compile(ctx context.Context, e *compiledEntry, name, sum strin
 	e.size = len(wasm)
 	log := r.logger.With("plugin", name, "sha256", sum[:12])
 	compiled, reuse, nglob, err := compileForRun(ctx, r.rt, wasm)
+	if err != nil && r.cache != nil && ctx.Err() == nil {
+		// A compile refused because of the cache's entry, not the bytes.
+		n, rerr := r.repairCache(ctx, wasm)
+		switch {
+		case rerr != nil:
+			log.Warn("the compilation cache could not be checked", "dir", r.cacheDir, "error", rerr)
+		case n > 0:
+			log.Warn("damaged compilation cache entries replaced", "dir", r.cacheDir, "entries", n, "error", err)
+			compiled, reuse, nglob, err = compileForRun(ctx, r.rt, wasm)
+		}
+	}
 	if err == nil {
 		e.info, e.sec, err = describe(wasm, compiled, r.have)
 		if err != nil {
