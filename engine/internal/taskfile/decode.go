@@ -232,12 +232,7 @@ func decodeTaskBlock(block *hcl.Block) (*Task, hcl.Diagnostics) {
 			task.Models = append(task.Models, m)
 		case "environment":
 			if task.Environment != nil {
-				diags = append(diags, &hcl.Diagnostic{
-					Severity: hcl.DiagError,
-					Summary:  "Duplicate environment block",
-					Detail:   fmt.Sprintf("A task has at most one environment block; one was already declared at %s.", task.Environment.DeclRange),
-					Subject:  b.DefRange.Ptr(),
-				})
+				diags = append(diags, duplicateTaskBlock(b, task.Environment.DeclRange))
 				continue
 			}
 			env, d := decodeEnvironmentBlock(b) // environment.go
@@ -245,12 +240,7 @@ func decodeTaskBlock(block *hcl.Block) (*Task, hcl.Diagnostics) {
 			task.Environment = env
 		case "budget":
 			if task.Budget != nil {
-				diags = append(diags, &hcl.Diagnostic{
-					Severity: hcl.DiagError,
-					Summary:  "Duplicate budget block",
-					Detail:   fmt.Sprintf("A task has at most one budget block; one was already declared at %s.", task.Budget.DeclRange),
-					Subject:  b.DefRange.Ptr(),
-				})
+				diags = append(diags, duplicateTaskBlock(b, task.Budget.DeclRange))
 				continue
 			}
 			bg, d := decodeBudgetBlock(b) // budget.go
@@ -258,12 +248,7 @@ func decodeTaskBlock(block *hcl.Block) (*Task, hcl.Diagnostics) {
 			task.Budget = bg
 		case "limits":
 			if task.Limits.DeclRange != (hcl.Range{}) {
-				diags = append(diags, &hcl.Diagnostic{
-					Severity: hcl.DiagError,
-					Summary:  "Duplicate limits block",
-					Detail:   fmt.Sprintf("A task has at most one limits block; one was already declared at %s.", task.Limits.DeclRange),
-					Subject:  b.DefRange.Ptr(),
-				})
+				diags = append(diags, duplicateTaskBlock(b, task.Limits.DeclRange))
 				continue
 			}
 			l, d := decodeLimitsBlock(b)
@@ -640,6 +625,17 @@ func invalidName(kind string, block *hcl.Block) *hcl.Diagnostic {
 		Detail:   fmt.Sprintf("A %s name must start with a letter or underscore and contain only letters, digits, underscores and dashes, so that expressions can refer to it.", kind),
 		Subject:  block.LabelRanges[0].Ptr(),
 		Context:  block.DefRange.Ptr(),
+	}
+}
+
+// duplicateTaskBlock refuses a second block of a kind a task has at most
+// one of (environment, budget, limits); first is where the first one is.
+func duplicateTaskBlock(block *hcl.Block, first hcl.Range) *hcl.Diagnostic {
+	return &hcl.Diagnostic{
+		Severity: hcl.DiagError,
+		Summary:  fmt.Sprintf("Duplicate %s block", block.Type),
+		Detail:   fmt.Sprintf("A task has at most one %s block; one was already declared at %s.", block.Type, first),
+		Subject:  block.DefRange.Ptr(),
 	}
 }
 
