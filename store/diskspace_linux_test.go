@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/lhengine/lhengine/internal/diskfree"
 )
 
 // mountTmpfs mounts a tmpfs of size bytes on a new directory, unmounted when
@@ -79,7 +81,7 @@ func TestFullDiskRefusesWritesAndKeepsData(t *testing.T) {
 
 	// Reopened while the disk is still full (closing freed the log files:
 	// fill it again), read-only, every task there.
-	free, err := freeBytes(mnt)
+	free, err := diskfree.Bytes(mnt)
 	require.NoError(t, err)
 	if free > 8<<20 {
 		require.NoError(t, os.WriteFile(filepath.Join(mnt, "ballast2"), make([]byte, free-8<<20), 0o644))

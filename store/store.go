@@ -19,6 +19,7 @@ import (
 	"github.com/dgraph-io/badger/v4/options"
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/lhengine/lhengine/internal/diskfree"
 	"github.com/lhengine/lhengine/internal/holdpoint"
 )
 
@@ -260,7 +261,7 @@ func Open(dir string, o Options) (*Store, error) {
 		o.vlogFile = 16 << 20
 	}
 	if o.freeFn == nil {
-		o.freeFn = freeBytes
+		o.freeFn = diskfree.Bytes
 	}
 	s := &Store{now: o.Now, session: newSessionID(), maxBatch: o.MaxBatch, log: o.Logger,
 		plan: o.Planner, idx: newIndex(), sync: !o.NoSync && !o.InMemory && !o.ReadOnly,

@@ -7,6 +7,8 @@ import (
 	"os"
 	"sync"
 	"syscall"
+
+	"github.com/lhengine/lhengine/internal/diskfree"
 )
 
 // ErrQuota: a write would take the files beneath a guarded directory past
@@ -49,7 +51,7 @@ const reserveStep = 1 << 20
 // NewGuard returns a guard of dir: quota bytes of files beneath it (< 0:
 // no quota), reserve bytes of its file system kept free (0: none).
 func NewGuard(dir string, quota, reserve int64) *Guard {
-	return &Guard{dir: dir, quota: quota, reserve: reserve, free: freeBytes}
+	return &Guard{dir: dir, quota: quota, reserve: reserve, free: diskfree.Bytes}
 }
 
 // RefusedError is a write a Guard refused: Is matches ErrQuota or
