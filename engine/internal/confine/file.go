@@ -193,6 +193,7 @@ func (f *file) Write(buf []byte) (int, experimentalsys.Errno) {
 		return 0, errno
 	}
 	n, err := f.f.Write(buf)
+	f.guard.Written(int64(len(buf)))
 	return n, fileErrno(f, err)
 }
 
@@ -208,6 +209,7 @@ func (f *file) Pwrite(buf []byte, off int64) (int, experimentalsys.Errno) {
 		return 0, errno
 	}
 	n, err := f.f.WriteAt(buf, off)
+	f.guard.Written(int64(len(buf)))
 	return n, fileErrno(f, err)
 }
 
@@ -219,14 +221,18 @@ func (f *file) Truncate(size int64) experimentalsys.Errno {
 	if size < 0 {
 		return experimentalsys.EINVAL
 	}
+	var grow int64
 	if f.guard != nil {
 		if fi, err := f.f.Stat(); err == nil && size > fi.Size() {
-			if errno := f.take(size - fi.Size()); errno != 0 {
+			grow = size - fi.Size()
+			if errno := f.take(grow); errno != 0 {
 				return errno
 			}
 		}
 	}
-	return fileErrno(f, f.f.Truncate(size))
+	err := f.f.Truncate(size)
+	f.guard.Written(grow)
+	return fileErrno(f, err)
 }
 
 // Sync implements experimentalsys.File.

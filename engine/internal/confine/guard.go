@@ -41,6 +41,7 @@ type Guard struct {
 	mu       sync.Mutex
 	measured bool
 	used     int64 // bytes beneath dir: measured, plus written since
+	inflight int64 // bytes reserved whose write has not ended (Written): not yet in a measure
 	tokens   int64 // bytes that may be written before free space is asked again
 }
 
@@ -83,7 +84,8 @@ func (e *RefusedError) Errno() syscall.Errno {
 }
 
 // Reserve takes room for n more bytes beneath the directory, or returns a
-// *RefusedError (or the error measuring failed with) and takes nothing. A
+// *RefusedError (or the error measuring failed with) and takes nothing.
+// Once the write it let through has ended, the caller calls Written(n). A
 // nil Guard allows everything.
 func (g *Guard) Reserve(n int64) error {
 	if g == nil || n <= 0 {
@@ -97,7 +99,10 @@ func (g *Guard) Reserve(n int64) error {
 			if err != nil {
 				return err
 			}
-			g.used, g.measured = used, true
+			// Writes reserved and still under way may not show in the
+			// files yet: count them, or a concurrent writer's measure
+			// would hand out their room a second time.
+			g.used, g.measured = used+g.inflight, true
 		}
 		if g.used+n > g.quota {
 			return &RefusedError{err: ErrQuota, dir: g.dir, write: n, limit: g.quota, have: g.used}
@@ -116,7 +121,20 @@ func (g *Guard) Reserve(n int64) error {
 	}
 	g.tokens -= n
 	g.used += n
+	g.inflight += n
 	return nil
+}
+
+// Written ends the write of n bytes that Reserve let through, whatever
+// its outcome: from now on a measure of the files sees what it wrote. A
+// nil Guard ignores it.
+func (g *Guard) Written(n int64) {
+	if g == nil || n <= 0 {
+		return
+	}
+	g.mu.Lock()
+	g.inflight -= n
+	g.mu.Unlock()
 }
 
 // treeBytes is the sum of the sizes of the regular files beneath dir,

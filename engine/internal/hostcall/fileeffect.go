@@ -48,7 +48,9 @@ func (a *Attempt) writeAtomic(rel string, data []byte) error {
 		}
 		return fmt.Errorf("file effect %q: %w", rel, err)
 	}
-	if err := confine.WriteFile(a.Workspace, rel, data, 0o600); err != nil {
+	err := confine.WriteFile(a.Workspace, rel, data, 0o600)
+	a.WorkspaceGuard.Written(int64(len(data)))
+	if err != nil {
 		return fileEffectError(rel, err)
 	}
 	return nil
