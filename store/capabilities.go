@@ -527,6 +527,7 @@ func (s *Store) unpause(t *tx, task *Task) error {
 	var refs []unitRef
 	first := map[unitRef]bool{}
 	leases := map[unitRef]leaseRec{}
+	waits := map[unitRef]time.Time{}
 	for _, step := range t.liveSteps(task) {
 		window := t.step(task, step).Every > 0
 		err := t.scan(unitStepPrefix(task.ID, step), func(_, val []byte) (bool, error) {
@@ -539,6 +540,10 @@ func (s *Store) unpause(t *tx, task *Task) error {
 			case UnitReady:
 				refs = append(refs, r)
 				first[r] = window
+			case UnitWaiting:
+				if !u.NotBefore.IsZero() {
+					waits[r] = u.NotBefore // claimed at its approval's expiry
+				}
 			case UnitLeased:
 				// Still in flight, or left by a process that died while the
 				// task was paused: either way the lease must be reclaimable.
@@ -562,8 +567,14 @@ func (s *Store) unpause(t *tx, task *Task) error {
 		for r, l := range leases {
 			x.leases[r] = l
 		}
+		for r, at := range waits {
+			x.addReady(r, at, false)
+		}
 	})
-	return s.event(t, task, Event{Type: EvResumed})
+	if err := s.event(t, task, Event{Type: EvResumed}); err != nil {
+		return err
+	}
+	return s.settleWaiting(t, task)
 }
 
 func blobKey(sum string) []byte         { return []byte("B/" + sum) }

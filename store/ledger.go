@@ -291,7 +291,10 @@ func (s *Store) claim(t *tx, req ClaimRequest, held *Task) (Claimed, error) {
 						rs = ws
 					}
 				}
-				if err != nil || (r.step != task.Cursor && rs == st) || u.State != UnitReady || u.Pass != rs.Pass {
+				// A waiting unit is in the queue only until its approval's
+				// expiry, when it is claimed to apply on_expiry.
+				waiting := u.State == UnitWaiting && !u.NotBefore.IsZero()
+				if err != nil || (r.step != task.Cursor && rs == st) || (u.State != UnitReady && !waiting) || u.Pass != rs.Pass {
 					stale := r
 					t.after(func(x *index) { x.removeReady(stale) })
 					continue
@@ -302,6 +305,14 @@ func (s *Store) claim(t *tx, req ClaimRequest, held *Task) (Claimed, error) {
 				if u.NotBefore.After(now) { // a retry made ready by this transaction, waiting out its backoff
 					out.Wake = earliest(out.Wake, u.NotBefore)
 					continue
+				}
+				if waiting {
+					rs.Waiting = max(rs.Waiting-1, 0)
+					task.Waiting = max(task.Waiting-1, 0)
+					u.NotBefore = time.Time{}
+				}
+				if task.Status == WaitingApproval {
+					task.Status, task.Reason = Running, ""
 				}
 				if task.Status == Queued {
 					task.Status = Running
@@ -754,6 +765,10 @@ func (s *Store) commitAndClaim(ctx context.Context, r Result, next ClaimRequest,
 				return err
 			}
 		}
+		// With this unit done, what is left may all wait for people.
+		if err := s.settleWaiting(t, task); err != nil {
+			return err
+		}
 		// A budget this commit reached pauses the task before anything
 		// more is claimed.
 		if err := s.checkBudgets(t, task); err != nil {
@@ -864,6 +879,7 @@ func (s *Store) enterStep(t *tx, task *Task) error {
 	st.Pass++
 	st.Planned, st.Units, st.Written, st.PlanHash, st.Done, st.Leased = false, 0, 0, "", 0, 0
 	st.Failed = 0
+	task.Waiting, st.Waiting = max(task.Waiting-st.Waiting, 0), 0
 	id := task.ID
 	if st.Windows > 0 {
 		if err := s.enterWindows(t, task, idx); err != nil {
@@ -1200,6 +1216,12 @@ func (s *Store) resetStep(t *tx, task *Task, step int) error {
 		s.prefixes.truncate(id, step)
 	})
 	task.Leases -= st.Leased
+	if st.Waiting > 0 {
+		task.Waiting, st.Waiting = max(task.Waiting-st.Waiting, 0), 0
+		if err := s.voidApprovals(t, task, step, st.Pass, "the step was entered again (a repair or a retry): its next pass asks again"); err != nil {
+			return err
+		}
+	}
 	st.Planned, st.Units, st.Written, st.PlanHash, st.Done, st.Leased = false, 0, 0, "", 0, 0
 	st.Failed = 0
 	return nil
@@ -1482,6 +1504,10 @@ func (s *Store) reopen(t *tx, task *Task) error {
 				u.State, u.Owner, u.LeaseUntil, u.NotBefore = UnitReady, "", time.Time{}, time.Time{}
 				again = append(again, u)
 			case UnitReady:
+			case UnitWaiting:
+				if u.NotBefore.IsZero() {
+					return true, nil // waits for a decision, with no expiry
+				}
 			default:
 				return true, nil
 			}

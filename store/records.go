@@ -19,7 +19,7 @@ type Status string
 const (
 	Queued          Status = "queued"
 	Running         Status = "running"
-	WaitingApproval Status = "waiting_approval" // reserved: approvals
+	WaitingApproval Status = "waiting_approval" // runnable, but every unit left waits for a person (approval.go)
 	Paused          Status = "paused"           // waits for a human decision (Store.Pause, Store.Resume)
 	Succeeded       Status = "succeeded"
 	Failed          Status = "failed"
@@ -31,8 +31,10 @@ func (s Status) Terminal() bool {
 	return s == Succeeded || s == Failed || s == Cancelled
 }
 
-// runnable reports whether units of a task in this status may be leased.
-func (s Status) runnable() bool { return s == Queued || s == Running }
+// runnable reports whether units of a task in this status may be leased. A
+// task waiting for approvals is: an approval that expires makes its unit
+// claimable, and the claim that takes it puts the task back to running.
+func (s Status) runnable() bool { return s == Queued || s == Running || s == WaitingApproval }
 
 // Task is the ledger record of one task.
 type Task struct {
@@ -73,6 +75,11 @@ type Task struct {
 	Reclaims            int    `json:"reclaims"`             // expired leases taken over
 	Repairs             int    `json:"repairs"`
 	Retries             int    `json:"retries,omitempty"` // times Store.Retry re-opened the task
+	// Waiting is the number of units waiting for a person's decision
+	// (UnitWaiting); NextApproval the sequence number of the task's last
+	// approval (approval.go).
+	Waiting      int    `json:"waiting,omitempty"`
+	NextApproval uint64 `json:"next_approval,omitempty"`
 	RepairReason        string `json:"repair_reason,omitempty"`
 
 	Output json.RawMessage `json:"output,omitempty"` // the last step's output once succeeded
@@ -221,6 +228,9 @@ type StepState struct {
 	PlanHash string `json:"plan_hash,omitempty"`
 	Done     int    `json:"done"`
 	Leased   int    `json:"leased"`
+	// Waiting counts the units of the current pass waiting for a person's
+	// decision (UnitWaiting).
+	Waiting int `json:"waiting,omitempty"`
 	// AllowFailures, or AllowPercent percent of Units rounded down, is
 	// how many items of a fan-out step may fail beyond their retries
 	// without failing the task (Allowed). Failed counts the items of the
@@ -393,6 +403,10 @@ const (
 	// UnitStale marks a unit of an earlier pass of a step that a repair sent
 	// the task back over. Its outputs stay readable; it is never leased again.
 	UnitStale UnitState = "stale"
+	// UnitWaiting marks a unit waiting for the decision on its approval
+	// (Unit.Approval). It is claimed only once that approval expires
+	// (NotBefore), to apply its on_expiry.
+	UnitWaiting UnitState = "waiting"
 )
 
 // Unit is one bounded work unit: a plain step, or one item of a fan-out step.
@@ -424,6 +438,9 @@ type Unit struct {
 	// what the step's retry budget allows.
 	Base  int `json:"base,omitempty"`
 	Round int `json:"round,omitempty"`
+	// Approval is the id of the unit's latest approval: the one it waits
+	// for, or the one its attempts run on ("" for none).
+	Approval string `json:"approval,omitempty"`
 }
 
 // Item is one fan-out item as produced by planning a step.
@@ -491,6 +508,14 @@ const (
 	// (Store.CheckFacts); Fact says which, from what to what, and the
 	// task's on_drift action.
 	EvDrift EventType = "drift"
+	// Approvals (approval.go): a unit asked for one, a person decided
+	// one, one expired undecided, one was voided (its subject changed);
+	// and the task came to wait for people: nothing else of it can run.
+	EvApprovalRequested EventType = "approval_requested"
+	EvApprovalDecided   EventType = "approval_decided"
+	EvApprovalExpired   EventType = "approval_expired"
+	EvApprovalVoided    EventType = "approval_voided"
+	EvWaitingApproval   EventType = "waiting_approval"
 )
 
 // Event is one entry of a task's durable event log.
@@ -511,6 +536,8 @@ type Event struct {
 	Model *ModelCallEvent `json:"model,omitempty"`
 	// Fact is the change of an EvDrift event.
 	Fact *FactChange `json:"fact,omitempty"`
+	// Approval is the approval id of an approval event.
+	Approval string `json:"approval,omitempty"`
 }
 
 // Attempt is the record of one finished attempt of a unit: its output (when it

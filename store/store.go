@@ -533,6 +533,10 @@ func (s *Store) rebuildIndex() error {
 					switch u.State {
 					case UnitReady:
 						s.idx.addReady(r, u.NotBefore, st.Every > 0)
+					case UnitWaiting:
+						if !u.NotBefore.IsZero() { // claimed at its approval's expiry
+							s.idx.addReady(r, u.NotBefore, false)
+						}
 					case UnitLeased:
 						s.idx.leases[r] = leaseRec{owner: u.Owner, until: u.LeaseUntil}
 					}

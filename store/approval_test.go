@@ -1,0 +1,167 @@
+package store
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func (b *testBundle) approvals(t *testing.T, id string) []Approval {
+	t.Helper()
+	var out []Approval
+	require.NoError(t, b.s.Read(func(r *Reader) error {
+		var err error
+		out, err = r.Approvals(id)
+		return err
+	}))
+	return out
+}
+
+func (b *testBundle) unit(t *testing.T, id string, step, item int) *Unit {
+	t.Helper()
+	u := new(Unit)
+	require.NoError(t, b.s.view(func(tx *tx) error { return tx.getJSON(unitKey(id, step, item), u) }))
+	return u
+}
+
+// TestApprovalWaitBlocksOnlyItsUnit: in a fan-out of 5 where item 2 asks
+// for an approval, the other 4 are claimed and commit while it waits; the
+// task is running until they are done, then waiting_approval; an approval
+// makes the unit claimable again with the same attempt number.
+func TestApprovalWaitBlocksOnlyItsUnit(t *testing.T) {
+	t.Parallel()
+	b := setup(t, fanOutPlanner(5))
+	task := b.submit(t, []StepState{{Name: "each", FanOut: true, Limit: 5}})
+	ls := b.claimN(t, 5)
+	require.Len(t, ls, 5)
+	var asked Lease
+	for _, l := range ls {
+		if l.Item == 2 {
+			asked = l
+		}
+	}
+	tk, a, err := b.s.RequestApproval(b.ctx, asked, Approval{Source: ApprovalFromStep, Prompt: "deploy 2?", Subject: json.RawMessage(`{"n":2}`)})
+	require.NoError(t, err)
+	require.Equal(t, "1", a.ID)
+	require.Equal(t, ApprovalPending, a.State)
+	require.Equal(t, SubjectSum([]byte(`{"n":2}`)), a.SubjectSHA256)
+	require.Equal(t, Running, tk.Status, "four units are still in flight")
+	require.Equal(t, 1, tk.Waiting)
+	u := b.unit(t, task.ID, 0, 2)
+	require.Equal(t, UnitWaiting, u.State)
+	require.Equal(t, asked.Attempt-1, u.Attempt, "the attempt is given back, not charged")
+
+	for _, l := range ls {
+		if l.Item != 2 {
+			tk = b.done(t, l, `1`)
+		}
+	}
+	require.Equal(t, WaitingApproval, tk.Status, "nothing else can run")
+	require.Contains(t, tk.Reason, "lhengine approvals "+task.ID)
+	require.Empty(t, b.claimN(t, 5), "a waiting unit without an expiry is never claimed")
+	require.Len(t, b.events(t, task.ID, EvWaitingApproval), 1)
+
+	got, tk, err := b.s.DecideApproval(b.ctx, task.ID, "1", true, "alice", "go")
+	require.NoError(t, err)
+	require.Equal(t, ApprovalApproved, got.State)
+	require.Equal(t, "alice", got.DecidedBy)
+	require.Equal(t, Running, tk.Status)
+	_, _, err = b.s.DecideApproval(b.ctx, task.ID, "1", false, "bob", "")
+	require.ErrorIs(t, err, ErrApprovalClosed, "a decision is taken once")
+
+	again := b.claimN(t, 5)
+	require.Len(t, again, 1)
+	require.Equal(t, 2, again[0].Item)
+	require.Equal(t, asked.Attempt, again[0].Attempt, "the attempt on the decision has the given-back number")
+	require.Equal(t, "1", again[0].Unit.Approval)
+	require.NoError(t, b.s.UseApproval(b.ctx, again[0], "1"))
+	tk = b.done(t, again[0], `1`)
+	require.Equal(t, Succeeded, tk.Status)
+	require.Equal(t, asked.Attempt, b.approvals(t, task.ID)[0].UsedBy)
+	ev := b.events(t, task.ID, EvApprovalDecided)
+	require.Len(t, ev, 1)
+	require.Equal(t, "alice", ev[0].Owner)
+}
+
+// TestApprovalExpiryMakesTheUnitClaimable: a waiting unit is claimed at
+// its approval's expiry (not before), and a decision after it is refused.
+func TestApprovalExpiryMakesTheUnitClaimable(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	task := b.submit(t, plainSteps("deploy"))
+	l := b.claim1(t, "w")
+	exp := b.clock.Now().Add(time.Hour)
+	tk, _, err := b.s.RequestApproval(b.ctx, l, Approval{Prompt: "ok?", Expires: exp, OnExpiry: "reject"})
+	require.NoError(t, err)
+	require.Equal(t, WaitingApproval, tk.Status)
+	c, err := b.s.Claim(b.ctx, ClaimRequest{Owner: b.s.Owner("w"), Max: 1})
+	require.NoError(t, err)
+	require.Empty(t, c.Leases)
+	require.Equal(t, exp, c.Wake, "the claim says when to look again")
+
+	b.clock.Add(time.Hour)
+	_, _, err = b.s.DecideApproval(b.ctx, task.ID, "1", true, "alice", "")
+	require.ErrorIs(t, err, ErrApprovalClosed)
+	require.Contains(t, err.Error(), "expired")
+	l2 := b.claim1(t, "w")
+	require.Equal(t, "1", l2.Unit.Approval)
+	tk, err = b.s.Task(b.ctx, task.ID)
+	require.NoError(t, err)
+	require.Equal(t, Running, tk.Status)
+	require.Zero(t, tk.Waiting)
+	a, err := b.s.CloseApproval(b.ctx, l2, "1", ApprovalExpired, "")
+	require.NoError(t, err)
+	require.Equal(t, ApprovalExpired, a.State)
+}
+
+// TestWaitingSurvivesReopen: the waiting unit, its approval and the
+// expiry's place in the queue survive closing and opening the store.
+func TestWaitingSurvivesReopen(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	c := &clock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	s, err := Open(dir, Options{Now: c.Now})
+	require.NoError(t, err)
+	b := &testBundle{s: s, clock: c, ctx: t.Context()}
+	task := b.submit(t, plainSteps("deploy"))
+	l := b.claim1(t, "w")
+	_, _, err = s.RequestApproval(b.ctx, l, Approval{Prompt: "ok?", Expires: c.Now().Add(time.Minute), OnExpiry: "pause"})
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+
+	s, err = Open(dir, Options{Now: c.Now})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, s.Close()) }()
+	b.s = s
+	require.Empty(t, b.claimN(t, 1))
+	tk, err := s.Task(b.ctx, task.ID)
+	require.NoError(t, err)
+	require.Equal(t, WaitingApproval, tk.Status)
+	c.Add(time.Minute)
+	require.Len(t, b.claimN(t, 1), 1, "claimed at the expiry after a restart")
+}
+
+// TestRepairVoidsPendingApprovals: a repair that enters the step again
+// voids the approvals its earlier pass waited for; a late decision is
+// refused and wakes nothing.
+func TestRepairVoidsPendingApprovals(t *testing.T) {
+	t.Parallel()
+	b := setup(t, fanOutPlanner(2))
+	task := b.submit(t, []StepState{{Name: "each", FanOut: true, Limit: 2}})
+	ls := b.claimN(t, 2)
+	_, _, err := b.s.RequestApproval(b.ctx, ls[0], Approval{Prompt: "?"})
+	require.NoError(t, err)
+	_, err = b.s.Commit(b.ctx, Result{Lease: ls[1], Repair: &Repair{RestartFrom: 0, Max: 3, Reason: "again"}})
+	require.NoError(t, err)
+	as := b.approvals(t, task.ID)
+	require.Len(t, as, 1)
+	require.Equal(t, ApprovalVoided, as[0].State)
+	_, _, err = b.s.DecideApproval(b.ctx, task.ID, "1", true, "alice", "")
+	require.ErrorIs(t, err, ErrApprovalClosed)
+	tk, err := b.s.Task(b.ctx, task.ID)
+	require.NoError(t, err)
+	require.Zero(t, tk.Waiting)
+	require.Len(t, b.claimN(t, 2), 2, "the new pass runs both items")
+}
