@@ -33,6 +33,7 @@ var taskSchema = &hcl.BodySchema{
 		{Type: "prompt", LabelNames: []string{"name"}},
 		{Type: "environment"},
 		{Type: "budget"},
+		{Type: "notify"},
 	},
 }
 
@@ -246,6 +247,14 @@ func decodeTaskBlock(block *hcl.Block) (*Task, hcl.Diagnostics) {
 			bg, d := decodeBudgetBlock(b) // budget.go
 			diags = append(diags, d...)
 			task.Budget = bg
+		case "notify":
+			if task.Notify != nil {
+				diags = append(diags, duplicateTaskBlock(b, task.Notify.DeclRange))
+				continue
+			}
+			n, d := decodeNotifyBlock(b) // notify.go
+			diags = append(diags, d...)
+			task.Notify = n
 		case "limits":
 			if task.Limits.DeclRange != (hcl.Range{}) {
 				diags = append(diags, duplicateTaskBlock(b, task.Limits.DeclRange))
@@ -629,7 +638,7 @@ func invalidName(kind string, block *hcl.Block) *hcl.Diagnostic {
 }
 
 // duplicateTaskBlock refuses a second block of a kind a task has at most
-// one of (environment, budget, limits); first is where the first one is.
+// one of (environment, budget, limits, notify); first is where the first one is.
 func duplicateTaskBlock(block *hcl.Block, first hcl.Range) *hcl.Diagnostic {
 	return &hcl.Diagnostic{
 		Severity: hcl.DiagError,

@@ -99,6 +99,8 @@ type Task struct {
 	// Environment is the environment block (environment.go); nil when the
 	// task has none.
 	Environment *Environment
+	// Notify is the notify block (notify.go); nil when the task has none.
+	Notify *Notify
 	// Policies are the policies the task selects (specs/policies.md), as
 	// written; ApplyPolicies applies the ones a run resolves.
 	Policies []PolicyRef
