@@ -173,3 +173,11 @@ func (e *Engine) Retry(ctx context.Context, id, from, by string) (*store.Task, e
 	}
 	return e.store.Retry(ctx, id, step, by)
 }
+
+// Decide records a person's decision on approval id of task id
+// (store.Store.DecideApproval): approve or reject, by whom (the OS user,
+// or a token's name over TCP), with a note. The unit waiting for it runs
+// next, on an approval, or fails (or goes to its repair) on a rejection.
+func (e *Engine) Decide(ctx context.Context, id, approval string, approve bool, by, note string) (*store.Approval, *store.Task, error) {
+	return e.store.DecideApproval(ctx, id, approval, approve, by, note)
+}

@@ -406,6 +406,12 @@ func (s *Store) ResolveEffect(ctx context.Context, task string, step, item int, 
 // task with reason: nothing of it runs until it is resumed (or an effect it
 // waits on is resolved).
 func (s *Store) Pause(ctx context.Context, l Lease, reason string) (*Task, error) {
+	return s.PauseUnit(ctx, l, PauseReason{Kind: PauseEffect, Note: reason})
+}
+
+// PauseUnit is Pause with the structured reason why (a PauseEffect's Name
+// is set to the unit's step; At defaults to now).
+func (s *Store) PauseUnit(ctx context.Context, l Lease, why PauseReason) (*Task, error) {
 	var out *Task
 	err := s.update(ctx, func(t *tx) error {
 		u, task, err := s.leased(t, l)
@@ -422,10 +428,20 @@ func (s *Store) Pause(ctx context.Context, l Lease, reason string) (*Task, error
 		t.after(func(x *index) { delete(x.leases, ref) })
 		task.Leases--
 		t.step(task, l.Step).Leased--
-		why := &PauseReason{Kind: PauseEffect, Name: t.step(task, l.Step).Name, At: s.now(), Note: reason}
-		task.Status, task.Reason, task.Pause = Paused, reason, why
+		if why.Kind == PauseEffect {
+			why.Name = t.step(task, l.Step).Name
+		}
+		if why.At.IsZero() {
+			why.At = s.now()
+		}
+		reason := why.String()
+		if why.Kind == PauseEffect {
+			reason = why.Note
+		}
+		task.Status, task.Reason, task.Pause = Paused, reason, &why
+		tickWall(task, why.At)
 		item := l.Item
-		if err := s.event(t, task, Event{Type: EvPaused, Step: t.step(task, l.Step).Name, Item: &item, Attempt: l.Attempt, Message: reason, Pause: why}); err != nil {
+		if err := s.event(t, task, Event{Type: EvPaused, Step: t.step(task, l.Step).Name, Item: &item, Attempt: l.Attempt, Message: reason, Pause: &why}); err != nil {
 			return err
 		}
 		if err := t.del(activeKey(task.ID)); err != nil {

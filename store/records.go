@@ -75,12 +75,12 @@ type Task struct {
 	Reclaims            int    `json:"reclaims"`             // expired leases taken over
 	Repairs             int    `json:"repairs"`
 	Retries             int    `json:"retries,omitempty"` // times Store.Retry re-opened the task
+	RepairReason        string `json:"repair_reason,omitempty"`
 	// Waiting is the number of units waiting for a person's decision
 	// (UnitWaiting); NextApproval the sequence number of the task's last
 	// approval (approval.go).
 	Waiting      int    `json:"waiting,omitempty"`
 	NextApproval uint64 `json:"next_approval,omitempty"`
-	RepairReason        string `json:"repair_reason,omitempty"`
 
 	Output json.RawMessage `json:"output,omitempty"` // the last step's output once succeeded
 

@@ -31,7 +31,7 @@ func (e *NotFinishedError) Error() string {
 // taskTables are the tables whose keys of one task share the prefix
 // "<table>/<task>/". The task's own records (t/, m/, a/ and the idempotency
 // key) are deleted apart.
-var taskTables = []string{"u", "o", "e", "p", "j", "v", "n", "q", "g", "f", "r"}
+var taskTables = []string{"u", "o", "e", "p", "j", "v", "n", "q", "g", "f", "r", "x"}
 
 // Remove deletes a finished task and every record of it: units, attempts,
 // events, notes, effect journal, key/value entries, artifact provenance,

@@ -50,6 +50,9 @@ const (
 	// everything its commit would write in one transaction. The same
 	// attempt would fail the same way again.
 	TooLarge Kind = "too_large"
+	// Rejected: a person rejected the unit's approval, or it expired with
+	// on_expiry = "reject". Another attempt would be rejected the same way.
+	Rejected Kind = "rejected"
 )
 
 // Retryable reports whether a failure of this kind may succeed on another
@@ -58,7 +61,7 @@ const (
 // burns budget.
 func (k Kind) Retryable() bool {
 	switch k {
-	case ABIMismatch, PluginMissing, HashMismatch, BadModule, Input, Budget, TooLarge:
+	case ABIMismatch, PluginMissing, HashMismatch, BadModule, Input, Budget, TooLarge, Rejected:
 		return false
 	}
 	return true

@@ -68,6 +68,7 @@ type Attempt struct {
 	notes     []store.Note
 	noteBytes uint64
 	pause     string
+	ask       *ApprovalAsk    // set by approval.request when the unit must wait
 	owned     map[string]bool // artifact refs this task is known to own
 	committed map[string]bool // the task's counter names when this attempt first added one; nil before
 }
@@ -105,6 +106,8 @@ func (a *Attempt) Call(ctx context.Context, name string, req []byte) ([]byte, er
 	switch name {
 	case "effect.do":
 		return a.effect(ctx, req)
+	case "approval.request":
+		return a.approval(ctx, req)
 	case "http.fetch":
 		return a.fetch(ctx, req)
 	case "model.generate":

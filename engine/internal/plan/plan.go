@@ -577,11 +577,47 @@ func (c *Cache) Planner() store.Planner {
 // Input evaluates the input of a leased unit. Errors are *fault.StepError of
 // kind input.
 func (c *Cache) Input(r *store.Reader, task *store.Task, l store.Lease) (json.RawMessage, error) {
+	in, _, err := c.Unit(r, task, l)
+	return in, err
+}
+
+// Unit evaluates the input of a leased unit and what its step's approval
+// block asks of it (nil: nothing, or no block). An ask without a subject
+// of its own gets the input as its subject. Errors are *fault.StepError
+// of kind input.
+func (c *Cache) Unit(r *store.Reader, task *store.Task, l store.Lease) (json.RawMessage, *taskfile.ApprovalAsk, error) {
 	sp, err := c.Spec(r, task.ID)
 	if err != nil {
-		return nil, fault.Wrap(fault.Internal, err, err.Error())
+		return nil, nil, fault.Wrap(fault.Internal, err, err.Error())
 	}
 	step := sp.Task.Steps[l.Step]
+	sc, err := c.unitScope(r, sp, task, step, l)
+	if err != nil {
+		return nil, nil, err
+	}
+	v, diags := step.EvalInput(sc)
+	if diags.HasErrors() {
+		return nil, nil, fault.New(fault.Input, "%s", diagText(diags))
+	}
+	b, err := taskfile.ToJSON(v)
+	if err != nil {
+		return nil, nil, fault.Wrap(fault.Input, err, "input: "+err.Error())
+	}
+	if int64(len(b)) > c.maxInputLen {
+		return nil, nil, fault.New(fault.TooLarge, "the input of step %q is %d bytes; the limit is %d", step.Name, len(b), c.maxInputLen)
+	}
+	ask, diags := step.EvalApproval(sc)
+	if diags.HasErrors() {
+		return nil, nil, fault.New(fault.Input, "%s", diagText(diags))
+	}
+	if ask != nil && ask.Subject == nil {
+		ask.Subject = b
+	}
+	return b, ask, nil
+}
+
+// unitScope is the scope a leased unit's expressions are evaluated in.
+func (c *Cache) unitScope(r *store.Reader, sp *Spec, task *store.Task, step *taskfile.Step, l store.Lease) (taskfile.Scope, error) {
 	refs := step.InputReferences()
 	var window *store.WindowItem
 	readsAnchor := false
@@ -589,7 +625,7 @@ func (c *Cache) Input(r *store.Reader, task *store.Task, l store.Lease) (json.Ra
 		// A window unit reads its anchor's outputs of the window only.
 		window = new(store.WindowItem)
 		if err := json.Unmarshal(l.Unit.Value, window); err != nil {
-			return nil, fault.Wrap(fault.Internal, err, "window item: "+err.Error())
+			return taskfile.Scope{}, fault.Wrap(fault.Internal, err, "window item: "+err.Error())
 		}
 		readsAnchor = slices.Contains(refs, step.Anchor)
 		refs = slices.DeleteFunc(refs, func(name string) bool { return name == step.Anchor })
@@ -599,48 +635,37 @@ func (c *Cache) Input(r *store.Reader, task *store.Task, l store.Lease) (json.Ra
 		var se *fault.StepError
 		switch {
 		case errors.As(err, &se):
-			return nil, se
+			return taskfile.Scope{}, se
 		case errors.Is(err, store.ErrNotFound):
-			return nil, fault.Wrap(fault.Internal, err, err.Error())
+			return taskfile.Scope{}, fault.Wrap(fault.Internal, err, err.Error())
 		}
-		return nil, fault.Wrap(fault.Input, err, err.Error())
+		return taskfile.Scope{}, fault.Wrap(fault.Input, err, err.Error())
 	}
 	if readsAnchor {
 		raw, err := r.WindowOutputs(task, task.StepIndex(step.Anchor), window.Items, c.maxInputLen)
 		if errors.Is(err, store.ErrTooLarge) {
-			return nil, fault.Wrap(fault.TooLarge, err, err.Error())
+			return taskfile.Scope{}, fault.Wrap(fault.TooLarge, err, err.Error())
 		} else if err != nil {
-			return nil, fault.Wrap(fault.Internal, err, err.Error())
+			return taskfile.Scope{}, fault.Wrap(fault.Internal, err, err.Error())
 		}
 		v, err := taskfile.FromJSON(raw)
 		if err != nil {
-			return nil, fault.Wrap(fault.Input, err, fmt.Sprintf("outputs of step %q: %v", step.Anchor, err))
+			return taskfile.Scope{}, fault.Wrap(fault.Input, err, fmt.Sprintf("outputs of step %q: %v", step.Anchor, err))
 		}
 		sc.Outputs[step.Anchor] = v
 	}
 	if step.ForEach != nil || window != nil {
 		k, err := taskfile.FromJSON(l.Unit.Key)
 		if err != nil {
-			return nil, fault.Wrap(fault.Input, err, "each.key: "+err.Error())
+			return taskfile.Scope{}, fault.Wrap(fault.Input, err, "each.key: "+err.Error())
 		}
 		v, err := taskfile.FromJSON(l.Unit.Value)
 		if err != nil {
-			return nil, fault.Wrap(fault.Input, err, "each.value: "+err.Error())
+			return taskfile.Scope{}, fault.Wrap(fault.Input, err, "each.value: "+err.Error())
 		}
 		sc.Each = &taskfile.Each{Key: k, Value: v}
 	}
-	v, diags := step.EvalInput(sc)
-	if diags.HasErrors() {
-		return nil, fault.New(fault.Input, "%s", diagText(diags))
-	}
-	b, err := taskfile.ToJSON(v)
-	if err != nil {
-		return nil, fault.Wrap(fault.Input, err, "input: "+err.Error())
-	}
-	if int64(len(b)) > c.maxInputLen {
-		return nil, fault.New(fault.TooLarge, "the input of step %q is %d bytes; the limit is %d", step.Name, len(b), c.maxInputLen)
-	}
-	return b, nil
+	return sc, nil
 }
 
 // diagText renders diagnostics on one line each with their source position,

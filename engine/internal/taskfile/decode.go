@@ -62,6 +62,7 @@ var stepSchema = &hcl.BodySchema{
 	Blocks: []hcl.BlockHeaderSchema{
 		{Type: "retry"},
 		{Type: "repair"},
+		{Type: "approval"},
 		{Type: "http"},
 		{Type: "effect", LabelNames: []string{"kind"}},
 		{Type: "mount", LabelNames: []string{"name"}},
@@ -495,7 +496,7 @@ func decodeStepBlock(block *hcl.Block) (*Step, hcl.Diagnostics) {
 
 	diags = append(diags, decodeCapabilities(s, attrs, content.Blocks)...)
 
-	var retryBlock, repairBlock *hcl.Block
+	var retryBlock, repairBlock, approvalBlock *hcl.Block
 	for _, b := range content.Blocks {
 		switch b.Type {
 		case "retry":
@@ -516,6 +517,15 @@ func decodeStepBlock(block *hcl.Block) (*Step, hcl.Diagnostics) {
 			r, d := decodeRepairBlock(b)
 			diags = append(diags, d...)
 			s.Repair = r
+		case "approval":
+			if approvalBlock != nil {
+				diags = append(diags, duplicateBlock(b, approvalBlock))
+				continue
+			}
+			approvalBlock = b
+			a, d := decodeApprovalBlock(b)
+			diags = append(diags, d...)
+			s.Approval = a
 		}
 	}
 	return s, diags

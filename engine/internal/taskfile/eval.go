@@ -124,7 +124,9 @@ func (s *Step) ForEachReferences() []string { return references(s.ForEach) }
 
 // InputReferences names the earlier steps the step's input reads: what
 // evaluating one unit's input needs (its item comes with the unit).
-func (s *Step) InputReferences() []string { return references(s.Input) }
+func (s *Step) InputReferences() []string {
+	return references(append([]hcl.Expression{s.Input}, s.approvalExprs()...)...)
+}
 
 func references(exprs ...hcl.Expression) []string {
 	seen := map[string]bool{}

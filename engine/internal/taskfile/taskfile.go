@@ -138,6 +138,7 @@ type Step struct {
 	Memory       uint64         // bytes
 	Retry        Retry
 	Repair       *Repair   // nil when absent
+	Approval     *Approval // nil when absent: units run without a person's decision
 	DeclRange    hcl.Range // the step block's header
 	PluginRange  hcl.Range // the plugin attribute's expression range
 

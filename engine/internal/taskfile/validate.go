@@ -17,6 +17,11 @@ func (t *Task) validate() hcl.Diagnostics {
 	for _, s := range t.Steps {
 		forEachDiags := t.checkRefs(s, "for_each", s.ForEach)
 		inputDiags := t.checkRefs(s, "input", s.Input)
+		if a := s.Approval; a != nil {
+			inputDiags = append(inputDiags, t.checkRefs(s, "input", a.When)...)
+			inputDiags = append(inputDiags, t.checkRefs(s, "input", a.Prompt)...)
+			inputDiags = append(inputDiags, t.checkRefs(s, "input", a.Subject)...)
+		}
 		diags = append(diags, forEachDiags...)
 		diags = append(diags, inputDiags...)
 		if forEachDiags.HasErrors() || inputDiags.HasErrors() {
@@ -227,6 +232,11 @@ func (t *Task) checkTypes(s *Step) hcl.Diagnostics {
 		_, d := s.Input.Value(ctx)
 		diags = append(diags, fillSubject(d, s.Input.Range())...)
 	}
+	if s.Approval != nil {
+		diags = append(diags, checkApprovalTypes(s.Approval, func(expr hcl.Expression) *hcl.EvalContext {
+			return evalContext(vars, prompts, outputs, cty.UnknownVal(cty.String), t.Name, each, expr)
+		})...)
+	}
 	return diags
 }
 
@@ -242,7 +252,7 @@ func referencedOutputs(s *Step, earlier []*Step) map[string]cty.Value {
 		}
 		return outputs
 	}
-	for _, expr := range []hcl.Expression{s.ForEach, s.Input} {
+	for _, expr := range append([]hcl.Expression{s.ForEach, s.Input}, s.approvalExprs()...) {
 		if expr == nil {
 			continue
 		}

@@ -392,10 +392,37 @@ func (w *Worker) attempt(ctx context.Context, l store.Lease, after store.Durabil
 		}
 		return nil, store.Durability{}
 	}
+	var waiting *waitingError
+	if errors.As(stepErr, &waiting) {
+		// The unit waits for a person (approval.go): nothing to commit.
+		w.ended(waiting.task)
+		if w.cfg.OnCommit != nil {
+			w.cfg.OnCommit(waiting.task)
+		}
+		return nil, store.Durability{}
+	}
 	if errors.Is(stepErr, errLeaseRanOut) {
 		// The unit is no longer this worker's to commit: the next claim,
 		// here or elsewhere, takes it back and runs it again.
 		log.Warn("attempt abandoned", "error", stepErr)
+		return nil, store.Durability{}
+	}
+	if hc != nil && hc.Ask() != nil {
+		// The plugin asked a person (approval.request): whatever it
+		// returned after, the unit waits for the decision and runs again
+		// on it, its attempt uncharged.
+		ask := hc.Ask()
+		task, err := w.ask(ctx, l, ask)
+		if err != nil {
+			log.Warn("recording the plugin's approval request failed; the unit runs again", "error", err)
+			w.giveBack(ctx, l, log)
+			return nil, store.Durability{}
+		}
+		log.Info("waiting for approval asked by the plugin", "prompt", ask.Prompt)
+		w.ended(task)
+		if w.cfg.OnCommit != nil {
+			w.cfg.OnCommit(task)
+		}
 		return nil, store.Durability{}
 	}
 	if hc != nil && hc.PauseReason() != "" {
@@ -422,7 +449,14 @@ func (w *Worker) attempt(ctx context.Context, l store.Lease, after store.Durabil
 		r.Counts, r.Notes = hc.Progress()
 		r.Environment = hc.Environment
 	}
+	var rejected *rejectedError
 	switch {
+	case errors.As(stepErr, &rejected) && step.Repair != nil:
+		r.Repair = &store.Repair{RestartFrom: step.Repair.RestartIndex, Max: step.Repair.Max, Reason: rejected.reason}
+		log.Warn("approval rejected; the step's repair runs", "reason", rejected.reason)
+	case rejected != nil:
+		r.Failure = &store.Failure{Kind: fault.Rejected, Message: rejected.reason}
+		log.Warn("approval rejected", "reason", rejected.reason)
 	case stepErr != nil:
 		kind := fault.KindOf(stepErr)
 		msg := stepErr.Error()
@@ -527,6 +561,7 @@ func (w *Worker) execute(ctx context.Context, l store.Lease, log hclog.Logger, a
 		task  *store.Task
 		sp    *plan.Spec
 		input []byte
+		ask   *taskfile.ApprovalAsk
 	)
 	err := w.cfg.Store.Read(func(r *store.Reader) error {
 		var err error
@@ -538,7 +573,7 @@ func (w *Worker) execute(ctx context.Context, l store.Lease, log hclog.Logger, a
 		if sp, err = w.cfg.Specs.Spec(r, l.Task); err != nil {
 			return fault.Wrap(fault.Internal, err, err.Error())
 		}
-		input, err = w.cfg.Specs.Input(r, task, l)
+		input, ask, err = w.cfg.Specs.Unit(r, task, l)
 		return err
 	})
 	if sp == nil {
@@ -550,6 +585,9 @@ func (w *Worker) execute(ctx context.Context, l store.Lease, log hclog.Logger, a
 	}
 	facts, err := w.checkFacts(ctx, l, sp, log) // facts.go
 	if err != nil {
+		return nil, step, nil, err
+	}
+	if err := w.gate(ctx, l, step, ask, log); err != nil { // approval.go
 		return nil, step, nil, err
 	}
 	pin, ok := sp.Manifest.Plugins[step.Name]

@@ -128,6 +128,18 @@ static inline int32_t lhengine_generate(const char *req, int32_t req_len, char *
 	return lhengine_call("model.generate", 14, req, req_len, out, out_cap);
 }
 
+/* lhengine_request_approval asks a person to decide ("approval.request",
+ * specs/abi.md) with the JSON request req[0:req_len], such as
+ * {"prompt":"Deploy?","subject":{"env":"prod"},"expires_in":"24h"}. The
+ * first call returns LHENGINE_ERR_PAUSED: return from the step at once; the
+ * unit waits, uncharged, and once a person decided the step runs again and
+ * the same call returns the length of the JSON answer
+ * {"approval":"3","decision":"approved"|"rejected"|"expired","by":...,"note":...}
+ * under the output convention. */
+static inline int32_t lhengine_request_approval(const char *req, int32_t req_len, char *out, int32_t out_cap) {
+	return lhengine_call("approval.request", 16, req, req_len, out, out_cap);
+}
+
 /* lhengine_log_str logs a NUL-terminated string, truncated to
  * LHENGINE_LOG_MAX bytes. */
 static inline int32_t lhengine_log_str(int32_t level, const char *msg) {

@@ -379,3 +379,41 @@ func IsPaused(err error) bool { return errors.Is(err, ErrPaused) }
 // attempt that failed ("" when none has). Errors of the Context's methods
 // already carry it in their *HostError.
 func (c *Context) LastError() string { return lastError() }
+
+// Decision is a person's answer to RequestApproval.
+type Decision struct {
+	// Approval is the approval's id (lhengine approvals lists it).
+	Approval string `json:"approval"`
+	// Decision is "approved", "rejected" or "expired" (no decision came
+	// before expires_in ran out).
+	Decision string `json:"decision"`
+	By       string `json:"by,omitempty"`
+	Note     string `json:"note,omitempty"`
+}
+
+// Approved reports whether the decision was yes.
+func (d *Decision) Approved() bool { return d.Decision == "approved" }
+
+// ApprovalRequest asks a person to decide on Subject ("approval.request").
+type ApprovalRequest struct {
+	Prompt string `json:"prompt"`
+	// Subject is what the decision is about: any value that encodes as
+	// JSON. A decision holds for the same prompt and subject only.
+	Subject any `json:"subject"`
+	// ExpiresIn is how long the request waits, such as "24h"; "" for no
+	// expiry. An expired request answers Decision "expired".
+	ExpiresIn string `json:"expires_in,omitempty"`
+}
+
+// RequestApproval asks a person to decide ("approval.request"). The first
+// call returns ErrPaused (IsPaused): return it from the step at once; the
+// unit waits, uncharged, until the decision, and then the step runs again
+// from the start and the same call returns the Decision. A decided request
+// whose subject changed since is asked again.
+func (c *Context) RequestApproval(req ApprovalRequest) (*Decision, error) {
+	var d Decision
+	if err := c.Call("approval.request", req, &d); err != nil {
+		return nil, err
+	}
+	return &d, nil
+}
