@@ -222,6 +222,22 @@ type RetryRequest struct {
 	By   string `json:"by,omitempty"`
 }
 
+// DecideRequest: POST /v1/tasks/{id}/approvals/{approval}/approve and
+// .../reject. By is who decides (the CLI sends the OS user; over TCP the
+// owner records the name of the token the request carried instead); Note
+// is kept with the decision, and is a rejection's reason.
+type DecideRequest struct {
+	By   string `json:"by,omitempty"`
+	Note string `json:"note,omitempty"`
+}
+
+// Decided is the answer to a decision: the approval as decided and its
+// task.
+type Decided struct {
+	Approval store.Approval `json:"approval"`
+	Task     Task           `json:"task"`
+}
+
 // SettleRequest: POST /v1/tasks/{id}/effects/confirm and .../retry.
 type SettleRequest struct {
 	Step string `json:"step"`

@@ -469,6 +469,26 @@ func (c *Client) Settle(ctx context.Context, ref string, confirmed bool, req Set
 	return &e, c.do(ctx, "POST", taskPath(ref, "effects", verb), req, &e)
 }
 
+// Approvals returns the approvals of task ref, oldest first; with ref ""
+// the pending approvals of every task that has not finished.
+func (c *Client) Approvals(ctx context.Context, ref string) ([]store.Approval, error) {
+	var as []store.Approval
+	if ref == "" {
+		return as, c.do(ctx, "GET", "/v1/approvals", nil, &as)
+	}
+	return as, c.do(ctx, "GET", taskPath(ref, "approvals"), nil, &as)
+}
+
+// Decide approves (approve) or rejects approval id of task ref.
+func (c *Client) Decide(ctx context.Context, ref, id string, approve bool, req DecideRequest) (*Decided, error) {
+	verb := "reject"
+	if approve {
+		verb = "approve"
+	}
+	var d Decided
+	return &d, c.do(ctx, "POST", taskPath(ref, "approvals", url.PathEscape(id), verb), req, &d)
+}
+
 // GC frees what no task needs any more.
 func (c *Client) GC(ctx context.Context, req GCRequest) (*engine.GCReport, error) {
 	var r engine.GCReport

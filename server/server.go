@@ -174,6 +174,10 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /v1/tasks/{id}/artifacts", s.artifacts)
 	m.HandleFunc("GET /v1/tasks/{id}/effects", s.effects)
 	m.HandleFunc("GET /v1/tasks/{id}/failures", s.failures)
+	m.HandleFunc("GET /v1/tasks/{id}/approvals", s.approvalsOf)
+	m.HandleFunc("POST /v1/tasks/{id}/approvals/{approval}/approve", s.decide(true))
+	m.HandleFunc("POST /v1/tasks/{id}/approvals/{approval}/reject", s.decide(false))
+	m.HandleFunc("GET /v1/approvals", s.pendingApprovals)
 	m.HandleFunc("POST /v1/tasks/{id}/effects/confirm", s.settle(true))
 	m.HandleFunc("POST /v1/tasks/{id}/effects/retry", s.settle(false))
 	m.HandleFunc("GET /v1/artifacts/{ref}", s.artifact)
@@ -220,8 +224,22 @@ func RequireToken(h http.Handler, token string) http.Handler {
 				Message: "a valid bearer token is required (--token-file, or " + api.TokenEnv + ")"})
 			return
 		}
-		h.ServeHTTP(w, r)
+		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), tokenNameKey{}, "token")))
 	})
+}
+
+// tokenNameKey marks, in a request's context, the name of the bearer
+// token it was let in with (RequireToken).
+type tokenNameKey struct{}
+
+// who says who makes request req: the name of the token it carried over
+// TCP, which a client cannot choose; else claimed, what the client says
+// (the CLI sends its OS user, over the owner's Unix socket).
+func (s *Server) who(req *http.Request, claimed string) string {
+	if name, ok := req.Context().Value(tokenNameKey{}).(string); ok && name != "" {
+		return name
+	}
+	return claimed
 }
 
 // cookieMay: the token cookie may authorise r.

@@ -254,7 +254,7 @@ func (s *Server) resume(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	if len(in.Budget) > 0 {
-		if t, err = s.e.RaiseBudgets(req.Context(), t.ID, in.Budget, in.By); err != nil {
+		if t, err = s.e.RaiseBudgets(req.Context(), t.ID, in.Budget, s.who(req, in.By)); err != nil {
 			var bad *engine.BudgetRaiseError
 			if errors.As(err, &bad) {
 				err = badRequest("%v", err)
@@ -297,7 +297,7 @@ func (s *Server) pause(w http.ResponseWriter, req *http.Request) {
 	}
 	t, err := s.findTask(req)
 	if err == nil {
-		why := store.PauseReason{Kind: store.PauseOperator, By: in.By, Note: in.Reason}
+		why := store.PauseReason{Kind: store.PauseOperator, By: s.who(req, in.By), Note: in.Reason}
 		t, err = s.e.Pause(req.Context(), t.ID, why, grace)
 	}
 	if err != nil {
@@ -325,7 +325,7 @@ func (s *Server) retry(w http.ResponseWriter, req *http.Request) {
 		if in.From != "" && t.StepIndex(in.From) < 0 {
 			err = badRequest("task %s has no step %q", t.ID, in.From)
 		} else {
-			t, err = s.e.Retry(req.Context(), t.ID, in.From, in.By)
+			t, err = s.e.Retry(req.Context(), t.ID, in.From, s.who(req, in.By))
 		}
 	}
 	if err != nil {

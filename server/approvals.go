@@ -1,0 +1,93 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/lhengine/lhengine/api"
+	"github.com/lhengine/lhengine/store"
+)
+
+// approvalsOf answers GET /v1/tasks/{id}/approvals: every approval of
+// the task, oldest first.
+func (s *Server) approvalsOf(w http.ResponseWriter, req *http.Request) {
+	answerRead(s, w, req, func(r *store.Reader, t *store.Task) ([]store.Approval, error) {
+		as, err := r.Approvals(t.ID)
+		return nonNil(as), err
+	})
+}
+
+// pendingApprovals answers GET /v1/approvals: the pending approvals of
+// every task that has not finished, oldest task first.
+func (s *Server) pendingApprovals(w http.ResponseWriter, req *http.Request) {
+	var out []store.Approval
+	err := s.e.Read(func(r *store.Reader) error {
+		var err error
+		out, err = pending(r)
+		return err
+	})
+	if err != nil {
+		s.fail(w, req, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, nonNil(out))
+}
+
+// pending lists the pending approvals of the tasks that have not finished.
+func pending(r *store.Reader) ([]store.Approval, error) {
+	ts, err := r.Tasks()
+	if err != nil {
+		return nil, err
+	}
+	var out []store.Approval
+	for _, t := range ts {
+		if t.NextApproval == 0 || t.Status.Terminal() {
+			continue
+		}
+		as, err := r.Approvals(t.ID)
+		if err != nil {
+			return nil, err
+		}
+		for _, a := range as {
+			if a.State == store.ApprovalPending {
+				out = append(out, a)
+			}
+		}
+	}
+	return out, nil
+}
+
+// decide answers POST /v1/tasks/{id}/approvals/{approval}/approve and
+// .../reject.
+func (s *Server) decide(approve bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, req *http.Request) {
+		var in api.DecideRequest
+		if err := readJSON(req, &in); err != nil {
+			s.fail(w, req, err)
+			return
+		}
+		a, err := s.decideApproval(req, approve, in)
+		if err != nil {
+			s.fail(w, req, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, a)
+	}
+}
+
+func (s *Server) decideApproval(req *http.Request, approve bool, in api.DecideRequest) (*api.Decided, error) {
+	t, err := s.findTask(req)
+	if err != nil {
+		return nil, err
+	}
+	by := s.who(req, in.By)
+	a, task, err := s.e.Decide(req.Context(), t.ID, req.PathValue("approval"), approve, by, in.Note)
+	if errors.Is(err, store.ErrApprovalClosed) {
+		err = fmt.Errorf("%w: %v", errConflict, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &api.Decided{Approval: *a, Task: s.view(task)}, nil
+}
