@@ -235,9 +235,6 @@ func (s *Store) DecideApproval(ctx context.Context, task, id string, approve boo
 		if approve {
 			verb = "approve"
 		}
-		if tk.Status.Terminal() {
-			return &finishedError{id: task, status: tk.Status, verb: verb + " an approval of"}
-		}
 		now := s.now()
 		if a.State == ApprovalPending && !a.Expires.IsZero() && !now.Before(a.Expires) {
 			return fmt.Errorf("%w: approval %s of task %s expired at %s (on_expiry = %q applies)",
@@ -252,6 +249,9 @@ func (s *Store) DecideApproval(ctx context.Context, task, id string, approve boo
 				what += ": " + a.Void
 			}
 			return fmt.Errorf("%w: approval %s of task %s is %s", ErrApprovalClosed, id, task, what)
+		}
+		if tk.Status.Terminal() {
+			return &finishedError{id: task, status: tk.Status, verb: verb + " (approval " + id + " is void)"}
 		}
 		t.durable = true
 		a.State, a.DecidedBy, a.DecidedAt, a.Note = ApprovalRejected, by, now, note

@@ -52,6 +52,9 @@ and --reason). "lhengine resume ID" continues it.`,
 // duration); a step's repair.max by one repair.
 func continueCommand(t *store.Task) string {
 	cmd := "lhengine resume " + t.ID
+	if t.Status == store.WaitingApproval {
+		return fmt.Sprintf("lhengine approvals %s, then lhengine approve %s APPROVAL (or reject), then %s", t.ID, t.ID, cmd)
+	}
 	p := t.Pause
 	if p == nil {
 		return cmd
