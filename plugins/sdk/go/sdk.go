@@ -147,6 +147,12 @@ type Context struct {
 	// where the guest's clock starts, so time.Now() reads it plus a
 	// millisecond per reading. Zero when the request has none.
 	Now time.Time
+	// Environment holds the task's environment facts this unit runs
+	// under, by name, as the engine read them just before the attempt
+	// (the request's "environment": a commit id for a git_head fact, a
+	// sha256 for a file_sha256 fact). Nil when the task declares no
+	// environment block.
+	Environment map[string]string
 }
 
 // Log appends msg to the step's log at level. Messages longer than LogMax
@@ -328,6 +334,7 @@ func Serve[In, Out any](stdin io.Reader, stdout, stderr io.Writer, h Handler[In,
 		ctx.Repair = *env.Repair
 	}
 	ctx.Policy = env.Policy
+	ctx.Environment = env.Environment
 	if t, err := time.Parse(time.RFC3339Nano, env.Now); err == nil {
 		ctx.Now = t
 	}
@@ -389,6 +396,8 @@ type envelope struct {
 	Input    json.RawMessage `json:"input"`
 	Policy   Policy          `json:"policy"`
 	Now      string          `json:"now"`
+	// Environment: Context.Environment.
+	Environment map[string]string `json:"environment"`
 }
 
 // result is the answer as the ABI reads it.
