@@ -11,9 +11,10 @@ import (
 )
 
 // TestPauseAndBudgetRaiseOverTheAPI: POST .../pause pauses a queued task
-// by the named person (no unit in flight: it answers at once); a bad
-// grace or budget raise is 400; a
-// resume with a raise records it with who and makes the task runnable.
+// (no unit in flight: it answers at once), recorded as made by the
+// request's token ("owner", the home's), not by the "by" it claims; a bad
+// grace or budget raise is 400; a resume with a raise records it with
+// who and makes the task runnable.
 func TestPauseAndBudgetRaiseOverTheAPI(t *testing.T) {
 	t.Parallel()
 	b := setupAPI(t)
@@ -29,8 +30,8 @@ func TestPauseAndBudgetRaiseOverTheAPI(t *testing.T) {
 	got, err := c.Pause(ctx, task.ID, api.PauseRequest{Reason: "deploy window", By: "carol", Grace: "0s"})
 	require.NoError(t, err)
 	require.Equal(t, store.Paused, got.Status)
-	require.Equal(t, "carol", got.Pause.By)
-	require.Equal(t, "paused by carol: deploy window", got.Reason)
+	require.Equal(t, "owner", got.Pause.By)
+	require.Equal(t, "paused by owner: deploy window", got.Reason)
 
 	_, err = c.ResumeWith(ctx, task.ID, api.ResumeRequest{Budget: []string{"unit=5"}})
 	require.ErrorAs(t, err, &ae)
@@ -47,7 +48,7 @@ func TestPauseAndBudgetRaiseOverTheAPI(t *testing.T) {
 	for _, e := range evs {
 		if e.Type == store.EvBudgetRaised {
 			raised++
-			require.Equal(t, "carol", e.Owner)
+			require.Equal(t, "owner", e.Owner)
 		}
 	}
 	require.Equal(t, 2, raised)

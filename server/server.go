@@ -10,7 +10,6 @@ package server
 
 import (
 	"context"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -193,10 +192,23 @@ func (s *Server) routes() {
 }
 
 // RequireToken wraps h so that a request without "Authorization: Bearer
-// token" gets 401 and reaches nothing. The comparison takes the same time
-// whatever the token sent.
+// token" gets 401 and reaches nothing; one with it is made by "owner" (the
+// home's own token). See RequireTokens.
 func RequireToken(h http.Handler, token string) http.Handler {
-	want := []byte(token)
+	only := map[string]string{OwnerToken: token}
+	return RequireTokens(h, func() (map[string]string, error) { return only, nil })
+}
+
+// RequireTokens wraps h so that only a request carrying one of the tokens
+// (name → secret) reaches it: "Authorization: Bearer SECRET", or for the
+// dashboard the cookie /login sets. Others get 401 (a page load: the login
+// page) and reach nothing. The request goes on marked as made by the
+// token's name, which decisions, pauses, raises and retries record instead
+// of what the client claims (who). tokens is called for every request, so
+// a token added or removed counts at once; if it fails every request is
+// refused (503). The comparison takes the same time whatever the token
+// sent and whichever token it is.
+func RequireTokens(h http.Handler, tokens func() (map[string]string, error)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		if !ok {
@@ -210,7 +222,17 @@ func RequireToken(h http.Handler, token string) http.Handler {
 				got, ok = c.Value, true
 			}
 		}
-		if !ok || !equalTime([]byte(got), want) {
+		known, err := tokens()
+		if err != nil {
+			writeError(w, &api.Error{HTTPStatus: http.StatusServiceUnavailable, Code: api.CodeUnavailable,
+				Message: "the server cannot read its API tokens: " + err.Error()})
+			return
+		}
+		name := ""
+		if ok {
+			name = matchToken(known, got)
+		}
+		if name == "" {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="lhengine"`)
 			if !strings.HasPrefix(r.URL.Path, "/v1/") && r.Method == http.MethodGet && r.URL.Path != "/login" {
 				http.Redirect(w, r, "/login", http.StatusSeeOther)
@@ -224,12 +246,12 @@ func RequireToken(h http.Handler, token string) http.Handler {
 				Message: "a valid bearer token is required (--token-file, or " + api.TokenEnv + ")"})
 			return
 		}
-		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), tokenNameKey{}, "token")))
+		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), tokenNameKey{}, name)))
 	})
 }
 
 // tokenNameKey marks, in a request's context, the name of the bearer
-// token it was let in with (RequireToken).
+// token it was let in with (RequireTokens).
 type tokenNameKey struct{}
 
 // who says who makes request req: the name of the token it carried over
@@ -250,8 +272,6 @@ func cookieMay(r *http.Request) bool {
 // tokenCookie carries the bearer token of a browser that logged in to the
 // dashboard.
 const tokenCookie = "lhengine_token"
-
-func equalTime(a, b []byte) bool { return subtle.ConstantTimeCompare(a, b) == 1 }
 
 // Versions are this binary's versions.
 func Versions() api.Versions {

@@ -27,10 +27,15 @@ to the home, and it serves the API (specs/api.md) on the home's Unix socket,
 where every other lhengine command finds it, and with --listen on TCP: the API
 under /v1/ and the web dashboard at /.
 
-The TCP listener requires a bearer token. It is created in the home on the
-first start (HOME/run/token, readable by its owner only); clients pass it with
+The TCP listener requires a bearer token. The home's own token is created on
+the first start (HOME/run/token, readable by its owner only); "lhengine token
+add NAME" gives a person a token of their own. Clients pass one with
 --token-file FILE or the LHENGINE_TOKEN environment variable, and a browser
-logs in with it once. The default address is loopback only.
+logs in with it once. What a request decides, pauses, raises or retries is
+recorded as made by its token's name ("owner" for the home's token), not by
+what the client says. Tokens are read again for every request: one added or
+removed counts at once, without a restart. The default address is loopback
+only.
 
 SIGTERM or Ctrl-C stops it gracefully: no more units are claimed, the units in
 flight get --grace to finish and commit, and those still running then are
@@ -52,15 +57,16 @@ is 0.`,
 				}
 				defer l.Close()
 				a.extra = append(a.extra, extraListener{l: l, h: func(srv *server.Server) http.Handler {
-					tok, err := server.Token(a.home)
-					if err != nil {
+					if _, err := server.Token(a.home); err != nil {
 						// No token, no TCP: refuse everything rather than serve open.
 						a.logger().Error("no API token; the TCP listener refuses every request", "error", err)
 						return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 							http.Error(w, "the server has no API token: "+err.Error(), http.StatusServiceUnavailable)
 						})
 					}
-					return server.RequireToken(srv.Handler(), tok)
+					// Read again for every request: a token added or
+					// removed with "lhengine token" counts at once.
+					return server.RequireTokens(srv.Handler(), func() (map[string]string, error) { return server.Tokens(a.home) })
 				}})
 				tokenFile = api.TokenPath(a.home)
 				listen = l.Addr().String()
