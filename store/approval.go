@@ -285,27 +285,35 @@ func (s *Store) DecideApproval(ctx context.Context, task, id string, approve boo
 // wake makes the unit that waits for approval a ready again, if it still
 // does (a repair may have replaced it since).
 func (s *Store) wake(t *tx, task *Task, a *Approval) error {
+	return s.wakeUnit(t, task, a.StepIndex, a.Item, func(u *Unit) bool {
+		return u.Approval == a.ID && u.Pass == a.Pass && u.Effect == ""
+	})
+}
+
+// wakeUnit makes unit (step, item) of task ready again if it waits and
+// waits for what is (a decision, an effect settled).
+func (s *Store) wakeUnit(t *tx, task *Task, step, item int, is func(*Unit) bool) error {
 	u := new(Unit)
-	if err := t.getJSON(unitKey(task.ID, a.StepIndex, a.Item), u); err != nil {
+	if err := t.getJSON(unitKey(task.ID, step, item), u); err != nil {
 		if errors.Is(err, ErrNotFound) {
 			return nil
 		}
 		return err
 	}
-	if u.State != UnitWaiting || u.Approval != a.ID || u.Pass != a.Pass {
+	if u.State != UnitWaiting || !is(u) {
 		return nil
 	}
-	u.State, u.NotBefore = UnitReady, time.Time{}
-	if err := t.putJSON(unitKey(task.ID, a.StepIndex, a.Item), u); err != nil {
+	u.State, u.NotBefore, u.Effect, u.WaitReason = UnitReady, time.Time{}, "", ""
+	if err := t.putJSON(unitKey(task.ID, step, item), u); err != nil {
 		return err
 	}
-	if a.StepIndex < task.stepCount() {
-		if st := t.step(task, a.StepIndex); st.Pass == u.Pass && st.Waiting > 0 {
+	if step < task.stepCount() {
+		if st := t.step(task, step); st.Pass == u.Pass && st.Waiting > 0 {
 			st.Waiting--
 		}
 	}
 	task.Waiting = max(task.Waiting-1, 0)
-	ref := unitRef{task.ID, a.StepIndex, a.Item}
+	ref := unitRef{task.ID, step, item}
 	if task.Status == WaitingApproval {
 		task.Status, task.Reason = Running, ""
 		tickWall(task, s.now())
@@ -392,7 +400,10 @@ func (s *Store) UseApproval(ctx context.Context, l Lease, id string) error {
 
 // settleWaiting gives a runnable task the status WaitingApproval when
 // units of it wait for approvals and nothing else of it can run now: no
-// unit leased and none ready in the step under the cursor.
+// unit leased and none ready in the step under the cursor. When one of
+// them waits for an effect to be settled instead, the task pauses
+// (PauseEffect) with that unit's reason, as a task did before its other
+// units could run on.
 func (s *Store) settleWaiting(t *tx, task *Task) error {
 	if task.Waiting <= 0 || !task.Status.runnable() || task.Status == WaitingApproval || task.Leases > 0 {
 		return nil
@@ -400,6 +411,24 @@ func (s *Store) settleWaiting(t *tx, task *Task) error {
 	st := t.step(task, task.Cursor)
 	if !st.Planned || st.Units-st.Done-st.Failed-st.Leased-st.Waiting > 0 {
 		return nil
+	}
+	var effect *Unit
+	err := t.scan(unitStepPrefix(task.ID, task.Cursor), func(_, val []byte) (bool, error) {
+		u := new(Unit)
+		if err := json.Unmarshal(val, u); err != nil {
+			return false, err
+		}
+		if u.State == UnitWaiting && u.Effect != "" && u.Pass == st.Pass {
+			effect = u
+			return false, nil
+		}
+		return true, nil
+	})
+	if err != nil {
+		return err
+	}
+	if effect != nil {
+		return s.pauseInTx(t, task, PauseReason{Kind: PauseEffect, Name: st.Name, Note: effect.WaitReason})
 	}
 	task.Status = WaitingApproval
 	task.Reason = fmt.Sprintf("%d unit(s) wait for approval: lhengine approvals %s", task.Waiting, task.ID)
@@ -440,4 +469,51 @@ func (s *Store) voidApprovals(t *tx, task *Task, step, pass int, why string) err
 		}
 	}
 	return nil
+}
+
+// WaitEffect makes the unit of lease l wait for a person to settle its
+// effect key, whose outcome is unknown (mode manual): the attempt is given
+// back uncharged, the unit leaves the claim queue until ResolveEffect
+// settles the effect, and the task's other units run on. reason says so,
+// with the commands that settle it. When nothing else of the task can
+// run, the task pauses (PauseEffect) with that reason.
+func (s *Store) WaitEffect(ctx context.Context, l Lease, key, reason string) (*Task, error) {
+	var out *Task
+	err := s.update(ctx, func(t *tx) error {
+		u, task, err := s.leased(t, l)
+		if err != nil {
+			return err
+		}
+		t.durable = true
+		now := s.now()
+		st := t.step(task, l.Step)
+		u.State, u.Owner, u.LeaseUntil, u.NotBefore = UnitWaiting, "", time.Time{}, time.Time{}
+		u.Effect, u.WaitReason = key, reason
+		u.Attempt = max(u.Attempt-1, 0)
+		task.Attempts = max(task.Attempts-1, 0)
+		task.Leases--
+		st.Leased--
+		st.Waiting++
+		task.Waiting++
+		tickWall(task, now)
+		if err := t.putJSON(unitKey(l.Task, l.Step, l.Item), u); err != nil {
+			return err
+		}
+		ref := unitRef{l.Task, l.Step, l.Item}
+		t.after(func(x *index) { delete(x.leases, ref) })
+		item := l.Item
+		if err := s.event(t, task, Event{Type: EvEffectUnknown, Step: st.Name, Item: &item, Attempt: l.Attempt, Message: reason}); err != nil {
+			return err
+		}
+		if err := s.settleWaiting(t, task); err != nil {
+			return err
+		}
+		task.UpdatedAt = now
+		if err := t.saveTask(task); err != nil {
+			return err
+		}
+		out = task
+		return t.fill(out)
+	})
+	return out, err
 }

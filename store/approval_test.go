@@ -165,3 +165,37 @@ func TestRepairVoidsPendingApprovals(t *testing.T) {
 	require.Zero(t, tk.Waiting)
 	require.Len(t, b.claimN(t, 2), 2, "the new pass runs both items")
 }
+
+// TestEffectWaitHoldsOnlyItsUnit: a unit whose effect's outcome is unknown
+// waits alone: the other items are claimed and commit; then, with nothing
+// else to run, the task pauses with the unit's reason; settling the effect
+// makes the unit ready and the task running, and it finishes.
+func TestEffectWaitHoldsOnlyItsUnit(t *testing.T) {
+	t.Parallel()
+	b := setup(t, fanOutPlanner(3))
+	task := b.submit(t, []StepState{{Name: "send", FanOut: true, Limit: 3}})
+	ls := b.claimN(t, 3)
+	require.Len(t, ls, 3)
+	require.NoError(t, b.s.RecordEffect(b.ctx, ls[1], &Effect{Task: task.ID, Step: 0, StepName: "send", Item: 1, Key: "mail-1",
+		Kind: "http", State: EffectIntent, Mode: "manual"}))
+	tk, err := b.s.WaitEffect(b.ctx, ls[1], "mail-1", "effect mail-1: outcome unknown; confirm with `lhengine effect confirm x`")
+	require.NoError(t, err)
+	require.Equal(t, Running, tk.Status, "the other units are still in flight")
+	b.done(t, ls[0], `0`)
+	tk = b.done(t, ls[2], `2`)
+	require.Equal(t, Paused, tk.Status, "nothing else can run")
+	require.Equal(t, PauseEffect, tk.Pause.Kind)
+	require.Contains(t, tk.Reason, "lhengine effect confirm x")
+	require.Empty(t, b.claimN(t, 3))
+
+	_, err = b.s.ResolveEffect(b.ctx, task.ID, 0, 1, "mail-1", true, "seen")
+	require.NoError(t, err)
+	tk, err = b.s.Task(b.ctx, task.ID)
+	require.NoError(t, err)
+	require.Equal(t, Running, tk.Status)
+	again := b.claimN(t, 3)
+	require.Len(t, again, 1)
+	require.Equal(t, 1, again[0].Item)
+	require.Equal(t, ls[1].Attempt, again[0].Attempt, "the wait cost no attempt")
+	require.Equal(t, Succeeded, b.done(t, again[0], `1`).Status)
+}

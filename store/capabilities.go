@@ -390,6 +390,10 @@ func (s *Store) ResolveEffect(ctx context.Context, task string, step, item int, 
 			Message: fmt.Sprintf("effect %q %s: %s", key, verb, note)}); err != nil {
 			return err
 		}
+		// The unit that waits for it runs again.
+		if err := s.wakeUnit(t, tk, step, item, func(u *Unit) bool { return u.Effect == key }); err != nil {
+			return err
+		}
 		if tk.Status == Paused && (tk.Pause == nil || tk.Pause.Kind == PauseEffect) {
 			// Only a pause the effect caused ends with it; a person's, a
 			// budget's or a drift's stands until resumed.

@@ -441,6 +441,11 @@ type Unit struct {
 	// Approval is the id of the unit's latest approval: the one it waits
 	// for, or the one its attempts run on ("" for none).
 	Approval string `json:"approval,omitempty"`
+	// Effect is the key of the effect of unknown outcome a waiting unit
+	// waits for a person to settle (Store.WaitEffect), and WaitReason
+	// says so with the commands that settle it; "" otherwise.
+	Effect     string `json:"effect,omitempty"`
+	WaitReason string `json:"wait_reason,omitempty"`
 }
 
 // Item is one fan-out item as produced by planning a step.
@@ -516,6 +521,9 @@ const (
 	EvApprovalExpired   EventType = "approval_expired"
 	EvApprovalVoided    EventType = "approval_voided"
 	EvWaitingApproval   EventType = "waiting_approval"
+	// EvEffectUnknown: a unit waits for a person to settle an effect
+	// whose outcome is unknown (Store.WaitEffect).
+	EvEffectUnknown EventType = "effect_unknown"
 )
 
 // Event is one entry of a task's durable event log.

@@ -235,7 +235,7 @@ func (a *Attempt) pauseFor(e *store.Effect) error {
 	reason := fmt.Sprintf("effect %q (%s) of step %q item %d: outcome unknown; confirm with `lhengine effect confirm %s` or retry with `lhengine effect retry %s`",
 		e.Key, e.Kind, e.StepName, e.Item, args, args)
 	a.mu.Lock()
-	a.pause = reason
+	a.pause, a.pauseKey = reason, e.Key
 	a.mu.Unlock()
 	return herr(guest.StatusPaused, "%s", reason)
 }

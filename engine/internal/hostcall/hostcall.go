@@ -68,6 +68,7 @@ type Attempt struct {
 	notes     []store.Note
 	noteBytes uint64
 	pause     string
+	pauseKey  string
 	ask       *ApprovalAsk    // set by approval.request when the unit must wait
 	owned     map[string]bool // artifact refs this task is known to own
 	committed map[string]bool // the task's counter names when this attempt first added one; nil before
@@ -95,6 +96,13 @@ func (a *Attempt) PauseReason() string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.pause
+}
+
+// PauseKey is the key of the effect PauseReason is about.
+func (a *Attempt) PauseKey() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.pauseKey
 }
 
 func herr(status int32, format string, args ...any) error {

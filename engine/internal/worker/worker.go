@@ -426,14 +426,14 @@ func (w *Worker) attempt(ctx context.Context, l store.Lease, after store.Durabil
 		return nil, store.Durability{}
 	}
 	if hc != nil && hc.PauseReason() != "" {
-		// An effect needs a human: give the unit back without burning the
-		// attempt, and pause the task until the effect is settled.
-		task, err := w.cfg.Store.Pause(ctx, l, hc.PauseReason())
+		// An effect needs a human: the unit waits, its attempt uncharged,
+		// until the effect is settled; the task's other units run on.
+		task, err := w.cfg.Store.WaitEffect(ctx, l, hc.PauseKey(), hc.PauseReason())
 		if err != nil {
 			log.Warn("pausing the task failed", "error", err)
 			return nil, store.Durability{}
 		}
-		log.Warn("task paused", "reason", hc.PauseReason())
+		log.Warn("unit waits for a person to settle an effect", "reason", hc.PauseReason(), "task_status", task.Status)
 		w.ended(task)
 		if w.cfg.OnCommit != nil {
 			w.cfg.OnCommit(task)
