@@ -431,7 +431,28 @@ func (s *Store) settleWaiting(t *tx, task *Task) error {
 		return s.pauseInTx(t, task, PauseReason{Kind: PauseEffect, Name: st.Name, Note: effect.WaitReason})
 	}
 	task.Status = WaitingApproval
-	task.Reason = fmt.Sprintf("%d unit(s) wait for approval: lhengine approvals %s", task.Waiting, task.ID)
+	task.Reason = fmt.Sprintf("%d units wait for approval: lhengine approvals %s", task.Waiting, task.ID)
+	if task.Waiting == 1 {
+		// Say what the one approval is, and the command that decides it.
+		var last *Approval
+		err := t.scan([]byte("r/"+task.ID+"/"), func(_, val []byte) (bool, error) {
+			a := new(Approval)
+			if err := json.Unmarshal(val, a); err != nil {
+				return false, err
+			}
+			if a.State == ApprovalPending {
+				last = a
+			}
+			return true, nil
+		})
+		if err != nil {
+			return err
+		}
+		if last != nil {
+			task.Reason = fmt.Sprintf("waits for approval %s of step %s item %d: %q; decide with lhengine approve %s %s (or reject)",
+				last.ID, last.Step, last.Item, last.Prompt, task.ID, last.ID)
+		}
+	}
 	tickWall(task, s.now())
 	return s.event(t, task, Event{Type: EvWaitingApproval, Message: task.Reason})
 }

@@ -59,7 +59,7 @@ func TestApprovalWaitBlocksOnlyItsUnit(t *testing.T) {
 		}
 	}
 	require.Equal(t, WaitingApproval, tk.Status, "nothing else can run")
-	require.Contains(t, tk.Reason, "lhengine approvals "+task.ID)
+	require.Contains(t, tk.Reason, "lhengine approve "+task.ID+" 1", "the reason says what it waits for and how to decide")
 	require.Empty(t, b.claimN(t, 5), "a waiting unit without an expiry is never claimed")
 	require.Len(t, b.events(t, task.ID, EvWaitingApproval), 1)
 
