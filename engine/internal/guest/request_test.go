@@ -38,6 +38,11 @@ func TestRequestJSON(t *testing.T) {
 			req:  Request{Step: "draft", Attempt: 1, Policy: json.RawMessage(`{"few_shot":"examples/v2","single_tool":true}`)},
 			want: `{"abi":1,"task_id":"","task_name":"","step":"draft","item":null,"attempt":1,"input":null,"policy":{"few_shot":"examples/v2","single_tool":true}}`,
 		},
+		{
+			name: "objective and constraints, verbatim",
+			req:  Request{Step: "check", Attempt: 1, Objective: "Audit every page", Constraints: []string{"never write to the site", "ask  first"}},
+			want: `{"abi":1,"task_id":"","task_name":"","step":"check","item":null,"attempt":1,"input":null,"policy":{},"objective":"Audit every page","constraints":["never write to the site","ask  first"]}`,
+		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -61,6 +61,10 @@ type Request struct {
 	// Environment is the task's environment facts as read before the
 	// attempt, by name (the envelope's "environment"); nil omits it.
 	Environment map[string]string
+	// Objective and Constraints are the task's, verbatim (the envelope's
+	// "objective" and "constraints"; omitted when empty).
+	Objective   string
+	Constraints []string
 	// Now is the time the attempt was claimed, as the ledger recorded it:
 	// the envelope's "now", and where the guest's wall clock starts. Zero
 	// keeps the fixed clock of 2022-01-01T00:00:00Z and omits "now".
@@ -94,6 +98,9 @@ type wireRequest struct {
 
 	// Environment: Request.Environment.
 	Environment map[string]string `json:"environment,omitempty"`
+	// Objective, Constraints: Request.Objective, Request.Constraints.
+	Objective   string   `json:"objective,omitempty"`
+	Constraints []string `json:"constraints,omitempty"`
 }
 
 type wireItem struct {
@@ -115,6 +122,7 @@ func (r Request) MarshalJSON() ([]byte, error) {
 		w.Repair = r.Repair
 	}
 	w.Environment = r.Environment
+	w.Objective, w.Constraints = r.Objective, r.Constraints
 	if !r.Now.IsZero() {
 		w.Now = r.Now.UTC().Format(time.RFC3339Nano)
 	}

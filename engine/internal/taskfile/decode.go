@@ -140,7 +140,7 @@ func decodeFile(filename string, src []byte, dir string) (*Task, hcl.Diagnostics
 	task.Dir = dir
 	task.Source = src
 	for _, s := range task.Steps {
-		s.taskName = task.Name
+		s.task = task.info()
 		s.Limits = &task.Limits
 		for _, m := range s.Mounts {
 			m.SourcePath = resolvePath(dir, m.Source)

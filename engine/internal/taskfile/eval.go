@@ -198,7 +198,7 @@ func (s *Step) runtimeContext(expr hcl.Expression, scope Scope, eachAllowed bool
 	if eachAllowed {
 		each = scope.Each
 	}
-	ctx := scopeContext(scope.Vars, scope.Prompts, scope.Outputs, cty.StringVal(scope.TaskID), s.taskName, each)
+	ctx := scopeContext(scope.Vars, scope.Prompts, scope.Outputs, cty.StringVal(scope.TaskID), s.task, each)
 	// Only the functions expr calls: a step's input is evaluated once per
 	// fan-out item, and wrapping all of them each time would cost more
 	// than the evaluation.
@@ -210,13 +210,13 @@ func (s *Step) runtimeContext(expr hcl.Expression, scope Scope, eachAllowed bool
 // the functions expr calls share a fresh budget (boundedContext; wrapping
 // every function of the language for each evaluation cost more than the
 // evaluation). A cty.NilVal anywhere stands for null.
-func evalContext(vars, prompts, outputs map[string]cty.Value, taskID cty.Value, taskName string, each *Each, expr hcl.Expression) *hcl.EvalContext {
-	ctx, _ := boundedContext(scopeContext(vars, prompts, outputs, taskID, taskName, each), calledFunctions(expr))
+func evalContext(vars, prompts, outputs map[string]cty.Value, taskID cty.Value, task taskInfo, each *Each, expr hcl.Expression) *hcl.EvalContext {
+	ctx, _ := boundedContext(scopeContext(vars, prompts, outputs, taskID, task, each), calledFunctions(expr))
 	return ctx
 }
 
 // scopeContext is evalContext without functions.
-func scopeContext(vars, prompts, outputs map[string]cty.Value, taskID cty.Value, taskName string, each *Each) *hcl.EvalContext {
+func scopeContext(vars, prompts, outputs map[string]cty.Value, taskID cty.Value, task taskInfo, each *Each) *hcl.EvalContext {
 	varVals := make(map[string]cty.Value, len(vars))
 	for name, v := range vars {
 		varVals[name] = orNull(v)
@@ -236,7 +236,9 @@ func scopeContext(vars, prompts, outputs map[string]cty.Value, taskID cty.Value,
 			"step":   cty.ObjectVal(stepVals),
 			"task": cty.ObjectVal(map[string]cty.Value{
 				"id":   taskID,
-				"name": cty.StringVal(taskName),
+				"name":        cty.StringVal(task.name),
+				"objective":   cty.StringVal(task.objective),
+				"constraints": task.constraintsVal(),
 			}),
 		},
 	}
@@ -254,4 +256,31 @@ func orNull(v cty.Value) cty.Value {
 		return cty.NullVal(cty.DynamicPseudoType)
 	}
 	return v
+}
+
+// taskAttributes are the attributes of task in expressions.
+var taskAttributes = []string{"id", "name", "objective", "constraints"}
+
+// taskInfo is what expressions read of their task beside its id: its
+// name, objective and constraints, verbatim.
+type taskInfo struct {
+	name, objective string
+	constraints     []string
+}
+
+func (t *Task) info() taskInfo {
+	return taskInfo{name: t.Name, objective: t.Objective, constraints: t.Constraints}
+}
+
+// constraintsVal is task.constraints: a list of strings (an empty list for
+// none).
+func (i taskInfo) constraintsVal() cty.Value {
+	if len(i.constraints) == 0 {
+		return cty.ListValEmpty(cty.String)
+	}
+	vals := make([]cty.Value, len(i.constraints))
+	for n, c := range i.constraints {
+		vals[n] = cty.StringVal(c)
+	}
+	return cty.ListVal(vals)
 }

@@ -241,3 +241,24 @@ func mustJSON(t *testing.T, v cty.Value) []byte {
 	require.NoError(t, err)
 	return b
 }
+
+// TestTaskObjectiveAndConstraintsInExpressions: task.objective and
+// task.constraints read the task's own, verbatim.
+func TestTaskObjectiveAndConstraintsInExpressions(t *testing.T) {
+	t.Parallel()
+	task := parseTest(t, `
+task "audit" {
+  objective   = "Audit every page of the site"
+  constraints = ["never write to the site", "ask before  emailing"]
+  step "a" {
+    plugin = "a.wasm"
+    input  = { o = task.objective, c = task.constraints, n = length(task.constraints) }
+  }
+}
+`)
+	v, diags := task.Step("a").EvalInput(Scope{TaskID: "t-1"})
+	require.False(t, diags.HasErrors(), diags.Error())
+	b, err := ToJSON(v)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"o":"Audit every page of the site","c":["never write to the site","ask before  emailing"],"n":2}`, string(b))
+}

@@ -799,7 +799,7 @@ func ApplyPolicies(t *Task, ps []*Policy, checkPlugins bool, grant ...string) (*
 	isInserted := map[*Step]bool{}
 	for _, s := range inserted {
 		isInserted[s] = true
-		s.taskName = t.Name
+		s.task = t.info()
 		s.Limits = &out.Limits
 		s.PluginPath = resolvePath(filepath.Dir(s.DeclRange.Filename), s.Plugin)
 		for _, m := range s.Mounts {

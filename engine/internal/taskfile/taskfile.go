@@ -172,7 +172,7 @@ type Step struct {
 	modelNames []string       // the models attribute, resolved into Models by resolveModels
 	modelsAttr *hcl.Attribute // the models attribute; nil when absent
 
-	taskName       string    // for task.name
+	task           taskInfo  // for task.name, task.objective, task.constraints
 	shaRange       hcl.Range // the plugin_sha256 expression, for a mismatch found later
 	workspaceRange hcl.Range // the workspace attribute's value; empty when absent
 	allowRange     hcl.Range // the http block's allow value; empty when absent

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
@@ -168,13 +169,13 @@ func (t *Task) checkRef(s *Step, attr string, tr hcl.Traversal) *hcl.Diagnostic 
 	case "task":
 		field, ok := attrName(tr, 1)
 		if !ok {
-			return invalid("A task attribute reference has the form task.id or task.name.")
+			return invalid("A task attribute reference has the form task.id, task.name, task.objective or task.constraints.")
 		}
-		if field != "id" && field != "name" {
+		if !slices.Contains(taskAttributes, field) {
 			return &hcl.Diagnostic{
 				Severity: hcl.DiagError,
 				Summary:  "Unsupported task attribute",
-				Detail:   fmt.Sprintf("task has the attributes id and name; %q is not one.%s", field, didYouMean(field, []string{"id", "name"})),
+				Detail:   fmt.Sprintf("task has the attributes id, name, objective and constraints; %q is not one.%s", field, didYouMean(field, taskAttributes)),
 				Subject:  tr[1].SourceRange().Ptr(),
 			}
 		}
@@ -213,7 +214,7 @@ func (t *Task) checkTypes(s *Step) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	var each *Each
 	if s.ForEach != nil {
-		ctx := evalContext(vars, prompts, outputs, cty.UnknownVal(cty.String), t.Name, nil, s.ForEach)
+		ctx := evalContext(vars, prompts, outputs, cty.UnknownVal(cty.String), t.info(), nil, s.ForEach)
 		v, d := s.ForEach.Value(ctx)
 		diags = append(diags, fillSubject(d, s.ForEach.Range())...)
 		if d.HasErrors() {
@@ -228,13 +229,13 @@ func (t *Task) checkTypes(s *Step) hcl.Diagnostics {
 		each = windowEach
 	}
 	if s.Input != nil {
-		ctx := evalContext(vars, prompts, outputs, cty.UnknownVal(cty.String), t.Name, each, s.Input)
+		ctx := evalContext(vars, prompts, outputs, cty.UnknownVal(cty.String), t.info(), each, s.Input)
 		_, d := s.Input.Value(ctx)
 		diags = append(diags, fillSubject(d, s.Input.Range())...)
 	}
 	if s.Approval != nil {
 		diags = append(diags, checkApprovalTypes(s.Approval, func(expr hcl.Expression) *hcl.EvalContext {
-			return evalContext(vars, prompts, outputs, cty.UnknownVal(cty.String), t.Name, each, expr)
+			return evalContext(vars, prompts, outputs, cty.UnknownVal(cty.String), t.info(), each, expr)
 		})...)
 	}
 	return diags

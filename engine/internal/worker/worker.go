@@ -609,6 +609,7 @@ func (w *Worker) execute(ctx context.Context, l store.Lease, log hclog.Logger, a
 
 	req := guest.Request{TaskID: task.ID, TaskName: task.Name, Step: step.Name, Attempt: l.Attempt, Input: input, Policy: step.Params, Now: l.Unit.Claimed}
 	req.Environment = facts
+	req.Objective, req.Constraints = sp.Manifest.Objective, sp.Manifest.Constraints
 	if step.ForEach != nil || step.Every > 0 {
 		req.Item = &guest.Item{Index: l.Item, Key: l.Unit.Key, Value: l.Unit.Value}
 	}

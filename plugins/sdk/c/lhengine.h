@@ -314,6 +314,31 @@ static inline int lhengine_policy_string(const char *req, size_t req_len, const 
 	return (int)(n - 2);
 }
 
+/* lhengine_objective sets *val and *val_len to the task's objective as
+ * JSON text (a string, with its quotes and escapes) from the request req
+ * (req_len bytes); lhengine_constraints to its constraints (an array of
+ * strings). Each returns 1 when the request has it, 0 when the task
+ * declares none. Both are verbatim: never summarise them away. */
+static inline int lhengine_objective(const char *req, size_t req_len, const char **val, size_t *val_len) {
+	const char *v, *v_end;
+	if (!lhengine_json_member_(req, req + req_len, "objective", &v, &v_end)) {
+		return 0;
+	}
+	*val = v;
+	*val_len = (size_t)(v_end - v);
+	return 1;
+}
+
+static inline int lhengine_constraints(const char *req, size_t req_len, const char **val, size_t *val_len) {
+	const char *v, *v_end;
+	if (!lhengine_json_member_(req, req + req_len, "constraints", &v, &v_end)) {
+		return 0;
+	}
+	*val = v;
+	*val_len = (size_t)(v_end - v);
+	return 1;
+}
+
 #undef LHENGINE_IMPORT
 
 #ifdef __cplusplus
