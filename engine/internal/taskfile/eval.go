@@ -235,7 +235,7 @@ func scopeContext(vars, prompts, outputs map[string]cty.Value, taskID cty.Value,
 			"prompt": cty.ObjectVal(promptVals),
 			"step":   cty.ObjectVal(stepVals),
 			"task": cty.ObjectVal(map[string]cty.Value{
-				"id":   taskID,
+				"id":          taskID,
 				"name":        cty.StringVal(task.name),
 				"objective":   cty.StringVal(task.objective),
 				"constraints": task.constraintsVal(),
