@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"embed"
 	"encoding/base64"
@@ -10,6 +11,7 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"math"
 	"net/http"
 	"net/url"
 	"slices"
@@ -69,6 +71,7 @@ const (
 	pageEvents    = 200      // most recent events
 	pageNotes     = 200      // most recent notes
 	pageOutput    = 64 << 10 // bytes of one step's output
+	pageSubject   = 2000     // bytes of an approval's subject
 	formBodyLimit = 64 << 10
 )
 
@@ -101,7 +104,17 @@ func (s *Server) dashboardRoutes() {
 	post("/tasks/{id}/cancel", s.act(s.cancel, func(*http.Request) any {
 		return api.CancelRequest{Reason: "cancelled from the dashboard"}
 	}))
-	post("/tasks/{id}/resume", s.act(s.resume, func(*http.Request) any { return struct{}{} }))
+	post("/tasks/{id}/resume", s.act(s.resume, func(r *http.Request) any {
+		return api.ResumeRequest{Budget: strings.Fields(r.PostFormValue("budget")), By: "dashboard"}
+	}))
+	post("/tasks/{id}/pause", s.act(s.pause, func(r *http.Request) any {
+		return api.PauseRequest{Reason: strings.TrimSpace(r.PostFormValue("reason")), By: "dashboard", Grace: "30s"}
+	}))
+	for verb, approve := range map[string]bool{"approve": true, "reject": false} {
+		post("/tasks/{id}/approvals/{approval}/"+verb, s.act(s.decide(approve), func(r *http.Request) any {
+			return api.DecideRequest{Note: strings.TrimSpace(r.PostFormValue("note")), By: "dashboard"}
+		}))
+	}
 	post("/tasks/{id}/retry", s.act(s.retry, func(r *http.Request) any {
 		return api.RetryRequest{From: r.PostFormValue("from"), By: "dashboard"}
 	}))
@@ -173,17 +186,54 @@ func currentStep(t *store.Task) string {
 	return t.Steps[t.Cursor].Name
 }
 
+// listView is what the task list page shows.
+type listView struct {
+	Rows []listRow
+	// Pending are the approvals waiting for a person, of every task that
+	// has not finished.
+	Pending []approvalView
+}
+
+// approvalView is one approval as the pages show it.
+type approvalView struct {
+	store.Approval
+	TaskName    string
+	SubjectText string // the subject, pretty, clipped to pageSubject
+	// Back is where the decision's form returns: "/" on the task list
+	// (which also shows the task's column), "" for the task's page.
+	Back string
+}
+
+func viewApproval(a store.Approval, taskName string) approvalView {
+	return approvalView{Approval: a, TaskName: taskName, SubjectText: clip(prettyJSON(a.Subject), pageSubject)}
+}
+
 func (s *Server) pageList(w http.ResponseWriter, r *http.Request) {
 	ts, err := s.taskList()
+	var pend []store.Approval
+	if err == nil {
+		err = s.e.Read(func(rd *store.Reader) error {
+			var err error
+			pend, err = pending(rd)
+			return err
+		})
+	}
 	if err != nil {
 		s.pageError(w, toAPIError(err).HTTPStatus, err.Error(), "")
 		return
 	}
-	rows := make([]listRow, 0, len(ts))
+	v := listView{Rows: make([]listRow, 0, len(ts))}
+	names := make(map[string]string, len(ts))
 	for _, t := range slices.Backward(ts) { // newest first
-		rows = append(rows, row(t))
+		v.Rows = append(v.Rows, row(t))
+		names[t.ID] = t.Name
 	}
-	s.render(w, r, http.StatusOK, "list", s.page("Tasks", rows))
+	for _, a := range pend {
+		av := viewApproval(a, names[a.Task])
+		av.Back = "/"
+		v.Pending = append(v.Pending, av)
+	}
+	s.render(w, r, http.StatusOK, "list", s.page("Tasks", v))
 }
 
 // taskView is everything the task page shows, read in one snapshot.
@@ -199,8 +249,93 @@ type taskView struct {
 	Artifacts  []store.Provenance
 	Effects    []effectView
 	Waiting    int // effects waiting for a person
+	// Pending are the task's approvals waiting for a person; Closed the
+	// others (decided, expired, voided), oldest first.
+	Pending, Closed []approvalView
+	Budgets         []budgetView
+	// Raise is what raises the budget that paused the task by its own
+	// limit again ("units=+50"), and RaiseCommand the CLI command that
+	// does it and resumes; "" unless a budget or a step's repair.max
+	// paused it.
+	Raise, RaiseCommand string
 
-	CanCancel, CanResume, CanRetry bool
+	CanCancel, CanResume, CanRetry, CanPause bool
+}
+
+// budgetView is one budget with a limit, as the task page shows it.
+type budgetView struct {
+	Name        string
+	Used, Limit string  // in the budget's unit (wall_time as a duration)
+	Fraction    float64 // used / limit, at most 1 (the bar)
+	Percent     int     // of the limit used
+	Warn        bool    // at 80% of the limit or more: the engine warned
+	Reached     bool
+}
+
+// budgetWarn is the share of a limit at which the engine warns (store).
+const budgetWarn = 0.8
+
+// budgets lists the budgets of t that have a limit, in the budget
+// block's order.
+func budgets(t *store.Task) []budgetView {
+	if t.Budget == nil {
+		return nil
+	}
+	var out []budgetView
+	for _, name := range store.BudgetOrder {
+		limit := budgetLimit(t.Budget.Limits, name)
+		if limit <= 0 {
+			continue
+		}
+		used := t.BudgetUsage(name)
+		f := used / limit
+		out = append(out, budgetView{Name: name, Used: budgetAmount(name, used), Limit: budgetAmount(name, limit),
+			Fraction: min(f, 1), Percent: int(f * 100), Warn: f >= budgetWarn, Reached: f >= 1})
+	}
+	return out
+}
+
+// budgetLimit is the limit of budget name (wall_time in seconds), 0 for none.
+func budgetLimit(l store.BudgetLimits, name string) float64 {
+	switch name {
+	case store.BudgetWallTime:
+		return l.WallTime.Seconds()
+	case store.BudgetCost:
+		return l.Cost
+	case store.BudgetUnits:
+		return float64(l.Units)
+	case store.BudgetRepairs:
+		return float64(l.Repairs)
+	case store.BudgetConsecutiveFailures:
+		return float64(l.ConsecutiveFailures)
+	}
+	return 0
+}
+
+// budgetAmount writes an amount of budget name as the CLI reads it back
+// (lhengine resume --budget): wall_time as a duration, others as numbers.
+func budgetAmount(name string, v float64) string {
+	if name == store.BudgetWallTime {
+		return (time.Duration(v * float64(time.Second))).Round(time.Second).String()
+	}
+	return strconv.FormatFloat(math.Round(v*1e6)/1e6, 'f', -1, 64)
+}
+
+// raise is what raises the budget that paused t by its own limit again,
+// or a step's repair.max by one repair (as lhengine pause and resume
+// print it); "" when neither paused it.
+func raise(t *store.Task) string {
+	p := t.Pause
+	if t.Status != store.Paused || p == nil {
+		return ""
+	}
+	switch p.Kind {
+	case store.PauseBudget:
+		return p.Name + "=+" + budgetAmount(p.Name, p.Limit)
+	case store.PauseRepairs:
+		return store.BudgetRepairs + "=+1"
+	}
+	return ""
 }
 
 type stepView struct {
@@ -308,6 +443,22 @@ func (s *Server) pageTask(w http.ResponseWriter, r *http.Request) {
 			}
 			v.Effects = append(v.Effects, ev)
 		}
+		as, err := rd.Approvals(t.ID)
+		if err != nil {
+			return err
+		}
+		for _, a := range as {
+			av := viewApproval(a, t.Name)
+			if a.State == store.ApprovalPending {
+				v.Pending = append(v.Pending, av)
+			} else {
+				v.Closed = append(v.Closed, av)
+			}
+		}
+		v.Budgets = budgets(t)
+		if v.Raise = raise(t); v.Raise != "" {
+			v.RaiseCommand = "lhengine resume " + t.ID + " --budget " + v.Raise
+		}
 		return nil
 	})
 	if err != nil {
@@ -320,6 +471,7 @@ func (s *Server) pageTask(w http.ResponseWriter, r *http.Request) {
 	// resumed before, it would only pause again.
 	v.CanResume = (st == store.Paused && v.Waiting == 0) || v.ShownStatus == api.Interrupted
 	v.CanRetry = st == store.Failed || st == store.Cancelled
+	v.CanPause = st == store.Queued || st == store.Running || st == store.WaitingApproval
 	s.render(w, r, http.StatusOK, "task", s.page(v.Name, v))
 }
 
@@ -397,7 +549,10 @@ func clearCookie(w http.ResponseWriter, r *http.Request, name string) {
 
 // act is a dashboard form handler that calls the API handler h in this
 // process with the JSON body body makes from the form, then sends the
-// browser back to the task's page (303), or shows the API's error.
+// browser back to the task's page (303; the task list for a form that
+// posts back=/), or shows the API's error. A request let in by a token
+// acts as "NAME via dashboard": the name is who, the dashboard the way;
+// without one (the home's socket) as the body's By says.
 func (s *Server) act(h http.HandlerFunc, body func(*http.Request) any) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		back := "/tasks/" + url.PathEscape(r.PathValue("id"))
@@ -405,12 +560,21 @@ func (s *Server) act(h http.HandlerFunc, body func(*http.Request) any) http.Hand
 			s.pageError(w, http.StatusBadRequest, "the form could not be read: "+err.Error(), back)
 			return
 		}
+		if r.PostForm.Get("back") == "/" { // a form of the task list
+			back = "/"
+		}
 		b, err := json.Marshal(body(r))
 		if err != nil {
 			s.pageError(w, http.StatusInternalServerError, err.Error(), back)
 			return
 		}
-		ar := r.Clone(r.Context()) // keeps the path values ({id})
+		ctx := r.Context()
+		if name, ok := ctx.Value(tokenNameKey{}).(string); ok && name != "" {
+			// The dashboard says where a change came from; the token
+			// still says who made it (who).
+			ctx = context.WithValue(ctx, tokenNameKey{}, name+" via dashboard")
+		}
+		ar := r.Clone(ctx) // keeps the path values ({id}, {approval})
 		ar.Body = io.NopCloser(bytes.NewReader(b))
 		ar.ContentLength = int64(len(b))
 		ar.Header.Set("Content-Type", "application/json")
@@ -476,8 +640,9 @@ func itemText(i *int) string {
 	return strconv.Itoa(*i)
 }
 
-// prettyJSON indents a JSON value for reading; anything else is shown as
-// it is.
+// prettyJSON indents a JSON value for reading, with the characters Go's
+// encoder escapes for HTML (<, >, &) shown as themselves (the page's
+// template escapes them); anything else is shown as it is.
 func prettyJSON(b json.RawMessage) string {
 	if len(b) == 0 {
 		return ""
@@ -486,7 +651,42 @@ func prettyJSON(b json.RawMessage) string {
 	if err := json.Indent(&out, b, "", "  "); err != nil {
 		return string(b)
 	}
-	return out.String()
+	return unescapeHTML(out.String())
+}
+
+// unescapeHTML replaces the escapes \u003c, \u003e and \u0026 in JSON text
+// by the characters, leaving every other escape (an escaped backslash
+// before "u003c" too) as it is.
+func unescapeHTML(s string) string {
+	if !strings.Contains(s, `\u00`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '\\' || i+1 >= len(s) {
+			b.WriteByte(s[i])
+			continue
+		}
+		if s[i+1] == 'u' && i+6 <= len(s) {
+			switch s[i+2 : i+6] {
+			case "003c", "003C":
+				b.WriteByte('<')
+				i += 5
+				continue
+			case "003e", "003E":
+				b.WriteByte('>')
+				i += 5
+				continue
+			case "0026":
+				b.WriteByte('&')
+				i += 5
+				continue
+			}
+		}
+		b.WriteString(s[i : i+2]) // another escape, kept whole
+		i++
+	}
+	return b.String()
 }
 
 // clip shortens s to at most n bytes (on a rune boundary), marking the cut.

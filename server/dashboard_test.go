@@ -468,7 +468,9 @@ func TestDashboardPages(t *testing.T) {
 		{"Origin": "http://attacker.example"},
 	} {
 		h["Cookie"] = cookie["Cookie"]
-		require.Equal(t, http.StatusForbidden, send("POST", "/tasks/"+task.ID+"/cancel", nil, h).StatusCode, "%v", h)
+		for _, action := range []string{"cancel", "pause", "approvals/1/approve", "approvals/1/reject"} {
+			require.Equal(t, http.StatusForbidden, send("POST", "/tasks/"+task.ID+"/"+action, nil, h).StatusCode, "%s %v", action, h)
+		}
 	}
 	stored, err := e.Task(ctx, task.ID)
 	require.NoError(t, err)

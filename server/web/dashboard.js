@@ -65,6 +65,7 @@
       }
       tbody.replaceChildren(...rows);
       document.getElementById("empty").hidden = tasks.length > 0;
+      refreshSoon(); // the approvals waiting for a person
     });
     es.addEventListener("error", (m) => {
       if (m.data) es.close(); // the server said why; a dropped connection is retried
@@ -144,8 +145,10 @@
   }
 
   // refreshSoon fetches the page again and swaps in its data-live parts
-  // (effects, steps with their units, counters, notes, artifacts, outputs,
-  // the buttons): at most one fetch at a time, and one a second at most.
+  // (on a task's page: approvals, budgets, effects, steps with their
+  // units, counters, notes, artifacts, outputs, the buttons; on the list:
+  // the approvals waiting for a person): at most one fetch at a time, and
+  // one a second at most.
   let busy = false, again = false, last = 0;
   function refreshSoon() {
     if (busy) { again = true; return; }
