@@ -247,3 +247,38 @@ task "art" {
 		require.Equal(t, []string{"single-tool-at-a-time@1", "context-reset-every-n@1"}, a.Policies)
 	}
 }
+
+// TestPlanBeforeExecuteSeesObjectiveAndConstraints: version 2 of the
+// library's plan-before-execute hands the planner the task's objective and
+// constraints, verbatim, and its plan (a protected decision) names them;
+// version 1's plan could not.
+func TestPlanBeforeExecuteSeesObjectiveAndConstraints(t *testing.T) {
+	t.Parallel()
+	b := setup(t, `
+task "report" {
+  objective   = "Write a short report on ledgers"
+  constraints = ["cite no source you did not read", "never publish"]
+  step "draft" {
+    plugin = "step.wasm"
+    input  = { mode = "echo", n = 1 }
+  }
+}`)
+	root := testwasm.ModuleRoot(t)
+	copyFile(t, testwasm.BuildGo(t, filepath.Join(root, "plugins/examples/planner")), filepath.Join(b.dir, "planner.wasm"))
+	writeFile(t, filepath.Join(b.dir, "policies", "plan-before-execute.hcl"),
+		library(t, "plan-before-execute", map[string]string{"../plugins/examples/planner/planner.wasm": "../planner.wasm"}))
+	plans := map[string]string{}
+	for _, ref := range []string{"plan-before-execute@1", "plan-before-execute@2"} {
+		task, _, err := b.e.Submit(b.ctx, filepath.Join(b.dir, "task.hcl"), engine.SubmitOptions{Policies: []string{ref}})
+		require.NoError(t, err)
+		task = b.work(t, task.ID)
+		require.Equal(t, store.Succeeded, task.Status, task.Reason)
+		plans[ref] = b.output(t, task.ID, "plan-before-execute.plan@draft")
+	}
+	require.NotContains(t, plans["plan-before-execute@1"], "Write a short report on ledgers")
+	require.JSONEq(t, `{"next":"draft","steps":[
+		"restate the objective: Write a short report on ledgers",
+		"keep the constraint: cite no source you did not read",
+		"keep the constraint: never publish",
+		"run step draft of task report, then check its output against the objective"]}`, plans["plan-before-execute@2"])
+}
