@@ -6,7 +6,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 EXAMPLE := plugins/examples/report
 STEPS   := draft verify finalize
 
-.PHONY: all build plugins demo notify-demo policy-demo eval-demo agent-demo deps staticcheck test sdk-test cross bench bench-compare fuzz clean
+.PHONY: all build plugins demo notify-demo migration-demo policy-demo eval-demo agent-demo deps staticcheck test sdk-test cross bench bench-compare fuzz clean
 
 all: build plugins
 
@@ -36,6 +36,14 @@ notify-demo: build
 	addr=$$(cat $$addr_file); \
 	./bin/lhengine run plugins/examples/notify/task.hcl --var sink=http://$$addr/mail && curl -sf http://$$addr/stats; \
 	status=$$?; echo; exit $$status
+
+# The migration example: a task over a git repository it creates waits for a
+# person's approval, a commit lands on HEAD meanwhile, and the resume notices
+# the drift and runs the stale steps again (plugins/examples/migration/demo.sh
+# says each step; it stops with a non-zero status on any other outcome).
+migration-demo: build
+	for p in plan rename check deploy evidence; do GOOS=wasip1 GOARCH=wasm $(GO) build -o plugins/examples/migration/$$p.wasm ./plugins/examples/migration/$$p || exit 1; done
+	./plugins/examples/migration/demo.sh ./bin/lhengine
 
 # The tool-using agent example, on the model responses recorded in the
 # repository: no network, no key, the same conversation every time. Its
