@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/lhengine/lhengine/engine"
+	"github.com/lhengine/lhengine/engine/handoff"
 	"github.com/lhengine/lhengine/store"
 )
 
@@ -487,6 +488,13 @@ func (c *Client) Decide(ctx context.Context, ref, id string, approve bool, req D
 	}
 	var d Decided
 	return &d, c.do(ctx, "POST", taskPath(ref, "approvals", url.PathEscape(id), verb), req, &d)
+}
+
+// Handoff returns task ref's handoff: the bundle a fresh context resumes
+// it from.
+func (c *Client) Handoff(ctx context.Context, ref string) (*handoff.Bundle, error) {
+	var b handoff.Bundle
+	return &b, c.do(ctx, "GET", taskPath(ref, "handoff"), nil, &b)
 }
 
 // GC frees what no task needs any more.

@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/lhengine/lhengine/api"
+	"github.com/lhengine/lhengine/engine/handoff"
 	"github.com/lhengine/lhengine/store"
 )
 
@@ -90,4 +91,12 @@ func (s *Server) decideApproval(req *http.Request, approve bool, in api.DecideRe
 		return nil, err
 	}
 	return &api.Decided{Approval: *a, Task: s.view(task)}, nil
+}
+
+// handoff answers GET /v1/tasks/{id}/handoff: the bundle a fresh context
+// resumes the task from (package handoff).
+func (s *Server) handoff(w http.ResponseWriter, req *http.Request) {
+	answerRead(s, w, req, func(r *store.Reader, t *store.Task) (*handoff.Bundle, error) {
+		return handoff.Build(r, t.ID, s.o.Now())
+	})
 }

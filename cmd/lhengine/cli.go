@@ -174,8 +174,8 @@ person (it says why and the command that continues it); 130 interrupted.`,
 			if n := cmd.Name(); n == "submit" || n == "run" {
 				a.compiling = newCompileLine(a.stderr, time.Now)
 			}
-			if a.output != "" && a.output != "json" && a.output != "text" {
-				return fmt.Errorf("-o must be text or json, not %q", a.output)
+			if a.output != "" && a.output != "json" && a.output != "text" && (a.output != "yaml" || cmd.Name() != "handoff") {
+				return fmt.Errorf("-o must be text or json (or yaml, for handoff), not %q", a.output)
 			}
 			floor, err := parseMemoryLimit(a.memLimit)
 			if err != nil {
@@ -203,7 +203,7 @@ person (it says why and the command that continues it); 130 interrupted.`,
 	root.PersistentFlags().StringVar(&a.cache, "cache", os.Getenv("LHENGINE_CACHE"), "directory of compiled plugins, shared by every home that names it, or off (default: lhengine in the user's cache directory; env LHENGINE_CACHE)")
 	root.PersistentFlags().BoolVar(&a.damaged, "allow-damaged", false, "open a store that failed an integrity check (see: lhengine store verify)")
 	root.AddCommand(
-		a.validateCmd(), a.runCmd(), a.submitCmd(), a.workerCmd(), a.resumeCmd(), a.pauseCmd(), a.approvalsCmd(), a.decideCmd(true), a.decideCmd(false),
+		a.validateCmd(), a.runCmd(), a.submitCmd(), a.workerCmd(), a.resumeCmd(), a.pauseCmd(), a.approvalsCmd(), a.decideCmd(true), a.decideCmd(false), a.handoffCmd(),
 		a.lsCmd(), a.statusCmd(), a.outputsCmd(), a.eventsCmd(), a.cancelCmd(), a.pluginCmd(),
 		a.artifactsCmd(), a.artifactCmd(), a.effectsCmd(), a.effectCmd(), a.failuresCmd(),
 		a.storeCmd(),

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/lhengine/lhengine/engine/handoff"
 	"github.com/lhengine/lhengine/engine/internal/guest"
 	"github.com/lhengine/lhengine/store"
 )
@@ -140,4 +141,19 @@ func storeErr(err error) error {
 		return herr(guest.StatusLeaseLost, "%v", err)
 	}
 	return herr(guest.StatusInternal, "%v", err)
+}
+
+// handoff answers handoff.get: the task's handoff (package handoff), as
+// the store holds it now. The request is ignored.
+func (a *Attempt) handoff() ([]byte, error) {
+	var b *handoff.Bundle
+	err := a.Store.Read(func(r *store.Reader) error {
+		var err error
+		b, err = handoff.Build(r, a.Lease.Task, time.Now())
+		return err
+	})
+	if err != nil {
+		return nil, herr(guest.StatusInternal, "reading the task's handoff: %v", err)
+	}
+	return json.Marshal(b)
 }

@@ -116,6 +116,8 @@ func (a *Attempt) Call(ctx context.Context, name string, req []byte) ([]byte, er
 		return a.effect(ctx, req)
 	case "approval.request":
 		return a.approval(ctx, req)
+	case "handoff.get":
+		return a.handoff()
 	case "http.fetch":
 		return a.fetch(ctx, req)
 	case "model.generate":

@@ -417,3 +417,57 @@ func (c *Context) RequestApproval(req ApprovalRequest) (*Decision, error) {
 	}
 	return &d, nil
 }
+
+// Handoff is the task's handoff ("handoff.get"): what a fresh context
+// resumes the task from (specs/abi.md §4.3). The fields below are the
+// ones most steps read; Raw is the whole bundle as JSON.
+type Handoff struct {
+	Objective   string   `json:"objective"`
+	Constraints []string `json:"constraints"`
+	Checkpoint  struct {
+		Step  string `json:"step"`
+		Pass  int    `json:"pass"`
+		Done  int    `json:"done"`
+		Total int    `json:"total"`
+	} `json:"checkpoint"`
+	Completed []struct {
+		Name  string `json:"name"`
+		Units int    `json:"units"`
+	} `json:"completed_steps"`
+	Pending []struct {
+		Name string `json:"name"`
+	} `json:"pending_steps"`
+	// Decisions are every decision note, verbatim.
+	Decisions []HandoffNote `json:"decisions"`
+	Blockers  []HandoffNote `json:"blockers"`
+	Findings  struct {
+		Total  int           `json:"total"`
+		Recent []HandoffNote `json:"recent"`
+	} `json:"findings"`
+	Environment *struct {
+		Facts map[string]string `json:"facts"`
+	} `json:"environment"`
+	NextActions []string        `json:"next_actions"`
+	Raw         json.RawMessage `json:"-"`
+}
+
+// HandoffNote is a progress note as the handoff carries it.
+type HandoffNote struct {
+	Kind string `json:"kind"`
+	Text string `json:"text"`
+	Step string `json:"step"`
+	Item int    `json:"item"`
+}
+
+// Handoff reads the task's handoff ("handoff.get").
+func (c *Context) Handoff() (*Handoff, error) {
+	var raw json.RawMessage
+	if err := c.Call("handoff.get", struct{}{}, &raw); err != nil {
+		return nil, err
+	}
+	h := &Handoff{Raw: raw}
+	if err := json.Unmarshal(raw, h); err != nil {
+		return nil, fmt.Errorf("sdk: decoding the handoff: %w", err)
+	}
+	return h, nil
+}

@@ -33,3 +33,21 @@ func TestServeEnvironment(t *testing.T) {
 		}
 	}
 }
+
+// TestServeObjectiveAndConstraints: the request's objective and
+// constraints reach the Context verbatim.
+func TestServeObjectiveAndConstraints(t *testing.T) {
+	t.Parallel()
+	var stdout, stderr bytes.Buffer
+	sdk.Serve(strings.NewReader(`{"abi":1,"input":null,"objective":"Audit every page","constraints":["never write to the site","ask  first"]}`),
+		&stdout, &stderr, func(ctx *sdk.Context, _ any) (any, error) {
+			return map[string]any{"o": ctx.Objective, "c": ctx.Constraints}, nil
+		})
+	var res struct{ Output json.RawMessage }
+	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
+		t.Fatalf("result %q: %v", stdout.String(), err)
+	}
+	if want := `{"c":["never write to the site","ask  first"],"o":"Audit every page"}`; string(res.Output) != want {
+		t.Errorf("got %s, want %s", res.Output, want)
+	}
+}

@@ -153,6 +153,13 @@ type Context struct {
 	// sha256 for a file_sha256 fact). Nil when the task declares no
 	// environment block.
 	Environment map[string]string
+	// Objective and Constraints are the task's (the request's "objective"
+	// and "constraints"), verbatim: what the task is for and what it must
+	// never do, for a step that starts in a fresh model context. Keep
+	// them whole: never summarise them away. Empty when the task declares
+	// none. The rest of what a fresh context needs is in Handoff.
+	Objective   string
+	Constraints []string
 }
 
 // Log appends msg to the step's log at level. Messages longer than LogMax
@@ -335,6 +342,7 @@ func Serve[In, Out any](stdin io.Reader, stdout, stderr io.Writer, h Handler[In,
 	}
 	ctx.Policy = env.Policy
 	ctx.Environment = env.Environment
+	ctx.Objective, ctx.Constraints = env.Objective, env.Constraints
 	if t, err := time.Parse(time.RFC3339Nano, env.Now); err == nil {
 		ctx.Now = t
 	}
@@ -398,6 +406,9 @@ type envelope struct {
 	Now      string          `json:"now"`
 	// Environment: Context.Environment.
 	Environment map[string]string `json:"environment"`
+	// Objective, Constraints: Context.Objective, Context.Constraints.
+	Objective   string   `json:"objective"`
+	Constraints []string `json:"constraints"`
 }
 
 // result is the answer as the ABI reads it.
