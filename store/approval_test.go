@@ -199,3 +199,40 @@ func TestEffectWaitHoldsOnlyItsUnit(t *testing.T) {
 	require.Equal(t, ls[1].Attempt, again[0].Attempt, "the wait cost no attempt")
 	require.Equal(t, Succeeded, b.done(t, again[0], `1`).Status)
 }
+
+// TestCompactNotesRefusesProtectedAndReplaced: a summary replaces findings
+// and summaries only, once each, and OpenNotes lists only what it may
+// replace.
+func TestCompactNotesRefusesProtectedAndReplaced(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.submit(t, plainSteps("a", "b"))
+	l := b.claim1(t, "w")
+	_, err := b.s.Commit(b.ctx, Result{Lease: l, Output: []byte(`1`), Notes: []Note{
+		{Kind: NoteFinding, Text: "f0"}, {Kind: NoteDecision, Text: "d1"}, {Kind: NoteBlocker, Text: "b2"}, {Kind: NoteFinding, Text: "f3"}}})
+	require.NoError(t, err)
+	l = b.claim1(t, "w")
+	var open []Note
+	require.NoError(t, b.s.Read(func(r *Reader) error {
+		var err error
+		open, err = r.OpenNotes(l.Task, -1, 10)
+		return err
+	}))
+	require.Len(t, open, 2)
+	_, err = b.s.CompactNotes(b.ctx, l, []uint64{0, 1}, "x")
+	require.ErrorIs(t, err, ErrProtected)
+	_, err = b.s.CompactNotes(b.ctx, l, []uint64{2}, "x")
+	require.ErrorIs(t, err, ErrProtected)
+	seq, err := b.s.CompactNotes(b.ctx, l, []uint64{0, 3}, "two findings")
+	require.NoError(t, err)
+	require.Equal(t, uint64(4), seq)
+	_, err = b.s.CompactNotes(b.ctx, l, []uint64{3}, "again")
+	require.ErrorIs(t, err, ErrNotFound, "a note is replaced once")
+	require.NoError(t, b.s.Read(func(r *Reader) error {
+		var err error
+		open, err = r.OpenNotes(l.Task, -1, 10)
+		return err
+	}))
+	require.Len(t, open, 1)
+	require.Equal(t, []uint64{0, 3}, open[0].Replaces)
+}

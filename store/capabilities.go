@@ -219,6 +219,11 @@ type Note struct {
 	Item    int       `json:"item"`
 	Attempt int       `json:"attempt"`
 	Time    time.Time `json:"time"`
+	// Replaces, on a summary (kind "summary", CompactNotes), lists the
+	// notes it stands for; ReplacedBy, on a note a summary replaced, is
+	// that summary's seq (0: none). Replaced notes stay on record.
+	Replaces   []uint64 `json:"replaces,omitempty"`
+	ReplacedBy uint64   `json:"replaced_by,omitempty"`
 }
 
 // Notes returns a task's progress notes, oldest first.

@@ -524,6 +524,8 @@ const (
 	// EvEffectUnknown: a unit waits for a person to settle an effect
 	// whose outcome is unknown (Store.WaitEffect).
 	EvEffectUnknown EventType = "effect_unknown"
+	// EvNotesCompacted: a summary replaced notes (Store.CompactNotes).
+	EvNotesCompacted EventType = "notes_compacted"
 )
 
 // Event is one entry of a task's durable event log.

@@ -114,12 +114,15 @@ type PendingStep struct {
 	Failed  int    `json:"failed,omitempty"`
 }
 
-// Findings summarises the findings: how many, the task's counters, the
-// newest few.
+// Findings summarises the findings: how many were recorded, the task's
+// counters, and the newest few of what stands for them now (findings no
+// summary replaced, and summaries: a compaction step's notes, each listing
+// the notes it replaced).
 type Findings struct {
-	Total    int              `json:"total"`
-	Counters map[string]int64 `json:"counters,omitempty"`
-	Recent   []store.Note     `json:"recent"`
+	Total     int              `json:"total"`
+	Summaries int              `json:"summaries,omitempty"`
+	Counters  map[string]int64 `json:"counters,omitempty"`
+	Recent    []store.Note     `json:"recent"`
 }
 
 // Artifact is one artifact the task stored.
@@ -241,13 +244,19 @@ func (b *Bundle) notes(r *store.Reader, t *store.Task) error {
 			b.Decisions = append(b.Decisions, n)
 		case "blocker":
 			b.Blockers = append(b.Blockers, n)
-		case "finding":
-			findings = append(findings, n)
+		case "finding", "summary":
+			if n.Kind == "finding" {
+				b.Findings.Total++
+			} else {
+				b.Findings.Summaries++
+			}
+			if n.ReplacedBy == 0 {
+				findings = append(findings, n)
+			}
 		}
 	}
 	b.BlockersTotal = len(b.Blockers)
 	b.Blockers = b.Blockers[max(0, len(b.Blockers)-maxBlockers):]
-	b.Findings.Total = len(findings)
 	b.Findings.Recent = append(b.Findings.Recent, findings[max(0, len(findings)-maxFindings):]...)
 	return nil
 }

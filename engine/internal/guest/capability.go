@@ -25,7 +25,7 @@ const (
 )
 
 // Capabilities are the names call accepts.
-var Capabilities = []string{"effect.do", "http.fetch", "progress.count", "progress.note", "kv.get", "kv.put", "model.generate", "approval.request", "handoff.get"}
+var Capabilities = []string{"effect.do", "http.fetch", "progress.count", "progress.note", "kv.get", "kv.put", "model.generate", "approval.request", "handoff.get", "notes.list", "notes.compact"}
 
 var capabilitySet = func() map[string]bool {
 	m := map[string]bool{}

@@ -116,7 +116,7 @@ func TestCapsConformance(t *testing.T) {
 	}
 	sum := sha256.Sum256(artData)
 	artRef := "sha256:" + hex.EncodeToString(sum[:])
-	unknownCap := `call: unknown capability "mail.send" (known: effect.do, http.fetch, progress.count, progress.note, kv.get, kv.put, model.generate, approval.request, handoff.get)`
+	unknownCap := `call: unknown capability "mail.send" (known: effect.do, http.fetch, progress.count, progress.note, kv.get, kv.put, model.generate, approval.request, handoff.get, notes.list, notes.compact)`
 	cases := []struct {
 		mode  string
 		want  string

@@ -118,6 +118,10 @@ func (a *Attempt) Call(ctx context.Context, name string, req []byte) ([]byte, er
 		return a.approval(ctx, req)
 	case "handoff.get":
 		return a.handoff()
+	case "notes.list":
+		return a.notesList(req)
+	case "notes.compact":
+		return a.notesCompact(ctx, req)
 	case "http.fetch":
 		return a.fetch(ctx, req)
 	case "model.generate":

@@ -471,3 +471,46 @@ func (c *Context) Handoff() (*Handoff, error) {
 	}
 	return h, nil
 }
+
+// Note is a progress note as notes.list gives it.
+type Note struct {
+	Seq  uint64 `json:"seq"`
+	Kind string `json:"kind"`
+	Text string `json:"text"`
+	Step string `json:"step"`
+	Item int    `json:"item"`
+	// Replaces, on a summary, lists the notes it stands for.
+	Replaces []uint64 `json:"replaces,omitempty"`
+}
+
+// OpenNotes lists up to limit (1 to 1000; 0 for 1000) of the task's notes
+// a summary may replace, oldest first, after seq after (-1 for from the
+// start) ("notes.list"): findings and summaries not replaced yet.
+// Decisions and blockers are protected and never listed.
+func (c *Context) OpenNotes(after int64, limit int) ([]Note, error) {
+	req := map[string]any{"limit": limit}
+	if after >= 0 {
+		req["after"] = after
+	}
+	var resp struct {
+		Notes []Note `json:"notes"`
+	}
+	if err := c.Call("notes.list", req, &resp); err != nil {
+		return nil, err
+	}
+	return resp.Notes, nil
+}
+
+// CompactNotes replaces the notes replaces (seqs from OpenNotes) with one
+// summary note ("notes.compact") and returns its seq. It applies at once,
+// not with the step's output. A protected note is ErrDenied.
+func (c *Context) CompactNotes(replaces []uint64, summary string) (uint64, error) {
+	var resp struct {
+		Seq uint64 `json:"seq"`
+	}
+	err := c.Call("notes.compact", struct {
+		Replaces []uint64 `json:"replaces"`
+		Summary  string   `json:"summary"`
+	}{replaces, summary}, &resp)
+	return resp.Seq, err
+}

@@ -2,7 +2,12 @@
 // input {"mode": "decide", "text": T} it records T as a decision note and a
 // finding; with {"mode": "read"} it reads the task's handoff (handoff.get)
 // and its own request's objective and constraints, and outputs what it
-// would rebuild its working set from.
+// would rebuild its working set from. With {"mode": "work"} it fails its
+// first attempt (an error naming the item) and then records three
+// findings; with {"mode": "compact"} it is a deliberately lossy
+// summariser: it replaces every note it may (notes.list) with one summary
+// that keeps only their number, after trying to replace a decision, and
+// outputs what it saw and whether that try was refused.
 //
 // Build, from the module root:
 //
@@ -10,12 +15,59 @@
 package main
 
 import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
 	sdk "github.com/lhengine/lhengine/plugins/sdk/go"
 )
 
 type input struct {
 	Mode string `json:"mode"`
 	Text string `json:"text"`
+}
+
+type compacted struct {
+	Listed          int      `json:"listed"`
+	Kinds           []string `json:"kinds"`
+	Summary         uint64   `json:"summary"`
+	DecisionRefused bool     `json:"decision_refused"`
+}
+
+func compact(ctx *sdk.Context) (any, error) {
+	var out compacted
+	h, err := ctx.Handoff()
+	if err != nil {
+		return nil, err
+	}
+	if len(h.Decisions) > 0 {
+		var raw struct {
+			Decisions []struct {
+				Seq uint64 `json:"seq"`
+			} `json:"decisions"`
+		}
+		if err := json.Unmarshal(h.Raw, &raw); err != nil {
+			return nil, err
+		}
+		_, err := ctx.CompactNotes([]uint64{raw.Decisions[0].Seq}, "nothing to see")
+		out.DecisionRefused = errors.Is(err, sdk.ErrDenied)
+	}
+	notes, err := ctx.OpenNotes(-1, 0)
+	if err != nil {
+		return nil, err
+	}
+	var seqs []uint64
+	for _, n := range notes {
+		seqs = append(seqs, n.Seq)
+		out.Kinds = append(out.Kinds, n.Kind)
+	}
+	out.Listed = len(notes)
+	if len(seqs) > 0 {
+		if out.Summary, err = ctx.CompactNotes(seqs, fmt.Sprintf("%d notes", len(seqs))); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 type view struct {
@@ -36,6 +88,20 @@ type view struct {
 
 func main() {
 	sdk.Run(func(ctx *sdk.Context, in input) (any, error) {
+		switch in.Mode {
+		case "work":
+			if ctx.Attempt == 1 {
+				return nil, fmt.Errorf("item %d: first try fails", ctx.Item.Index)
+			}
+			for i := range 3 {
+				if err := ctx.Note(sdk.NoteFinding, fmt.Sprintf("item %d finding %d", ctx.Item.Index, i)); err != nil {
+					return nil, err
+				}
+			}
+			return ctx.Item.Index, nil
+		case "compact":
+			return compact(ctx)
+		}
 		if in.Mode == "decide" {
 			if err := ctx.Note(sdk.NoteDecision, in.Text); err != nil {
 				return nil, err

@@ -1,0 +1,110 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+)
+
+// Compaction: a plugin that condenses a task's free-form notes (a
+// compaction step) replaces some of them with a summary. Decisions and
+// blockers are protected: no summary may replace them, so they stay in
+// every reading (the handoff, status) verbatim. The task's objective and
+// constraints (the manifest), its steps' state and its attempts are not
+// notes and are out of a summary's reach by construction.
+
+// Note kinds.
+const (
+	NoteFinding  = "finding"
+	NoteDecision = "decision"
+	NoteBlocker  = "blocker"
+	NoteSummary  = "summary" // written by CompactNotes only
+)
+
+// Protected reports whether notes of kind may never be replaced by a
+// summary.
+func Protected(kind string) bool { return kind == NoteDecision || kind == NoteBlocker }
+
+// ErrProtected refuses a compaction that would replace a protected note.
+var ErrProtected = errors.New("note is protected")
+
+// OpenNotes returns up to limit of a task's notes that a summary may
+// replace (not protected, not replaced yet), oldest first, after seq after
+// (-1 for from the start).
+func (r *Reader) OpenNotes(id string, after int64, limit int) ([]Note, error) {
+	var out []Note
+	start := []byte("n/" + id + "/")
+	if after >= 0 {
+		start = noteKey(id, uint64(after)+1)
+	}
+	err := r.t.scanFrom([]byte("n/"+id+"/"), start, func(_, val []byte) (bool, error) {
+		var n Note
+		if err := json.Unmarshal(val, &n); err != nil {
+			return false, err
+		}
+		if !Protected(n.Kind) && n.ReplacedBy == 0 {
+			out = append(out, n)
+		}
+		return len(out) < limit, nil
+	})
+	return out, err
+}
+
+// CompactNotes replaces the notes replaces of the task of lease l with one
+// summary note (kind summary, text summary, Replaces the list), in one
+// transaction: each replaced note records the summary's seq and stays on
+// record. A protected note gets ErrProtected, a note already replaced or
+// unknown ErrNotFound; either changes nothing. It returns the summary's
+// seq.
+func (s *Store) CompactNotes(ctx context.Context, l Lease, replaces []uint64, summary string) (uint64, error) {
+	var seq uint64
+	err := s.update(ctx, func(t *tx) error {
+		_, task, err := s.leased(t, l)
+		if err != nil {
+			return err
+		}
+		replaces = slices.Compact(slices.Sorted(slices.Values(replaces)))
+		if len(replaces) == 0 {
+			return fmt.Errorf("%w: a summary must replace at least one note", ErrNotFound)
+		}
+		seq = task.Notes
+		notes := make([]Note, len(replaces))
+		for i, n := range replaces {
+			if err := t.getJSON(noteKey(task.ID, n), &notes[i]); err != nil {
+				if errors.Is(err, ErrNotFound) {
+					return fmt.Errorf("%w: task %s has no note %d", ErrNotFound, task.ID, n)
+				}
+				return err
+			}
+			switch {
+			case Protected(notes[i].Kind):
+				return fmt.Errorf("%w: note %d is a %s, which no summary may replace", ErrProtected, n, notes[i].Kind)
+			case notes[i].ReplacedBy != 0:
+				return fmt.Errorf("%w: note %d was replaced already, by summary %d", ErrNotFound, n, notes[i].ReplacedBy)
+			}
+		}
+		t.durable = true
+		st := t.step(task, l.Step)
+		for i := range notes {
+			notes[i].ReplacedBy = seq
+			if err := t.putJSON(noteKey(task.ID, notes[i].Seq), &notes[i]); err != nil {
+				return err
+			}
+		}
+		sum := Note{Seq: seq, Kind: NoteSummary, Text: summary, Step: st.Name, Item: l.Item, Attempt: l.Attempt,
+			Time: s.now(), Replaces: replaces}
+		if err := t.putJSON(noteKey(task.ID, seq), &sum); err != nil {
+			return err
+		}
+		task.Notes++
+		item := l.Item
+		if err := s.event(t, task, Event{Type: EvNotesCompacted, Step: st.Name, Item: &item, Attempt: l.Attempt,
+			Message: fmt.Sprintf("summary note %d replaces %d notes", seq, len(replaces))}); err != nil {
+			return err
+		}
+		return t.saveTask(task)
+	})
+	return seq, err
+}
