@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/lhengine/lhengine/engine"
 	"github.com/lhengine/lhengine/engine/handoff"
 	"github.com/lhengine/lhengine/internal/testwasm"
 	"github.com/lhengine/lhengine/store"
@@ -139,4 +140,55 @@ func TestCompactionKeepsProtectedFactsVerbatim(t *testing.T) {
 	require.Equal(t, 20, h.Findings.Total)
 	require.Len(t, h.Findings.Recent, 1)
 	require.Equal(t, "1 notes", h.Findings.Recent[0].Text)
+}
+
+// TestCompactNotesPolicy: the library's compact-notes policy keeps the
+// open notes of a 300-unit fan-out near its bound while it runs, the
+// summaries keeping the number of findings, and the decision whole.
+func TestCompactNotesPolicy(t *testing.T) {
+	t.Parallel()
+	b := setup(t, `
+task "audit" {
+  step "pages" {
+    plugin      = "handoff.wasm"
+    for_each    = range(300)
+    concurrency = 8
+    input       = { mode = "page" }
+  }
+}`)
+	root := testwasm.ModuleRoot(t)
+	copyFile(t, testwasm.BuildGo(t, filepath.Join(root, "testdata/guests/go/handoff")), filepath.Join(b.dir, "handoff.wasm"))
+	copyFile(t, testwasm.BuildGo(t, filepath.Join(root, "plugins/examples/compactor")), filepath.Join(b.dir, "compactor.wasm"))
+	writeFile(t, filepath.Join(b.dir, "policies", "compact-notes.hcl"),
+		library(t, "compact-notes", map[string]string{"../plugins/examples/compactor/compactor.wasm": "../compactor.wasm"}))
+	task, _, err := b.e.Submit(b.ctx, filepath.Join(b.dir, "task.hcl"), engine.SubmitOptions{Policies: []string{"compact-notes"}})
+	require.NoError(t, err)
+	got := b.work(t, task.ID)
+	require.Equal(t, store.Succeeded, got.Status, got.Reason)
+	var h *handoff.Bundle
+	var open []store.Note
+	require.NoError(t, b.e.Read(func(r *store.Reader) error {
+		var err error
+		if h, err = handoff.Build(r, task.ID, time.Now()); err != nil {
+			return err
+		}
+		open, err = r.OpenNotes(task.ID, -1, 1000)
+		return err
+	}))
+	require.Equal(t, 300, h.Findings.Total)
+	require.NotZero(t, h.Findings.Summaries)
+	require.LessOrEqual(t, len(open), 50+8, "the last window compacted what was open (units in flight may add a few)")
+	require.Len(t, h.Decisions, 1)
+	require.Equal(t, "pages under /old are out of scope", h.Decisions[0].Text)
+	last := open[len(open)-1]
+	if last.Kind == store.NoteSummary {
+		require.Contains(t, last.Text, "findings of step pages")
+	}
+	var summarised bool
+	for _, n := range open {
+		if n.Kind == store.NoteSummary && strings.HasPrefix(n.Text, "300 findings") {
+			summarised = true
+		}
+	}
+	require.True(t, summarised, "a summary keeps the number of every finding it stands for: %v", open)
 }

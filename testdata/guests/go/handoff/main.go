@@ -7,7 +7,8 @@
 // findings; with {"mode": "compact"} it is a deliberately lossy
 // summariser: it replaces every note it may (notes.list) with one summary
 // that keeps only their number, after trying to replace a decision, and
-// outputs what it saw and whether that try was refused.
+// outputs what it saw and whether that try was refused. With {"mode":
+// "page"} (a fan-out item) it records one finding, and item 7 a decision.
 //
 // Build, from the module root:
 //
@@ -101,6 +102,15 @@ func main() {
 			return ctx.Item.Index, nil
 		case "compact":
 			return compact(ctx)
+		case "page":
+			// One finding per item; item 7 also decides something.
+			i := ctx.Item.Index
+			if i == 7 {
+				if err := ctx.Note(sdk.NoteDecision, "pages under /old are out of scope"); err != nil {
+					return nil, err
+				}
+			}
+			return i, ctx.Note(sdk.NoteFinding, fmt.Sprintf("page %d: no title", i))
 		}
 		if in.Mode == "decide" {
 			if err := ctx.Note(sdk.NoteDecision, in.Text); err != nil {
