@@ -78,8 +78,10 @@ func TestPoliciesLsListsTheLibrary(t *testing.T) {
 		require.NotEmpty(t, x.Evidence.Text)
 		require.Empty(t, x.ShadowedBy)
 	}
-	require.Len(t, names, 5)
+	require.Len(t, names, 6)
 	require.Equal(t, []int{1, 2}, names["critic-after-draft"])
+	require.Equal(t, []int{1, 2}, names["plan-before-execute"])
+	require.Equal(t, []int{1}, names["compact-notes"])
 	p.requireNoHome(t)
 }
 
