@@ -231,6 +231,18 @@ type DecideRequest struct {
 	Note string `json:"note,omitempty"`
 }
 
+// Committed is GET /v1/tasks/{id}/steps/{step}/committed: the outputs of
+// the units of a step committed so far in its current pass (the first
+// Items, in item order), how many committed, and of how many units.
+type Committed struct {
+	Step      string             `json:"step"`
+	Pass      int                `json:"pass"`
+	Committed int                `json:"committed"`
+	Units     int                `json:"units"`
+	Planned   bool               `json:"planned"`
+	Items     []store.ItemOutput `json:"items"`
+}
+
 // Decided is the answer to a decision: the approval as decided and its
 // task.
 type Decided struct {

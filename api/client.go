@@ -490,6 +490,17 @@ func (c *Client) Decide(ctx context.Context, ref, id string, approve bool, req D
 	return &d, c.do(ctx, "POST", taskPath(ref, "approvals", url.PathEscape(id), verb), req, &d)
 }
 
+// Committed returns the outputs of the units of step committed so far in
+// its current pass (the first limit of them; 0 for the server's default).
+func (c *Client) Committed(ctx context.Context, ref, step string, limit int) (*Committed, error) {
+	var out Committed
+	path := taskPath(ref, "steps", url.PathEscape(step), "committed")
+	if limit > 0 {
+		path += "?limit=" + strconv.Itoa(limit)
+	}
+	return &out, c.do(ctx, "GET", path, nil, &out)
+}
+
 // Handoff returns task ref's handoff: the bundle a fresh context resumes
 // it from.
 func (c *Client) Handoff(ctx context.Context, ref string) (*handoff.Bundle, error) {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 
 	"github.com/lhengine/lhengine/api"
 	"github.com/lhengine/lhengine/engine/handoff"
@@ -91,6 +92,34 @@ func (s *Server) decideApproval(req *http.Request, approve bool, in api.DecideRe
 		return nil, err
 	}
 	return &api.Decided{Approval: *a, Task: s.view(task)}, nil
+}
+
+// partialOutputs answers GET /v1/tasks/{id}/steps/{step}/committed: the
+// outputs of the units of a step committed so far in its current pass,
+// whether or not the step has completed (?limit=N, default 100, at most
+// 1,000).
+func (s *Server) partialOutputs(w http.ResponseWriter, req *http.Request) {
+	limit := 100
+	if v := req.URL.Query().Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 1000 {
+			s.fail(w, req, badRequest("limit %q: want 1 to 1000", v))
+			return
+		}
+		limit = n
+	}
+	answerRead(s, w, req, func(r *store.Reader, t *store.Task) (*api.Committed, error) {
+		i := t.StepIndex(req.PathValue("step"))
+		if i < 0 {
+			return nil, fmt.Errorf("%w: task %s has no step %q", store.ErrNotFound, t.ID, req.PathValue("step"))
+		}
+		items, done, err := r.CommittedOutputs(t, i, limit)
+		if err != nil {
+			return nil, err
+		}
+		st := t.Steps[i]
+		return &api.Committed{Step: st.Name, Pass: st.Pass, Committed: done, Units: st.Units, Planned: st.Planned, Items: items}, nil
+	})
 }
 
 // handoff answers GET /v1/tasks/{id}/handoff: the bundle a fresh context

@@ -19,3 +19,38 @@ func (r *Reader) UnitsUpTo(id string, step, limit int) ([]*Unit, error) {
 	})
 	return out, err
 }
+
+// ItemOutput is the output of one committed unit of a step.
+type ItemOutput struct {
+	Item    int             `json:"item"`
+	Attempt int             `json:"attempt"`
+	Output  json.RawMessage `json:"output"`
+}
+
+// CommittedOutputs returns the outputs of the first limit units of step
+// that committed in the step's current pass, in item order, and how many
+// units of the pass committed in all (the step's Done): what a fan-out
+// still running has produced so far.
+func (r *Reader) CommittedOutputs(task *Task, step, limit int) ([]ItemOutput, int, error) {
+	if step < 0 || step >= len(task.Steps) {
+		return nil, 0, ErrNotFound
+	}
+	st := task.Steps[step]
+	out := []ItemOutput{}
+	err := r.t.scan(unitStepPrefix(task.ID, step), func(_, val []byte) (bool, error) {
+		u := new(Unit)
+		if err := json.Unmarshal(val, u); err != nil {
+			return false, err
+		}
+		if u.State != UnitDone || u.Pass != st.Pass {
+			return true, nil
+		}
+		a := new(Attempt)
+		if err := r.t.getJSON(attemptKey(task.ID, step, u.Item, u.Committed), a); err != nil {
+			return false, err
+		}
+		out = append(out, ItemOutput{Item: u.Item, Attempt: u.Committed, Output: a.Output})
+		return len(out) < limit, nil
+	})
+	return out, st.Done, err
+}

@@ -228,6 +228,14 @@ func (a *app) outputsCmd() *cobra.Command {
 						if out, ok := outs[step]; ok {
 							return a.printJSON(out)
 						}
+						if st := t.StepIndex(step); st >= 0 && t.Steps[st].Done > 0 {
+							// A step still running: what its units committed so far.
+							part, err := c.Committed(ctx, t.ID, step, 0)
+							if err != nil {
+								return err
+							}
+							return a.printJSON(part)
+						}
 						return fmt.Errorf("step %q of task %s has no output yet", step, t.ID)
 					}
 					return a.printJSON(outs)
@@ -237,6 +245,25 @@ func (a *app) outputsCmd() *cobra.Command {
 						continue
 					}
 					out, ok := outs[s.Name]
+					if !ok && step != "" && s.Done > 0 {
+						// A step still running: what its units committed so far.
+						part, err := c.Committed(ctx, t.ID, step, 0)
+						if err != nil {
+							return err
+						}
+						total := "units not all planned yet"
+						if part.Planned {
+							total = fmt.Sprintf("of %d units", part.Units)
+						}
+						fmt.Fprintf(a.stdout, "== %s (pass %d, running): %d committed so far, %s\n", s.Name, part.Pass, part.Committed, total)
+						for _, it := range part.Items {
+							fmt.Fprintf(a.stdout, "item %d: %s\n", it.Item, compactJSON(it.Output))
+						}
+						if n := part.Committed - len(part.Items); n > 0 {
+							fmt.Fprintf(a.stdout, "… %d more committed (-o json, GET /v1/tasks/%s/steps/%s/committed?limit=N)\n", n, t.ID, s.Name)
+						}
+						continue
+					}
 					if !ok {
 						fmt.Fprintf(a.stdout, "== %s: no output yet\n", s.Name)
 						continue
