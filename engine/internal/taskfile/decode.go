@@ -34,6 +34,7 @@ var taskSchema = &hcl.BodySchema{
 		{Type: "environment"},
 		{Type: "budget"},
 		{Type: "notify"},
+		{Type: "progress"},
 	},
 }
 
@@ -256,6 +257,14 @@ func decodeTaskBlock(block *hcl.Block) (*Task, hcl.Diagnostics) {
 			n, d := decodeNotifyBlock(b) // notify.go
 			diags = append(diags, d...)
 			task.Notify = n
+		case "progress":
+			if task.Progress != nil {
+				diags = append(diags, duplicateTaskBlock(b, task.Progress.DeclRange))
+				continue
+			}
+			p, d := decodeProgressBlock(b) // progress.go
+			diags = append(diags, d...)
+			task.Progress = p
 		case "limits":
 			if task.Limits.DeclRange != (hcl.Range{}) {
 				diags = append(diags, duplicateTaskBlock(b, task.Limits.DeclRange))
@@ -297,6 +306,7 @@ func decodeTaskBlock(block *hcl.Block) (*Task, hcl.Diagnostics) {
 
 	diags = append(diags, resolveModels(task)...)
 	diags = append(diags, resolveEnvironment(task, steps)...)
+	diags = append(diags, resolveProgress(task, steps)...)
 	for _, s := range task.Steps {
 		if s.Repair == nil || s.Repair.RestartFrom == "" {
 			continue
@@ -648,7 +658,7 @@ func invalidName(kind string, block *hcl.Block) *hcl.Diagnostic {
 }
 
 // duplicateTaskBlock refuses a second block of a kind a task has at most
-// one of (environment, budget, limits, notify); first is where the first one is.
+// one of (environment, budget, limits, notify, progress); first is where the first one is.
 func duplicateTaskBlock(block *hcl.Block, first hcl.Range) *hcl.Diagnostic {
 	return &hcl.Diagnostic{
 		Severity: hcl.DiagError,

@@ -101,6 +101,9 @@ type Task struct {
 	Environment *Environment
 	// Notify is the notify block (notify.go); nil when the task has none.
 	Notify *Notify
+	// Progress is the progress block (progress.go); nil when the task has
+	// none.
+	Progress *Progress
 	// Policies are the policies the task selects (specs/policies.md), as
 	// written; ApplyPolicies applies the ones a run resolves.
 	Policies []PolicyRef
