@@ -44,6 +44,8 @@ type NewTask struct {
 	Facts map[string]string
 	// Budget is the task's budget block's limits (budget.go); zero: none.
 	Budget BudgetLimits
+	// Notify is the task's notify block (notify.go); nil for none.
+	Notify *NotifySpec
 }
 
 // Submit creates a queued task and plans its first step. It returns the task
@@ -77,6 +79,7 @@ func (s *Store) Submit(ctx context.Context, nt NewTask) (*Task, bool, error) {
 			UpdatedAt:      now,
 			IdempotencyKey: nt.IdempotencyKey,
 			Budget:         &Budget{Limits: nt.Budget},
+			Notify:         nt.Notify,
 		}
 		for i := range task.Steps {
 			st := &task.Steps[i]
@@ -1338,6 +1341,9 @@ func (s *Store) event(t *tx, task *Task, e Event) error {
 		e.Time = s.now()
 	}
 	task.UpdatedAt = e.Time
+	if err := s.notifyEvent(t, task, e); err != nil { // notify.go: its outbox entry, in this transaction
+		return err
+	}
 	return t.putJSON(eventKey(task.ID, e.Seq), e)
 }
 

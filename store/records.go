@@ -53,6 +53,8 @@ type Task struct {
 	// Drift is the last change of an environment fact the task saw
 	// (Store.CheckFacts); nil while none changed.
 	Drift *FactChange `json:"drift,omitempty"`
+	// Notify is the task's notify block (notify.go); nil for none.
+	Notify *NotifySpec `json:"notify,omitempty"`
 
 	// Cursor is the index of the step whose units are being worked.
 	Cursor int `json:"cursor"`

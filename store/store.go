@@ -143,6 +143,7 @@ type Store struct {
 	inflight inflightArtifacts           // artifact puts between their quota check and their charge
 	failure  atomic.Pointer[failedError] // set once a sync failed
 	changes  changes                     // wakes Changed() watchers after each batch
+	outbox   changes                     // wakes NotificationsChanged() watchers (notify.go)
 	lock     *dirLock                    // held from before the checks until Close
 }
 

@@ -1,0 +1,271 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+// Notifications (a task's notify block, specs/task-language.md).
+//
+// The event writer (Store.event) puts an outbox entry beside every event of
+// a type the task's NotifySpec lists, in the event's own transaction:
+//
+//	x/<task>/<event seq>            Notification: waiting to be delivered
+//	j/<task>/notify/<event seq>     Effect: its delivery's journal entry
+//
+// So there is exactly one entry per event: a notification is never lost
+// with a crash and never made twice for one event. A sender (the engine's)
+// reads the entries (PendingNotifications), journals an intent before each
+// POST (NotifyIntent) and records the outcome and deletes the entry in one
+// transaction (NotifyOutcome); an answer that leaves it open keeps it
+// (NotifyRetry). An intent without outcome, left by a crash, is sent again
+// under the same Idempotency-Key: a receiver that honours the key sees one
+// delivery per event.
+
+// NotifySpec is a task's notify block as the ledger keeps it (Task.Notify):
+// where its notifications go and the event types that are sent. It is set
+// at submit and never changed, so copies of a task may share it.
+type NotifySpec struct {
+	URL    string      `json:"url"`
+	Events []EventType `json:"events"`
+}
+
+// Notification is an outbox entry: one event of a task to deliver to the
+// task's notify URL, with the task's name, status and reason as the event
+// left them. Its fields do not change between deliveries, so every
+// delivery of one event sends the same body.
+type Notification struct {
+	Task   string `json:"task"`
+	Name   string `json:"name"`
+	URL    string `json:"url"`
+	Event  Event  `json:"event"`
+	Status Status `json:"status"`
+	Reason string `json:"reason,omitempty"`
+	// Attempts counts the deliveries that left it open (a transport error,
+	// 5xx, 408, 429); LastError says what the last one got.
+	Attempts  int    `json:"attempts,omitempty"`
+	LastError string `json:"last_error,omitempty"`
+}
+
+// IdempotencyKey is the key every delivery of the notification carries:
+// "<task>/notify/<event seq>".
+func (n *Notification) IdempotencyKey() string {
+	return n.Task + "/notify/" + strconv.FormatUint(n.Event.Seq, 10)
+}
+
+// Body is the JSON document POSTed: {"task", "name", "event", "status",
+// "reason"}.
+func (n *Notification) Body() []byte {
+	b, _ := json.Marshal(struct { // strings, numbers and an Event: cannot fail
+		Task   string `json:"task"`
+		Name   string `json:"name"`
+		Event  Event  `json:"event"`
+		Status Status `json:"status"`
+		Reason string `json:"reason,omitempty"`
+	}{n.Task, n.Name, n.Event, n.Status, n.Reason})
+	return b
+}
+
+// NotifyStep is the StepName of the journal entries of notifications
+// (Effect.StepName; their Step is -1, their Item the event's seq).
+const NotifyStep = "notify"
+
+func outboxKey(task string, seq uint64) []byte { return fmt.Appendf(nil, "x/%s/%016x", task, seq) }
+
+func notifyEffectKey(task string, seq uint64) []byte {
+	return fmt.Appendf(nil, "j/%s/%s/%016x", task, NotifyStep, seq)
+}
+
+// notifyEvent puts the outbox entry of e when the task's notify block lists
+// e's type; Store.event calls it for every event, in the event's
+// transaction.
+func (s *Store) notifyEvent(t *tx, task *Task, e Event) error {
+	if task.Notify == nil || !slices.Contains(task.Notify.Events, e.Type) {
+		return nil
+	}
+	n := Notification{Task: task.ID, Name: task.Name, URL: task.Notify.URL, Event: e, Status: task.Status, Reason: task.Reason}
+	if err := t.putJSON(outboxKey(task.ID, e.Seq), &n); err != nil {
+		return err
+	}
+	t.after(func(*index) { s.outbox.notify() })
+	return nil
+}
+
+// NotificationsChanged returns a channel closed when an outbox entry is
+// next written: take it before PendingNotifications, then wait on it, to
+// miss none.
+func (s *Store) NotificationsChanged() <-chan struct{} { return s.outbox.current() }
+
+// PendingNotifications returns the first outbox entry of each task that
+// has one, oldest task first, skipping the tasks skip reports true for (nil
+// skips none), at most max (0: no limit). The first entry of a task is
+// delivered before its next, so a task's notifications arrive in the order
+// of its events. It returns only entries already on disk (as ReadSynced
+// does): a crash cannot take back an event that was notified.
+func (s *Store) PendingNotifications(max int, skip func(task string) bool) ([]Notification, error) {
+	var out []Notification
+	var want uint64
+	err := s.view(func(t *tx) error {
+		want = s.commits.started.Load() // as ReadSynced: every commit the snapshot shows had begun
+		opts := badger.DefaultIteratorOptions
+		opts.Prefix = []byte("x/")
+		opts.PrefetchValues = false
+		it := t.txn.NewIterator(opts)
+		defer it.Close()
+		for it.Rewind(); it.Valid() && (max <= 0 || len(out) < max); {
+			key := string(it.Item().Key())
+			task, _, _ := strings.Cut(strings.TrimPrefix(key, "x/"), "/")
+			if skip == nil || !skip(task) {
+				var n Notification
+				if err := itemValue(it.Item(), func(v []byte) error { return json.Unmarshal(v, &n) }); err != nil {
+					return fmt.Errorf("outbox entry %s: %w", key, err)
+				}
+				out = append(out, n)
+			}
+			it.Seek([]byte("x/" + task + "0")) // '0' follows '/': the next task's first entry
+		}
+		return nil
+	})
+	if err != nil || len(out) == 0 {
+		return out, err // nothing to send: no sync to wait for
+	}
+	return out, s.awaitSynced(want)
+}
+
+// Notifications lists a task's outbox entries, in event order.
+func (r *Reader) Notifications(id string) ([]Notification, error) {
+	var out []Notification
+	err := r.t.scan([]byte("x/"+id+"/"), func(_, val []byte) (bool, error) {
+		var n Notification
+		if err := json.Unmarshal(val, &n); err != nil {
+			return false, err
+		}
+		out = append(out, n)
+		return true, nil
+	})
+	return out, err
+}
+
+// notifying reads n's outbox entry and its journal entry (nil when none)
+// in t. A notification no longer in the outbox (delivered, or its task
+// removed or being removed) is ErrNotFound.
+func (s *Store) notifying(t *tx, n *Notification) (*Notification, *Effect, error) {
+	cur := new(Notification)
+	if err := t.getJSON(outboxKey(n.Task, n.Event.Seq), cur); err != nil {
+		return nil, nil, fmt.Errorf("notification %s: %w", n.IdempotencyKey(), err)
+	}
+	task := new(Task)
+	if err := t.getJSON(taskKey(n.Task), task); err != nil {
+		return nil, nil, fmt.Errorf("notification %s: %w", n.IdempotencyKey(), err)
+	}
+	if task.Removing {
+		return nil, nil, fmt.Errorf("notification %s: task being removed: %w", n.IdempotencyKey(), ErrNotFound)
+	}
+	e := new(Effect)
+	switch err := t.getJSON(notifyEffectKey(n.Task, n.Event.Seq), e); {
+	case errors.Is(err, ErrNotFound):
+		e = nil
+	case err != nil:
+		return nil, nil, err
+	}
+	return cur, e, nil
+}
+
+// NotifyIntent journals, durably, that n is about to be sent, and returns
+// the journal entry: a new intent, or the one a delivery before left (a
+// crash between the intent and the outcome, or an answer that left it
+// open), which is sent again under the same Idempotency-Key. The entry is
+// an http effect of step NotifyStep (Step -1, Item the event's seq, Key the
+// event type), so that the task's journal lists it. A notification no
+// longer in the outbox is ErrNotFound: it must not be sent.
+func (s *Store) NotifyIntent(ctx context.Context, n *Notification) (*Effect, error) {
+	var out *Effect
+	err := s.update(ctx, func(t *tx) error {
+		cur, e, err := s.notifying(t, n)
+		if err != nil {
+			return err
+		}
+		if e != nil {
+			out = e
+			return nil
+		}
+		req, _ := json.Marshal(map[string]any{ // strings only: cannot fail
+			"method":  "POST",
+			"url":     cur.URL,
+			"headers": map[string]string{"Content-Type": "application/json"},
+			"body":    string(cur.Body()),
+		})
+		e = &Effect{
+			Task: cur.Task, Step: -1, StepName: NotifyStep, Item: int(cur.Event.Seq), Key: string(cur.Event.Type),
+			Kind: "http", Mode: "resend", IdempotencyKey: cur.IdempotencyKey(), Request: req,
+			State: EffectIntent, IntentAt: s.now(),
+		}
+		t.durable = true
+		out = e
+		return t.putJSON(notifyEffectKey(cur.Task, cur.Event.Seq), e)
+	})
+	return out, err
+}
+
+// NotifyOutcome records the receiver's final answer to n (outcome, in the
+// http effect result shape, and a note) in its journal entry and deletes n
+// from the outbox, in one transaction: it is never sent again. A
+// notification no longer in the outbox is ErrNotFound.
+func (s *Store) NotifyOutcome(ctx context.Context, n *Notification, outcome json.RawMessage, note string) error {
+	return s.update(ctx, func(t *tx) error {
+		_, e, err := s.notifying(t, n)
+		if err != nil {
+			return err
+		}
+		if e == nil {
+			return fmt.Errorf("notification %s: no intent journaled", n.IdempotencyKey())
+		}
+		t.durable = true
+		e.State, e.Outcome, e.DoneAt, e.Resend, e.Note = EffectDone, outcome, s.now(), "", note
+		e.Performs++
+		if err := t.putJSON(notifyEffectKey(n.Task, n.Event.Seq), e); err != nil {
+			return err
+		}
+		return t.del(outboxKey(n.Task, n.Event.Seq))
+	})
+}
+
+// NotifyRetry records a delivery of n that left it open (why: a transport
+// error, or an answer 5xx, 408 or 429; answered: whether the receiver
+// answered at all): the outbox entry counts the attempt, the journal entry
+// stays an intent, marked to be sent again (ResendRetryable) when the
+// receiver answered. It returns the entry as updated.
+func (s *Store) NotifyRetry(ctx context.Context, n *Notification, answered bool, why string) (*Notification, error) {
+	var out *Notification
+	err := s.update(ctx, func(t *tx) error {
+		cur, e, err := s.notifying(t, n)
+		if err != nil {
+			return err
+		}
+		cur.Attempts++
+		cur.LastError = why
+		if err := t.putJSON(outboxKey(n.Task, n.Event.Seq), cur); err != nil {
+			return err
+		}
+		if e != nil {
+			if answered {
+				e.Performs++
+				e.Resend = ResendRetryable
+			}
+			e.Note = fmt.Sprintf("delivery %d: %s; sent again under the same Idempotency-Key", cur.Attempts, why)
+			if err := t.putJSON(notifyEffectKey(n.Task, n.Event.Seq), e); err != nil {
+				return err
+			}
+		}
+		out = cur
+		return nil
+	})
+	return out, err
+}
