@@ -90,6 +90,8 @@ type Engine struct {
 
 	onCompile func(CompileEvent) // Config.OnCompile
 
+	notify *notifier // delivers the notify blocks' notifications (notify.go)
+
 	mu      sync.Mutex
 	working map[string]int // Work calls running, by task ("" = every task)
 	aborts  worker.Aborts  // attempts of this engine's workers, by task
@@ -132,7 +134,8 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		st.Close()
 		return nil, err
 	}
-	return &Engine{home: cfg.Home, log: cfg.Logger, store: st, rt: rt, specs: specs, onCompile: cfg.OnCompile}, nil
+	return &Engine{home: cfg.Home, log: cfg.Logger, store: st, rt: rt, specs: specs, onCompile: cfg.OnCompile,
+		notify: newNotifier(st, cfg.Logger)}, nil
 }
 
 // Close releases the home directory. Work must have returned.
@@ -238,7 +241,7 @@ func (e *Engine) Submit(ctx context.Context, path string, o SubmitOptions) (*sto
 	quota := int64(sub.Task.Limits.OutputBytes)
 	t, created, err := e.store.SubmitWithReplay(ctx, store.NewTask{
 		Name: sub.Task.Name, Steps: sub.Steps, Manifest: sub.Manifest, IdempotencyKey: o.IdempotencyKey,
-		OutputQuota: &quota, Facts: facts, Budget: budgetLimits(sub.Task.Budget),
+		OutputQuota: &quota, Facts: facts, Budget: budgetLimits(sub.Task.Budget), Notify: notifySpec(sub.Task.Notify),
 	}, modules, replay)
 	if err == nil && created {
 		// This process's workers use the task as parsed here instead of
@@ -290,6 +293,10 @@ type StopReport struct {
 // closed or, with ExitWhenIdle, no work is left. ctx ending stops at once
 // (during a graceful stop's grace too): attempts in flight are cancelled
 // and their units given back uncharged, and Work returns ctx's error.
+//
+// While it runs, Work also delivers the notifications of every task of the
+// home (notify blocks, notify.go); before it returns, unless ctx ended, it
+// sends those due once more, for up to 10s.
 func (e *Engine) Work(ctx context.Context, o WorkOptions) error {
 	e.mu.Lock()
 	if e.working == nil {
@@ -302,6 +309,7 @@ func (e *Engine) Work(ctx context.Context, o WorkOptions) error {
 		e.working[o.Task]--
 		e.mu.Unlock()
 	}()
+	defer e.notify.start(ctx)()
 	w := worker.New(worker.Config{
 		Store: e.store, Runtime: e.rt, Specs: e.specs, Logger: e.log,
 		Name: o.Name, Concurrency: o.Concurrency, LeaseFor: o.LeaseFor, Task: o.Task,

@@ -39,6 +39,11 @@ const (
 	// committed. Only steps that call models reach it, so it is not among
 	// Points, whose matrix runs a task that calls none.
 	ModelAfterRecord = "model.after_record"
+	// NotifyAfterIntent: a notification's intent synced, not sent;
+	// NotifyAfterSend: sent and answered, its outcome not recorded. Only
+	// tasks with a notify block reach them, so they are not among Points.
+	NotifyAfterIntent = "notify.after_intent"
+	NotifyAfterSend   = "notify.after_send"
 )
 
 // Points lists every point, for tests that run a matrix over them.
