@@ -242,6 +242,7 @@ func (e *Engine) Submit(ctx context.Context, path string, o SubmitOptions) (*sto
 	t, created, err := e.store.SubmitWithReplay(ctx, store.NewTask{
 		Name: sub.Task.Name, Steps: sub.Steps, Manifest: sub.Manifest, IdempotencyKey: o.IdempotencyKey,
 		OutputQuota: &quota, Facts: facts, Budget: budgetLimits(sub.Task.Budget), Notify: notifySpec(sub.Task.Notify),
+		Progress: progressSpec(sub, o.Vars),
 	}, modules, replay)
 	if err == nil && created {
 		// This process's workers use the task as parsed here instead of

@@ -46,6 +46,9 @@ type NewTask struct {
 	Budget BudgetLimits
 	// Notify is the task's notify block (notify.go); nil for none.
 	Notify *NotifySpec
+	// Progress is the task's progress block (progress.go); nil counts the
+	// units of every step.
+	Progress *ProgressSpec
 }
 
 // Submit creates a queued task and plans its first step. It returns the task
@@ -80,6 +83,7 @@ func (s *Store) Submit(ctx context.Context, nt NewTask) (*Task, bool, error) {
 			IdempotencyKey: nt.IdempotencyKey,
 			Budget:         &Budget{Limits: nt.Budget},
 			Notify:         nt.Notify,
+			Meter:          newProgress(nt.Progress, nt.Steps),
 		}
 		for i := range task.Steps {
 			st := &task.Steps[i]
@@ -722,6 +726,7 @@ func (s *Store) commitAndClaim(ctx context.Context, r Result, next ClaimRequest,
 			rec.Output = out
 			u.State, u.Committed, u.Failure = UnitDone, l.Attempt, nil
 			st.Done++
+			sampleProgress(task, l.Step, now) // progress.go: its count and rate samples
 			if task.Budget != nil {
 				task.Budget.Units++
 			}
@@ -735,6 +740,7 @@ func (s *Store) commitAndClaim(ctx context.Context, r Result, next ClaimRequest,
 			for _, n := range r.Notes {
 				n.Seq, n.Step, n.Item, n.Attempt, n.Time = task.Notes, st.Name, l.Item, l.Attempt, now
 				task.Notes++
+				countNote(task, n.Kind) // progress.go
 				if err := t.putJSON(noteKey(task.ID, n.Seq), n); err != nil {
 					return err
 				}

@@ -55,6 +55,9 @@ type Task struct {
 	Drift *FactChange `json:"drift,omitempty"`
 	// Notify is the task's notify block (notify.go); nil for none.
 	Notify *NotifySpec `json:"notify,omitempty"`
+	// Meter is the task's progress block and the samples its rate is
+	// read from (progress.go); nil in records written before it existed.
+	Meter *Progress `json:"progress,omitempty"`
 
 	// Cursor is the index of the step whose units are being worked.
 	Cursor int `json:"cursor"`
