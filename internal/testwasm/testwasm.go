@@ -432,3 +432,98 @@ func ModuleRoot(t testing.TB) string {
 	t.Helper()
 	return moduleRoot(t)
 }
+
+// NeedTool returns the path of the first of names found on PATH; when none
+// is, it skips the test with the install hint, or fails it when CI is
+// "true".
+func NeedTool(t testing.TB, hint string, names ...string) string {
+	t.Helper()
+	return findTool(t, hint, names...)
+}
+
+// NeedRustc returns Rustc when it and its wasm32-wasi standard library are
+// installed; otherwise it skips the test, or fails it when CI is "true".
+func NeedRustc(t testing.TB) string {
+	t.Helper()
+	return findRustc(t)
+}
+
+// The AssemblyScript compiler and WASI shim versions BuildAssemblyScript
+// uses: scripts/deps.sh installs them from the npm registry into
+// bin/npm/node_modules of the module root (their tarballs cached in
+// bin/npm/cache), and the plugin template pins the same.
+const (
+	ASCVersion      = "0.28.20"
+	WASIShimVersion = "0.1.0"
+)
+
+// ASCInstallHint is how to install what BuildAssemblyScript needs.
+const ASCInstallHint = "make deps (scripts/deps.sh: Debian's nodejs and npm, then npm install of assemblyscript@" +
+	ASCVersion + " and @assemblyscript/wasi-shim@" + WASIShimVersion + " into bin/npm)"
+
+// ascFlags are the flags every AssemblyScript guest is built with, after
+// --config of the WASI shim.
+var ascFlags = []string{"-O3"}
+
+// NPMDir returns the module root's bin/npm, holding node_modules with the
+// pinned assemblyscript and @assemblyscript/wasi-shim and the npm cache
+// they came from, once node is on PATH and they are installed; otherwise it
+// skips the test, or fails it when CI is "true".
+func NPMDir(t testing.TB) string {
+	t.Helper()
+	findTool(t, ASCInstallHint, "node")
+	findTool(t, ASCInstallHint, "npm")
+	dir := filepath.Join(moduleRoot(t), "bin", "npm")
+	for pkg, want := range map[string]string{"assemblyscript": ASCVersion, "@assemblyscript/wasi-shim": WASIShimVersion} {
+		b, err := os.ReadFile(filepath.Join(dir, "node_modules", filepath.FromSlash(pkg), "package.json"))
+		if err != nil {
+			missing(t, fmt.Sprintf("%s is not installed in %s; run %s", pkg, dir, ASCInstallHint))
+			return ""
+		}
+		if !bytes.Contains(b, []byte(`"version": "`+want+`"`)) {
+			missing(t, fmt.Sprintf("%s in %s is not version %s; run %s", pkg, dir, want, ASCInstallHint))
+			return ""
+		}
+	}
+	return dir
+}
+
+// BuildAssemblyScript compiles the AssemblyScript program src (a path
+// relative to the test's working directory, usually DIR/index.ts) into a
+// WASI command module with asc and @assemblyscript/wasi-shim, and returns
+// the path of the .wasm file. The .ts files next to src and those of the
+// SDK (plugins/sdk/assemblyscript/assembly), which guests import by a
+// relative path, are part of the cache key. The module is named after
+// src's directory.
+//
+// The build command is:
+//
+//	bin/npm/node_modules/.bin/asc SRC --config bin/npm/node_modules/@assemblyscript/wasi-shim/asconfig.json -O3 -o OUT.wasm
+func BuildAssemblyScript(t testing.TB, src string) string {
+	t.Helper()
+	npm := NPMDir(t)
+	node := findTool(t, ASCInstallHint, "node")
+	abs, err := filepath.Abs(src)
+	if err != nil {
+		t.Fatalf("testwasm.BuildAssemblyScript: %v", err)
+	}
+	h := sha256.New()
+	fmt.Fprintf(h, "asc\x00%s\x00%s\x00%s\x00%s\x00", ASCVersion, WASIShimVersion, toolVersion(t, node, "--version"),
+		strings.Join(ascFlags, "\x01"))
+	own, _ := filepath.Glob(filepath.Join(filepath.Dir(abs), "*.ts"))
+	sdk, _ := filepath.Glob(filepath.Join(moduleRoot(t), "plugins", "sdk", "assemblyscript", "assembly", "*.ts"))
+	sort.Strings(own)
+	sort.Strings(sdk)
+	for _, f := range append(own, sdk...) {
+		hashFile(t, h, f)
+	}
+	fmt.Fprintf(h, "root\x00%s", filepath.Base(abs))
+	name := filepath.Base(filepath.Dir(abs))
+	return cached(t, hex.EncodeToString(h.Sum(nil)), name, func(out string) ([]byte, error) {
+		asc := filepath.Join(npm, "node_modules", ".bin", "asc")
+		shim := filepath.Join(npm, "node_modules", "@assemblyscript", "wasi-shim", "asconfig.json")
+		args := append([]string{abs, "--config", shim}, ascFlags...)
+		args = append(args, "-o", out)
+		return exec.Command(asc, args...).CombinedOutput()
+	})
+}

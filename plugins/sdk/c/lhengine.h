@@ -14,6 +14,8 @@
 #define LHENGINE_H
 
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #ifdef __cplusplus
@@ -337,6 +339,220 @@ static inline int lhengine_constraints(const char *req, size_t req_len, const ch
 	*val = v;
 	*val_len = (size_t)(v_end - v);
 	return 1;
+}
+
+/* Reading the request and writing the result. */
+
+/* lhengine_read_request reads the whole request (the JSON object on stdin)
+ * into a NUL-terminated buffer from malloc and sets *len to its length.
+ * Returns NULL when memory runs out or stdin cannot be read. */
+static inline char *lhengine_read_request(size_t *len) {
+	size_t cap = 1 << 16, n = 0;
+	char *buf = (char *)malloc(cap);
+	if (!buf) {
+		return NULL;
+	}
+	for (;;) {
+		if (cap - n < 2) {
+			char *b = (char *)realloc(buf, cap * 2);
+			if (!b) {
+				free(buf);
+				return NULL;
+			}
+			buf = b;
+			cap *= 2;
+		}
+		size_t r = fread(buf + n, 1, cap - n - 1, stdin);
+		n += r;
+		if (r == 0) {
+			break;
+		}
+	}
+	if (ferror(stdin)) {
+		free(buf);
+		return NULL;
+	}
+	buf[n] = 0;
+	*len = n;
+	return buf;
+}
+
+/* lhengine_request_field sets *val and *val_len to the JSON text of field
+ * name of the request req (req_len bytes): "task_id", "task_name", "step",
+ * "item", "attempt", "repair", "input", "policy", "now", "environment",
+ * "objective", "constraints" (specs/abi.md section 3). A string keeps its
+ * quotes and escapes. Returns 1 when the request has the field, 0 when not. */
+static inline int lhengine_request_field(const char *req, size_t req_len, const char *name, const char **val,
+                                         size_t *val_len) {
+	const char *v, *v_end;
+	if (!lhengine_json_member_(req, req + req_len, name, &v, &v_end)) {
+		return 0;
+	}
+	*val = v;
+	*val_len = (size_t)(v_end - v);
+	return 1;
+}
+
+/* lhengine_json_quote writes s[0:n] as a JSON string, with its quotes, to
+ * out when the whole of it and a NUL fit in out_cap bytes, and returns its
+ * length (without the NUL) either way. */
+static inline size_t lhengine_json_quote(const char *s, size_t n, char *out, size_t out_cap) {
+	static const char hex[] = "0123456789abcdef";
+	size_t k = 0;
+	char tmp[7];
+	for (size_t i = 0; i <= n + 1; i++) {
+		const char *piece = tmp;
+		size_t len = 1;
+		if (i == 0 || i == n + 1) {
+			tmp[0] = '"';
+		} else {
+			unsigned char c = (unsigned char)s[i - 1];
+			if (c == '"' || c == '\\') {
+				tmp[0] = '\\';
+				tmp[1] = (char)c;
+				len = 2;
+			} else if (c < 0x20) {
+				memcpy(tmp, "\\u00", 4);
+				tmp[4] = hex[c >> 4];
+				tmp[5] = hex[c & 15];
+				len = 6;
+			} else {
+				tmp[0] = (char)c;
+			}
+		}
+		if (k + len < out_cap) {
+			memcpy(out + k, piece, len);
+		}
+		k += len;
+	}
+	if (k < out_cap) {
+		out[k] = 0;
+	}
+	return k;
+}
+
+/* lhengine_write_string writes s (NUL-terminated) to f as a JSON string. */
+static inline void lhengine_write_string(FILE *f, const char *s) {
+	size_t n = strlen(s);
+	size_t need = lhengine_json_quote(s, n, NULL, 0);
+	char *q = (char *)malloc(need + 1);
+	if (!q) {
+		fputs("\"\"", f);
+		return;
+	}
+	lhengine_json_quote(s, n, q, need + 1);
+	fwrite(q, 1, need, f);
+	free(q);
+}
+
+/* lhengine_ok writes the result {"output": JSON} to stdout, where json is
+ * json_len bytes of JSON text (NULL for a null output). Write one result
+ * per attempt, then return from main. */
+static inline void lhengine_ok(const char *json, size_t json_len) {
+	fputs("{\"output\":", stdout);
+	if (json) {
+		fwrite(json, 1, json_len, stdout);
+	} else {
+		fputs("null", stdout);
+	}
+	fputs("}\n", stdout);
+}
+
+/* lhengine_fail writes the result {"error": msg}: the step fails with kind
+ * plugin_error and this message, and its retry block may try again. */
+static inline void lhengine_fail(const char *msg) {
+	fputs("{\"error\":", stdout);
+	lhengine_write_string(stdout, msg);
+	fputs("}\n", stdout);
+}
+
+/* lhengine_needs_repair writes the result {"needs_repair": true, "reason":
+ * reason}: the step's check failed and its repair block applies. */
+static inline void lhengine_needs_repair(const char *reason) {
+	fputs("{\"needs_repair\":true,\"reason\":", stdout);
+	lhengine_write_string(stdout, reason);
+	fputs("}\n", stdout);
+}
+
+/* lhengine_call_pair_ calls capability name with the request
+ * {"K1":"V1","K2":V2}, V1 quoted as a JSON string, V2 too when quote2 and
+ * taken as JSON text otherwise, or {"K1":"V1"} when k2 is NULL. A NULL out
+ * discards a response of up to 64 bytes. Internal. */
+static inline int32_t lhengine_call_pair_(const char *name, const char *k1, const char *v1, const char *k2,
+                                          const char *v2, int quote2, char *out, int32_t out_cap) {
+	size_t n1 = lhengine_json_quote(v1, strlen(v1), NULL, 0);
+	size_t n2 = !k2 ? 0 : quote2 ? lhengine_json_quote(v2, strlen(v2), NULL, 0) : strlen(v2);
+	size_t cap = n1 + n2 + strlen(k1) + (k2 ? strlen(k2) : 0) + 16;
+	char *req = (char *)malloc(cap);
+	if (!req) {
+		return LHENGINE_ERR_INTERNAL;
+	}
+	size_t k = (size_t)snprintf(req, cap, "{\"%s\":", k1);
+	k += lhengine_json_quote(v1, strlen(v1), req + k, cap - k);
+	if (!k2) {
+		/* {"K1":"V1"} */
+	} else if (quote2) {
+		k += (size_t)snprintf(req + k, cap - k, ",\"%s\":", k2);
+		k += lhengine_json_quote(v2, strlen(v2), req + k, cap - k);
+	} else {
+		k += (size_t)snprintf(req + k, cap - k, ",\"%s\":", k2);
+		memcpy(req + k, v2, n2);
+		k += n2;
+	}
+	req[k++] = '}';
+	char small[64];
+	if (!out) {
+		out = small;
+		out_cap = (int32_t)sizeof small;
+	}
+	int32_t rc = lhengine_call(name, (int32_t)strlen(name), req, (int32_t)k, out, out_cap);
+	free(req);
+	return rc;
+}
+
+/* lhengine_count adds delta to the task's progress counter name
+ * ("progress.count"). Returns 0 or a status code. */
+static inline int32_t lhengine_count(const char *name, long delta) {
+	char num[24];
+	snprintf(num, sizeof num, "%ld", delta);
+	int32_t rc = lhengine_call_pair_("progress.count", "name", name, "delta", num, 0, NULL, 0);
+	return rc < 0 ? rc : 0;
+}
+
+/* lhengine_note proposes a progress note ("progress.note") of kind
+ * "finding", "decision" or "blocker". Returns 0 or a status code. */
+static inline int32_t lhengine_note(const char *kind, const char *text) {
+	int32_t rc = lhengine_call_pair_("progress.note", "kind", kind, "text", text, 1, NULL, 0);
+	return rc < 0 ? rc : 0;
+}
+
+/* lhengine_kv_put sets key of the work unit's key-value state to the JSON
+ * text value ("kv.put"). Returns 0 or a status code. */
+static inline int32_t lhengine_kv_put(const char *key, const char *value_json) {
+	int32_t rc = lhengine_call_pair_("kv.put", "key", key, "value", value_json, 0, NULL, 0);
+	return rc < 0 ? rc : 0;
+}
+
+/* lhengine_kv_get reads key ("kv.get") and returns the length of the JSON
+ * response {"found":true,"value":JSON} or {"found":false}, under the
+ * output convention. */
+static inline int32_t lhengine_kv_get(const char *key, char *out, int32_t out_cap) {
+	return lhengine_call_pair_("kv.get", "key", key, NULL, NULL, 0, out, out_cap);
+}
+
+/* lhengine_fetch makes the request req ("http.fetch", a JSON object such as
+ * {"method":"GET","url":"http://..."}) and returns the length of the JSON
+ * response, under the output convention. */
+static inline int32_t lhengine_fetch(const char *req, char *out, int32_t out_cap) {
+	return lhengine_call_str("http.fetch", req, out, out_cap);
+}
+
+/* lhengine_effect performs the effect req ("effect.do", a JSON object
+ * {"key":...,"kind":"http"|"file","request":{...}}) once per key and
+ * returns the length of the JSON response {"result":{...},"replayed":bool},
+ * under the output convention. */
+static inline int32_t lhengine_effect(const char *req, char *out, int32_t out_cap) {
+	return lhengine_call_str("effect.do", req, out, out_cap);
 }
 
 #undef LHENGINE_IMPORT
