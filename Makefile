@@ -6,7 +6,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 EXAMPLE := plugins/examples/report
 STEPS   := draft verify finalize
 
-.PHONY: all build plugins demo notify-demo migration-demo policy-demo eval-demo agent-demo deps staticcheck test sdk-test cross bench bench-compare fuzz clean
+.PHONY: all build plugins demo notify-demo migration-demo audit-demo policy-demo eval-demo agent-demo deps staticcheck test sdk-test cross bench bench-compare fuzz clean
 
 all: build plugins
 
@@ -44,6 +44,18 @@ notify-demo: build
 migration-demo: build
 	for p in plan rename check deploy evidence; do GOOS=wasip1 GOARCH=wasm $(GO) build -o plugins/examples/migration/$$p.wasm ./plugins/examples/migration/$$p || exit 1; done
 	./plugins/examples/migration/demo.sh ./bin/lhengine
+
+# The site-audit example: a generated site of PAGES pages with planted
+# problems on loopback, audited by a fan-out of one unit per page; the run
+# waits for a person's approval of the title rewrites, another command
+# approves, the resume writes the report, and its numbers must equal the
+# planted ones (plugins/examples/site-audit/demo.sh; non-zero on a mismatch).
+# make audit-demo PAGES=3000 audits the whole site.
+PAGES ?= 300
+audit-demo: build
+	for p in sitemap check suggest report; do GOOS=wasip1 GOARCH=wasm $(GO) build -o plugins/examples/site-audit/$$p.wasm ./plugins/examples/site-audit/$$p || exit 1; done
+	$(GO) build -o bin/auditsite ./plugins/examples/site-audit/site
+	PAGES=$(PAGES) ./plugins/examples/site-audit/demo.sh ./bin/lhengine ./bin/auditsite
 
 # The tool-using agent example, on the model responses recorded in the
 # repository: no network, no key, the same conversation every time. Its
@@ -154,4 +166,4 @@ bench-compare: deps build
 	./bin/lhengine bench --plugin bin/pipeline.wasm --go-plugin bin/conformance.wasm --go-reuse-plugin bin/stateless.wasm $(BENCH_ARGS)
 
 clean:
-	rm -rf bin $(EXAMPLE)/*.wasm plugins/examples/notify/*.wasm plugins/examples/critic/*.wasm plugins/examples/agent/*.wasm testdata/evals/verifiers/*.wasm
+	rm -rf bin $(EXAMPLE)/*.wasm plugins/examples/notify/*.wasm plugins/examples/site-audit/*.wasm plugins/examples/critic/*.wasm plugins/examples/agent/*.wasm testdata/evals/verifiers/*.wasm
