@@ -10,8 +10,10 @@ STEPS   := draft verify finalize
 
 all: build plugins
 
+# -buildvcs=auto stamps the commit `lhengine version` prints (a GOFLAGS of
+# -buildvcs=false would leave it out); outside a git checkout it stamps none.
 build:
-	$(GO) build -o bin/lhengine ./cmd/lhengine
+	$(GO) build -buildvcs=auto -o bin/lhengine ./cmd/lhengine
 
 # The example's step plugins, Go programs built for WASI preview 1.
 plugins:

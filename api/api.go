@@ -157,6 +157,13 @@ type Versions struct {
 	Go       string `json:"go"`
 	Wazero   string `json:"wazero"`
 	Badger   string `json:"badger"`
+	// Commit, CommitTime and Modified are the VCS revision the binary was
+	// built from, its time, and whether the tree had changes, as the Go
+	// toolchain stamped them; empty when it did not (a build outside a
+	// repository, or with -buildvcs=false).
+	Commit     string `json:"commit,omitempty"`
+	CommitTime string `json:"commit_time,omitempty"`
+	Modified   bool   `json:"modified,omitempty"`
 }
 
 // SubmitRequest: POST /v1/tasks. Path is a task file on the owner's file
@@ -212,6 +219,9 @@ type PauseRequest struct {
 type ResumeRequest struct {
 	Budget []string `json:"budget,omitempty"`
 	By     string   `json:"by,omitempty"`
+	// Where is the host and process the resume comes from
+	// ("host (pid N)"), recorded in the "resumed" event.
+	Where string `json:"where,omitempty"`
 }
 
 // RetryRequest: POST /v1/tasks/{id}/retry. From names the step to run

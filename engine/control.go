@@ -132,6 +132,13 @@ func (e *Engine) Resume(ctx context.Context, id string) (*store.Task, error) {
 	return e.store.Resume(ctx, id)
 }
 
+// ResumeAs is Resume by a person: by is who, where the host and process
+// they resumed from; a "resumed" event records them, also for a task that
+// was not paused (one whose process died).
+func (e *Engine) ResumeAs(ctx context.Context, id, by, where string) (*store.Task, error) {
+	return e.store.ResumeAs(ctx, id, by, where)
+}
+
 // ResolveEffect settles, as a human decided, an effect whose outcome is
 // unknown: confirmed (it happened) or not (send it again on the next
 // attempt). note is recorded with the decision.

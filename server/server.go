@@ -280,6 +280,16 @@ func Versions() api.Versions {
 	v := api.Versions{Engine: engine.Version, ABI: engine.ABIVersion, Language: engine.LanguageVersion,
 		Go: runtime.Version(), Wazero: "unknown", Badger: "unknown"}
 	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				v.Commit = s.Value
+			case "vcs.time":
+				v.CommitTime = s.Value
+			case "vcs.modified":
+				v.Modified = s.Value == "true"
+			}
+		}
 		for _, d := range bi.Deps {
 			if d.Replace != nil {
 				d = d.Replace

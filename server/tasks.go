@@ -265,8 +265,8 @@ func (s *Server) resume(w http.ResponseWriter, req *http.Request) {
 			return
 		}
 	}
-	if t.Status == store.Paused {
-		if t, err = s.e.Resume(req.Context(), t.ID); err != nil {
+	if by := s.who(req, in.By); t.Status == store.Paused || by != "" {
+		if t, err = s.e.ResumeAs(req.Context(), t.ID, by, in.Where); err != nil {
 			if errors.Is(err, store.ErrBudgetReached) {
 				err = fmt.Errorf("%w: %v", errConflict, err)
 			}

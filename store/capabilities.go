@@ -402,7 +402,7 @@ func (s *Store) ResolveEffect(ctx context.Context, task string, step, item int, 
 		if tk.Status == Paused && (tk.Pause == nil || tk.Pause.Kind == PauseEffect) {
 			// Only a pause the effect caused ends with it; a person's, a
 			// budget's or a drift's stands until resumed.
-			if err := s.unpause(t, tk); err != nil {
+			if err := s.unpause(t, tk, Event{Type: EvResumed, Message: "the effect it waited for was settled"}); err != nil {
 				return err
 			}
 		}
@@ -512,13 +512,31 @@ func (s *Store) PauseTask(ctx context.Context, id string, why PauseReason) (*Tas
 
 // Resume makes a paused task runnable again.
 func (s *Store) Resume(ctx context.Context, id string) (*Task, error) {
+	return s.ResumeAs(ctx, id, "", "")
+}
+
+// ResumeAs is Resume by a person (by: who, where: from which host and
+// process), recorded in a "resumed" event; a task that is not paused (one
+// whose process died, continued by `lhengine resume`) gets the event too,
+// when by is set, and is otherwise unchanged.
+func (s *Store) ResumeAs(ctx context.Context, id, by, where string) (*Task, error) {
 	var out *Task
 	err := s.update(ctx, func(t *tx) error {
 		task := new(Task)
 		if err := t.getJSON(taskKey(id), task); err != nil {
 			return err
 		}
+		msg := resumedBy(by, where)
 		if task.Status != Paused {
+			if by != "" && !task.Status.Terminal() {
+				t.durable = true
+				if err := s.event(t, task, Event{Type: EvResumed, Owner: by, Message: msg}); err != nil {
+					return err
+				}
+				if err := t.saveTask(task); err != nil {
+					return err
+				}
+			}
 			out = task
 			return t.fill(out)
 		}
@@ -529,7 +547,7 @@ func (s *Store) Resume(ctx context.Context, id string) (*Task, error) {
 			}
 		}
 		t.durable = true
-		if err := s.unpause(t, task); err != nil {
+		if err := s.unpause(t, task, Event{Type: EvResumed, Owner: by, Message: msg}); err != nil {
 			return err
 		}
 		if err := t.saveTask(task); err != nil {
@@ -541,9 +559,20 @@ func (s *Store) Resume(ctx context.Context, id string) (*Task, error) {
 	return out, err
 }
 
+// resumedBy says who resumed a task, and from where.
+func resumedBy(by, where string) string {
+	switch {
+	case by == "":
+		return ""
+	case where == "":
+		return "resumed by " + by
+	}
+	return "resumed by " + by + " from " + where
+}
+
 // unpause puts a paused task back to running and its ready units back in
 // the claim index. The caller saves the task.
-func (s *Store) unpause(t *tx, task *Task) error {
+func (s *Store) unpause(t *tx, task *Task, ev Event) error {
 	task.Status, task.Reason, task.Pause = Running, "", nil
 	tickWall(task, s.now()) // units still in flight count again
 	if err := t.put(activeKey(task.ID), nil); err != nil {
@@ -596,7 +625,7 @@ func (s *Store) unpause(t *tx, task *Task) error {
 			x.addReady(r, at, false)
 		}
 	})
-	if err := s.event(t, task, Event{Type: EvResumed}); err != nil {
+	if err := s.event(t, task, ev); err != nil {
 		return err
 	}
 	return s.settleWaiting(t, task)

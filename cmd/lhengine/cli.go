@@ -17,6 +17,7 @@ import (
 
 	"github.com/lhengine/lhengine/api"
 	"github.com/lhengine/lhengine/engine"
+	"github.com/lhengine/lhengine/store"
 )
 
 // Exit codes. One place decides them.
@@ -113,6 +114,9 @@ func runHalt(ctx, halt context.Context, args []string, stdout, stderr io.Writer)
 	if err == nil {
 		return exitOK
 	}
+	if a.json() || a.output == "yaml" {
+		return jsonFailure(ctx, stderr, err)
+	}
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee.err != nil {
@@ -142,9 +146,62 @@ func runHalt(ctx, halt context.Context, args []string, stdout, stderr io.Writer)
 	return exitFailed
 }
 
+// jsonFailure writes err to stderr as one JSON object of the API's error
+// shape, {"code", "error", "exit"} (and "diagnostics" for an invalid task
+// file), so that a script run with -o json can branch on it, and returns
+// the exit status the text form would.
+func jsonFailure(ctx context.Context, stderr io.Writer, err error) int {
+	out := struct {
+		api.Error
+		Exit int `json:"exit"`
+	}{Error: api.Error{Code: api.CodeInternal, Message: err.Error()}, Exit: exitFailed}
+	var ee *exitError
+	var inv *engine.InvalidTaskError
+	var ae *api.Error
+	switch {
+	case errors.As(err, &ee):
+		out.Exit, out.Code = ee.code, exitCodeName(ee.code)
+		out.Message = ""
+		if ee.err != nil {
+			out.Message = ee.err.Error()
+		}
+		if ee.code == exitFailed && ee.err == nil {
+			out.Message = "the task did not succeed"
+		}
+	case errors.As(err, &inv):
+		var b strings.Builder
+		_ = inv.Diagnostics.Write(&b, 0, false)
+		out.Code, out.Message, out.Diagnostics = api.CodeInvalidTask, "the task file is not valid", b.String()
+	case errors.As(err, &ae):
+		out.Error = *ae
+	case ctx.Err() != nil:
+		out.Exit, out.Code, out.Message = exitInterrupted, "interrupted", "interrupted"
+	case isUsage(err):
+		out.Exit, out.Code = exitUsage, "usage"
+	case errors.Is(err, store.ErrNotFound), errors.As(err, new(*engine.NoHomeError)):
+		out.Code = api.CodeNotFound
+	}
+	enc := json.NewEncoder(stderr)
+	_ = enc.Encode(out)
+	return out.Exit
+}
+
+// exitCodeName names an exit status for a JSON error.
+func exitCodeName(code int) string {
+	switch code {
+	case exitUsage:
+		return "usage"
+	case exitPaused:
+		return "paused"
+	case exitInterrupted:
+		return "interrupted"
+	}
+	return "failed"
+}
+
 func isUsage(err error) bool {
 	s := err.Error()
-	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand", "accepts ", "requires ", "invalid argument", "flag needs an argument", "-o must be"} {
+	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand", "accepts ", "requires ", "invalid argument", "flag needs an argument", "-o must be", " is required: ", "too many arguments: "} {
 		if strings.Contains(s, p) {
 			return true
 		}
@@ -217,6 +274,7 @@ person (it says why and the command that continues it); 130 interrupted.`,
 	// --version prints what `lhengine version` does.
 	root.Version = engine.Version
 	root.SetVersionTemplate(versionText())
+	nameArgs(root)
 	return root
 }
 
@@ -262,4 +320,47 @@ func parseVars(kvs []string) (map[string]string, error) {
 		out[k] = v
 	}
 	return out, nil
+}
+
+// nameArgs makes every command's argument check name what is missing or
+// extra from its usage line ("ID is required: lhengine status ID; list
+// tasks with lhengine ls") instead of counting ("accepts 1 arg(s),
+// received 0").
+func nameArgs(c *cobra.Command) {
+	for _, sub := range c.Commands() {
+		nameArgs(sub)
+	}
+	check := c.Args
+	if check == nil {
+		return
+	}
+	c.Args = func(cmd *cobra.Command, args []string) error {
+		err := check(cmd, args)
+		if err == nil {
+			return nil
+		}
+		words := strings.Fields(cmd.Use)[1:]
+		var required []string
+		for _, w := range words {
+			if !strings.HasPrefix(w, "[") && !strings.HasSuffix(w, "...") {
+				required = append(required, w)
+			}
+		}
+		usage := cmd.CommandPath() + " " + strings.Join(words, " ")
+		if len(args) < len(required) {
+			missing := required[len(args)]
+			msg := fmt.Sprintf("%s is required: %s", missing, usage)
+			if missing == "ID" {
+				msg += "; list tasks with lhengine ls"
+			}
+			if missing == "APPROVAL" {
+				msg += "; list them with lhengine approvals"
+			}
+			return errors.New(msg)
+		}
+		if len(required) == len(words) && len(args) > len(words) {
+			return fmt.Errorf("too many arguments: %s takes %d (%s), got %d: %s", cmd.CommandPath(), len(words), strings.Join(words, " "), len(args), strings.Join(args, " "))
+		}
+		return err
+	}
 }

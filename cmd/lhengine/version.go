@@ -17,8 +17,19 @@ type versions api.Versions
 func currentVersions() versions { return versions(server.Versions()) }
 
 func (v versions) write(w io.Writer) {
-	fmt.Fprintf(w, "lhengine %s\nplugin ABI:    v%d\ntask language: v%d\ngo:            %s\nwazero:        %s\nbadger:        %s\n",
-		v.Engine, v.ABI, v.Language, v.Go, v.Wazero, v.Badger)
+	fmt.Fprintf(w, "lhengine %s\n", v.Engine)
+	commit := "unknown (built without VCS information)"
+	if v.Commit != "" {
+		commit = v.Commit
+		if v.CommitTime != "" {
+			commit += " (" + v.CommitTime + ")"
+		}
+		if v.Modified {
+			commit += ", with uncommitted changes"
+		}
+	}
+	fmt.Fprintf(w, "commit:        %s\nplugin ABI:    v%d\ntask language: v%d\ngo:            %s\nwazero:        %s\nbadger:        %s\n",
+		commit, v.ABI, v.Language, v.Go, v.Wazero, v.Badger)
 }
 
 func (a *app) versionCmd() *cobra.Command {

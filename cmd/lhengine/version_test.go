@@ -20,6 +20,7 @@ func TestVersion(t *testing.T) {
 	code, out, _ := b.lh(t, "version")
 	require.Equal(t, exitOK, code)
 	require.Contains(t, out, "lhengine 0.")
+	require.Regexp(t, `(?m)^commit:        ([0-9a-f]{40}|unknown \(built without VCS information\))`, out)
 	require.Contains(t, out, "plugin ABI:    v1")
 	require.Contains(t, out, "task language: v1")
 	require.Contains(t, out, "wazero:        v1.")

@@ -383,7 +383,7 @@ why and the command that continues it, with exit status 3.`,
 						return &exitError{code: exitUsage, err: fmt.Errorf("--budget %v", err)}
 					}
 				}
-				t, err := s.c.ResumeWith(cmd.Context(), args[0], api.ResumeRequest{Budget: budgets, By: who()})
+				t, err := s.c.ResumeWith(cmd.Context(), args[0], api.ResumeRequest{Budget: budgets, By: who(), Where: fmt.Sprintf("%s (pid %d)", cwdHost(), os.Getpid())})
 				if err != nil {
 					return err
 				}
@@ -666,4 +666,11 @@ func (a *app) cancelCmd() *cobra.Command {
 	}
 	cmd.Flags().StringVar(&reason, "reason", "", "why (kept in the task record)")
 	return cmd
+}
+
+// cwdHost is where a command runs from: host:folder.
+func cwdHost() string {
+	h, _ := os.Hostname()
+	dir, _ := os.Getwd()
+	return h + ":" + dir
 }
