@@ -119,13 +119,16 @@ var rustFlags = []string{"--target", "wasm32-wasi", "-O", "--edition", "2021", "
 // BuildRust compiles the Rust program whose crate root is src (a path
 // relative to the test's working directory, usually DIR/main.rs) into a WASI
 // command module and returns the path of the .wasm file. The program uses
-// std only: there is no cargo and no crate beyond the standard library. The
-// .rs files next to src (its modules) are part of the cache key; the module
-// is named after src's directory when src is main.rs.
+// std and the project's Rust SDK only: there is no cargo; the SDK
+// (plugins/sdk/rust/lib.rs) is built first as the crate lhengine, which the
+// program may use. The .rs files next to src (its modules) and the SDK's are
+// part of the cache key; the module is named after src's directory when src
+// is main.rs.
 //
-// The build command is:
+// The build commands are:
 //
-//	/usr/bin/rustc --target wasm32-wasi -O --edition 2021 -C strip=debuginfo SRC -o OUT.wasm
+//	/usr/bin/rustc --target wasm32-wasi -O --edition 2021 -C strip=debuginfo --crate-type rlib --crate-name lhengine plugins/sdk/rust/lib.rs -o liblhengine.rlib
+//	/usr/bin/rustc --target wasm32-wasi -O --edition 2021 -C strip=debuginfo --extern lhengine=liblhengine.rlib SRC -o OUT.wasm
 func BuildRust(t testing.TB, src string) string {
 	t.Helper()
 	rustc := findRustc(t)
@@ -133,8 +136,10 @@ func BuildRust(t testing.TB, src string) string {
 	if err != nil {
 		t.Fatalf("testwasm.BuildRust: %v", err)
 	}
+	rlib := buildRustSDK(t, rustc)
 	h := sha256.New()
 	fmt.Fprintf(h, "rust\x00%s\x00%s\x00", toolVersion(t, rustc, "--version"), strings.Join(rustFlags, "\x01"))
+	hashFile(t, h, rlib)
 	files, _ := filepath.Glob(filepath.Join(filepath.Dir(abs), "*.rs"))
 	if !slices.Contains(files, abs) {
 		files = append(files, abs)
@@ -149,11 +154,54 @@ func BuildRust(t testing.TB, src string) string {
 		name = filepath.Base(filepath.Dir(abs))
 	}
 	return cached(t, hex.EncodeToString(h.Sum(nil)), name, func(out string) ([]byte, error) {
-		args := append(append([]string{}, rustFlags...), abs, "-o", out)
+		args := append(append([]string{}, rustFlags...), "--extern", "lhengine="+rlib, abs, "-o", out)
 		cmd := exec.Command(rustc, args...)
 		cmd.Dir = filepath.Dir(out) // rustc's temporary files go next to the output
 		return cmd.CombinedOutput()
 	})
+}
+
+// buildRustSDK builds the Rust SDK, plugins/sdk/rust/lib.rs, as the crate
+// lhengine and returns the path of its rlib, cached like the guests.
+func buildRustSDK(t testing.TB, rustc string) string {
+	t.Helper()
+	lib := filepath.Join(moduleRoot(t), "plugins", "sdk", "rust", "lib.rs")
+	h := sha256.New()
+	fmt.Fprintf(h, "rust-sdk\x00%s\x00%s\x00", toolVersion(t, rustc, "--version"), strings.Join(rustFlags, "\x01"))
+	hashFile(t, h, lib)
+	key := hex.EncodeToString(h.Sum(nil))
+	dir := filepath.Join(cacheRoot(t), key)
+	final := filepath.Join(dir, "liblhengine.rlib")
+	if _, err := os.Stat(final); err == nil {
+		return final
+	}
+	mu, _ := keyLocks.LoadOrStore(key, &sync.Mutex{})
+	mu.(*sync.Mutex).Lock()
+	defer mu.(*sync.Mutex).Unlock()
+	if _, err := os.Stat(final); err == nil {
+		return final
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatalf("testwasm: %v", err)
+	}
+	// rustc names its temporary files after the output; a private folder
+	// keeps parallel test binaries apart until the rename.
+	tmp, err := os.MkdirTemp(dir, "rlib-")
+	if err != nil {
+		t.Fatalf("testwasm: %v", err)
+	}
+	defer os.RemoveAll(tmp)
+	out := filepath.Join(tmp, "liblhengine.rlib")
+	args := append(append([]string{}, rustFlags...), "--crate-type", "rlib", "--crate-name", "lhengine", lib, "-o", out)
+	cmd := exec.Command(rustc, args...)
+	cmd.Dir = tmp
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("testwasm: building the Rust SDK: %v\n%s", err, b)
+	}
+	if err := os.Rename(out, final); err != nil {
+		t.Fatalf("testwasm: %v", err)
+	}
+	return final
 }
 
 // findRustc returns Rustc when it and its wasm32-wasi standard library are
@@ -496,9 +544,9 @@ func NPMDir(t testing.TB) string {
 // relative path, are part of the cache key. The module is named after
 // src's directory.
 //
-// The build command is:
+// The build command, run in bin/npm, is:
 //
-//	bin/npm/node_modules/.bin/asc SRC --config bin/npm/node_modules/@assemblyscript/wasi-shim/asconfig.json -O3 -o OUT.wasm
+//	node_modules/.bin/asc SRC --config node_modules/@assemblyscript/wasi-shim/asconfig.json -O3 -o OUT.wasm
 func BuildAssemblyScript(t testing.TB, src string) string {
 	t.Helper()
 	npm := NPMDir(t)
@@ -520,10 +568,13 @@ func BuildAssemblyScript(t testing.TB, src string) string {
 	fmt.Fprintf(h, "root\x00%s", filepath.Base(abs))
 	name := filepath.Base(filepath.Dir(abs))
 	return cached(t, hex.EncodeToString(h.Sum(nil)), name, func(out string) ([]byte, error) {
-		asc := filepath.Join(npm, "node_modules", ".bin", "asc")
-		shim := filepath.Join(npm, "node_modules", "@assemblyscript", "wasi-shim", "asconfig.json")
-		args := append([]string{abs, "--config", shim}, ascFlags...)
+		// Run from bin/npm with the shim's config named relative to it:
+		// asc resolves the config's "lib" folder against its working
+		// directory when given an absolute config path.
+		args := append([]string{abs, "--config", "node_modules/@assemblyscript/wasi-shim/asconfig.json"}, ascFlags...)
 		args = append(args, "-o", out)
-		return exec.Command(asc, args...).CombinedOutput()
+		cmd := exec.Command(filepath.Join(npm, "node_modules", ".bin", "asc"), args...)
+		cmd.Dir = npm
+		return cmd.CombinedOutput()
 	})
 }

@@ -105,8 +105,9 @@ func (h *testHost) ReadArtifact(_ context.Context, ref string, offset int64, buf
 }
 
 // TestCapsConformance runs the capability modes against the Go guest (with
-// the SDK) and the C guest (with lhengine.h): both must make the same host
-// calls and give the same output.
+// the SDK), the C guest (with lhengine.h), the Rust guest (with the Rust
+// SDK) and the AssemblyScript guest (with its SDK): all must make the same
+// host calls and give the same output, status codes and messages included.
 func TestCapsConformance(t *testing.T) {
 	t.Parallel()
 	r := sharedRuntime(t)
@@ -160,8 +161,12 @@ func TestCapsConformance(t *testing.T) {
 		},
 	}
 	guests := map[string]func(t *testing.T) *Plugin{
-		"go": func(t *testing.T) *Plugin { return loadAs(t, r, "caps", buildGo(t, "caps")) },
-		"c":  func(t *testing.T) *Plugin { return loadAs(t, r, "caps", buildC(t, "caps")) },
+		"go":   func(t *testing.T) *Plugin { return loadAs(t, r, "caps", buildGo(t, "caps")) },
+		"c":    func(t *testing.T) *Plugin { return loadAs(t, r, "caps", buildC(t, "caps")) },
+		"rust": func(t *testing.T) *Plugin { return loadAs(t, r, "caps", buildRust(t, "conformance")) },
+		"assemblyscript": func(t *testing.T) *Plugin {
+			return loadAs(t, r, "caps", buildAssemblyScript(t, "conformance"))
+		},
 	}
 	for gname, load := range guests {
 		t.Run(gname, func(t *testing.T) {

@@ -3,11 +3,13 @@ package guest
 import (
 	"context"
 	"encoding/json"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/engine/fault"
+	"github.com/lhengine/lhengine/internal/testwasm"
 )
 
 // outcome is a classified attempt, as the engine sees it.
@@ -21,10 +23,18 @@ type outcome struct {
 	Beats       int
 }
 
+// buildAssemblyScript builds testdata/guests/assemblyscript/NAME/index.ts
+// with asc and the WASI shim.
+func buildAssemblyScript(t testing.TB, name string) string {
+	t.Helper()
+	return testwasm.BuildAssemblyScript(t, guestPath(t, filepath.Join("assemblyscript", name, "index.ts")))
+}
+
 // TestConformance runs one table of behaviours against the Go guest (with
 // the SDK; plain, and declared stateless so that one instance serves many
-// attempts) and the C guest (without it, and with lhengine.h): every guest
-// must give the same classified result.
+// attempts), the C guest (without it, and with lhengine.h), the Rust guest
+// (with the Rust SDK) and the AssemblyScript guest (with its SDK): every
+// guest must give the same classified result.
 func TestConformance(t *testing.T) {
 	t.Parallel()
 	r := sharedRuntime(t)
@@ -39,6 +49,8 @@ func TestConformance(t *testing.T) {
 		"c+header": func(t *testing.T) *Plugin {
 			return loadAs(t, r, "conformance", buildC(t, "conformance", "-DUSE_LHENGINE_H"))
 		},
+		"rust":           func(t *testing.T) *Plugin { return loadAs(t, r, "conformance", buildRust(t, "conformance")) },
+		"assemblyscript": func(t *testing.T) *Plugin { return loadAs(t, r, "conformance", buildAssemblyScript(t, "conformance")) },
 	}
 	item := &Item{Index: 3, Key: json.RawMessage(`"page-3"`), Value: json.RawMessage(`{"url":"/a?b=<c>"}`)}
 	cases := []struct {

@@ -47,7 +47,7 @@ func TestRustGuest(t *testing.T) {
 	t.Run("log and heartbeat", func(t *testing.T) {
 		t.Parallel()
 		host := &testHost{}
-		res, err := p.Run(context.Background(), Request{Step: "s", Attempt: 1, Input: json.RawMessage(`{"mode":"log"}`)}, Limits{}, host)
+		res, err := p.Run(context.Background(), Request{Step: "s", Attempt: 1, Input: json.RawMessage(`{"mode":"version"}`)}, Limits{}, host)
 		require.NoError(t, err)
 		require.JSONEq(t, `{"log":0,"heartbeat":0,"version":1}`, string(res.Output))
 		require.Equal(t, []string{"info: hello from rust"}, host.logs)
@@ -57,7 +57,7 @@ func TestRustGuest(t *testing.T) {
 	})
 	t.Run("host call budget", func(t *testing.T) {
 		t.Parallel()
-		res, err := p.Run(context.Background(), Request{Step: "s", Attempt: 1, Input: json.RawMessage(`{"mode":"log"}`)},
+		res, err := p.Run(context.Background(), Request{Step: "s", Attempt: 1, Input: json.RawMessage(`{"mode":"version"}`)},
 			Limits{MaxHostCalls: 2}, &testHost{})
 		require.NoError(t, err)
 		require.JSONEq(t, `{"log":0,"heartbeat":0,"version":-7}`, string(res.Output))
@@ -66,7 +66,7 @@ func TestRustGuest(t *testing.T) {
 		t.Parallel()
 		lost := errors.New("lease taken over by worker-2")
 		host := &testHost{leaseErr: lost}
-		_, err := p.Run(context.Background(), Request{Step: "s", Attempt: 1, Input: json.RawMessage(`{"mode":"log"}`)}, Limits{}, host)
+		_, err := p.Run(context.Background(), Request{Step: "s", Attempt: 1, Input: json.RawMessage(`{"mode":"version"}`)}, Limits{}, host)
 		requireKind(t, err, fault.Internal, "lease lost", "worker-2")
 		require.ErrorIs(t, err, lost)
 		require.Equal(t, 1, host.beats)

@@ -565,11 +565,21 @@ pub fn heartbeat() -> Result<(), Error> {
 
 /// Performs capability name with the JSON request req and returns its response.
 pub fn call(name: &str, req: &Json) -> Result<Json, Error> {
-    let body = req.to_string();
-    let mut buf = vec![0u8; 4096];
-    let rc = unsafe { host::call(name.as_ptr(), name.len() as i32, body.as_ptr(), body.len() as i32, buf.as_mut_ptr(), buf.len() as i32) };
-    let out = finish(rc, buf)?;
+    let out = call_raw(name, req.to_string().as_bytes())?;
     Json::parse(&out).map_err(|e| Error { status: ERR_INTERNAL, message: format!("{} answered bad JSON: {}", name, e) })
+}
+
+/// Performs capability name with the request bytes req as they are and
+/// returns the response's bytes.
+pub fn call_raw(name: &str, req: &[u8]) -> Result<Vec<u8>, Error> {
+    let mut buf = vec![0u8; 4096];
+    let rc = unsafe { host::call(name.as_ptr(), name.len() as i32, req.as_ptr(), req.len() as i32, buf.as_mut_ptr(), buf.len() as i32) };
+    finish(rc, buf)
+}
+
+/// The host's message about this attempt's most recent failed call; "" when none failed.
+pub fn last_error() -> String {
+    host_error(0).message
 }
 
 /// Adds delta to the task's progress counter name ("progress.count").

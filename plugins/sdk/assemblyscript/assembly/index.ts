@@ -286,11 +286,20 @@ export function heartbeat(): Reply {
 
 /** Performs capability name with the JSON request req. */
 export function call(name: string, req: Json): Reply {
+  return callRaw(name, String.UTF8.encode(req.toString()));
+}
+
+/** Performs capability name with the request bytes req as they are. */
+export function callRaw(name: string, req: ArrayBuffer): Reply {
   const n = String.UTF8.encode(name);
-  const r = String.UTF8.encode(req.toString());
   const buf = new ArrayBuffer(4096);
-  const rc = host_call(changetype<usize>(n), n.byteLength, changetype<usize>(r), r.byteLength, changetype<usize>(buf), buf.byteLength);
+  const rc = host_call(changetype<usize>(n), n.byteLength, changetype<usize>(req), req.byteLength, changetype<usize>(buf), buf.byteLength);
   return replyOf(rc, buf);
+}
+
+/** The host's message about this attempt's most recent failed call; "" when none failed. */
+export function lastError(): string {
+  return failed(0).message;
 }
 
 /** Adds delta to the task's progress counter name ("progress.count"). */
@@ -363,4 +372,5 @@ export function readArtifact(ref: string): ArrayBuffer | null {
     memory.copy(changetype<usize>(next) + data.byteLength, changetype<usize>(chunk), n);
     data = next;
   }
+  return null; // not reached
 }

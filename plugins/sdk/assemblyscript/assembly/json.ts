@@ -79,6 +79,11 @@ export class Json {
     const i = this.keys.indexOf(key);
     return i < 0 ? null : this.items[i];
   }
+  /** Field key of an object; a null Json when missing or not an object. */
+  at(key: string): Json {
+    const v = this.get(key);
+    return v == null ? Json.null() : v;
+  }
   get isNull(): bool {
     return this.kind == Kind.Null;
   }
