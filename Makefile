@@ -22,7 +22,7 @@ plugins:
 # Build everything from source and run the example task on the embedded store
 # (home: ./.lhengine).
 demo: build plugins
-	./bin/lhengine run $(EXAMPLE)/task.hcl
+	./bin/lhengine --home .lhengine run $(EXAMPLE)/task.hcl
 
 # The exactly-once side-effect example: a mail sink on loopback receives one
 # email per recipient. Kill the run at any moment, resume it, and the sink
@@ -36,7 +36,7 @@ notify-demo: build
 	for i in $$(seq 100); do [ -s $$addr_file ] && break; kill -0 $$sink 2>/dev/null || break; sleep 0.1; done; \
 	[ -s $$addr_file ] || { echo "notify-demo: the mail sink did not start (it failed, see above, or took over 10s)" >&2; exit 1; }; \
 	addr=$$(cat $$addr_file); \
-	./bin/lhengine run plugins/examples/notify/task.hcl --var sink=http://$$addr/mail && curl -sf http://$$addr/stats; \
+	./bin/lhengine --home .lhengine run plugins/examples/notify/task.hcl --var sink=http://$$addr/mail && curl -sf http://$$addr/stats; \
 	status=$$?; echo; exit $$status
 
 # The migration example: a task over a git repository it creates waits for a
