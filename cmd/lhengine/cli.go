@@ -46,6 +46,7 @@ func (e *exitError) Error() string {
 type app struct {
 	stop      workStop // how a command that works tasks stops (stop.go)
 	home      string
+	homeWhy   string // how home was chosen (findhome.go)
 	output    string
 	logLevel  string
 	damaged   bool   // --allow-damaged
@@ -217,7 +218,9 @@ func (a *app) rootCmd() *cobra.Command {
 Every step is a durable work unit: leased, checkpointed and resumable, so a task
 survives crashes and restarts and always says how far it got.
 
-State lives in an embedded store under --home (default ./.lhengine, or $LHENGINE_HOME).
+State lives in an embedded store in a home: --home, else the nearest .lhengine in
+this folder or a parent, else $LHENGINE_HOME, else ~/.local/share/lhengine
+("lhengine home" says which, and why).
 The process that has it open (run, resume, retry, worker, serve) serves the
 home's API on a socket inside it, and every other command talks to that
 process; with none alive, a command opens the home itself while it runs.
@@ -228,6 +231,7 @@ person (it says why and the command that continues it); 130 interrupted.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			a.chooseHome(cmd)
 			if n := cmd.Name(); n == "submit" || n == "run" {
 				a.compiling = newCompileLine(a.stderr, time.Now)
 			}
@@ -247,11 +251,7 @@ person (it says why and the command that continues it); 130 interrupted.`,
 			return nil
 		},
 	}
-	home := os.Getenv("LHENGINE_HOME")
-	if home == "" {
-		home = ".lhengine"
-	}
-	root.PersistentFlags().StringVar(&a.home, "home", home, "home directory of the store and caches (env LHENGINE_HOME)")
+	root.PersistentFlags().StringVar(&a.home, "home", "", "home directory of the store and caches (default: the nearest .lhengine in this folder or a parent, else $LHENGINE_HOME, else ~/.local/share/lhengine; lhengine home says which)")
 	root.PersistentFlags().StringVarP(&a.output, "output", "o", "text", "output format: text or json")
 	root.PersistentFlags().StringVar(&a.logLevel, "log-level", "warn", "engine log level on stderr: trace, debug, info, warn, error, off")
 	root.PersistentFlags().StringVar(&a.server, "server", os.Getenv("LHENGINE_SERVER"), "talk to the API of \"lhengine serve --listen\" at this URL instead of a home (env LHENGINE_SERVER)")
