@@ -54,10 +54,14 @@ type Task struct {
 
 // Report is one task's progress report: GET /v1/tasks/{id}.
 type Report struct {
-	Task        Task            `json:"task"`
-	Manifest    ManifestSummary `json:"manifest"`
-	Notes       []store.Note    `json:"notes"`
-	ShownStatus string          `json:"shown_status"`
+	Task     Task            `json:"task"`
+	Manifest ManifestSummary `json:"manifest"`
+	// Notes are the task's newest notes, up to ReportNotes, oldest first:
+	// GET /v1/tasks/{id}/notes pages through all of them.
+	Notes       []store.Note `json:"notes"`
+	ShownStatus string       `json:"shown_status"`
+	// Progress is the progress as a person reads it (progress.go).
+	Progress *Progress `json:"progress"`
 }
 
 // ManifestSummary is the run manifest without the task source.

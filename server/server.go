@@ -178,6 +178,7 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /v1/tasks/{id}/approvals/{approval}/reject", s.decide(false))
 	m.HandleFunc("GET /v1/approvals", s.pendingApprovals)
 	m.HandleFunc("GET /v1/tasks/{id}/handoff", s.handoff)
+	m.HandleFunc("GET /v1/tasks/{id}/notes", s.notes)
 	m.HandleFunc("GET /v1/tasks/{id}/steps/{step}/committed", s.partialOutputs)
 	m.HandleFunc("POST /v1/tasks/{id}/effects/confirm", s.settle(true))
 	m.HandleFunc("POST /v1/tasks/{id}/effects/retry", s.settle(false))

@@ -119,16 +119,14 @@ func (s *Server) readReport(req *http.Request) (*api.Report, error) {
 		if err != nil {
 			return err
 		}
-		notes, err := r.Notes(t.ID)
+		notes, err := reportNotes(r, t) // progress.go
 		if err != nil {
 			return err
 		}
-		if notes == nil {
-			notes = []store.Note{}
-		}
 		rep = api.Report{Task: s.view(t), Manifest: summary(m), Notes: notes}
 		rep.ShownStatus = rep.Task.ShownStatus
-		return nil
+		rep.Progress, err = ReadProgress(r, t, rep.ShownStatus, time.Now()) // progress.go
+		return err
 	})
 	return &rep, err
 }

@@ -59,7 +59,23 @@ func (a *app) statusCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "status ID",
 		Short: "One task's progress report: where it is, what it did, why it stopped",
-		Args:  cobra.ExactArgs(1),
+		Long: `One task's progress report. It starts with one line a person reads at a glance:
+
+  site-audit · running 1h12m · 1,840 / 3,000 pages (61%) · 24 pages/s · about 48 min left · budget 58% used
+
+the task, its status and how long it has worked (not paused nor waiting),
+the committed units of the progress step of its pass (the progress block's
+step, else its largest fan-out; "pass 2" after a repair entered it again),
+the rate over the last half minute or so and the time left at that rate
+("time left unknown" when it cannot be told: too few commits yet, none for
+a minute, the task not running, or the total not known yet), and the budget
+used most. Then the counters (with the progress block's labels), the notes
+by kind with the newest 3 of each ("lhengine notes ID" pages through the
+rest), what waits for a person (approvals, effects, a pause) with the
+command that continues, and the details: objective, attempts, lease,
+budget, steps. -o json gives the report with the same numbers in
+"progress".`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.withClient(cmd.Context(), func(c *api.Client) error {
 				rep, err := c.Report(cmd.Context(), args[0])
@@ -84,7 +100,8 @@ func sha(b []byte) string {
 // report prints the human progress report of a task.
 func (a *app) report(rep *api.Report) {
 	w := a.stdout
-	t, m, notes := rep.Task, rep.Manifest, rep.Notes
+	t, m := rep.Task, rep.Manifest
+	statusSummary(w, rep) // status.go: what a person reads first
 	done, total := t.Progress()
 	pct := 0
 	if total > 0 {
@@ -158,9 +175,6 @@ func (a *app) report(rep *api.Report) {
 				p.Calls, p.RequestBytes, strconv.FormatFloat(p.MaxCost, 'f', -1, 64))
 		}
 		fmt.Fprintln(w)
-	}
-	for _, n := range notes {
-		fmt.Fprintf(w, "  %-12s %s (%s[%d])\n", n.Kind+":", n.Text, n.Step, n.Item)
 	}
 	fmt.Fprintln(w, "  steps:")
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -491,7 +505,7 @@ func (a *app) printEvent(e *store.Event) {
 	if e.Message != "" {
 		msg = " · " + e.Message
 	}
-	fmt.Fprintf(a.stdout, "%5d %s %-13s %s%s%s\n", e.Seq, e.Time.Local().Format("15:04:05.000"), e.Type, where, extra, msg)
+	fmt.Fprintf(a.stdout, "%5d %s %-13s %s%s%s\n", e.Seq, e.Time.Local().Format(time.DateTime), e.Type, where, extra, msg)
 }
 
 // waitForOwner returns once the home has an owner that may work task id:
