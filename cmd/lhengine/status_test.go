@@ -98,3 +98,11 @@ func TestStatusPausedSaysHowToContinue(t *testing.T) {
 	require.Contains(t, out.String(), "site-audit · paused 1h12m · 1,840 / 3,000 pages (61%) · time left unknown · budget 58% used\n")
 	require.Contains(t, out.String(), "  paused: budget units reached: 4000 of 4000\n  continue: lhengine resume t-0001 --budget units=+4000\n")
 }
+
+// TestEventsPrintTheDate: an event line has the date and the time, local.
+func TestEventsPrintTheDate(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	(&app{stdout: &out}).printEvent(&store.Event{Seq: 7, Type: store.EvSubmitted, Time: time.Date(2026, 3, 4, 12, 0, 5, 0, time.Local), Message: "3 steps"})
+	require.Equal(t, "    7 2026-03-04 12:00:05 submitted      · 3 steps\n", out.String())
+}
