@@ -99,8 +99,10 @@ eval-demo: build plugins
 	./bin/lhengine eval --results $$results testdata/evals/critic.hcl && \
 	./bin/lhengine eval --results $$results testdata/evals/agent.hcl
 
-# Toolchains for the C and Rust test guests, and Chromium for the dashboard's
-# test (Debian packages; needs root or sudo).
+# Toolchains for the C, Rust and AssemblyScript test guests, and Chromium for
+# the dashboard's test (Debian packages; needs root or sudo), then the pinned
+# AssemblyScript compiler and WASI shim from npm into bin/npm (once per
+# version).
 deps:
 	./scripts/deps.sh
 
