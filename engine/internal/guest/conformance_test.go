@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -53,6 +54,7 @@ func TestConformance(t *testing.T) {
 		"assemblyscript": func(t *testing.T) *Plugin { return loadAs(t, r, "conformance", buildAssemblyScript(t, "conformance")) },
 	}
 	item := &Item{Index: 3, Key: json.RawMessage(`"page-3"`), Value: json.RawMessage(`{"url":"/a?b=<c>"}`)}
+	large := `{"mode":"echo","s":"` + strings.Repeat(`abcdé\"fghi\u00e9`, 20000) + `"}`
 	cases := []struct {
 		name string
 		req  Request
@@ -64,6 +66,12 @@ func TestConformance(t *testing.T) {
 				Repair: &Repair{Count: 1, Reason: "missing section"},
 				Input:  json.RawMessage(`{"mode":"echo","n":[1,2.5,"ü\"x"],"nested":{"a":null}}`)},
 			want: outcome{Output: `{"input":{"mode":"echo","n":[1,2.5,"ü\"x"],"nested":{"a":null}},"step":"verify","attempt":2,"item":{"index":3,"key":"page-3","value":{"url":"/a?b=<c>"}}}`},
+		},
+		{
+			// 330 KB: more than one read of stdin and one write of stdout.
+			name: "echo large",
+			req:  Request{TaskID: "t1", Step: "draft", Attempt: 1, Input: json.RawMessage(large)},
+			want: outcome{Output: `{"input":` + large + `,"step":"draft","attempt":1,"item":null}`},
 		},
 		{
 			name: "echo without item",
