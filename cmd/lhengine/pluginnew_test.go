@@ -15,7 +15,8 @@ import (
 // TestPluginNewBuildsAndRuns writes a project per language with the real
 // binary into an empty folder outside the repository, builds it with one
 // make and runs its task.hcl: the plugin answers {"echo": INPUT, "lang":
-// LANG}.
+// LANG}, and its count and note reach the task. Then the example of the
+// language's guide (plugins/sdk/LANG/README.md) builds in its place.
 func TestPluginNewBuildsAndRuns(t *testing.T) {
 	t.Parallel()
 	bin := buildBinary(t)
@@ -81,6 +82,23 @@ func TestPluginNewBuildsAndRuns(t *testing.T) {
 			require.NoError(t, err, errOut)
 			require.Contains(t, out, "echoes")
 			require.Contains(t, out, name+" echoed its input")
+
+			// The example of the language's guide builds in the project.
+			guide, err := os.ReadFile(filepath.Join(testwasm.ModuleRoot(t), "plugins", "sdk", lang, "README.md"))
+			require.NoError(t, err)
+			fence := map[string]string{"go": "go", "c": "c", "rust": "rust", "assemblyscript": "ts"}[lang]
+			_, example, ok := strings.Cut(string(guide), "## A plugin\n\n```"+fence+"\n")
+			require.True(t, ok, "the guide has an example under ## A plugin")
+			example, _, _ = strings.Cut(example, "```\n")
+			src := map[string]string{"go": "main.go", "c": "main.c", "rust": "main.rs", "assemblyscript": "assembly/index.ts"}[lang]
+			require.NoError(t, os.WriteFile(filepath.Join(dir, src), []byte(example), 0o644))
+			require.NoError(t, os.Remove(filepath.Join(dir, name+".wasm")))
+			mk = exec.Command("make")
+			mk.Dir = dir
+			mk.Env = append(os.Environ(), env...)
+			b, err = mk.CombinedOutput()
+			require.NoError(t, err, "make of the guide's example:\n%s", b)
+			require.FileExists(t, filepath.Join(dir, name+".wasm"))
 		})
 	}
 }
