@@ -7,6 +7,8 @@
 //   echo, error, repair, log, exit3       as conformance.c ("log" logs
 //                                         "hello from guest")
 //   kv, big, artifact, refused, effect    as caps.c
+//   request  the request as the SDK decoded it (every field, and the
+//            policy parameter single_tool)
 //
 // Build, from the module root, with the packages scripts/deps.sh installs:
 //
@@ -36,6 +38,36 @@ function handle(req: lh.Request): lh.Outcome {
     const it = req.item;
     if (it != null) item = Json.obj().set("index", Json.int(it.index)).set("key", it.key).set("value", it.value);
     return lh.ok(Json.obj().set("input", req.input).set("step", Json.str(req.step)).set("attempt", Json.int(req.attempt)).set("item", item));
+  }
+  if (mode == "request") {
+    let item = Json.null();
+    const it = req.item;
+    if (it != null) item = Json.obj().set("index", Json.int(it.index)).set("key", it.key).set("value", it.value);
+    let repair = Json.null();
+    const rp = req.repair;
+    if (rp != null) repair = Json.obj().set("count", Json.int(rp.count)).set("reason", Json.str(rp.reason));
+    const env = Json.obj();
+    const names = req.environment.keys();
+    for (let i = 0; i < names.length; i++) env.set(names[i], Json.str(req.environment.get(names[i])));
+    const constraints = Json.arr([]);
+    for (let i = 0; i < req.constraints.length; i++) constraints.items.push(Json.str(req.constraints[i]));
+    const single = req.policyParam("single_tool");
+    return lh.ok(
+      Json.obj()
+        .set("task_id", Json.str(req.taskId))
+        .set("task_name", Json.str(req.taskName))
+        .set("step", Json.str(req.step))
+        .set("attempt", Json.int(req.attempt))
+        .set("item", item)
+        .set("repair", repair)
+        .set("input", req.input)
+        .set("policy", req.policy)
+        .set("single_tool", single == null ? Json.null() : single)
+        .set("now", Json.str(req.now))
+        .set("environment", env)
+        .set("objective", Json.str(req.objective))
+        .set("constraints", constraints),
+    );
   }
   if (mode == "error") return lh.fail("requested error");
   if (mode == "repair") return lh.needsRepair("requested repair");

@@ -7,6 +7,8 @@
 //   echo, error, repair, log, exit3       as conformance.c ("log" logs
 //                                         "hello from guest")
 //   kv, big, artifact, refused, effect    as caps.c
+//   request  the request as the SDK decoded it (every field, and the
+//            policy parameter single_tool)
 //   version  logs "hello from rust" at info, heartbeats, and reports the
 //            status of each and the host's ABI version
 //   panic    panics: std aborts, which traps
@@ -50,6 +52,33 @@ fn handle(req: &Request) -> Result<Outcome, Error> {
                 ("step", Json::str(&req.step)),
                 ("attempt", Json::int(req.attempt)),
                 ("item", item),
+            ]))
+        }
+        "request" => {
+            let item = match &req.item {
+                None => Json::Null,
+                Some(it) => Json::obj(vec![("index", Json::int(it.index)), ("key", it.key.clone()), ("value", it.value.clone())]),
+            };
+            let repair = match &req.repair {
+                None => Json::Null,
+                Some(r) => Json::obj(vec![("count", Json::int(r.count)), ("reason", Json::str(&r.reason))]),
+            };
+            let env = Json::Obj(req.environment.iter().map(|(k, v)| (k.clone(), Json::str(v))).collect());
+            let constraints = Json::Arr(req.constraints.iter().map(|c| Json::str(c)).collect());
+            lhengine::ok(Json::obj(vec![
+                ("task_id", Json::str(&req.task_id)),
+                ("task_name", Json::str(&req.task_name)),
+                ("step", Json::str(&req.step)),
+                ("attempt", Json::int(req.attempt)),
+                ("item", item),
+                ("repair", repair),
+                ("input", req.input.clone()),
+                ("policy", req.policy.clone()),
+                ("single_tool", req.policy_param("single_tool").cloned().unwrap_or(Json::Null)),
+                ("now", Json::str(&req.now)),
+                ("environment", env),
+                ("objective", Json::str(&req.objective)),
+                ("constraints", constraints),
             ]))
         }
         "error" => lhengine::fail("requested error"),
