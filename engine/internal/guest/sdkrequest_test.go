@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/lhengine/lhengine/engine/fault"
 )
 
 // TestSDKsDecodeTheRequest: the Rust and AssemblyScript SDKs decode every
@@ -51,6 +53,55 @@ func TestSDKsDecodeTheRequest(t *testing.T) {
 				require.NoError(t, err, tc.name)
 				require.JSONEq(t, tc.want, string(res.Output), tc.name)
 			}
+		})
+	}
+}
+
+// TestCHeaderHelpers: a C plugin written with lhengine.h's request, result
+// and capability helpers alone reads request fields, makes well-formed
+// requests (strings quoted and escaped) and writes well-formed results.
+func TestCHeaderHelpers(t *testing.T) {
+	t.Parallel()
+	p := loadAs(t, sharedRuntime(t), "helpers", buildC(t, "helpers"))
+	for _, tc := range []struct {
+		mode, input string
+		want        string // the output, or the failure "kind: message", or "repair: reason"
+		calls       []string
+	}{
+		{mode: "fields", input: `{"mode":"fields","n":[1,{"a":"}"}]}`,
+			want: `{"step":"s","attempt":2,"objective":"do \"it\"","n":[1,{"a":"}"}]}`},
+		{mode: "kv", want: `{"cursor":{"found":true,"value":{"page":3}},"missing":{"found":false}}`,
+			calls: []string{`kv.put {"key":"cursor","value":{"page":3}}`, `kv.get {"key":"cursor"}`, `kv.get {"key":"missing"}`}},
+		{mode: "progress", want: `{"count":0,"note":0}`,
+			calls: []string{`progress.count {"delta":2,"name":"pa\"ges"}`,
+				`progress.note {"kind":"finding","text":"line one\nline \"two\""}`}},
+		{mode: "refused", want: `{"status":-4,"message":"call kv.put: kv key \"denied\" is read-only"}`,
+			calls: []string{`kv.put {"key":"denied","value":1}`}},
+		// The engine puts a message on one line.
+		{mode: "fail", want: `plugin_error: plugin helpers: bad "thing" second line`},
+		{mode: "repair", want: `repair: why "x"`},
+		{mode: "null", want: `null`},
+	} {
+		t.Run(tc.mode, func(t *testing.T) {
+			t.Parallel()
+			input := tc.input
+			if input == "" {
+				input = `{"mode":"` + tc.mode + `"}`
+			}
+			host := &testHost{}
+			res, err := p.Run(context.Background(), Request{Step: "s", Attempt: 2, Objective: `do "it"`,
+				Input: json.RawMessage(input)}, Limits{}, host)
+			switch {
+			case err != nil:
+				var se *fault.StepError
+				require.ErrorAs(t, err, &se)
+				require.Equal(t, tc.want, string(se.Kind)+": "+se.Message)
+			case res.NeedsRepair:
+				require.Equal(t, tc.want, "repair: "+res.RepairReason)
+			default:
+				require.JSONEq(t, tc.want, string(res.Output))
+			}
+			require.Equal(t, tc.calls, host.calls)
 		})
 	}
 }

@@ -377,20 +377,29 @@ static inline char *lhengine_read_request(size_t *len) {
 	return buf;
 }
 
-/* lhengine_request_field sets *val and *val_len to the JSON text of field
- * name of the request req (req_len bytes): "task_id", "task_name", "step",
- * "item", "attempt", "repair", "input", "policy", "now", "environment",
- * "objective", "constraints" (specs/abi.md section 3). A string keeps its
- * quotes and escapes. Returns 1 when the request has the field, 0 when not. */
-static inline int lhengine_request_field(const char *req, size_t req_len, const char *name, const char **val,
-                                         size_t *val_len) {
+/* lhengine_json_field sets *val and *val_len to the JSON text of member key
+ * of the JSON object obj (obj_len bytes), such as a field of the input. A
+ * string keeps its quotes and escapes. Returns 1 when the object has the
+ * member, 0 when not (or obj is not an object). It scans, it does not
+ * validate: give it JSON as the engine sent it. */
+static inline int lhengine_json_field(const char *obj, size_t obj_len, const char *key, const char **val,
+                                      size_t *val_len) {
 	const char *v, *v_end;
-	if (!lhengine_json_member_(req, req + req_len, name, &v, &v_end)) {
+	if (!lhengine_json_member_(obj, obj + obj_len, key, &v, &v_end)) {
 		return 0;
 	}
 	*val = v;
 	*val_len = (size_t)(v_end - v);
 	return 1;
+}
+
+/* lhengine_request_field is lhengine_json_field of the request req: name is
+ * "task_id", "task_name", "step", "item", "attempt", "repair", "input",
+ * "policy", "now", "environment", "objective" or "constraints"
+ * (specs/abi.md section 3). */
+static inline int lhengine_request_field(const char *req, size_t req_len, const char *name, const char **val,
+                                         size_t *val_len) {
+	return lhengine_json_field(req, req_len, name, val, val_len);
 }
 
 /* lhengine_json_quote writes s[0:n] as a JSON string, with its quotes, to
