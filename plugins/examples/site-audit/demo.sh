@@ -9,9 +9,10 @@
 #
 #   1. the site starts on a free loopback port with PAGES pages (default 300)
 #      and its planted problems;
-#   2. lhengine run: the sitemap is read and every page checked; suggest asks
-#      for an approval ("Generate title rewrites for N pages?") and the run
-#      returns with exit code 3;
+#   2. lhengine run: the sitemap is read and every page checked (the status
+#      line is printed every 5 seconds meanwhile); suggest asks for an
+#      approval ("Generate title rewrites for N pages?") and the run returns
+#      with exit code 3;
 #   3. lhengine approve (the approval's id read from lhengine approvals -o json),
 #      from another command;
 #   4. lhengine resume: the titles are suggested and the report written;
@@ -29,7 +30,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 pages=${PAGES:-300}
 tmp=$(mktemp -d)
 sitepid=
-trap '[ -z "$sitepid" ] || kill "$sitepid" 2>/dev/null; rm -rf "$tmp"' EXIT
+run=
+trap '[ -z "$run" ] || kill "$run" 2>/dev/null; [ -z "$sitepid" ] || kill "$sitepid" 2>/dev/null; rm -rf "$tmp"' EXIT
 work=$tmp/site-audit
 home=$tmp/home
 
@@ -75,7 +77,25 @@ sed 's/^/   /' "$tmp/planted.json"
 
 echo "== lhengine run task.hcl --var site=http://$addr: every page checked, then suggest asks a person (exit code 3)"
 start=$(date +%s)
-expect 3 run "$work/task.hcl" --var "site=http://$addr"
+# The run in the background, its status line every 5 seconds meanwhile.
+code=0
+"$lh" --home "$home" run "$work/task.hcl" --var "site=http://$addr" >"$tmp/out" 2>"$tmp/err" &
+run=$!
+id=
+i=0
+while kill -0 "$run" 2>/dev/null; do
+	[ -n "$id" ] || id=$(sed -n '1s/^task //p' "$tmp/out")
+	if [ -n "$id" ] && [ $((i % 25)) = 24 ]; then
+		lhengine status "$id" 2>/dev/null | sed -n '1s/^/   /p' || true
+	fi
+	i=$((i + 1))
+	sleep 0.2
+done
+wait "$run" || code=$?
+run=
+cat "$tmp/out"
+[ "$code" = 3 ] || fail "lhengine run exited with $code, expected 3:
+$(cat "$tmp/err")"
 id=$(sed -n '1s/^task //p' "$tmp/out")
 [ -n "$id" ] || fail "no task id in the run's output"
 lhengine approvals -o json "$id" >"$tmp/approvals.json"
@@ -83,6 +103,7 @@ n=$(grep -c '^    "state": "pending"' "$tmp/approvals.json" || true)
 [ "$n" = 1 ] || fail "expected one pending approval, found $n: $(cat "$tmp/approvals.json")"
 approval=$(sed -n 's/^    "id": "\([^"]*\)",$/\1/p' "$tmp/approvals.json")
 grep "\"prompt\"" "$tmp/approvals.json" | sed 's/^ */   /'
+lhengine status "$id" | sed -n '1s/^/   /p'
 
 echo "== lhengine approve $id $approval, from another command"
 expect 0 approve "$id" "$approval" --note "go ahead"
@@ -92,7 +113,7 @@ expect 0 resume "$id"
 end=$(date +%s)
 
 echo "== lhengine status $id"
-lhengine status "$id" | sed -n '1,12p'
+lhengine status "$id" | sed -n '1,8p'
 
 lhengine outputs -o json "$id" report >"$tmp/report.out"
 md=$(sed -n 's/^ *"markdown": "\(sha256:[0-9a-f]*\)",\{0,1\}$/\1/p' "$tmp/report.out")

@@ -9,6 +9,7 @@ package main
 import (
 	"path"
 	"strings"
+	"unicode/utf8"
 
 	sdk "github.com/lhengine/lhengine/plugins/sdk/go"
 )
@@ -54,8 +55,11 @@ func suggest(_ *sdk.Context, in Input) (Output, error) {
 		}
 		for len(title) > maxTitle {
 			cut := strings.LastIndexByte(title[:maxTitle], ' ')
-			if cut <= 0 {
+			if cut <= 0 { // one long word: cut it, at a character boundary
 				title = title[:maxTitle]
+				for !utf8.ValidString(title) {
+					title = title[:len(title)-1]
+				}
 				break
 			}
 			title = title[:cut]
