@@ -27,7 +27,9 @@ const (
 // approvals by point reads, so its cost does not grow with the units
 // committed (specs/ledger.md, "Progress").
 func ReadProgress(r *store.Reader, t *store.Task, shown string, now time.Time) (*api.Progress, error) {
-	notes, err := r.RecentNotes(t, progressNotes)
+	// The newest notes until every kind the record counts has its newest
+	// few (or the walk reaches progressNotes).
+	notes, err := r.RecentNotes(t, progressNotes, enoughNotes(t.Meter))
 	if err != nil {
 		return nil, err
 	}
@@ -36,6 +38,26 @@ func ReadProgress(r *store.Reader, t *store.Task, shown string, now time.Time) (
 		return nil, err
 	}
 	return computeProgress(t, shown, notes, approvals, now), nil
+}
+
+// enoughNotes says when the newest notes read hold progressNewest of each
+// kind m counts (a kind with fewer: all of them); nil when m counts none.
+func enoughNotes(m *store.Progress) func([]store.Note) bool {
+	if m == nil || m.Kinds == nil {
+		return nil
+	}
+	seen := map[string]int64{}
+	return func(read []store.Note) bool {
+		if n := read[len(read)-1]; n.ReplacedBy == 0 {
+			seen[n.Kind]++
+		}
+		for k, c := range m.Kinds {
+			if seen[k] < min(c, progressNewest) {
+				return false
+			}
+		}
+		return true
+	}
 }
 
 // computeProgress is ReadProgress on what it read: notes and approvals are
@@ -196,7 +218,7 @@ func noteGroups(m *store.Progress, recorded uint64, newest []store.Note) []api.N
 // reportNotes is the notes of a report: the newest api.ReportNotes, oldest
 // first.
 func reportNotes(r *store.Reader, t *store.Task) ([]store.Note, error) {
-	notes, err := r.RecentNotes(t, api.ReportNotes)
+	notes, err := r.RecentNotes(t, api.ReportNotes, nil)
 	slices.Reverse(notes)
 	return notes, err
 }

@@ -3,6 +3,7 @@ package store
 import (
 	"encoding/json"
 	"errors"
+	"github.com/dgraph-io/badger/v4"
 	"maps"
 	"slices"
 	"strings"
@@ -217,20 +218,29 @@ func (r *Reader) noteCount(id string) uint64 {
 	return task.Notes
 }
 
-// RecentNotes returns the newest notes of task, up to max, newest first:
-// point reads of the last max sequence numbers, never a walk of the rest.
-func (r *Reader) RecentNotes(task *Task, max int) ([]Note, error) {
+// RecentNotes returns the newest notes of task, up to max, newest first,
+// walking the notes back from the newest, never the older ones; enough,
+// when not nil, ends the walk early once it says the notes read so far
+// are enough.
+func (r *Reader) RecentNotes(task *Task, max int, enough func([]Note) bool) ([]Note, error) {
 	out := make([]Note, 0, min(uint64(max), task.Notes))
-	// Retention may have removed notes: look at no more than 4*max.
-	for seq, looked := task.Notes, 0; seq > 0 && len(out) < max && looked < 4*max; seq, looked = seq-1, looked+1 {
+	if max <= 0 || task.Notes == 0 {
+		return out, nil
+	}
+	prefix := []byte("n/" + task.ID + "/")
+	opts := badger.DefaultIteratorOptions
+	opts.Prefix, opts.Reverse, opts.PrefetchSize = prefix, true, min(max, 64)
+	it := r.t.txn.NewIterator(opts)
+	defer it.Close()
+	for it.Seek(noteKey(task.ID, task.Notes)); it.ValidForPrefix(prefix) && len(out) < max; it.Next() {
 		var n Note
-		if err := r.t.getJSON(noteKey(task.ID, seq-1), &n); err != nil {
-			if errors.Is(err, ErrNotFound) {
-				continue // removed by retention
-			}
+		if err := itemValue(it.Item(), func(v []byte) error { return json.Unmarshal(v, &n) }); err != nil {
 			return nil, err
 		}
 		out = append(out, n)
+		if enough != nil && enough(out) {
+			break
+		}
 	}
 	return out, nil
 }

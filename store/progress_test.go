@@ -108,12 +108,15 @@ func TestNotesPageAndRecent(t *testing.T) {
 		require.NoError(t, err)
 		require.Empty(t, none)
 
-		recent, err := r.RecentNotes(task, 4)
+		recent, err := r.RecentNotes(task, 4, nil)
 		require.NoError(t, err)
 		require.Len(t, recent, 4)
 		for i, n := range recent {
 			require.EqualValues(t, 29-i, n.Seq, "newest first")
 		}
+		two, err := r.RecentNotes(task, 10, func(read []Note) bool { return len(read) == 2 })
+		require.NoError(t, err)
+		require.Len(t, two, 2, "enough ends the walk")
 		return nil
 	}))
 }

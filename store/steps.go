@@ -2,10 +2,10 @@ package store
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 	"sync"
 )
 
@@ -225,25 +225,21 @@ func (t *tx) fill(task *Task) error {
 			return nil
 		}
 	}
+	// A point read of each step, not a scan of the prefix: every commit
+	// writes a step record again, and a scan would walk past the versions
+	// of it compaction has not dropped yet, so that reading a task would
+	// grow with the units it committed.
 	steps := make([]StepState, lz.n)
-	prefix := stepPrefix(task.ID)
-	found := 0
-	err := t.scan(prefix, func(key, val []byte) (bool, error) {
-		i, err := strconv.ParseUint(string(key[len(prefix):]), 16, 32)
-		if err != nil || int(i) >= lz.n {
-			return false, fmt.Errorf("%w: step record %q of task %s, which has %d steps", ErrDamaged, key, task.ID, lz.n)
+	for i := range steps {
+		if _, ok := lz.got[i]; ok {
+			continue
 		}
-		if err := json.Unmarshal(val, &steps[i]); err != nil {
-			return false, fmt.Errorf("step record %q: %w", key, err)
+		if err := t.getJSON(stepKey(task.ID, i), &steps[i]); err != nil {
+			if errors.Is(err, ErrNotFound) {
+				return fmt.Errorf("%w: task %s has no record of its step %d of %d", ErrDamaged, task.ID, i, lz.n)
+			}
+			return fmt.Errorf("step record %q: %w", stepKey(task.ID, i), err)
 		}
-		found++
-		return true, nil
-	})
-	if err != nil {
-		return err
-	}
-	if found != lz.n {
-		return fmt.Errorf("%w: task %s has %d of its %d step records", ErrDamaged, task.ID, found, lz.n)
 	}
 	for i, st := range lz.got {
 		steps[i] = *st
