@@ -27,9 +27,12 @@ import (
 //go:embed all:templates sdk/c/lhengine.h sdk/rust/*.rs sdk/assemblyscript/assembly/*.ts
 var files embed.FS
 
-// Languages are the languages a project can be written in, in the order
+// languages are the languages a project can be written in, in the order
 // the help lists them.
-var Languages = []string{"go", "c", "rust", "assemblyscript"}
+var languages = []string{"go", "c", "rust", "assemblyscript"}
+
+// Languages returns the languages a project can be written in.
+func Languages() []string { return append([]string(nil), languages...) }
 
 // sdkGoVersion is the go directive of the Go SDK's go.mod, which the copy
 // does not carry (a go.mod would make it a module go:embed cannot reach).
@@ -55,7 +58,7 @@ type File struct {
 }
 
 // Project returns the files of a new plugin project name in lang (one of
-// Languages): its source, a Makefile whose default target builds
+// Languages()): its source, a Makefile whose default target builds
 // NAME.wasm, a README, a task.hcl that runs it, and the SDK, sorted by
 // path.
 func Project(name, lang string) ([]File, error) {
@@ -65,7 +68,7 @@ func Project(name, lang string) ([]File, error) {
 	var out []File
 	tmplRoot := "templates/" + lang
 	if _, err := fs.Stat(files, tmplRoot); err != nil || !isLanguage(lang) {
-		return nil, fmt.Errorf("unknown language %q (one of %s)", lang, strings.Join(Languages, ", "))
+		return nil, fmt.Errorf("unknown language %q (one of %s)", lang, strings.Join(languages, ", "))
 	}
 	err := fs.WalkDir(files, tmplRoot, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
@@ -130,7 +133,7 @@ func sdkFiles(lang string) ([]File, error) {
 }
 
 func isLanguage(lang string) bool {
-	for _, l := range Languages {
+	for _, l := range languages {
 		if l == lang {
 			return true
 		}

@@ -56,7 +56,7 @@ func TestProjectFiles(t *testing.T) {
 	t.Parallel()
 	sdk := map[string]string{"go": "lhengine-sdk/sdk.go", "c": "lhengine-sdk/lhengine.h", "rust": "lhengine-sdk/lib.rs",
 		"assemblyscript": "lhengine-sdk/assembly/index.ts"}
-	for _, lang := range Languages {
+	for _, lang := range Languages() {
 		files, err := Project("my_plugin", lang)
 		require.NoError(t, err, lang)
 		paths := map[string]string{}

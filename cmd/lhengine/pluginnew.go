@@ -44,7 +44,7 @@ NAME is a lower case letter, then lower case letters, digits, '_' or '-'.`,
 				return &exitError{code: exitUsage, err: err}
 			}
 			if lang == "" {
-				return &exitError{code: exitUsage, err: fmt.Errorf("--lang is required: one of %s", strings.Join(plugins.Languages, ", "))}
+				return &exitError{code: exitUsage, err: fmt.Errorf("--lang is required: one of %s", strings.Join(plugins.Languages(), ", "))}
 			}
 			if err := checkLanguage(lang); err != nil {
 				return &exitError{code: exitUsage, err: err}
@@ -64,7 +64,7 @@ NAME is a lower case letter, then lower case letters, digits, '_' or '-'.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&lang, "lang", "", "language: "+strings.Join(plugins.Languages, ", "))
+	cmd.Flags().StringVar(&lang, "lang", "", "language: "+strings.Join(plugins.Languages(), ", "))
 	cmd.Flags().StringVar(&dir, "dir", "", "folder to write the project into (default ./NAME); must not exist or be empty")
 	return cmd
 }
@@ -73,7 +73,7 @@ NAME is a lower case letter, then lower case letters, digits, '_' or '-'.`,
 // known ones and the closest to lang.
 func checkLanguage(lang string) error {
 	best, bestD := "", 1<<30
-	for _, l := range plugins.Languages {
+	for _, l := range plugins.Languages() {
 		if l == lang {
 			return nil
 		}
@@ -81,7 +81,7 @@ func checkLanguage(lang string) error {
 			best, bestD = l, d
 		}
 	}
-	msg := fmt.Sprintf("unknown --lang %q (one of %s)", lang, strings.Join(plugins.Languages, ", "))
+	msg := fmt.Sprintf("unknown --lang %q (one of %s)", lang, strings.Join(plugins.Languages(), ", "))
 	if bestD <= len(best)/2 || strings.HasPrefix(best, strings.ToLower(lang)) {
 		msg += fmt.Sprintf(`; did you mean "%s"?`, best)
 	}
