@@ -1,0 +1,108 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lhengine/lhengine/api"
+	"github.com/lhengine/lhengine/internal/testwasm"
+)
+
+// TestStatusAndNotesCommands: a 12-page audit that waits for an approval
+// shows its progress line, its findings and what waits for a person in
+// status (and the same numbers in -o json's progress); notes filters and
+// pages the findings; events print the date.
+func TestStatusAndNotesCommands(t *testing.T) {
+	t.Parallel()
+	b := setupProcs(t)
+	root := testwasm.ModuleRoot(t)
+	for name, src := range map[string]string{"step.wasm": testwasm.BuildC(t, filepath.Join(root, "testdata/guests/c/pipeline.c")),
+		"handoff.wasm": testwasm.BuildGo(t, filepath.Join(root, "testdata/guests/go/handoff"))} {
+		wasm, err := os.ReadFile(src)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(b.dir, name), wasm, 0o644))
+	}
+	path := filepath.Join(b.dir, "audit.hcl")
+	require.NoError(t, os.WriteFile(path, []byte(`
+task "site-audit" {
+  progress {
+    unit = "pages"
+  }
+  step "pages" {
+    plugin      = "handoff.wasm"
+    for_each    = range(12)
+    concurrency = 4
+    input       = { mode = "page" }
+  }
+  step "publish" {
+    plugin = "step.wasm"
+    input  = { mode = "echo", n = 1 }
+    approval {
+      prompt = "Publish the report?"
+    }
+  }
+}
+`), 0o644))
+	code, out, errOut := b.lh(t, "run", path)
+	require.Equal(t, 3, code, out+errOut)
+	id := strings.TrimSpace(strings.TrimPrefix(strings.SplitN(out, "\n", 2)[0], "task "))
+
+	code, out, errOut = b.lh(t, "status", id)
+	require.Equal(t, 0, code, errOut)
+	first := strings.SplitN(out, "\n", 2)[0]
+	require.Regexp(t, `^site-audit · waiting_approval \d+s · 12 / 12 pages \(100%\) · time left unknown$`, first)
+	for _, want := range []string{
+		"\ndecisions: 1\n  pages under /old are out of scope (pages[7], ",
+		"  9 more: lhengine notes " + id + " --kind finding\n",
+		"\nwaiting for you:\n  approval 1 · publish[0] · Publish the report? · lhengine approve " + id + " 1\n",
+		"  continue: lhengine approvals " + id,
+		"\ntask " + id + ` "site-audit": waiting_approval` + "\n",
+	} {
+		require.Contains(t, out, want)
+	}
+	require.Regexp(t, `\nfindings: 12\n(  page \d+: no title \(pages\[\d+\], [-0-9: ]+\)\n){3}  9 more`, out, "the newest 3, in commit order")
+	require.Less(t, strings.Count(out, "\n"), 40)
+
+	code, out, errOut = b.lh(t, "-o", "json", "status", id)
+	require.Equal(t, 0, code, errOut)
+	var rep api.Report
+	require.NoError(t, json.Unmarshal([]byte(out), &rep))
+	p := rep.Progress
+	require.Equal(t, "pages", p.Unit)
+	require.Equal(t, "pages", p.Step)
+	require.Equal(t, 12, p.Done)
+	require.Equal(t, 12, *p.Total)
+	require.Nil(t, p.EtaS)
+	require.Equal(t, 1, p.Waiting.Approvals)
+	require.Contains(t, out, `"eta_s": null`)
+
+	code, out, errOut = b.lh(t, "notes", id, "--kind", "finding", "--grep", "PAGE 1", "--limit", "2")
+	require.Equal(t, 0, code, errOut)
+	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+	require.Len(t, lines, 3, out)
+	require.Regexp(t, `^ +\d+ \d{4}-\d\d-\d\d \d\d:\d\d:\d\d finding +pages\[1\] page 1: no title$`, lines[0])
+	require.Regexp(t, `^more: lhengine notes `+id+` --from \d+ --kind "finding" --grep "PAGE 1" --limit 2$`, lines[2])
+	from := regexp.MustCompile(`--from (\d+)`).FindStringSubmatch(lines[2])[1]
+	code, out, errOut = b.lh(t, "notes", id, "--from", from, "--kind", "finding", "--grep", "PAGE 1", "--limit", "2")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "page 11: no title")
+	require.NotContains(t, out, "more:", "pages 1, 10 and 11 match: the second page is the last")
+
+	code, out, errOut = b.lh(t, "-o", "json", "notes", id, "--kind", "decision")
+	require.Equal(t, 0, code, errOut)
+	var page api.NotesPage
+	require.NoError(t, json.Unmarshal([]byte(out), &page))
+	require.Len(t, page.Notes, 1)
+	require.EqualValues(t, 13, page.Total)
+	require.Zero(t, page.Next)
+
+	code, out, errOut = b.lh(t, "events", id)
+	require.Equal(t, 0, code, errOut)
+	require.Regexp(t, regexp.MustCompile(`(?m)^ +0 \d{4}-\d\d-\d\d \d\d:\d\d:\d\d submitted `), out)
+}
