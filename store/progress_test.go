@@ -55,9 +55,9 @@ func TestProgressCountsItsStepOnly(t *testing.T) {
 	t.Parallel()
 	b := setupOnDisk(t, fanOutPlanner(3))
 	steps := []StepState{{Name: "plan", Limit: 1}, {Name: "each", FanOut: true, Limit: 3}}
-	task, _, err := b.s.Submit(b.ctx, NewTask{Name: "t", Steps: steps, Progress: &ProgressSpec{Unit: "files", Step: "each", StepIndex: 1}})
+	_, _, err := b.s.Submit(b.ctx, NewTask{Name: "t", Steps: steps, Progress: &ProgressSpec{Unit: "files", Step: "each", StepIndex: 1}})
 	require.NoError(t, err)
-	task = b.done(t, b.claimN(t, 1)[0], `[1,2,3]`)
+	task := b.done(t, b.claimN(t, 1)[0], `[1,2,3]`)
 	require.EqualValues(t, 0, task.Meter.Committed, "the plan step is not the progress step")
 	for _, l := range b.claimN(t, 3) {
 		task = b.done(t, l, `1`)

@@ -260,7 +260,7 @@ person (it says why and the command that continues it); 130 interrupted.`,
 	root.PersistentFlags().StringVar(&a.cache, "cache", os.Getenv("LHENGINE_CACHE"), "directory of compiled plugins, shared by every home that names it, or off (default: lhengine in the user's cache directory; env LHENGINE_CACHE)")
 	root.PersistentFlags().BoolVar(&a.damaged, "allow-damaged", false, "open a store that failed an integrity check (see: lhengine store verify)")
 	root.AddCommand(
-		a.validateCmd(), a.runCmd(), a.submitCmd(), a.workerCmd(), a.resumeCmd(), a.pauseCmd(), a.approvalsCmd(), a.decideCmd(true), a.decideCmd(false), a.handoffCmd(),
+		a.validateCmd(), a.runCmd(), a.submitCmd(), a.workerCmd(), a.resumeCmd(), a.pauseCmd(), a.approvalsCmd(), a.decideCmd(true), a.decideCmd(false), a.handoffCmd(), a.homeCmd(),
 		a.lsCmd(), a.statusCmd(), a.notesCmd(), a.outputsCmd(), a.eventsCmd(), a.cancelCmd(), a.pluginCmd(),
 		a.artifactsCmd(), a.artifactCmd(), a.effectsCmd(), a.effectCmd(), a.failuresCmd(),
 		a.storeCmd(),
