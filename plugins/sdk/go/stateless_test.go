@@ -4,6 +4,7 @@ package sdk
 
 import (
 	"bytes"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -80,5 +81,24 @@ func TestStatelessWithoutHost(t *testing.T) {
 	status := run(strings.NewReader(`{"abi":1,"input":{"n":5}}`), &stdout, &stderr, countHandler, []Option{Stateless()})
 	if status != 0 || stdout.String() != `{"output":{"n":10}}`+"\n" {
 		t.Fatalf("status %d, stdout %q", status, stdout.String())
+	}
+}
+
+// TestStatelessOnlyOnATestedToolchain: Stateless enables the reuse only on
+// the Go release it was tested with (reuse_tested.go's constraint); built
+// with another it is ignored and the plugin says why in its log.
+func TestStatelessOnlyOnATestedToolchain(t *testing.T) {
+	tested := strings.HasPrefix(runtime.Version(), "go1.26")
+	if got := Stateless(); (got.serve != nil) != tested || got.untested == tested {
+		t.Fatalf("Stateless on %s: serve set %v, untested %v; tested: %v", runtime.Version(), got.serve != nil, got.untested, tested)
+	}
+	var stdin = strings.NewReader(`{"abi":1,"input":{"n":2}}`)
+	var stdout, stderr bytes.Buffer
+	status := run(stdin, &stdout, &stderr, countHandler, []Option{{untested: true}})
+	if status != 0 || !strings.Contains(stdout.String(), `"n":4`) {
+		t.Fatalf("an ignored Stateless serves the one request: status %d, %s", status, stdout.String())
+	}
+	if !strings.Contains(stderr.String(), "sdk: Stateless ignored: instance reuse is tested with Go 1.26 only") {
+		t.Fatalf("log: %q", stderr.String())
 	}
 }

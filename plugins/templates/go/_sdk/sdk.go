@@ -216,6 +216,9 @@ func Run[In, Out any](h Handler[In, Out], opts ...Option) {
 func run[In, Out any](stdin io.Reader, stdout, stderr io.Writer, h Handler[In, Out], opts []Option) int {
 	one := func() int { return Serve(stdin, stdout, stderr, h) }
 	for _, o := range opts {
+		if o.untested {
+			fmt.Fprintf(stderr, "sdk: Stateless ignored: instance reuse is tested with Go 1.26 only, and this plugin was built with %s; each attempt runs in a fresh instance\n", runtime.Version())
+		}
 		if o.serve != nil {
 			return o.serve(one, warmUp[In, Out])
 		}
@@ -267,6 +270,9 @@ var warmEnvelope = []byte(`{"abi":1,"task_id":"t","task_name":"n","step":"s","it
 // Option changes how Run serves requests.
 type Option struct {
 	serve func(one func() int, warm func()) int
+	// untested: Stateless was asked for on a toolchain its reuse was not
+	// tested with, and is ignored (reuseTested).
+	untested bool
 }
 
 // Stateless declares that the handler keeps no state between requests, so
@@ -293,7 +299,21 @@ type Option struct {
 //
 // Using Stateless is what makes the module import serve_next: a plugin that
 // does not call it is built without the import and is always run fresh.
-func Stateless() Option { return Option{serve: serveStateless} }
+//
+// The contract the reuse rests on: at a host call, linear memory and the
+// mutable globals are a Go wasip1 instance's whole state, because the Go
+// compiler keeps nothing in Wasm locals across a call. Go does not promise
+// that; this SDK has tested it with Go 1.26 only. Built with any other Go
+// release, Stateless is ignored (every attempt runs in a fresh instance,
+// and the plugin says so in its log once per attempt), until the SDK is
+// tested with that release and the build constraint of reuse_tested.go
+// admits it.
+func Stateless() Option {
+	if !reuseTested {
+		return Option{untested: true}
+	}
+	return Option{serve: serveStateless}
+}
 
 // serveStateless serves requests until the host stops giving them or a
 // request fails the process (a panic, a result that could not be written).
