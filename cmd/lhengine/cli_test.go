@@ -70,7 +70,7 @@ func TestRunPrintsIDProgressAndOutput(t *testing.T) {
 	require.Len(t, id, 26)
 	require.Contains(t, out, "succeeded: 2/2 units")
 	require.Contains(t, out, `"text": "HELLO LHENGINE"`)
-	require.Contains(t, errOut, "2/2 units")
+	require.Regexp(t, `(?m)^chain · succeeded \d+s · 2 / 2 units \(100%\) · step 2/2 shout$`, errOut, "the last progress line")
 
 	code, out, _ = b.lh(t, "status", id)
 	require.Equal(t, 0, code)

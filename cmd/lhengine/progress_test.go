@@ -6,24 +6,21 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/lhengine/lhengine/store"
 )
 
-// On a terminal the progress line is redrawn in place; a log line written
-// meanwhile must start on a line of its own and be followed by the progress
-// line again, never glued to it.
+// On a terminal a status line (the compile line, eval's line) is redrawn
+// in place; a log line written meanwhile must start on a line of its own
+// and be followed by the status line again, never glued to it.
 func TestLogLinesNeverLandInTheProgressLine(t *testing.T) {
 	t.Parallel()
 	var buf bytes.Buffer
-	p := &progress{statusLine: statusLine{w: &buf, tty: true}, step: -1}
-	task := &store.Task{Status: store.Running, Steps: []store.StepState{{Name: "a", Planned: true, Units: 4, Done: 1}}}
-	p.update(task)
+	p := &statusLine{w: &buf, tty: true}
+	p.draw("1/4 units · step 1/1 a · running")
 	_, err := p.Write([]byte("2026-12-01T19:47:05Z [WARN] lhengine: something\n"))
 	require.NoError(t, err)
 	_, err = p.Write([]byte("no newline at the end"))
 	require.NoError(t, err)
-	p.finish()
+	p.end()
 
 	out := buf.String()
 	require.Equal(t, "\r\033[K1/4 units · step 1/1 a · running"+
@@ -37,7 +34,7 @@ func TestLogLinesNeverLandInTheProgressLine(t *testing.T) {
 
 	// Before anything is drawn, and off a terminal, log output passes as is.
 	buf.Reset()
-	q := &progress{statusLine: statusLine{w: &buf}, step: -1}
+	q := &statusLine{w: &buf}
 	_, err = q.Write([]byte("plain\n"))
 	require.NoError(t, err)
 	require.Equal(t, "plain\n", buf.String())

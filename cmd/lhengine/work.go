@@ -428,17 +428,20 @@ func (a *app) workTask(ctx context.Context, s *session, id string, conc int, mf 
 	if err := mf.apply(&o, s.local()); err != nil {
 		return err
 	}
-	p := newProgress(a.stderr)
+	p := newLiveBar(a.stderr, isTerminal(a.stderr), func(ctx context.Context) (*api.Report, error) {
+		return s.c.Report(ctx, id)
+	})
+	p.start(ctx)
 	a.logs.to(p)
 	var err error
 	if s.local() {
 		s.srv.SetWorks(id)
-		o.OnCommit = p.update
+		o.OnCommit = func(*store.Task) { p.changed() }
 		err = a.work(ctx, s, o, p)
 	} else {
 		err = s.c.Follow(ctx, id, math.MaxUint64, func(it api.StreamItem) error {
 			if it.Task != nil {
-				p.update(it.Task.Task)
+				p.changed()
 				if stopsFollowing(it.Task.Status) && it.Task.Leases == 0 {
 					return errStopped
 				}
@@ -449,8 +452,8 @@ func (a *app) workTask(ctx context.Context, s *session, id string, conc int, mf 
 			err = nil
 		}
 	}
+	p.finish(ctx)
 	a.logs.to(nil)
-	p.finish()
 	if err != nil {
 		if ctx.Err() != nil {
 			if s.local() {
@@ -498,16 +501,6 @@ func (a *app) workTask(ctx context.Context, s *session, id string, conc int, mf 
 	return nil
 }
 
-// progress draws the live "done/total" line. On a terminal it redraws one
-// line; elsewhere it prints a line when the step changes and at most once a
-// second otherwise.
-type progress struct {
-	statusLine
-	last time.Time
-	step int
-	line string
-}
-
 // statusLine is a line of progress kept at the bottom of a terminal, with
 // the log written above it: on a terminal Write clears the line, writes,
 // and draws it again, so a log line never lands in the middle of it.
@@ -520,13 +513,7 @@ type statusLine struct {
 }
 
 func newStatusLine(w io.Writer) statusLine {
-	tty := false
-	if f, ok := w.(*os.File); ok {
-		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
-			tty = true
-		}
-	}
-	return statusLine{w: w, tty: tty}
+	return statusLine{w: w, tty: isTerminal(w)}
 }
 
 func (p *statusLine) Write(b []byte) (int, error) {
@@ -562,44 +549,6 @@ func (p *statusLine) end() {
 	if p.tty && p.drawn != "" {
 		fmt.Fprintln(p.w)
 		p.drawn = ""
-	}
-}
-
-func newProgress(w io.Writer) *progress {
-	return &progress{statusLine: newStatusLine(w), step: -1}
-}
-
-func (p *progress) update(t *store.Task) {
-	done, total := t.Progress()
-	step := t.Steps[min(t.Cursor, len(t.Steps)-1)]
-	line := fmt.Sprintf("%d/%d units · step %d/%d %s · %s", done, total, t.Cursor+1, len(t.Steps), step.Name, t.Status)
-	if t.Repairs > 0 {
-		line += fmt.Sprintf(" · repairs %d", t.Repairs)
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	now := time.Now()
-	switch {
-	case p.tty:
-		p.draw(line)
-	case t.Cursor != p.step || t.Status.Terminal() || now.Sub(p.last) >= time.Second:
-		fmt.Fprintln(p.w, line)
-		p.last = now
-	default:
-		p.line = line
-		return
-	}
-	p.step, p.line = t.Cursor, ""
-}
-
-func (p *progress) finish() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.tty {
-		fmt.Fprintln(p.w)
-		p.drawn = ""
-	} else if p.line != "" {
-		fmt.Fprintln(p.w, p.line)
 	}
 }
 

@@ -1,0 +1,241 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lhengine/lhengine/api"
+	"github.com/lhengine/lhengine/internal/testgate"
+	"github.com/lhengine/lhengine/internal/testwasm"
+	"github.com/lhengine/lhengine/store"
+)
+
+// liveTask is a task of n gate items (one at a time) counted as pages,
+// each counting one "checked", with the labels of its progress block;
+// before and after them, steps whose 6 units each log a line at info.
+func liveTask(t *testing.T, b *procBundle, g *testgate.Gate, n int) string {
+	t.Helper()
+	wasm, err := os.ReadFile(testwasm.BuildC(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/c/conformance.c")))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(b.dir, "log.wasm"), wasm, 0o644))
+	path := filepath.Join(b.dir, "live.hcl")
+	logs := func(name string) string {
+		return `
+  step "` + name + `" {
+    plugin      = "log.wasm"
+    for_each    = range(6)
+    concurrency = 1
+    input       = { mode = "log" }
+  }
+`
+	}
+	src := fmt.Sprintf(`task "live" {
+  progress {
+    unit   = "pages"
+    step   = "each"
+    labels = { checked = "pages checked" }
+  }
+`+logs("hello")+`
+  step "each" {
+    plugin      = "gate.wasm"
+    for_each    = range(%d)
+    concurrency = 1
+    input       = { url = %q, count = "checked" }
+    http {
+      allow = [%q]
+    }
+  }
+`+logs("bye")+`
+}
+`, n, g.URL(), g.Host())
+	require.NoError(t, os.WriteFile(path, []byte(src), 0o644))
+	return path
+}
+
+// barLine is the live bar's line on a 120-column terminal, whole.
+var barLine = regexp.MustCompile(`^live \d+s \[[=>-]+\] (\d+) / 12 pages \((\d+)%\) · (?:[\d.]+ pages/s · )?` +
+	`(?:about \S+(?: min)? left|time left unknown|succeeded) · step [23]/3 (?:each|bye)$`)
+
+// TestLiveBarInATerminal runs lhengine run in a real terminal (tmux, 120
+// columns) with the engine logging at info, lets the task's 12 units
+// through one at a time, and reads the screen after each: the bar's line
+// is whole (no log line inside it), its count climbs by one each time to
+// the end, and the labelled counter shows beneath it.
+func TestLiveBarInATerminal(t *testing.T) {
+	t.Parallel()
+	tmux, err := exec.LookPath("tmux")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("tmux is not installed (scripts/deps.sh installs it): the live bar cannot be tested")
+		}
+		t.Skip("tmux is not installed (make deps)")
+	}
+	b := setupProcs(t)
+	g := testgate.New(t)
+	path := liveTask(t, b, g, 12)
+
+	sock := fmt.Sprintf("lhengine-livebar-%d", os.Getpid())
+	tm := func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command(tmux, append([]string{"-L", sock, "-f", "/dev/null"}, args...)...).CombinedOutput()
+		require.NoError(t, err, "tmux %v: %s", args, out)
+		return string(out)
+	}
+	line := strings.Join([]string{b.bin, "--home", b.home, "--log-level", "info", "run", path}, " ")
+	tm("new-session", "-d", "-x", "120", "-y", "30", "-s", "live", line, ";", "set-option", "-t", "live", "remain-on-exit", "on")
+	t.Cleanup(func() { _ = exec.Command(tmux, "-L", sock, "kill-server").Run() })
+
+	// screen polls the pane until want holds of it (there is no hook into
+	// another process's terminal), failing with the screen after a minute.
+	screen := func(what string, want func(string) bool) string {
+		t.Helper()
+		deadline := time.Now().Add(time.Minute)
+		tick := time.NewTicker(25 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			s := tm("capture-pane", "-p", "-J", "-S", "-", "-t", "live")
+			if want(s) {
+				return s
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the screen never showed %s:\n%s", what, s)
+			}
+			<-tick.C
+		}
+	}
+	// bar finds the bar's line on a screen and its count; every line that
+	// mentions the bar's words must be the bar, whole.
+	bar := func(s string) (int, bool) {
+		done, found := -1, false
+		for _, l := range strings.Split(s, "\n") {
+			l = strings.TrimRight(l, " ")
+			m := barLine.FindStringSubmatch(l)
+			if m == nil {
+				require.NotContains(t, l, "pages (", "a broken bar line:\n%s", s)
+				continue
+			}
+			require.False(t, found, "two bar lines:\n%s", s)
+			done, _ = strconv.Atoi(m[1])
+			found = true
+		}
+		return done, found
+	}
+
+	last := -1
+	for i := 0; i <= 12; i++ {
+		// The bar at i, with the counter beneath it.
+		counter := regexp.MustCompile(fmt.Sprintf(`(?m)^live .* pages .*\n  pages checked %d *$`, i))
+		s := screen(fmt.Sprintf("%d / 12 pages", i), func(s string) bool {
+			n, ok := bar(s)
+			return ok && n == i && (i == 0 || counter.MatchString(s))
+		})
+		n, _ := bar(s)
+		require.GreaterOrEqual(t, n, last, "the count never goes back")
+		last = n
+		if i < 12 {
+			g.Release(1)
+		}
+	}
+	s := screen("the run's end", func(s string) bool { return strings.Contains(s, "succeeded: 24/24 units") })
+	// The 12 log lines of the log steps, each whole on a line of its own.
+	logLine := regexp.MustCompile(`^\S+ \[INFO\] .*hello from guest.*$`)
+	logged := 0
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, "hello from guest") {
+			require.Regexp(t, logLine, strings.TrimRight(l, " "), "a broken log line:\n%s", s)
+			logged++
+		}
+	}
+	require.Equal(t, 12, logged, "the engine's log lines are on the screen:\n%s", s)
+	n, ok := bar(s)
+	require.True(t, ok, "the bar stays on the screen at the end:\n%s", s)
+	require.Equal(t, 12, n)
+}
+
+// TestLiveProgressOffATerminal runs lhengine run with its output to pipes:
+// the progress is plain lines, no bar and no terminal codes: one when the
+// run is seen at the gated step (it waits there until that line is out),
+// and a last one with the counters.
+func TestLiveProgressOffATerminal(t *testing.T) {
+	t.Parallel()
+	b := setupProcs(t)
+	g := testgate.New(t)
+	path := liveTask(t, b, g, 12)
+	c := exec.Command(b.bin, "--home", b.home, "--log-level", "info", "run", path)
+	var out strings.Builder
+	errb := newWatchWriter("0 / 12 pages (0%) · time left unknown · step 2/3 each")
+	c.Stdout, c.Stderr = &out, errb
+	require.NoError(t, c.Start())
+	t.Cleanup(func() {
+		if c.ProcessState == nil {
+			_ = c.Process.Kill()
+			_ = c.Wait()
+		}
+	})
+	select {
+	case <-errb.seen:
+	case <-time.After(time.Minute):
+		t.Fatalf("no progress line at the gated step:\n%s", errb)
+	}
+	g.Open()
+	require.NoError(t, c.Wait(), errb.String())
+	require.Contains(t, out.String(), "succeeded: 24/24 units")
+
+	stderr := errb.String()
+	require.NotContains(t, stderr, "\033", "no terminal codes off a terminal")
+	require.NotContains(t, stderr, "\r")
+	var progress []string
+	for _, l := range strings.Split(stderr, "\n") {
+		if strings.HasPrefix(l, "live · ") {
+			progress = append(progress, l)
+		}
+	}
+	require.Regexp(t, `^live · running \S+ · 0 / 12 pages \(0%\) · time left unknown · step 2/3 each$`,
+		progress[slices.IndexFunc(progress, func(l string) bool { return strings.Contains(l, "step 2/3") })])
+	require.Regexp(t, `^live · succeeded \S+ · 12 / 12 pages \(100%\) · step 3/3 bye · pages checked 12$`, progress[len(progress)-1])
+}
+
+// Off a terminal the status line is printed when the step changes and
+// every livePlainEvery otherwise, not at each read.
+func TestLivePlainLinesAreSpaced(t *testing.T) {
+	t.Parallel()
+	var buf strings.Builder
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	b := newLiveBar(&buf, false, nil)
+	b.now = func() time.Time { return now }
+	total := 10
+	report := func(done, cursor int) *api.Report {
+		pct := float64(done * 10)
+		return &api.Report{
+			Task: api.Task{Task: &store.Task{Status: store.Running, Cursor: cursor,
+				Steps: []store.StepState{{Name: "a"}, {Name: "b"}}}},
+			Progress: &api.Progress{Name: "t", Status: "running", Unit: "pages", Step: "b", Done: done, Total: &total, Percent: &pct},
+		}
+	}
+	b.show(report(0, 0), false) // the first
+	now = now.Add(time.Second)
+	b.show(report(0, 1), false) // the step changed
+	for i := 1; i <= 4; i++ {
+		now = now.Add(time.Second)
+		b.show(report(i, 1), false) // within 5 s of the last line
+	}
+	now = now.Add(time.Second)
+	b.show(report(5, 1), false) // 5 s after it
+	b.show(report(6, 1), true)  // the last
+	require.Equal(t, []string{
+		"t · running 0s · 0 / 10 pages (0%) · time left unknown · step 1/2 a",
+		"t · running 0s · 0 / 10 pages (0%) · time left unknown · step 2/2 b",
+		"t · running 0s · 5 / 10 pages (50%) · time left unknown · step 2/2 b",
+		"t · running 0s · 6 / 10 pages (60%) · time left unknown · step 2/2 b",
+	}, strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n"))
+}
