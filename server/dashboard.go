@@ -239,7 +239,10 @@ func (s *Server) pageList(w http.ResponseWriter, r *http.Request) {
 // taskView is everything the task page shows, read in one snapshot.
 type taskView struct {
 	listRow
-	Manifest   api.ManifestSummary
+	Manifest api.ManifestSummary
+	// Progress is the task's progress as lhengine status shows it; the
+	// page shows its Line.
+	Progress   *api.Progress
 	Steps      []stepView
 	Counters   []counter
 	Notes      []store.Note // newest first
@@ -375,6 +378,11 @@ func (s *Server) pageTask(w http.ResponseWriter, r *http.Request) {
 		}
 		v.listRow = row(s.view(t))
 		v.Manifest = summary(m)
+		// The line lhengine status starts with, from the same numbers
+		// (progress.go).
+		if v.Progress, err = ReadProgress(rd, t, v.ShownStatus, time.Now()); err != nil {
+			return err
+		}
 		for i, st := range t.Steps {
 			sv := stepView{StepState: st, Index: i, Completed: st.Planned && st.Done >= st.Units}
 			if st.FanOut {

@@ -230,6 +230,12 @@ func TestDashboardInABrowser(t *testing.T) {
 		}
 		poll(fmt.Sprintf("progress %d of 5", done), fmt.Sprintf(
 			`document.getElementById('progress').value === %d && document.getElementById('progress-text').textContent === "%d / 5"`, done, done))
+		// The status line (lhengine status's first line) follows the same
+		// stream: the count of the step at work (the fan-out's 4) in
+		// units, the time left or that it is unknown.
+		poll(fmt.Sprintf("the progress line at %d", done), fmt.Sprintf(
+			`(l => l.startsWith(%s) && l.includes(" · %d / 4 units (") && (l.includes(" left") || l.includes("time left unknown")))(document.getElementById('progress-line').textContent)`,
+			jsString(name+" · "), done))
 		require.Equal(t, "yes", eval(`window.stillTheSamePage`), "the page was not reloaded")
 		if done < 4 {
 			// Nothing else lets a unit through: the store says the same.
@@ -280,6 +286,7 @@ func TestDashboardInABrowser(t *testing.T) {
 	require.Equal(t, store.EffectDone, effs[0].State)
 	require.Equal(t, "seen in the team's inbox", effs[0].Note)
 	poll("the task succeeded", `document.getElementById('status').textContent === "succeeded"`)
+	poll("the progress line at the end", `(l => l.startsWith(`+jsString(name+" · succeeded ")+`) && l.includes(" units (100%)"))(document.getElementById('progress-line').textContent)`)
 	poll("the output of notify", `document.getElementById('outputs').textContent.includes('"reconciled": "confirmed"')`)
 	poll("the note", `document.getElementById('progress-notes').textContent.includes('told the team <script>')`)
 	require.Equal(t, "0", eval(`String(document.querySelectorAll('#progress-notes script').length)`), "a note is text, not markup")
