@@ -7,6 +7,8 @@
 #   - wabt (wat2wasm) for the WebAssembly text fixtures;
 #   - chromium, the headless browser the dashboard's test drives
 #     (server/dashboard_test.go, through chromedp);
+#   - tmux, the terminal the live progress bar's test runs lhengine run in
+#     (cmd/lhengine/livebar_test.go);
 #   - node and npm (Debian's nodejs and npm, unless node and npm are
 #     already on PATH) for AssemblyScript, and then, from the npm registry,
 #     the pinned assemblyscript and @assemblyscript/wasi-shim into
@@ -28,6 +30,7 @@ command -v wat2wasm >/dev/null 2>&1 || need+=(wabt)
 [ -x /usr/bin/rustc ] || need+=(rustc)
 ls /usr/lib/rustlib/wasm32-wasi/lib/libstd-*.rlib >/dev/null 2>&1 || need+=(libstd-rust-dev-wasm32)
 [ -x /usr/bin/chromium ] || need+=(chromium)
+[ -x /usr/bin/tmux ] || need+=(tmux)
 command -v node >/dev/null 2>&1 || need+=(nodejs)
 command -v npm >/dev/null 2>&1 || need+=(npm)
 
