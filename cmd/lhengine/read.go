@@ -538,7 +538,7 @@ func (a *app) waitForOwner(ctx context.Context, last api.Owner, id string) error
 
 func (a *app) pluginCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "plugin", Short: "Plugin tools"}
-	cmd.AddCommand(a.pluginNewCmd())
+	cmd.AddCommand(a.pluginNewCmd(), a.pluginTestCmd())
 	cmd.AddCommand(&cobra.Command{
 		Use:   "inspect X.wasm",
 		Short: "Show a plugin's ABI version, imports, exports and size",
