@@ -292,8 +292,14 @@ func (a *app) runCmd() *cobra.Command {
 		Short: "Submit a task and work it to the end on the embedded store, with live progress",
 		Long: `Submit a task and work it to the end on the embedded store.
 
-The task id is printed at once; a progress line shows done/total work units; at
-the end the final status and the last step's output are printed. If the process
+The task id is printed at once. While it works, a live bar on stderr shows
+the numbers "lhengine status" starts with: working time, done / total of the
+counted step in its unit (the task's progress block), percent, rate, time
+left ("time left unknown" until it can be told), the step the task is at
+(and its pass after a repair), and the labelled counters beneath; log lines
+are printed above it. When stderr is not a terminal, that line is printed as
+plain text at each step change, every 5 seconds and at the end. At the end
+the final status and the last step's output are printed. If the process
 dies, "lhengine resume ID" continues from the last committed work unit.
 If the task pauses (a budget reached, "lhengine pause", a drift) or waits
 for a person, run returns, saying why and the command that continues it,
@@ -361,7 +367,7 @@ func (a *app) resumeCmd() *cobra.Command {
 		Short: "Continue a task from its last committed work unit (after a crash, kill or stop)",
 		Long: `resume continues a task from its last committed work unit (after a crash,
 a kill or a stop): this process owns the home and works the task to its end,
-with a progress line, as run does.
+with the live progress bar run shows.
 
 If the home's owner already works every task (lhengine serve, lhengine
 worker), resume hands the task to it (resuming it if it was paused), says
@@ -419,7 +425,7 @@ func reasonSuffix(t *store.Task) string {
 	return " (" + t.Reason + ")"
 }
 
-// workTask works one task to its end with a progress line on stderr, then
+// workTask works one task to its end with the live progress (liveBar) on stderr, then
 // prints the outcome. A task that did not succeed is exit status 1. In a
 // session of another owner, that owner works it and this command follows
 // its stream.
