@@ -53,6 +53,11 @@ const (
 	// Rejected: a person rejected the unit's approval, or it expired with
 	// on_expiry = "reject". Another attempt would be rejected the same way.
 	Rejected Kind = "rejected"
+	// EffectTransport: an effect's request got no whole answer (the
+	// connection was refused, reset or closed before the response ended,
+	// or timed out), and the plugin failed the attempt on it. The effect's
+	// intent stays and the next attempt reconciles it as its mode says.
+	EffectTransport Kind = "effect_transport"
 )
 
 // Retryable reports whether a failure of this kind may succeed on another

@@ -320,6 +320,7 @@ func (a *Attempt) perform(ctx context.Context, r effectRequest, idem string) (js
 		req.Header.Set("Idempotency-Key", idem)
 		resp, err := a.effectClient().Do(req)
 		if err != nil {
+			a.transportFailed(fmt.Sprintf("http effect %q: %v", r.Key, err))
 			return nil, herr(guest.StatusInternal, "http effect: %v", err)
 		}
 		defer resp.Body.Close()
@@ -328,6 +329,7 @@ func (a *Attempt) perform(ctx context.Context, r effectRequest, idem string) (js
 		}
 		body, err := io.ReadAll(io.LimitReader(resp.Body, maxEffectResponse))
 		if err != nil {
+			a.transportFailed(fmt.Sprintf("http effect %q: reading the response: %v", r.Key, err))
 			return nil, herr(guest.StatusInternal, "http effect: reading the response: %v", err)
 		}
 		return json.Marshal(map[string]any{"status": resp.StatusCode, "headers": firstValues(resp.Header), "body": string(body)})
@@ -365,6 +367,7 @@ func (a *Attempt) checkApplied(ctx context.Context, g *taskfile.EffectGrant, ide
 	}
 	resp, err := a.effectClient().Do(req)
 	if err != nil {
+		a.transportFailed(fmt.Sprintf("asking %s whether the effect was applied: %v", g.CheckURL, err))
 		return false, nil, herr(guest.StatusInternal, "asking %s whether the effect was applied: %v", g.CheckURL, err)
 	}
 	defer resp.Body.Close()

@@ -70,6 +70,7 @@ type Attempt struct {
 	pause     string
 	pauseKey  string
 	ask       *ApprovalAsk    // set by approval.request when the unit must wait
+	transport string          // the last effect request that got no whole answer, and why
 	owned     map[string]bool // artifact refs this task is known to own
 	committed map[string]bool // the task's counter names when this attempt first added one; nil before
 }
@@ -96,6 +97,22 @@ func (a *Attempt) PauseReason() string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.pause
+}
+
+// TransportFailure is why the attempt's last http effect request that got
+// no whole answer (refused, reset, closed mid-response, timed out) failed,
+// or "": a plugin failure after one is the effect's, not the plugin's.
+func (a *Attempt) TransportFailure() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.transport
+}
+
+// transportFailed records that an effect request got no whole answer.
+func (a *Attempt) transportFailed(why string) {
+	a.mu.Lock()
+	a.transport = why
+	a.mu.Unlock()
 }
 
 // PauseKey is the key of the effect PauseReason is about.

@@ -464,6 +464,11 @@ func (w *Worker) attempt(ctx context.Context, l store.Lease, after store.Durabil
 		if errors.As(stepErr, &se) {
 			msg = se.Message
 		}
+		if hc != nil && kind == fault.PluginError && hc.TransportFailure() != "" {
+			// The plugin failed on an effect that got no whole answer:
+			// the receiver's connection, not the plugin, is at fault.
+			kind, msg = fault.EffectTransport, hc.TransportFailure()+"; then "+msg
+		}
 		r.Failure = &store.Failure{Kind: kind, Message: msg}
 		// The budget counts the tries of this pass (Lease.Try), not the
 		// attempt numbers, which go on across repairs and retries.
