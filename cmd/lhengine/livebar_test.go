@@ -239,3 +239,47 @@ func TestLivePlainLinesAreSpaced(t *testing.T) {
 		"t · running 0s · 6 / 10 pages (60%) · time left unknown · step 2/2 b",
 	}, strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n"))
 }
+
+// TestSubmitFollowShowsTheProgress: submit --follow to a home that serve
+// owns follows the task to its end with the live progress (plain lines
+// here, stderr being a pipe) and run's outcome and exit status; with no
+// owner that works tasks it is refused before anything is queued.
+func TestSubmitFollowShowsTheProgress(t *testing.T) {
+	t.Parallel()
+	b := setupProcs(t)
+	g := testgate.New(t)
+	path := b.task(t, "followed", g, 5, 1)
+
+	code, _, errOut := b.lh(t, "submit", "--follow", path)
+	require.Equal(t, exitUsage, code, errOut)
+	require.Contains(t, errOut, "--follow: nothing works the tasks of home")
+	require.Contains(t, errOut, "lhengine run "+path)
+	code, out, errOut := b.lh(t, "ls")
+	require.Equal(t, 0, code, errOut)
+	require.NotContains(t, out, "followed", "nothing was queued")
+
+	srv := b.start(t, "serve", "--listen", "", "--concurrency", "2")
+	srv.until(t, regexp.MustCompile(`^serving home`))
+	c := b.cmd("submit", "--follow", path)
+	var stdout strings.Builder
+	stderr := newWatchWriter("followed · running")
+	c.Stdout, c.Stderr = &stdout, stderr
+	require.NoError(t, c.Start())
+	t.Cleanup(func() {
+		if c.ProcessState == nil {
+			_ = c.Process.Kill()
+			_ = c.Wait()
+		}
+	})
+	select {
+	case <-stderr.seen:
+	case <-time.After(time.Minute):
+		t.Fatalf("no progress line while the task waits at the gate:\n%s", stderr)
+	}
+	g.Open()
+	require.NoError(t, c.Wait(), stderr.String())
+	require.Regexp(t, `^task \S+\n`, stdout.String())
+	require.Contains(t, stdout.String(), "succeeded: 5/5 units")
+	require.Regexp(t, `(?m)^followed · running \S+ · 0 / 5 units \(0%\) · time left unknown · step 1/1 each$`, stderr.String())
+	require.Regexp(t, `(?m)^followed · succeeded \S+ · 5 / 5 units \(100%\) · step 1/1 each$`, stderr.String())
+}

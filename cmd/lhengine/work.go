@@ -188,10 +188,19 @@ func (a *app) submitCmd() *cobra.Command {
 	var key string
 	var pf policyFlags
 	var rf replayFlag
+	var follow bool
 	cmd := &cobra.Command{
 		Use:   "submit FILE.hcl",
 		Short: "Queue a task and print its id at once; a worker runs it",
-		Args:  cobra.ExactArgs(1),
+		Long: `submit queues a task and prints its id at once; the home's owner (lhengine
+serve, lhengine worker) works it.
+
+With --follow it then follows the task to its end with the live progress
+bar run shows (plain lines when stderr is not a terminal), prints the
+outcome as run does, and exits with run's status. --follow needs serve or
+worker to own the home: with no such owner nothing would work the task
+("lhengine run FILE.hcl" works it in this process).`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req, err := submitRequest(args[0], vars)
 			if err != nil {
@@ -211,9 +220,19 @@ func (a *app) submitCmd() *cobra.Command {
 				return err
 			}
 			return a.withSessionAgain(cmd.Context(), homeMode{create: true}, func(s *session) error {
+				if follow && (s.local() || !s.owner.WorksAll()) {
+					return &exitError{code: exitUsage, err: fmt.Errorf("--follow: nothing works the tasks of home %s (no lhengine serve or lhengine worker owns it): "+
+						"start one, or work the task in this process with: lhengine run %s", a.home, args[0])}
+				}
 				r, err := a.submit(cmd.Context(), s, req)
 				if err != nil {
 					return err
+				}
+				if follow {
+					if !a.json() {
+						fmt.Fprintf(a.stdout, "task %s\n", r.ID)
+					}
+					return a.workTask(cmd.Context(), s, r.ID, defaultConcurrency, recordFlag{})
 				}
 				if a.json() {
 					return a.printJSON(r)
@@ -223,6 +242,7 @@ func (a *app) submitCmd() *cobra.Command {
 			})
 		},
 	}
+	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "follow the task to its end with the live progress bar, with run's exit status (needs lhengine serve or worker)")
 	cmd.Flags().StringArrayVar(&vars, "var", nil, "set a task variable: name=value (repeatable)")
 	cmd.Flags().StringVar(&key, "idempotency-key", "", "return the task submitted earlier with this key instead of a new one (default: a random key of this submit's own)")
 	pf.register(cmd)
