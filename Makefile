@@ -6,7 +6,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 EXAMPLE := plugins/examples/report
 STEPS   := draft verify finalize
 
-.PHONY: all build plugins demo notify-demo migration-demo audit-demo policy-demo eval-demo agent-demo deps staticcheck test sdk-test cross bench bench-compare fuzz clean
+.PHONY: all build plugins demo notify-demo migration-demo audit-demo policy-demo eval-demo agent-demo polyglot-demo deps staticcheck test sdk-test cross bench bench-compare fuzz clean
 
 all: build plugins
 
@@ -98,6 +98,19 @@ eval-demo: build plugins
 	@results=$(if $(EVAL_RESULTS),$(EVAL_RESULTS),$$(mktemp -d)); \
 	./bin/lhengine eval --results $$results testdata/evals/critic.hcl && \
 	./bin/lhengine eval --results $$results testdata/evals/agent.hcl
+
+# One task whose four steps are plugins in Go, Rust, AssemblyScript and C,
+# each built with its SDK and reading the output of the step before
+# (plugins/examples/polyglot/task.hcl), run in a temporary home.
+POLY := plugins/examples/polyglot
+RUSTFLAGS_WASM := --target wasm32-wasi -O --edition 2021
+polyglot-demo: deps build
+	GOOS=wasip1 GOARCH=wasm $(GO) build -o $(POLY)/words.wasm ./$(POLY)/words
+	/usr/bin/rustc $(RUSTFLAGS_WASM) --crate-type rlib --crate-name lhengine plugins/sdk/rust/lib.rs -o $(POLY)/liblhengine.rlib
+	/usr/bin/rustc $(RUSTFLAGS_WASM) -C strip=debuginfo --extern lhengine=$(POLY)/liblhengine.rlib $(POLY)/lengths/main.rs -o $(POLY)/lengths.wasm
+	cd bin/npm && node_modules/.bin/asc ../../$(POLY)/stats/index.ts --config node_modules/@assemblyscript/wasi-shim/asconfig.json -O3 -o ../../$(POLY)/stats.wasm
+	clang-14 --target=wasm32-wasi -O2 -Wall -Werror -I plugins/sdk/c -o $(POLY)/report.wasm $(POLY)/report/report.c
+	@tmp=$$(mktemp -d) && trap 'rm -rf $$tmp' EXIT; ./bin/lhengine --home $$tmp run $(POLY)/task.hcl
 
 # Toolchains for the C, Rust and AssemblyScript test guests, and Chromium for
 # the dashboard's test (Debian packages; needs root or sudo), then the pinned
