@@ -199,6 +199,64 @@ func (c *Client) Tasks(ctx context.Context) ([]Task, error) {
 	return ts, c.do(ctx, "GET", "/v1/tasks", nil, &ts)
 }
 
+// TotalHeader is the response header of a filtered or limited list that
+// says how many items match in all.
+const TotalHeader = "X-Total-Count"
+
+// TaskQuery filters and orders a task list. The zero value is every task,
+// oldest first.
+type TaskQuery struct {
+	Status []string // shown statuses (queued, running, interrupted, ...); none: any
+	Name   string   // the task's name; "": any
+	Newest bool     // newest first
+	Limit  int      // at most this many; 0: all
+}
+
+// TaskList returns the tasks q selects and how many match in all (more
+// than len(tasks) when q.Limit cut the list).
+func (c *Client) TaskList(ctx context.Context, q TaskQuery) (tasks []Task, total int, err error) {
+	v := url.Values{}
+	if len(q.Status) > 0 {
+		v.Set("status", strings.Join(q.Status, ","))
+	}
+	if q.Name != "" {
+		v.Set("name", q.Name)
+	}
+	if q.Newest {
+		v.Set("order", "newest")
+	}
+	if q.Limit > 0 {
+		v.Set("limit", strconv.Itoa(q.Limit))
+	}
+	total, err = c.getPage(ctx, "/v1/tasks", v, &tasks)
+	return tasks, total, err
+}
+
+// getPage GETs path with query v into out and returns the answer's
+// TotalHeader (-1 when the owner did not send it: an older one that does
+// not filter).
+func (c *Client) getPage(ctx context.Context, path string, v url.Values, out any) (int, error) {
+	if len(v) > 0 {
+		path += "?" + v.Encode()
+	}
+	resp, err := c.send(ctx, "GET", path, nil, "application/json")
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		if ctx.Err() == nil && cut(err) {
+			return 0, &goneError{what: "GET " + path, err: err}
+		}
+		return 0, fmt.Errorf("GET %s: bad answer: %w", path, err)
+	}
+	total, err := strconv.Atoi(resp.Header.Get(TotalHeader))
+	if err != nil {
+		return -1, nil
+	}
+	return total, nil
+}
+
 // Report returns the progress report of the task ref names (an id or a
 // unique id prefix).
 func (c *Client) Report(ctx context.Context, ref string) (*Report, error) {
@@ -289,6 +347,73 @@ func (c *Client) Attempts(ctx context.Context, ref, step string) ([]*store.Attem
 	}
 	var as []*store.Attempt
 	return as, c.do(ctx, "GET", p, nil, &as)
+}
+
+// AttemptQuery selects attempts: of one step (Step), one item of it
+// (Item, with Step; -1: every item), the first Limit (0: all).
+type AttemptQuery struct {
+	Step  string
+	Item  int
+	Limit int
+}
+
+// AttemptPage returns the attempts q selects and how many match in all.
+func (c *Client) AttemptPage(ctx context.Context, ref string, q AttemptQuery) ([]*store.Attempt, int, error) {
+	v := url.Values{}
+	if q.Step != "" {
+		v.Set("step", q.Step)
+	}
+	if q.Item >= 0 {
+		v.Set("item", strconv.Itoa(q.Item))
+	}
+	if q.Limit > 0 {
+		v.Set("limit", strconv.Itoa(q.Limit))
+	}
+	var as []*store.Attempt
+	total, err := c.getPage(ctx, taskPath(ref, "attempts"), v, &as)
+	return as, total, err
+}
+
+// EventQuery selects events: from sequence number From on, of the Types
+// (none: all), at or after Since (zero: any time), the first Limit (0:
+// all).
+type EventQuery struct {
+	From  uint64
+	Types []string
+	Since time.Time
+	Limit int
+}
+
+// EventPage returns the events q selects and how many match in all.
+func (c *Client) EventPage(ctx context.Context, ref string, q EventQuery) ([]store.Event, int, error) {
+	v := url.Values{}
+	v.Set("from", strconv.FormatUint(q.From, 10))
+	if len(q.Types) > 0 {
+		v.Set("type", strings.Join(q.Types, ","))
+	}
+	if !q.Since.IsZero() {
+		v.Set("since", q.Since.UTC().Format(time.RFC3339Nano))
+	}
+	if q.Limit > 0 {
+		v.Set("limit", strconv.Itoa(q.Limit))
+	}
+	var evs []store.Event
+	total, err := c.getPage(ctx, taskPath(ref, "events"), v, &evs)
+	return evs, total, err
+}
+
+// CommittedItem returns the output item of step committed in its
+// current pass (by the unit's committed attempt).
+func (c *Client) CommittedItem(ctx context.Context, ref, step string, item int) (*store.ItemOutput, error) {
+	var out Committed
+	path := taskPath(ref, "steps", url.PathEscape(step), "committed") + "?item=" + strconv.Itoa(item)
+	if err := c.do(ctx, "GET", path, nil, &out); err != nil {
+		return nil, err
+	}
+	if len(out.Items) != 1 {
+		return nil, fmt.Errorf("item %d of step %q: the owner answered %d items", item, step, len(out.Items))
+	}
+	return &out.Items[0], nil
 }
 
 // Events returns the task's events from sequence number from on (the
@@ -491,12 +616,16 @@ func (c *Client) Decide(ctx context.Context, ref, id string, approve bool, req D
 }
 
 // Committed returns the outputs of the units of step committed so far in
-// its current pass (the first limit of them; 0 for the server's default).
+// its current pass (the first limit of them; 0 for the server's default,
+// 100; -1 for all).
 func (c *Client) Committed(ctx context.Context, ref, step string, limit int) (*Committed, error) {
 	var out Committed
 	path := taskPath(ref, "steps", url.PathEscape(step), "committed")
-	if limit > 0 {
+	switch {
+	case limit > 0:
 		path += "?limit=" + strconv.Itoa(limit)
+	case limit < 0:
+		path += "?limit=0"
 	}
 	return &out, c.do(ctx, "GET", path, nil, &out)
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"strconv"
 
@@ -102,22 +103,37 @@ func (s *Server) partialOutputs(w http.ResponseWriter, req *http.Request) {
 	limit := 100
 	if v := req.URL.Query().Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 1000 {
-			s.fail(w, req, badRequest("limit %q: want 1 to 1000", v))
+		if err != nil || n < 0 {
+			s.fail(w, req, badRequest("limit %q: want a count, or 0 for all", v))
 			return
 		}
 		limit = n
+	}
+	item, err := parseItem(req.URL.Query().Get("item")) // tasks.go
+	if err != nil {
+		s.fail(w, req, err)
+		return
 	}
 	answerRead(s, w, req, func(r *store.Reader, t *store.Task) (*api.Committed, error) {
 		i := t.StepIndex(req.PathValue("step"))
 		if i < 0 {
 			return nil, fmt.Errorf("%w: task %s has no step %q", store.ErrNotFound, t.ID, req.PathValue("step"))
 		}
+		st := t.Steps[i]
+		if item >= 0 {
+			it, err := r.CommittedItem(t, i, item)
+			if err != nil {
+				return nil, err
+			}
+			return &api.Committed{Step: st.Name, Pass: st.Pass, Committed: st.Done, Units: st.Units, Planned: st.Planned, Items: []store.ItemOutput{*it}}, nil
+		}
+		if limit == 0 {
+			limit = math.MaxInt
+		}
 		items, done, err := r.CommittedOutputs(t, i, limit)
 		if err != nil {
 			return nil, err
 		}
-		st := t.Steps[i]
 		return &api.Committed{Step: st.Name, Pass: st.Pass, Committed: done, Units: st.Units, Planned: st.Planned, Items: items}, nil
 	})
 }

@@ -41,10 +41,7 @@ func (s *Server) events(w http.ResponseWriter, req *http.Request) {
 	}
 	follow := q.Get("follow") == "1" || q.Get("follow") == "true" || strings.Contains(req.Header.Get("Accept"), "text/event-stream")
 	if !follow {
-		answerRead(s, w, req, func(r *store.Reader, t *store.Task) ([]store.Event, error) {
-			evs, err := r.Events(t.ID, from, 0)
-			return nonNil(evs), err
-		})
+		s.eventPage(w, req, from) // tasks.go: ?type=, ?since=, ?limit=
 		return
 	}
 	s.stream(w, req, from)

@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/lhengine/lhengine/api"
@@ -83,6 +85,11 @@ func (s *Server) tasks(w http.ResponseWriter, req *http.Request) {
 		s.listStream(w, req)
 		return
 	}
+	q, err := parseTaskQuery(req)
+	if err != nil {
+		s.fail(w, req, err)
+		return
+	}
 	var ts []*store.Task
 	if err := s.e.Read(func(r *store.Reader) error {
 		var err error
@@ -92,11 +99,89 @@ func (s *Server) tasks(w http.ResponseWriter, req *http.Request) {
 		s.fail(w, req, err)
 		return
 	}
-	out := make([]api.Task, len(ts))
-	for i, t := range ts {
-		out[i] = s.view(t)
+	out := make([]api.Task, 0, len(ts))
+	for _, t := range ts {
+		if v := s.view(t); q.match(v) {
+			out = append(out, v)
+		}
+	}
+	if q.newest {
+		slices.Reverse(out)
+	}
+	w.Header().Set(api.TotalHeader, strconv.Itoa(len(out)))
+	if q.limit > 0 && len(out) > q.limit {
+		out = out[:q.limit]
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// taskQuery is the filter of GET /v1/tasks: ?status= (shown statuses,
+// comma-separated), ?name= (the task's name), ?order=oldest|newest (by
+// creation; oldest by default) and ?limit= (0 or absent: all).
+type taskQuery struct {
+	status map[string]bool
+	name   string
+	newest bool
+	limit  int
+}
+
+// shownStatuses are the statuses a task is shown with.
+var shownStatuses = []string{string(store.Queued), string(store.Running), api.Interrupted, string(store.Paused),
+	string(store.Succeeded), string(store.Failed), string(store.Cancelled)}
+
+func parseTaskQuery(req *http.Request) (taskQuery, error) {
+	v := req.URL.Query()
+	q := taskQuery{name: v.Get("name")}
+	for _, st := range strings.Split(v.Get("status"), ",") {
+		if st = strings.TrimSpace(st); st == "" {
+			continue
+		}
+		if !slices.Contains(shownStatuses, st) {
+			return q, badRequest("status %q: want one of %s", st, strings.Join(shownStatuses, ", "))
+		}
+		if q.status == nil {
+			q.status = map[string]bool{}
+		}
+		q.status[st] = true
+	}
+	switch v.Get("order") {
+	case "", "oldest":
+	case "newest":
+		q.newest = true
+	default:
+		return q, badRequest("order %q: want oldest or newest", v.Get("order"))
+	}
+	var err error
+	q.limit, err = parseLimit(v.Get("limit"))
+	return q, err
+}
+
+func (q taskQuery) match(t api.Task) bool {
+	return (q.status == nil || q.status[t.ShownStatus]) && (q.name == "" || t.Name == q.name)
+}
+
+// parseLimit reads a ?limit= that is absent or a count (0: all).
+func parseLimit(v string) (int, error) {
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return 0, badRequest("limit %q: want a count, or 0 for all", v)
+	}
+	return n, nil
+}
+
+// parseItem reads a ?item= that is absent (-1) or an item number.
+func parseItem(v string) (int, error) {
+	if v == "" {
+		return -1, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return 0, badRequest("item %q: want an item number (0, 1, ...)", v)
+	}
+	return n, nil
 }
 
 func (s *Server) report(w http.ResponseWriter, req *http.Request) {
@@ -385,7 +470,21 @@ func (s *Server) outputs(w http.ResponseWriter, req *http.Request) {
 	})
 }
 
+// attempts answers GET /v1/tasks/{id}/attempts: ?step= one step's,
+// ?item= one item's (with step), ?limit= the first N (the header
+// X-Total-Count says how many match).
 func (s *Server) attempts(w http.ResponseWriter, req *http.Request) {
+	v := req.URL.Query()
+	item, err := parseItem(v.Get("item"))
+	if err == nil && item >= 0 && v.Get("step") == "" {
+		err = badRequest("item needs step: the item numbers are a step's")
+	}
+	limit, lerr := parseLimit(v.Get("limit"))
+	if err = errors.Join(err, lerr); err != nil {
+		s.fail(w, req, err)
+		return
+	}
+	total := 0
 	answerRead(s, w, req, func(r *store.Reader, t *store.Task) ([]*store.Attempt, error) {
 		idx, err := steps(t, req)
 		if err != nil {
@@ -393,12 +492,18 @@ func (s *Server) attempts(w http.ResponseWriter, req *http.Request) {
 		}
 		all := []*store.Attempt{}
 		for _, i := range idx {
-			as, err := r.Attempts(t.ID, i)
+			want := -1 // all
+			if limit > 0 {
+				want = max(limit-len(all), 0) // 0: count only
+			}
+			as, n, err := r.AttemptsPage(t.ID, i, item, want)
 			if err != nil {
 				return nil, err
 			}
 			all = append(all, as...)
+			total += n
 		}
+		w.Header().Set(api.TotalHeader, strconv.Itoa(total))
 		return all, nil
 	})
 }
@@ -508,4 +613,55 @@ func (s *Server) reclaim(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]int{"files": n})
+}
+
+// eventPage answers GET /v1/tasks/{id}/events (not followed): the events
+// from sequence number from on whose type is one of ?type= (comma-separated;
+// all when absent) and whose time is not before ?since= (RFC 3339), the
+// first ?limit= of them (0 or absent: all). The header X-Total-Count says
+// how many match.
+func (s *Server) eventPage(w http.ResponseWriter, req *http.Request, from uint64) {
+	v := req.URL.Query()
+	var types map[store.EventType]bool
+	for _, ty := range strings.Split(v.Get("type"), ",") {
+		if ty = strings.TrimSpace(ty); ty == "" {
+			continue
+		}
+		if strings.Trim(ty, "abcdefghijklmnopqrstuvwxyz_") != "" {
+			s.fail(w, req, badRequest("type %q: want event types such as unit_failed, comma-separated", ty))
+			return
+		}
+		if types == nil {
+			types = map[store.EventType]bool{}
+		}
+		types[store.EventType(ty)] = true
+	}
+	var since time.Time
+	if sv := v.Get("since"); sv != "" {
+		var err error
+		if since, err = time.Parse(time.RFC3339Nano, sv); err != nil {
+			s.fail(w, req, badRequest("since %q: want an RFC 3339 time such as 2026-03-04T12:00:00Z", sv))
+			return
+		}
+	}
+	limit, err := parseLimit(v.Get("limit"))
+	if err != nil {
+		s.fail(w, req, err)
+		return
+	}
+	answerRead(s, w, req, func(r *store.Reader, t *store.Task) ([]store.Event, error) {
+		out := []store.Event{}
+		total := 0
+		err := r.EachEvent(t.ID, from, func(e *store.Event) bool {
+			if (types == nil || types[e.Type]) && !e.Time.Before(since) {
+				total++
+				if limit == 0 || len(out) < limit {
+					out = append(out, *e)
+				}
+			}
+			return true
+		})
+		w.Header().Set(api.TotalHeader, strconv.Itoa(total))
+		return out, err
+	})
 }

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"slices"
@@ -25,14 +26,40 @@ import (
 	"github.com/lhengine/lhengine/store"
 )
 
+// lsDefaultLimit is how many tasks ls prints as text unless --limit says.
+const lsDefaultLimit = 20
+
 func (a *app) lsCmd() *cobra.Command {
-	return &cobra.Command{
+	var (
+		status []string
+		name   string
+		order  string
+		limit  int
+	)
+	cmd := &cobra.Command{
 		Use:   "ls",
-		Short: "List tasks, oldest first",
-		Args:  cobra.NoArgs,
+		Short: "List tasks, newest first (the newest 20; --limit 0 for all)",
+		Long: `ls lists tasks, newest first (--order oldest for oldest first).
+
+Text shows the first 20 unless --limit says otherwise (0: all) and then says
+how many more there are; -o json gives every task unless --limit is given.
+--status keeps the tasks shown with one of the statuses (queued, running,
+interrupted, paused, succeeded, failed, cancelled; repeat it or list them
+comma-separated) and --name the tasks of that name. The owner filters: the
+list that crosses the socket is the one printed.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if order != "newest" && order != "oldest" {
+				return &exitError{code: exitUsage, err: fmt.Errorf("invalid argument --order %q: want newest or oldest", order)}
+			}
+			if limit < 0 {
+				return &exitError{code: exitUsage, err: fmt.Errorf("invalid argument --limit %d: want a count, or 0 for all", limit)}
+			}
+			if !cmd.Flags().Changed("limit") && a.json() {
+				limit = 0
+			}
 			return a.withClient(cmd.Context(), func(c *api.Client) error {
-				tasks, err := c.Tasks(cmd.Context())
+				tasks, total, err := c.TaskList(cmd.Context(), api.TaskQuery{Status: splitList(status), Name: name, Newest: order == "newest", Limit: limit})
 				if err != nil {
 					return err
 				}
@@ -42,17 +69,55 @@ func (a *app) lsCmd() *cobra.Command {
 					}
 					return a.printJSON(tasks)
 				}
-				tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "ID\tNAME\tSTATUS\tPROGRESS\tSTEP\tUPDATED")
-				for _, t := range tasks {
-					done, total := t.Progress()
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\t%s\n", t.ID, t.Name, t.ShownStatus, done, total,
-						t.Steps[min(t.Cursor, len(t.Steps)-1)].Name, t.UpdatedAt.Local().Format(time.DateTime))
-				}
-				return tw.Flush()
+				return printTasks(a.stdout, tasks, total)
 			})
 		},
 	}
+	cmd.Flags().StringSliceVar(&status, "status", nil, "only tasks shown with this status: queued, running, interrupted, paused, succeeded, failed, cancelled (repeat or comma-separate)")
+	cmd.Flags().StringVar(&name, "name", "", "only tasks of this name")
+	cmd.Flags().StringVar(&order, "order", "newest", "newest or oldest first, by submission")
+	cmd.Flags().IntVar(&limit, "limit", lsDefaultLimit, "at most this many tasks (0: all; default for -o json: all)")
+	_ = cmd.RegisterFlagCompletionFunc("status", cobra.FixedCompletions([]string{"queued", "running", "interrupted", "paused", "succeeded", "failed", "cancelled"}, cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("order", cobra.FixedCompletions([]string{"newest", "oldest"}, cobra.ShellCompDirectiveNoFileComp))
+	return cmd
+}
+
+// printTasks prints the task table and, when total says the list was
+// cut, how many more there are.
+func printTasks(w io.Writer, tasks []api.Task, total int) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tNAME\tSTATUS\tPROGRESS\tSTEP\tUPDATED")
+	for _, t := range tasks {
+		done, total := t.Progress()
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\t%s\n", t.ID, t.Name, t.ShownStatus, done, total,
+			t.Steps[min(t.Cursor, len(t.Steps)-1)].Name, t.UpdatedAt.Local().Format(time.DateTime))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	moreLine(w, total-len(tasks), "tasks")
+	return nil
+}
+
+// moreLine says that n more of what is listed were left out, and how to
+// see them all.
+func moreLine(w io.Writer, n int, what string) {
+	if n > 0 {
+		fmt.Fprintf(w, "… %d more %s: --limit 0 for all\n", n, what)
+	}
+}
+
+// splitList splits repeated, comma-separated flag values into one list.
+func splitList(vs []string) []string {
+	var out []string
+	for _, v := range vs {
+		for _, p := range strings.Split(v, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
 }
 
 func (a *app) statusCmd() *cobra.Command {
@@ -209,29 +274,89 @@ func (a *app) report(rep *api.Report) {
 	}
 }
 
+// outputsDefaultLimit is how many items of a fan-out step's output, or
+// attempts, outputs prints as text unless --limit says.
+const outputsDefaultLimit = 20
+
 func (a *app) outputsCmd() *cobra.Command {
-	var attempts bool
+	var (
+		attempts bool
+		item     int
+		limit    int
+	)
 	cmd := &cobra.Command{
 		Use:   "outputs ID [STEP]",
 		Short: "Recorded step outputs (current pass); --attempts lists every attempt with its failure and log",
-		Args:  cobra.RangeArgs(1, 2),
+		Long: `outputs prints the outputs of a task's steps in their current pass, or of
+STEP alone.
+
+A fan-out step's output is one item per unit: text shows the first 20 items
+(--limit N for more, 0 for all) and says how many more there are; --item N
+shows item N's output alone, as its unit committed it. --attempts lists the
+recorded attempts instead (every pass and retry, failed ones with their
+failure and log), the first 20 as text, with --item and --limit too.
+-o json prints whole outputs unless --limit or --item is given: with --limit,
+the committed items of STEP ({"items": [{"item", "attempt", "output"}], ...});
+with --item, that item's output.`,
+		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			step := ""
 			if len(args) == 2 {
 				step = args[1]
 			}
+			itemSet, limitSet := cmd.Flags().Changed("item"), cmd.Flags().Changed("limit")
+			if itemSet && step == "" {
+				return &exitError{code: exitUsage, err: errors.New("--item needs STEP: lhengine outputs ID STEP --item N")}
+			}
+			if itemSet && item < 0 {
+				return &exitError{code: exitUsage, err: fmt.Errorf("invalid argument --item %d: items are numbered from 0", item)}
+			}
+			if limit < 0 {
+				return &exitError{code: exitUsage, err: fmt.Errorf("invalid argument --limit %d: want a count, or 0 for all", limit)}
+			}
+			if !itemSet {
+				item = -1
+			}
+			if a.json() && !limitSet {
+				limit = 0
+			}
 			return a.withClient(ctx, func(c *api.Client) error {
 				t, err := c.Task(ctx, args[0])
 				if err != nil {
 					return err
 				}
+				if step != "" && t.StepIndex(step) < 0 {
+					return fmt.Errorf("task %s has no step %q (its steps: %s)", t.ID, step, strings.Join(stepNames(t), ", "))
+				}
 				if attempts {
-					all, err := c.Attempts(ctx, t.ID, step)
+					all, total, err := c.AttemptPage(ctx, t.ID, api.AttemptQuery{Step: step, Item: item, Limit: limit})
 					if err != nil {
 						return err
 					}
-					return a.printAttempts(t.Task, all)
+					if err := a.printAttempts(t.Task, all); err != nil || a.json() {
+						return err
+					}
+					moreLine(a.stdout, total-len(all), "attempts")
+					return nil
+				}
+				if itemSet {
+					it, err := c.CommittedItem(ctx, t.ID, step, item)
+					if err != nil {
+						return err
+					}
+					if a.json() {
+						return a.printJSON(it.Output)
+					}
+					fmt.Fprintf(a.stdout, "== %s item %d (pass %d, attempt %d)\n%s\n", step, it.Item, t.Steps[t.StepIndex(step)].Pass, it.Attempt, indentJSON(it.Output))
+					return nil
+				}
+				if a.json() && step != "" && limitSet {
+					part, err := c.Committed(ctx, t.ID, step, allIfZero(limit))
+					if err != nil {
+						return err
+					}
+					return a.printJSON(part)
 				}
 				outs, err := c.Outputs(ctx, t.ID, step)
 				if err != nil {
@@ -259,23 +384,15 @@ func (a *app) outputsCmd() *cobra.Command {
 						continue
 					}
 					out, ok := outs[s.Name]
-					if !ok && step != "" && s.Done > 0 {
-						// A step still running: what its units committed so far.
-						part, err := c.Committed(ctx, t.ID, step, 0)
+					if (s.FanOut && s.Done > 0) || (!ok && step != "" && s.Done > 0) {
+						// One line per committed item, the first limit of
+						// them: a fan-out's output, or what a step still
+						// running committed so far.
+						part, err := c.Committed(ctx, t.ID, s.Name, allIfZero(limit))
 						if err != nil {
 							return err
 						}
-						total := "units not all planned yet"
-						if part.Planned {
-							total = fmt.Sprintf("of %d units", part.Units)
-						}
-						fmt.Fprintf(a.stdout, "== %s (pass %d, running): %d committed so far, %s\n", s.Name, part.Pass, part.Committed, total)
-						for _, it := range part.Items {
-							fmt.Fprintf(a.stdout, "item %d: %s\n", it.Item, compactJSON(it.Output))
-						}
-						if n := part.Committed - len(part.Items); n > 0 {
-							fmt.Fprintf(a.stdout, "… %d more committed (-o json, GET /v1/tasks/%s/steps/%s/committed?limit=N)\n", n, t.ID, s.Name)
-						}
+						printItems(a.stdout, s.Name, ok, part)
 						continue
 					}
 					if !ok {
@@ -289,7 +406,43 @@ func (a *app) outputsCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&attempts, "attempts", false, "list every recorded attempt, including failed ones and earlier passes")
+	cmd.Flags().IntVar(&item, "item", 0, "only this item of STEP (numbered from 0): its committed output, or with --attempts its attempts")
+	cmd.Flags().IntVar(&limit, "limit", outputsDefaultLimit, "at most this many items of a fan-out step's output, or attempts (0: all; default for -o json: all)")
 	return cmd
+}
+
+// allIfZero maps a --limit to Client.Committed's: 0 (all) is -1.
+func allIfZero(limit int) int {
+	if limit == 0 {
+		return -1
+	}
+	return limit
+}
+
+// printItems prints the committed items of a step, one line each, and
+// how many more there are. finished says the step completed its pass.
+func printItems(w io.Writer, step string, finished bool, part *api.Committed) {
+	switch {
+	case finished:
+		fmt.Fprintf(w, "== %s (pass %d): %d items\n", step, part.Pass, part.Committed)
+	case part.Planned:
+		fmt.Fprintf(w, "== %s (pass %d, running): %d committed so far, of %d units\n", step, part.Pass, part.Committed, part.Units)
+	default:
+		fmt.Fprintf(w, "== %s (pass %d, running): %d committed so far, units not all planned yet\n", step, part.Pass, part.Committed)
+	}
+	for _, it := range part.Items {
+		fmt.Fprintf(w, "item %d: %s\n", it.Item, compactJSON(it.Output))
+	}
+	moreLine(w, part.Committed-len(part.Items), "items")
+}
+
+// stepNames lists the names of t's steps.
+func stepNames(t *api.Task) []string {
+	names := make([]string, len(t.Steps))
+	for i, s := range t.Steps {
+		names[i] = s.Name
+	}
+	return names
 }
 
 func (a *app) printAttempts(t *store.Task, all []*store.Attempt) error {
@@ -336,7 +489,11 @@ func (a *app) printAttempts(t *store.Task, all []*store.Attempt) error {
 }
 
 func (a *app) eventsCmd() *cobra.Command {
-	var follow bool
+	var (
+		follow bool
+		since  string
+		f      eventFilter
+	)
 	cmd := &cobra.Command{
 		Use:   "events ID",
 		Short: "The task's durable event log; --follow streams it live until the task finishes",
@@ -347,20 +504,84 @@ With --follow it then streams new events from the process that owns the home
 exit 0 if it succeeded, 1 if it failed or was cancelled. When no process works
 on the task, it says so and waits for one (start "lhengine resume ID" or
 "lhengine serve" in another terminal); it never holds the home while it waits.
-Ctrl-C stops following (exit 130); the task is not affected.`,
+Ctrl-C stops following (exit 130); the task is not affected.
+
+--type keeps the events of the types named (repeat it or comma-separate:
+--type unit_failed,item_failed), --since those at or after a time (a
+duration back from now, 10m or 2h, or an RFC 3339 time), both while
+following too. --limit N prints the first N that match and says how many
+more there are (not with --follow). The owner filters: only the events
+printed cross the socket.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.events(cmd.Context(), args[0], follow)
+			if since != "" {
+				at, err := parseSince(since, time.Now())
+				if err != nil {
+					return &exitError{code: exitUsage, err: err}
+				}
+				f.since = at
+			}
+			if f.limit < 0 {
+				return &exitError{code: exitUsage, err: fmt.Errorf("invalid argument --limit %d: want a count, or 0 for all", f.limit)}
+			}
+			if follow && f.limit > 0 {
+				return &exitError{code: exitUsage, err: errors.New("--limit does not go with --follow: a followed log has no end to count to")}
+			}
+			return a.events(cmd.Context(), args[0], follow, f)
 		},
 	}
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "stream new events until the task finishes; exit 0 if it succeeded, 1 if not")
+	cmd.Flags().StringSliceVar(&f.types, "type", nil, "only events of this type, such as unit_failed (repeat or comma-separate)")
+	cmd.Flags().StringVar(&since, "since", "", "only events at or after this time: a duration back from now (10m, 2h) or an RFC 3339 time")
+	cmd.Flags().IntVar(&f.limit, "limit", 0, "at most this many events, the first that match (0: all)")
+	_ = cmd.RegisterFlagCompletionFunc("type", cobra.FixedCompletions(eventTypes, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
+}
+
+// eventTypes are the types of events --type completes.
+var eventTypes = []string{
+	string(store.EvSubmitted), string(store.EvStarted), string(store.EvStepStarted), string(store.EvUnitDone),
+	string(store.EvUnitFailed), string(store.EvUnitRetry), string(store.EvLeaseExpired), string(store.EvStepDone),
+	string(store.EvRepair), string(store.EvSucceeded), string(store.EvFailed), string(store.EvCancelled),
+	string(store.EvPaused), string(store.EvResumed), string(store.EvEffectResolved), string(store.EvRetried),
+	string(store.EvModelCall), string(store.EvReleased), string(store.EvItemFailed), string(store.EvBudgetWarning),
+	string(store.EvBudgetRaised), string(store.EvDrift), string(store.EvApprovalRequested), string(store.EvApprovalDecided),
+	string(store.EvApprovalExpired), string(store.EvApprovalVoided), string(store.EvWaitingApproval),
+	string(store.EvEffectUnknown), string(store.EvNotesCompacted),
+}
+
+// eventFilter is what events --type, --since and --limit select.
+type eventFilter struct {
+	types []string
+	since time.Time
+	limit int
+}
+
+func (f eventFilter) set() bool { return len(f.types) > 0 || !f.since.IsZero() || f.limit > 0 }
+
+// match says whether e passes the type and time filters.
+func (f eventFilter) match(e *store.Event) bool {
+	return (len(f.types) == 0 || slices.Contains(f.types, string(e.Type))) && !e.Time.Before(f.since)
+}
+
+// parseSince reads --since: a duration back from now, or an RFC 3339 time.
+func parseSince(v string, now time.Time) (time.Time, error) {
+	if d, err := time.ParseDuration(v); err == nil {
+		if d < 0 {
+			return time.Time{}, fmt.Errorf("invalid argument --since %q: a duration back from now is not negative", v)
+		}
+		return now.Add(-d), nil
+	}
+	if at, err := time.Parse(time.RFC3339Nano, v); err == nil {
+		return at, nil
+	}
+	return time.Time{}, fmt.Errorf("invalid argument --since %q: want a duration back from now (10m, 2h) or an RFC 3339 time (2026-03-04T12:00:00Z)", v)
 }
 
 // events prints the task's events and, following, streams new ones from
 // the home's owner. Between owners it waits, holding nothing: it looks
 // at the home only to read what is there.
-func (a *app) events(ctx context.Context, ref string, follow bool) error {
+func (a *app) events(ctx context.Context, ref string, follow bool, f eventFilter) error {
 	var from uint64
 	waiting := false
 	deadline := time.Now().Add(ownWait)
@@ -369,7 +590,7 @@ func (a *app) events(ctx context.Context, ref string, follow bool) error {
 		if err != nil {
 			return err
 		}
-		done, t, err := a.eventsOnce(ctx, s, ref, &from, follow)
+		done, t, err := a.eventsOnce(ctx, s, ref, &from, follow, f)
 		last := s.self
 		if !s.local() {
 			last = *s.owner
@@ -409,7 +630,7 @@ func (a *app) events(ctx context.Context, ref string, follow bool) error {
 // if s is another process that works the task, streams them until the
 // task finishes or that owner goes away. It reports whether the task is
 // finished.
-func (a *app) eventsOnce(ctx context.Context, s *session, ref string, from *uint64, follow bool) (bool, *api.Task, error) {
+func (a *app) eventsOnce(ctx context.Context, s *session, ref string, from *uint64, follow bool, f eventFilter) (bool, *api.Task, error) {
 	t, err := s.c.Task(ctx, ref)
 	if err != nil {
 		return false, nil, err
@@ -417,6 +638,9 @@ func (a *app) eventsOnce(ctx context.Context, s *session, ref string, from *uint
 	enc := json.NewEncoder(a.stdout)
 	print := func(e *store.Event) error {
 		*from = e.Seq + 1
+		if !f.match(e) {
+			return nil
+		}
 		if a.json() {
 			return enc.Encode(e)
 		}
@@ -424,7 +648,13 @@ func (a *app) eventsOnce(ctx context.Context, s *session, ref string, from *uint
 		return nil
 	}
 	if !follow || s.local() || !t.Worked {
-		evs, err := s.c.Events(ctx, t.ID, *from)
+		var evs []store.Event
+		total := -1
+		if f.set() {
+			evs, total, err = s.c.EventPage(ctx, t.ID, api.EventQuery{From: *from, Types: f.types, Since: f.since, Limit: f.limit})
+		} else {
+			evs, err = s.c.Events(ctx, t.ID, *from)
+		}
 		if err != nil {
 			return false, nil, err
 		}
@@ -432,6 +662,9 @@ func (a *app) eventsOnce(ctx context.Context, s *session, ref string, from *uint
 			if err := print(&evs[i]); err != nil {
 				return false, nil, err
 			}
+		}
+		if !a.json() && total >= 0 {
+			moreLine(a.stdout, total-len(evs), "events")
 		}
 		return t.Status.Terminal(), t, nil
 	}
