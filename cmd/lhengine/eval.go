@@ -1,13 +1,16 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/vbauerster/mpb/v8"
+	"github.com/vbauerster/mpb/v8/decor"
 
 	"github.com/lhengine/lhengine/internal/evalrun"
 )
@@ -136,74 +139,115 @@ cases are about, and the table reports it.`,
 	return cmd
 }
 
-// evalProgress shows how far an eval is. On a terminal it redraws one line
-// (runs done of total per state, failures); elsewhere it prints a line per
-// finished run. Log lines written through it (it is the engine logger's
-// output while the eval runs) never land inside the drawn line.
+// evalProgress shows how far an eval is. On a terminal it is a bar per
+// state drawn by mpb (runs done of the state's total, how many failed);
+// log lines written through it (it is the engine logger's output while
+// the eval runs) are printed above the bars, never inside them. Elsewhere
+// it prints a line per finished run.
 type evalProgress struct {
 	statusLine
 	name   string
 	states []string
 	total  map[string]int
 	done   map[string]int
-	failed int
+	failed map[string]int
+	p      *mpb.Progress
+	bars   map[string]*mpb.Bar
 }
 
 func newEvalProgress(w io.Writer, set *evalrun.Set, states []evalrun.StateResult) *evalProgress {
-	p := &evalProgress{statusLine: newStatusLine(w), name: set.Name, total: map[string]int{}, done: map[string]int{}}
+	var opts []mpb.ContainerOption
+	if isTerminal(w) {
+		opts = append(opts, mpb.WithOutput(w))
+	}
+	return newEvalProgressWith(w, opts, set, states)
+}
+
+// newEvalProgressWith draws bars with opts when there are any (the output
+// a terminal), else plain lines on w.
+func newEvalProgressWith(w io.Writer, opts []mpb.ContainerOption, set *evalrun.Set, states []evalrun.StateResult) *evalProgress {
+	p := &evalProgress{statusLine: statusLine{w: w, tty: len(opts) > 0}, name: set.Name,
+		total: map[string]int{}, done: map[string]int{}, failed: map[string]int{}}
 	for _, st := range states {
 		p.states = append(p.states, st.Name)
 		for _, c := range set.Cases {
 			p.total[st.Name] += c.Repeat
 		}
 	}
-	if p.tty {
-		p.draw()
+	if !p.tty {
+		return p
+	}
+	p.p = mpb.New(append([]mpb.ContainerOption{mpb.WithWidth(30), mpb.WithRefreshRate(100 * time.Millisecond)}, opts...)...)
+	p.bars = map[string]*mpb.Bar{}
+	for _, st := range p.states {
+		p.bars[st] = p.p.New(int64(max(p.total[st], 1)), mpb.BarStyle().Lbound("[").Filler("=").Tip(">").Padding("-").Rbound("]"),
+			mpb.PrependDecorators(decor.Any(func(decor.Statistics) string { return "eval " + p.name + " · " + st })),
+			mpb.AppendDecorators(decor.Any(func(decor.Statistics) string { return p.count(st) })))
 	}
 	return p
 }
 
-// draw redraws the terminal line; the caller holds mu or owns p alone.
-func (p *evalProgress) draw() {
-	parts := []string{"eval " + p.name}
-	for _, s := range p.states {
-		parts = append(parts, fmt.Sprintf("%s %d/%d", s, p.done[s], p.total[s]))
-	}
-	parts = append(parts, fmt.Sprintf("failures %d", p.failed))
-	p.statusLine.draw(strings.Join(parts, " · "))
+// count is the text right of a state's bar: "3/10 runs · 1 failed".
+func (p *evalProgress) count(state string) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return fmt.Sprintf("%d/%d runs · %d failed", p.done[state], p.total[state], p.failed[state])
 }
 
 func (p *evalProgress) run(rr *evalrun.RunReport) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	p.done[rr.State]++
 	if !rr.Pass || rr.Error != "" || (rr.Crash != nil && !rr.Crash.Recovered) {
-		p.failed++
+		p.failed[rr.State]++
 	}
-	if !p.tty {
-		verdict := "pass"
-		switch {
-		case rr.Error != "":
-			verdict = "error: " + rr.Error
-		case !rr.Pass:
-			verdict = "fail: " + rr.Reason
+	if p.tty {
+		p.mu.Unlock()
+		// Told outside mu: the bar draws through count, which takes it.
+		if b := p.bars[rr.State]; b != nil {
+			b.Increment()
 		}
-		if rr.Crash != nil {
-			if rr.Crash.Recovered {
-				verdict += ", recovered"
-			} else if rr.Error == "" {
-				verdict += ", recovery failed: " + rr.Crash.Reason
-			}
-		}
-		fmt.Fprintf(p.w, "%s · %s · run %d: %s (%d units, %d repairs, %.2fs) [%d/%d]\n", rr.State, rr.Case, rr.Repeat, verdict,
-			rr.Attempts, rr.Repairs, rr.WallSeconds, p.done[rr.State], p.total[rr.State])
 		return
 	}
-	p.draw()
+	defer p.mu.Unlock()
+	verdict := "pass"
+	switch {
+	case rr.Error != "":
+		verdict = "error: " + rr.Error
+	case !rr.Pass:
+		verdict = "fail: " + rr.Reason
+	}
+	if rr.Crash != nil {
+		if rr.Crash.Recovered {
+			verdict += ", recovered"
+		} else if rr.Error == "" {
+			verdict += ", recovery failed: " + rr.Crash.Reason
+		}
+	}
+	fmt.Fprintf(p.w, "%s · %s · run %d: %s (%d units, %d repairs, %.2fs) [%d/%d]\n", rr.State, rr.Case, rr.Repeat, verdict,
+		rr.Attempts, rr.Repairs, rr.WallSeconds, p.done[rr.State], p.total[rr.State])
 }
 
-func (p *evalProgress) finish() {
+// Write prints log output: above the bars on a terminal, as is elsewhere.
+func (p *evalProgress) Write(b []byte) (int, error) {
+	if p.p != nil {
+		n, err := p.p.Write(b)
+		var done mpb.ErrDone[*mpb.Progress]
+		if !errors.As(err, &done) {
+			return n, err
+		}
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.end()
+	return p.w.Write(b)
+}
+
+// finish draws the last numbers and ends the bars.
+func (p *evalProgress) finish() {
+	if p.p == nil {
+		return
+	}
+	for _, b := range p.bars {
+		b.Abort(false)
+	}
+	p.p.Wait()
 }

@@ -78,6 +78,7 @@ func (b *liveBar) start(ctx context.Context) {
 			mpb.PrependDecorators(decor.Any(func(decor.Statistics) string { return b.text(&b.head) })),
 			mpb.AppendDecorators(decor.Any(func(decor.Statistics) string { return b.text(&b.tail) })))
 	}
+	b.changed() // the first read at once
 	go b.loop(ctx)
 }
 
