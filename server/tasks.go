@@ -126,8 +126,8 @@ type taskQuery struct {
 }
 
 // shownStatuses are the statuses a task is shown with.
-var shownStatuses = []string{string(store.Queued), string(store.Running), api.Interrupted, string(store.Paused),
-	string(store.Succeeded), string(store.Failed), string(store.Cancelled)}
+var shownStatuses = []string{string(store.Queued), string(store.Running), api.Interrupted, string(store.WaitingApproval),
+	string(store.Paused), string(store.Succeeded), string(store.Failed), string(store.Cancelled)}
 
 func parseTaskQuery(req *http.Request) (taskQuery, error) {
 	v := req.URL.Query()

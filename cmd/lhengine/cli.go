@@ -275,6 +275,7 @@ person (it says why and the command that continues it); 130 interrupted.`,
 	root.Version = engine.Version
 	root.SetVersionTemplate(versionText())
 	nameArgs(root)
+	a.addCompletions(root) // complete.go
 	return root
 }
 

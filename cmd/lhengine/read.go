@@ -44,8 +44,8 @@ func (a *app) lsCmd() *cobra.Command {
 Text shows the first 20 unless --limit says otherwise (0: all) and then says
 how many more there are; -o json gives every task unless --limit is given.
 --status keeps the tasks shown with one of the statuses (queued, running,
-interrupted, paused, succeeded, failed, cancelled; repeat it or list them
-comma-separated) and --name the tasks of that name. The owner filters: the
+interrupted, waiting_approval, paused, succeeded, failed, cancelled; repeat
+it or list them comma-separated) and --name the tasks of that name. The owner filters: the
 list that crosses the socket is the one printed.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -73,11 +73,11 @@ list that crosses the socket is the one printed.`,
 			})
 		},
 	}
-	cmd.Flags().StringSliceVar(&status, "status", nil, "only tasks shown with this status: queued, running, interrupted, paused, succeeded, failed, cancelled (repeat or comma-separate)")
+	cmd.Flags().StringSliceVar(&status, "status", nil, "only tasks shown with this status: queued, running, interrupted, waiting_approval, paused, succeeded, failed, cancelled (repeat or comma-separate)")
 	cmd.Flags().StringVar(&name, "name", "", "only tasks of this name")
 	cmd.Flags().StringVar(&order, "order", "newest", "newest or oldest first, by submission")
 	cmd.Flags().IntVar(&limit, "limit", lsDefaultLimit, "at most this many tasks (0: all; default for -o json: all)")
-	_ = cmd.RegisterFlagCompletionFunc("status", cobra.FixedCompletions([]string{"queued", "running", "interrupted", "paused", "succeeded", "failed", "cancelled"}, cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("status", cobra.FixedCompletions([]string{"queued", "running", "interrupted", "waiting_approval", "paused", "succeeded", "failed", "cancelled"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("order", cobra.FixedCompletions([]string{"newest", "oldest"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
