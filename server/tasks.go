@@ -424,7 +424,12 @@ func (s *Server) remove(w http.ResponseWriter, req *http.Request) {
 		err = s.e.Remove(req.Context(), t.ID)
 	}
 	if err != nil {
-		if errors.As(err, new(*engine.NotFinishedError)) {
+		var nf *engine.NotFinishedError
+		if errors.As(err, &nf) {
+			if s.view(t).ShownStatus == api.Interrupted {
+				// Say what status and ls say: no process works on it.
+				err = fmt.Errorf("task %s is interrupted (no process is working on it), not finished: only succeeded, failed or cancelled tasks can be removed (cancel it first: lhengine cancel %s; or finish it: lhengine resume %s)", t.ID, t.ID, t.ID)
+			}
 			err = fmt.Errorf("%w: %v", errConflict, err)
 		}
 		s.fail(w, req, err)

@@ -76,6 +76,12 @@ prints everything, the texts included.`,
 				}
 				return a.printJSON(list)
 			}
+			if len(list) == 0 {
+				dirs := engine.PolicySearchPath(lib.task, lib.dirs, a.home)
+				fmt.Fprintf(a.stdout, "no policies on the search path: %s\n", strings.Join(dirs, ", "))
+				fmt.Fprintln(a.stdout, "add a policy file to one of them, or name a folder of them with --policies DIR (repeatable; run, submit and validate take it too)")
+				return nil
+			}
 			w := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(w, "NAME\tVERSION\tFILE\tSHA256\tASSUMPTION\tSHADOWED BY")
 			for _, p := range list {

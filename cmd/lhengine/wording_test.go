@@ -1,0 +1,51 @@
+package main
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lhengine/lhengine/engine"
+	"github.com/lhengine/lhengine/store"
+)
+
+// TestRmOfAnInterruptedTaskSaysInterrupted: rm refuses a task whose
+// process is gone and calls it what status and ls call it, interrupted,
+// with both ways on: cancel or resume.
+func TestRmOfAnInterruptedTaskSaysInterrupted(t *testing.T) {
+	t.Parallel()
+	b := setupCLI(t, chainTask)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	e, err := engine.Open(ctx, engine.Config{Home: b.home})
+	require.NoError(t, err)
+	task, _, err := e.Submit(ctx, filepath.Join(b.dir, "task.hcl"), engine.SubmitOptions{})
+	require.NoError(t, err)
+	err = e.Work(ctx, engine.WorkOptions{Task: task.ID, OnCommit: func(*store.Task) { cancel() }})
+	require.ErrorIs(t, err, context.Canceled)
+	require.NoError(t, e.Close(context.Background()))
+
+	code, _, errOut := b.lh(t, "rm", task.ID)
+	require.Equal(t, exitFailed, code)
+	require.Contains(t, errOut, "is interrupted (no process is working on it), not finished")
+	require.NotContains(t, errOut, "running")
+	require.Contains(t, errOut, "lhengine cancel "+task.ID)
+	require.Contains(t, errOut, "lhengine resume "+task.ID)
+}
+
+// TestPoliciesLsOutsideAProjectSaysWhereItLooked: with no policy on the
+// search path, policies ls names the folders it searched and how to add
+// one, instead of an empty table.
+func TestPoliciesLsOutsideAProjectSaysWhereItLooked(t *testing.T) {
+	t.Parallel()
+	b := setupCLI(t, chainTask)
+	code, out, errOut := b.lh(t, "policies", "ls", "--task", filepath.Join(b.dir, "task.hcl"))
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "no policies on the search path:")
+	require.Contains(t, out, filepath.Join(b.dir, "policies"))
+	require.Contains(t, out, filepath.Join(b.home, "policies"))
+	require.Contains(t, out, "--policies DIR")
+	require.NotContains(t, out, "NAME\tVERSION")
+}
