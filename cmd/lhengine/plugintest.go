@@ -66,6 +66,10 @@ failed, 2 for a bad command line. -o json prints one object: {"plugin",
 				if err != nil {
 					return &exitError{code: exitUsage, err: fmt.Errorf("--request: %w", err)}
 				}
+				var obj map[string]json.RawMessage
+				if err := json.Unmarshal(b, &obj); err != nil || obj == nil {
+					return &exitError{code: exitUsage, err: fmt.Errorf("--request %s: not a JSON object (a request envelope, specs/abi.md §3)", request)}
+				}
 				t.Request = b
 			}
 			if len(policies) > 0 {
@@ -98,8 +102,8 @@ failed, 2 for a bad command line. -o json prints one object: {"plugin",
 			}
 			res, err := engine.TestPlugin(cmd.Context(), wasm, t)
 			if err != nil {
-				if t.Request != nil && !strings.HasPrefix(err.Error(), "throwaway") {
-					return &exitError{code: exitUsage, err: fmt.Errorf("--request %s: %w", request, err)}
+				if t.Request != nil {
+					return fmt.Errorf("--request %s: %w", request, err)
 				}
 				return err
 			}

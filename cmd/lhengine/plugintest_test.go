@@ -111,6 +111,13 @@ func TestPluginTestResults(t *testing.T) {
 	got = plugtestJSON(t, exitOK, wasm, "--request", req)
 	require.JSONEq(t, `{"mode":"fail_until","ok_at":2}`, string(got.Result.Output))
 
+	// An envelope of another ABI is refused.
+	other := filepath.Join(t.TempDir(), "abi2.json")
+	require.NoError(t, os.WriteFile(other, []byte(`{"abi":2,"input":null}`), 0o644))
+	code, _, errOut = plugtest(t, wasm, "--request", other)
+	require.Equal(t, exitFailed, code)
+	require.Contains(t, errOut, "abi 2")
+
 	// A module that is not Wasm is a failure of the plugin.
 	notWasm := filepath.Join(t.TempDir(), "x.wasm")
 	require.NoError(t, os.WriteFile(notWasm, []byte("not wasm"), 0o644))
