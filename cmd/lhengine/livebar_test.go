@@ -84,7 +84,8 @@ func TestLiveBarInATerminal(t *testing.T) {
 	g := testgate.New(t)
 	path := liveTask(t, b, g, 12)
 
-	sock := fmt.Sprintf("lhengine-livebar-%d", os.Getpid())
+	// A tmux server of its own, named after the test's unique folder.
+	sock := "lhengine-" + filepath.Base(filepath.Dir(b.dir))
 	tm := func(args ...string) string {
 		t.Helper()
 		out, err := exec.Command(tmux, append([]string{"-L", sock, "-f", "/dev/null"}, args...)...).CombinedOutput()
