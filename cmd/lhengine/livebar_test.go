@@ -284,3 +284,25 @@ func TestSubmitFollowShowsTheProgress(t *testing.T) {
 	require.Regexp(t, `(?m)^followed · running \S+ · 0 / 5 units \(0%\) · time left unknown · step 1/1 each$`, stderr.String())
 	require.Regexp(t, `(?m)^followed · succeeded \S+ · 5 / 5 units \(100%\) · step 1/1 each$`, stderr.String())
 }
+
+// The texts beside the bar: the count of the counted step in its unit,
+// the rate and time left when they can be told, "time left unknown"
+// otherwise, the step the task is at, and its pass after a repair (the
+// count is then the new pass's, so it never runs backwards unexplained).
+func TestBarTexts(t *testing.T) {
+	t.Parallel()
+	task := &store.Task{Status: store.Running, Cursor: 1, Steps: []store.StepState{{Name: "list"}, {Name: "check"}, {Name: "report"}}}
+	total, pct, rate, eta := 3000, 61.3, 24.0, 48*60.0
+	r := &api.Report{Task: api.Task{Task: task}, Progress: &api.Progress{Name: "site-audit", Status: "running", Unit: "pages",
+		Step: "check", Pass: 1, Done: 1840, Total: &total, Percent: &pct, RatePerS: &rate, EtaS: &eta, ElapsedS: 4320}}
+	head, tail := barTexts(r)
+	require.Equal(t, "site-audit 1h12m", head)
+	require.Equal(t, "1,840 / 3,000 pages (61%) · 24 pages/s · about 48 min left · step 2/3 check", tail)
+
+	// A repair sent the task back to list: check's next pass, its total
+	// not known yet, no time left.
+	task.Cursor = 0
+	r.Progress.Pass, r.Progress.Done, r.Progress.Total, r.Progress.Percent, r.Progress.RatePerS, r.Progress.EtaS = 2, 0, nil, nil, nil, nil
+	_, tail = barTexts(r)
+	require.Equal(t, "0 pages / total not known yet · time left unknown · step 1/3 list · pass 2", tail)
+}
