@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -69,6 +70,22 @@ func TestPluginNewBuildsAndRuns(t *testing.T) {
 			b, err := mk.CombinedOutput()
 			require.NoError(t, err, "make:\n%s", b)
 			require.FileExists(t, filepath.Join(dir, name+".wasm"))
+
+			// Tried alone, without a home, before a task runs it.
+			out, errOut, err = lh(dir, "-o", "json", "plugin", "test", name+".wasm", "--input", `{"greeting":"hi"}`)
+			require.NoError(t, err, "plugin test:\n%s\n%s", out, errOut)
+			var tried struct {
+				Result    struct{ Output json.RawMessage }
+				HostCalls []struct{ Name string } `json:"host_calls"`
+			}
+			require.NoError(t, json.Unmarshal([]byte(out), &tried), out)
+			require.JSONEq(t, `{"echo":{"greeting":"hi"},"lang":"`+lang+`"}`, string(tried.Result.Output))
+			var calls []string
+			for _, c := range tried.HostCalls {
+				calls = append(calls, c.Name)
+			}
+			require.Contains(t, calls, "progress.count", "the template counts")
+			require.NoDirExists(t, filepath.Join(dir, ".lhengine"), "plugin test makes no home")
 
 			out, errOut, err = lh(dir, "--home", filepath.Join(root, "home"), "run", "task.hcl")
 			require.NoError(t, err, "run:\n%s\n%s", out, errOut)
