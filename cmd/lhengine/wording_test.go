@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -48,4 +49,35 @@ func TestPoliciesLsOutsideAProjectSaysWhereItLooked(t *testing.T) {
 	require.Contains(t, out, filepath.Join(b.home, "policies"))
 	require.Contains(t, out, "--policies DIR")
 	require.NotContains(t, out, "NAME\tVERSION")
+}
+
+const typoTask = `
+task "typo" {
+  step "greet" {
+    plugin = "step.wasm"
+    input  = { mode = "echo", text = "hello" }
+  }
+  step "shout" {
+    plugin = "step.wasm"
+    input  = { mode = "echo", text = upper(step.greet.output.txt) }
+  }
+}
+`
+
+// TestRuntimeInputErrorShowsTheSource: an input that fails to evaluate
+// when its unit runs (a step output without the attribute named) is shown
+// as validate shows a mistake: file and line, the source line, and the
+// suggestion, not a bare range.
+func TestRuntimeInputErrorShowsTheSource(t *testing.T) {
+	t.Parallel()
+	b := setupCLI(t, typoTask)
+	code, out, errOut := b.lh(t, "run", filepath.Join(b.dir, "task.hcl"))
+	require.Equal(t, exitFailed, code, out+errOut)
+	id := strings.TrimSpace(strings.TrimPrefix(strings.SplitN(out, "\n", 2)[0], "task "))
+	code, out, errOut = b.lh(t, "status", id)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, `Did you mean "text"?`)
+	require.Contains(t, out, "task.hcl line 9")
+	require.Contains(t, out, "upper(step.greet.output.txt)", "the source line is quoted")
+	require.NotRegexp(t, `\d+,\d+-\d+`, out, "no bare HCL range")
 }

@@ -546,7 +546,7 @@ func (c *Cache) Planner() store.Planner {
 		}
 		each, diags := step.EvalForEach(sc)
 		if diags.HasErrors() {
-			return nil, fault.New(fault.Input, "%s", diagText(diags))
+			return nil, fault.New(fault.Input, "%s", sp.renderDiags(diags))
 		}
 		items := make([]store.Item, len(each))
 		var total int64
@@ -597,7 +597,7 @@ func (c *Cache) Unit(r *store.Reader, task *store.Task, l store.Lease) (json.Raw
 	}
 	v, diags := step.EvalInput(sc)
 	if diags.HasErrors() {
-		return nil, nil, fault.New(fault.Input, "%s", diagText(diags))
+		return nil, nil, fault.New(fault.Input, "%s", sp.renderDiags(diags))
 	}
 	b, err := taskfile.ToJSON(v)
 	if err != nil {
@@ -608,7 +608,7 @@ func (c *Cache) Unit(r *store.Reader, task *store.Task, l store.Lease) (json.Raw
 	}
 	ask, diags := step.EvalApproval(sc)
 	if diags.HasErrors() {
-		return nil, nil, fault.New(fault.Input, "%s", diagText(diags))
+		return nil, nil, fault.New(fault.Input, "%s", sp.renderDiags(diags))
 	}
 	if ask != nil && ask.Subject == nil {
 		ask.Subject = b

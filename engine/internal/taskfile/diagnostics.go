@@ -18,3 +18,7 @@ import (
 func WriteDiagnostics(w io.Writer, files map[string][]byte, diags hcl.Diagnostics, width uint, color bool) error {
 	return hcldiag.Write(w, files, diags, width, color, func(name string, src []byte) bool { return checkSource(name, src) == nil })
 }
+
+// DidYouMean returns " Did you mean "x"?" for the candidate closest to
+// name, or "" when none is close: the suggestion validate makes.
+func DidYouMean(name string, candidates []string) string { return didYouMean(name, candidates) }
