@@ -22,8 +22,13 @@ import (
 // elapsed time and the time left move without commits); off a terminal a
 // plain line every livePlainEvery and at each step change.
 const (
-	liveFetchGap   = 200 * time.Millisecond
-	liveTick       = time.Second
+	liveFetchGap = 200 * time.Millisecond
+	liveTick     = time.Second
+	// liveReadWait bounds one read of the progress, and liveEndWait how
+	// long finish waits for a read in flight: the display never holds up
+	// the command it shows.
+	liveReadWait   = 5 * time.Second
+	liveEndWait    = 10 * time.Second
 	livePlainEvery = 5 * time.Second
 )
 
@@ -119,7 +124,10 @@ func (b *liveBar) loop(ctx context.Context) {
 			}
 		}
 		last = b.now()
-		if r, err := b.read(ctx); err == nil {
+		rctx, cancel := context.WithTimeout(ctx, liveReadWait)
+		r, err := b.read(rctx)
+		cancel()
+		if err == nil {
 			b.show(r, false)
 		}
 	}
@@ -128,8 +136,15 @@ func (b *liveBar) loop(ctx context.Context) {
 // finish shows the task's last numbers and ends the display.
 func (b *liveBar) finish(ctx context.Context) {
 	close(b.stop)
-	<-b.ended
-	if r, err := b.read(context.WithoutCancel(ctx)); err == nil {
+	select {
+	case <-b.ended:
+	case <-time.After(liveEndWait):
+		// A read stuck past its own bound: show nothing more rather than
+		// keep the command from ending.
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), liveReadWait)
+	defer cancel()
+	if r, err := b.read(rctx); err == nil {
 		b.show(r, true)
 	}
 	if b.p != nil {
