@@ -96,13 +96,13 @@ func (a *Attempt) approval(ctx context.Context, raw []byte) ([]byte, error) {
 		case prev.Decided() && prev.SubjectSHA256 == sum:
 			if prev.State == store.ApprovalApproved {
 				if err := a.Store.UseApproval(ctx, l, prev.ID); err != nil {
-					return nil, storeErr(err)
+					return nil, leaseErr(err)
 				}
 			}
 			return json.Marshal(approvalDecision{Approval: prev.ID, Decision: string(prev.State), By: prev.DecidedBy, Note: prev.Note})
 		case prev.State == store.ApprovalPending && !prev.Expires.IsZero() && !l.Unit.Claimed.Before(prev.Expires):
 			if _, err := a.Store.CloseApproval(ctx, l, prev.ID, store.ApprovalExpired, ""); err != nil {
-				return nil, storeErr(err)
+				return nil, leaseErr(err)
 			}
 			return json.Marshal(approvalDecision{Approval: prev.ID, Decision: string(store.ApprovalExpired)})
 		case prev.State == store.ApprovalExpired:
@@ -110,7 +110,7 @@ func (a *Attempt) approval(ctx context.Context, raw []byte) ([]byte, error) {
 		case prev.Decided():
 			why := fmt.Sprintf("the subject changed since it was decided: sha256 %.12s… is now %.12s…", prev.SubjectSHA256, sum)
 			if _, err := a.Store.CloseApproval(ctx, l, prev.ID, store.ApprovalVoided, why); err != nil {
-				return nil, storeErr(err)
+				return nil, leaseErr(err)
 			}
 		}
 	}
@@ -133,14 +133,6 @@ func compactJSON(raw []byte) ([]byte, error) {
 		return nil, errors.New("more than one JSON value")
 	}
 	return json.Marshal(v)
-}
-
-// storeErr turns a store error met during a call into the guest's status.
-func storeErr(err error) error {
-	if errors.Is(err, store.ErrLeaseLost) {
-		return herr(guest.StatusLeaseLost, "%v", err)
-	}
-	return herr(guest.StatusInternal, "%v", err)
 }
 
 // handoff answers handoff.get: the task's handoff (package handoff), as

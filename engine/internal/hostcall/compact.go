@@ -70,7 +70,7 @@ func (a *Attempt) notesCompact(ctx context.Context, raw []byte) ([]byte, error) 
 	case errors.Is(err, store.ErrNotFound):
 		return nil, herr(guest.StatusNotFound, "%v", err)
 	case err != nil:
-		return nil, storeErr(err)
+		return nil, leaseErr(err)
 	}
 	return json.Marshal(struct {
 		Seq uint64 `json:"seq"`
