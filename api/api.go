@@ -5,9 +5,10 @@
 // run`, `worker`, `resume`, `retry`, `serve`, or any command that found no
 // owner) serves the API on a Unix socket inside the home, SocketPath(home);
 // `lhengine serve --listen ADDR` also serves it over TCP behind a bearer
-// token. Every command of the CLI is a client of it. Records are the
-// store's types (store.Task, store.Event, ...); the API adds what only the
-// owner knows, such as whether a running task has a live worker.
+// token. Every command of the CLI is a client of it. The API's records
+// (records.go) are its own types, converted by the owner from the store's:
+// the package imports nothing of the engine, so a program that uses the
+// Client links neither the store nor the runtime.
 package api
 
 import (
@@ -16,7 +17,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/lhengine/lhengine/store"
+	"errors"
 )
 
 // SocketPath is where the owner of home serves the API: a Unix socket in a
@@ -35,22 +36,12 @@ func TokenPath(home string) string { return filepath.Join(home, "run", "token") 
 // TokenEnv is the environment variable a client reads the token from.
 const TokenEnv = "LHENGINE_TOKEN"
 
-// Shown statuses beyond store.Status.
+// Shown statuses beyond Status.
 const (
 	// Interrupted is a task recorded as running that no live worker works:
 	// its process is gone; `resume` continues it.
 	Interrupted = "interrupted"
 )
-
-// Task is a task record as the owner sees it.
-type Task struct {
-	*store.Task
-	// ShownStatus is Status, except that a running task no live worker of
-	// the owner works is Interrupted.
-	ShownStatus string `json:"shown_status"`
-	// Worked: a worker of the owner may work this task now.
-	Worked bool `json:"worked"`
-}
 
 // Report is one task's progress report: GET /v1/tasks/{id}.
 type Report struct {
@@ -58,8 +49,8 @@ type Report struct {
 	Manifest ManifestSummary `json:"manifest"`
 	// Notes are the task's newest notes, up to ReportNotes, oldest first:
 	// GET /v1/tasks/{id}/notes pages through all of them.
-	Notes       []store.Note `json:"notes"`
-	ShownStatus string       `json:"shown_status"`
+	Notes       []Note `json:"notes"`
+	ShownStatus string `json:"shown_status"`
 	// Progress is the progress as a person reads it (progress.go).
 	Progress *Progress `json:"progress"`
 }
@@ -70,19 +61,19 @@ type ManifestSummary struct {
 	Constraints   []string                   `json:"constraints"`
 	Filename      string                     `json:"filename"`
 	Vars          map[string]json.RawMessage `json:"vars"`
-	Plugins       map[string]store.PluginPin `json:"plugins"`
+	Plugins       map[string]PluginPin       `json:"plugins"`
 	EngineVersion string                     `json:"engine_version"`
 	ABI           string                     `json:"abi"`
 	SourceSHA256  string                     `json:"source_sha256"`
 	// Policies are the run's policy versions, without their text.
 	Policies []PolicySummary `json:"policies,omitempty"`
 	// Models are the task's models (never their keys).
-	Models []store.ModelPin `json:"models"`
+	Models []ModelPin `json:"models"`
 	// Prompts are the task's prompts, without their text.
 	Prompts []PromptSummary `json:"prompts"`
 	// ModelReplay is the replay set the task's model calls are answered
 	// from; absent when they go to the providers.
-	ModelReplay *store.ReplayPin `json:"model_replay,omitempty"`
+	ModelReplay *ReplayPin `json:"model_replay,omitempty"`
 }
 
 // PromptSummary names one pinned prompt.
@@ -105,11 +96,11 @@ type PolicySummary struct {
 // the pinned policies and Prompts the pinned prompts, with their full
 // text.
 type Manifest struct {
-	ID       string            `json:"id"`
-	Summary  ManifestSummary   `json:"summary"`
-	Source   string            `json:"source"`
-	Policies []store.PolicyPin `json:"policies"`
-	Prompts  []store.PromptPin `json:"prompts"`
+	ID       string          `json:"id"`
+	Summary  ManifestSummary `json:"summary"`
+	Source   string          `json:"source"`
+	Policies []PolicyPin     `json:"policies"`
+	Prompts  []PromptPin     `json:"prompts"`
 	// Grants are the capabilities of the steps the policies insert, read
 	// back from the pinned texts (specs/policies.md, §2.5).
 	Grants []PolicyGrant `json:"grants"`
@@ -195,10 +186,10 @@ type SubmitRequest struct {
 
 // SubmitResponse answers a SubmitRequest.
 type SubmitResponse struct {
-	ID      string       `json:"id"`
-	Created bool         `json:"created"`
-	Status  store.Status `json:"status"`
-	Task    Task         `json:"task"`
+	ID      string `json:"id"`
+	Created bool   `json:"created"`
+	Status  Status `json:"status"`
+	Task    Task   `json:"task"`
 }
 
 // CancelRequest: POST /v1/tasks/{id}/cancel.
@@ -249,19 +240,19 @@ type DecideRequest struct {
 // the units of a step committed so far in its current pass (the first
 // Items, in item order), how many committed, and of how many units.
 type Committed struct {
-	Step      string             `json:"step"`
-	Pass      int                `json:"pass"`
-	Committed int                `json:"committed"`
-	Units     int                `json:"units"`
-	Planned   bool               `json:"planned"`
-	Items     []store.ItemOutput `json:"items"`
+	Step      string       `json:"step"`
+	Pass      int          `json:"pass"`
+	Committed int          `json:"committed"`
+	Units     int          `json:"units"`
+	Planned   bool         `json:"planned"`
+	Items     []ItemOutput `json:"items"`
 }
 
 // Decided is the answer to a decision: the approval as decided and its
 // task.
 type Decided struct {
-	Approval store.Approval `json:"approval"`
-	Task     Task           `json:"task"`
+	Approval Approval `json:"approval"`
+	Task     Task     `json:"task"`
 }
 
 // SettleRequest: POST /v1/tasks/{id}/effects/confirm and .../retry.
@@ -287,7 +278,7 @@ type RemoveResult struct {
 // Stream event names of GET /v1/tasks/{id}/events?follow=1 (server-sent
 // events).
 const (
-	StreamEvent = "event" // data: a store.Event, id: its sequence number
+	StreamEvent = "event" // data: a Event, id: its sequence number
 	StreamTask  = "task"  // data: the Task, when its record changed
 	StreamEnd   = "end"   // data: the Task, finished; the stream ends
 	// StreamTasks is the message of GET /v1/tasks?follow=1: data is every
@@ -320,14 +311,22 @@ const (
 
 func (e *Error) Error() string { return e.Message }
 
-// Is matches the store's sentinel errors, so errors.Is(err,
-// store.ErrNotFound) holds for a client error as for a local one.
+// Sentinels an *Error matches with errors.Is, by its Code.
+var (
+	// ErrNotFound: no such task, step, approval or effect.
+	ErrNotFound = errors.New("not found")
+	// ErrConflict: the task's state does not allow the request (for
+	// example, it is finished).
+	ErrConflict = errors.New("conflict")
+)
+
+// Is matches ErrNotFound and ErrConflict by the error's Code.
 func (e *Error) Is(target error) bool {
 	switch e.Code {
 	case CodeNotFound:
-		return target == store.ErrNotFound
+		return target == ErrNotFound
 	case CodeConflict:
-		return target == store.ErrTerminal
+		return target == ErrConflict
 	}
 	return false
 }

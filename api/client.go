@@ -15,10 +15,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
-	"github.com/lhengine/lhengine/engine"
-	"github.com/lhengine/lhengine/engine/handoff"
-	"github.com/lhengine/lhengine/store"
 )
 
 // Client calls the API of one owner. It is safe for concurrent use.
@@ -340,12 +336,12 @@ func (c *Client) Outputs(ctx context.Context, ref, step string) (map[string]json
 
 // Attempts returns every recorded attempt of the task's steps (step "" =
 // all of them).
-func (c *Client) Attempts(ctx context.Context, ref, step string) ([]*store.Attempt, error) {
+func (c *Client) Attempts(ctx context.Context, ref, step string) ([]*Attempt, error) {
 	p := taskPath(ref, "attempts")
 	if step != "" {
 		p += "?step=" + url.QueryEscape(step)
 	}
-	var as []*store.Attempt
+	var as []*Attempt
 	return as, c.do(ctx, "GET", p, nil, &as)
 }
 
@@ -358,7 +354,7 @@ type AttemptQuery struct {
 }
 
 // AttemptPage returns the attempts q selects and how many match in all.
-func (c *Client) AttemptPage(ctx context.Context, ref string, q AttemptQuery) ([]*store.Attempt, int, error) {
+func (c *Client) AttemptPage(ctx context.Context, ref string, q AttemptQuery) ([]*Attempt, int, error) {
 	v := url.Values{}
 	if q.Step != "" {
 		v.Set("step", q.Step)
@@ -369,7 +365,7 @@ func (c *Client) AttemptPage(ctx context.Context, ref string, q AttemptQuery) ([
 	if q.Limit > 0 {
 		v.Set("limit", strconv.Itoa(q.Limit))
 	}
-	var as []*store.Attempt
+	var as []*Attempt
 	total, err := c.getPage(ctx, taskPath(ref, "attempts"), v, &as)
 	return as, total, err
 }
@@ -385,7 +381,7 @@ type EventQuery struct {
 }
 
 // EventPage returns the events q selects and how many match in all.
-func (c *Client) EventPage(ctx context.Context, ref string, q EventQuery) ([]store.Event, int, error) {
+func (c *Client) EventPage(ctx context.Context, ref string, q EventQuery) ([]Event, int, error) {
 	v := url.Values{}
 	v.Set("from", strconv.FormatUint(q.From, 10))
 	if len(q.Types) > 0 {
@@ -397,14 +393,14 @@ func (c *Client) EventPage(ctx context.Context, ref string, q EventQuery) ([]sto
 	if q.Limit > 0 {
 		v.Set("limit", strconv.Itoa(q.Limit))
 	}
-	var evs []store.Event
+	var evs []Event
 	total, err := c.getPage(ctx, taskPath(ref, "events"), v, &evs)
 	return evs, total, err
 }
 
 // CommittedItem returns the output item of step committed in its
 // current pass (by the unit's committed attempt).
-func (c *Client) CommittedItem(ctx context.Context, ref, step string, item int) (*store.ItemOutput, error) {
+func (c *Client) CommittedItem(ctx context.Context, ref, step string, item int) (*ItemOutput, error) {
 	var out Committed
 	path := taskPath(ref, "steps", url.PathEscape(step), "committed") + "?item=" + strconv.Itoa(item)
 	if err := c.do(ctx, "GET", path, nil, &out); err != nil {
@@ -418,8 +414,8 @@ func (c *Client) CommittedItem(ctx context.Context, ref, step string, item int) 
 
 // Events returns the task's events from sequence number from on (the
 // first event is number 0).
-func (c *Client) Events(ctx context.Context, ref string, from uint64) ([]store.Event, error) {
-	var evs []store.Event
+func (c *Client) Events(ctx context.Context, ref string, from uint64) ([]Event, error) {
+	var evs []Event
 	return evs, c.do(ctx, "GET", taskPath(ref, "events")+"?from="+strconv.FormatUint(from, 10), nil, &evs)
 }
 
@@ -427,7 +423,7 @@ func (c *Client) Events(ctx context.Context, ref string, from uint64) ([]store.E
 // StreamTask and StreamEnd.
 type StreamItem struct {
 	Type  string // StreamEvent, StreamTask or StreamEnd
-	Event *store.Event
+	Event *Event
 	Task  *Task
 }
 
@@ -447,7 +443,7 @@ func (c *Client) Follow(ctx context.Context, ref string, from uint64, fn func(St
 		it := StreamItem{Type: typ}
 		switch typ {
 		case StreamEvent:
-			it.Event = new(store.Event)
+			it.Event = new(Event)
 			if err := json.Unmarshal(data, it.Event); err != nil {
 				return false, fmt.Errorf("event stream: bad %s: %w", typ, err)
 			}
@@ -557,8 +553,8 @@ func readStream(r io.Reader, fn func(typ string, data []byte) (more bool, err er
 const maxMessage = 64 << 20
 
 // Artifacts lists the task's artifacts with their provenance.
-func (c *Client) Artifacts(ctx context.Context, ref string) ([]store.Provenance, error) {
-	var ps []store.Provenance
+func (c *Client) Artifacts(ctx context.Context, ref string) ([]Provenance, error) {
+	var ps []Provenance
 	return ps, c.do(ctx, "GET", taskPath(ref, "artifacts"), nil, &ps)
 }
 
@@ -572,33 +568,33 @@ func (c *Client) Artifact(ctx context.Context, ref string) (body io.ReadCloser, 
 }
 
 // Effects returns the task's effect journal.
-func (c *Client) Effects(ctx context.Context, ref string) ([]store.Effect, error) {
-	var es []store.Effect
+func (c *Client) Effects(ctx context.Context, ref string) ([]Effect, error) {
+	var es []Effect
 	return es, c.do(ctx, "GET", taskPath(ref, "effects"), nil, &es)
 }
 
 // Failures returns the failed items of the task's fan-out steps that their
 // allow_failures tolerated.
-func (c *Client) Failures(ctx context.Context, ref string) ([]store.FailedItem, error) {
-	var fs []store.FailedItem
+func (c *Client) Failures(ctx context.Context, ref string) ([]FailedItem, error) {
+	var fs []FailedItem
 	return fs, c.do(ctx, "GET", taskPath(ref, "failures"), nil, &fs)
 }
 
 // Settle settles an effect whose outcome is unknown: confirmed (it
 // happened) or not (perform it again).
-func (c *Client) Settle(ctx context.Context, ref string, confirmed bool, req SettleRequest) (*store.Effect, error) {
+func (c *Client) Settle(ctx context.Context, ref string, confirmed bool, req SettleRequest) (*Effect, error) {
 	verb := "retry"
 	if confirmed {
 		verb = "confirm"
 	}
-	var e store.Effect
+	var e Effect
 	return &e, c.do(ctx, "POST", taskPath(ref, "effects", verb), req, &e)
 }
 
 // Approvals returns the approvals of task ref, oldest first; with ref ""
 // the pending approvals of every task that has not finished.
-func (c *Client) Approvals(ctx context.Context, ref string) ([]store.Approval, error) {
-	var as []store.Approval
+func (c *Client) Approvals(ctx context.Context, ref string) ([]Approval, error) {
+	var as []Approval
 	if ref == "" {
 		return as, c.do(ctx, "GET", "/v1/approvals", nil, &as)
 	}
@@ -632,14 +628,14 @@ func (c *Client) Committed(ctx context.Context, ref, step string, limit int) (*C
 
 // Handoff returns task ref's handoff: the bundle a fresh context resumes
 // it from.
-func (c *Client) Handoff(ctx context.Context, ref string) (*handoff.Bundle, error) {
-	var b handoff.Bundle
+func (c *Client) Handoff(ctx context.Context, ref string) (*Handoff, error) {
+	var b Handoff
 	return &b, c.do(ctx, "GET", taskPath(ref, "handoff"), nil, &b)
 }
 
 // GC frees what no task needs any more.
-func (c *Client) GC(ctx context.Context, req GCRequest) (*engine.GCReport, error) {
-	var r engine.GCReport
+func (c *Client) GC(ctx context.Context, req GCRequest) (*GCReport, error) {
+	var r GCReport
 	return &r, c.do(ctx, "POST", "/v1/gc", req, &r)
 }
 

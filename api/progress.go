@@ -8,8 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/lhengine/lhengine/store"
 )
 
 // Progress is a task's progress as a person reads it (Report.Progress,
@@ -63,12 +61,12 @@ type Counter struct {
 // Estimated: the count is of the newest notes only (records written
 // before notes were counted by kind), which Of says.
 type NoteGroup struct {
-	Kind      string       `json:"kind"`
-	Count     int64        `json:"count"`
-	Newest    []store.Note `json:"newest"`
-	More      int64        `json:"more"`
-	Estimated bool         `json:"estimated,omitempty"`
-	Of        int          `json:"of,omitempty"`
+	Kind      string `json:"kind"`
+	Count     int64  `json:"count"`
+	Newest    []Note `json:"newest"`
+	More      int64  `json:"more"`
+	Estimated bool   `json:"estimated,omitempty"`
+	Of        int    `json:"of,omitempty"`
 }
 
 // Waiting is what waits for a person.
@@ -125,7 +123,7 @@ func (p *Progress) Line() string {
 	}
 	if p.EtaS != nil {
 		parts = append(parts, "about "+Duration(time.Duration(*p.EtaS*float64(time.Second)))+" left")
-	} else if !store.Status(p.Status).Terminal() {
+	} else if !Status(p.Status).Terminal() {
 		parts = append(parts, "time left unknown")
 	}
 	if len(p.Budget) > 0 {
@@ -185,10 +183,10 @@ const ReportNotes = 200
 // the seq to ask for the next page from (?from=), 0 when there is none;
 // Total is the number of notes the task recorded.
 type NotesPage struct {
-	Task  string       `json:"task"`
-	Notes []store.Note `json:"notes"`
-	Next  uint64       `json:"next"`
-	Total uint64       `json:"total"`
+	Task  string `json:"task"`
+	Notes []Note `json:"notes"`
+	Next  uint64 `json:"next"`
+	Total uint64 `json:"total"`
 }
 
 // NotesQuery selects the notes of a page: empty fields select all; Limit
@@ -219,4 +217,22 @@ func (c *Client) Notes(ctx context.Context, ref string, q NotesQuery) (*NotesPag
 	}
 	var p NotesPage
 	return &p, c.do(ctx, "GET", path, nil, &p)
+}
+
+// BudgetSummary says each budget with its usage, "units 5 of 5, wall_time
+// 3m0s of 8h0m0s"; "" for a task without one.
+func (p *Progress) BudgetSummary() string {
+	parts := make([]string, 0, len(p.Budget))
+	for _, b := range p.Budget {
+		parts = append(parts, fmt.Sprintf("%s %s of %s", b.Name, usage(b.Name, b.Used), usage(b.Name, b.Limit)))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// usage writes a budget's value: wall_time (seconds) as a duration.
+func usage(budget string, v float64) string {
+	if budget == BudgetWallTime {
+		return (time.Duration(v * float64(time.Second))).Round(time.Second).String()
+	}
+	return strconv.FormatFloat(v, 'f', -1, 64)
 }

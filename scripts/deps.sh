@@ -22,25 +22,39 @@
 set -euo pipefail
 
 need=()
-command -v clang-14 >/dev/null 2>&1 || need+=(clang-14)
-command -v wasm-ld-14 >/dev/null 2>&1 || need+=(lld-14)
-[ -f /usr/lib/wasm32-wasi/libc.a ] || need+=(wasi-libc)
-ls /usr/lib/llvm-14/lib/clang/*/lib/wasi/libclang_rt.builtins-wasm32.a >/dev/null 2>&1 || need+=(libclang-rt-14-dev-wasm32)
-command -v wat2wasm >/dev/null 2>&1 || need+=(wabt)
-[ -x /usr/bin/rustc ] || need+=(rustc)
-ls /usr/lib/rustlib/wasm32-wasi/lib/libstd-*.rlib >/dev/null 2>&1 || need+=(libstd-rust-dev-wasm32)
-[ -x /usr/bin/chromium ] || need+=(chromium)
-[ -x /usr/bin/tmux ] || need+=(tmux)
-command -v node >/dev/null 2>&1 || need+=(nodejs)
-command -v npm >/dev/null 2>&1 || need+=(npm)
+why=()
+want() { need+=("$1"); why+=("$1: $2"); }
+command -v clang-14 >/dev/null 2>&1 || want clang-14 "compiles the C test guests and C plugins to wasm32-wasi"
+command -v wasm-ld-14 >/dev/null 2>&1 || want lld-14 "links the C guests (wasm-ld)"
+[ -f /usr/lib/wasm32-wasi/libc.a ] || want wasi-libc "the C library of the C guests"
+ls /usr/lib/llvm-14/lib/clang/*/lib/wasi/libclang_rt.builtins-wasm32.a >/dev/null 2>&1 ||
+	want libclang-rt-14-dev-wasm32 "clang's builtins for wasm32"
+command -v wat2wasm >/dev/null 2>&1 || want wabt "assembles the WebAssembly text fixtures (wat2wasm)"
+[ -x /usr/bin/rustc ] || want rustc "compiles the Rust SDK and the Rust guests"
+ls /usr/lib/rustlib/wasm32-wasi/lib/libstd-*.rlib >/dev/null 2>&1 ||
+	want libstd-rust-dev-wasm32 "Rust's standard library for wasm32-wasi"
+[ -x /usr/bin/chromium ] || want chromium "the headless browser the dashboard's test drives"
+[ -x /usr/bin/tmux ] || want tmux "the terminal the live progress bar's test runs in"
+command -v node >/dev/null 2>&1 || want nodejs "runs the AssemblyScript compiler"
+command -v npm >/dev/null 2>&1 || want npm "installs the AssemblyScript compiler from the npm registry"
+# npm reaches the registry over TLS: Debian's nodejs trusts the system's
+# certificates, which a bare system may lack (a recommendation, skipped
+# below).
+[ -f /etc/ssl/certs/ca-certificates.crt ] || want ca-certificates "the certificates npm checks the registry's with"
 
 if [ ${#need[@]} -gt 0 ]; then
-	echo "installing: ${need[*]}" >&2
+	echo "scripts/deps.sh: installing ${#need[@]} Debian packages (and what they depend on) for the tests' toolchains:" >&2
+	printf '  %s\n' "${why[@]}" >&2
 	sudo=""
 	[ "$(id -u)" -eq 0 ] || sudo="sudo"
 	export DEBIAN_FRONTEND=noninteractive
-	$sudo apt-get update -qq
-	$sudo apt-get install -y -qq "${need[@]}" >/dev/null
+	echo "scripts/deps.sh: apt-get update" >&2
+	$sudo apt-get update -q
+	# apt's own lines (what it fetches, unpacks and sets up) are the
+	# progress; recommendations (documentation, extra fonts, cargo) are
+	# not needed here.
+	$sudo apt-get install -y --no-install-recommends -o Dpkg::Progress-Fancy=0 "${need[@]}" >&2
+	echo "scripts/deps.sh: installed ${need[*]}" >&2
 fi
 
 # The AssemblyScript compiler and WASI shim, at the versions

@@ -17,7 +17,6 @@ import (
 	"github.com/lhengine/lhengine/internal/testgate"
 	"github.com/lhengine/lhengine/internal/testwasm"
 	"github.com/lhengine/lhengine/server"
-	"github.com/lhengine/lhengine/store"
 )
 
 // apiBundle is an engine on a temp home, its server on 127.0.0.1 behind a
@@ -89,7 +88,7 @@ func TestTCPRequiresTheToken(t *testing.T) {
 	}
 	got, err := good.Task(ctx, task.ID)
 	require.NoError(t, err)
-	require.Equal(t, store.Queued, got.Status, "a refused request touched nothing")
+	require.Equal(t, api.Queued, got.Status, "a refused request touched nothing")
 
 	// A browser's cookie reads, but does not change anything through /v1:
 	// only the header does, which another origin cannot make it send.
@@ -116,7 +115,7 @@ func TestAPIErrorsHaveCodes(t *testing.T) {
 	c := api.NewClient(b.url, nil, b.token)
 
 	_, err := c.Report(ctx, "01NOSUCHTASK0000000000000")
-	require.True(t, errors.Is(err, store.ErrNotFound), "%v", err)
+	require.True(t, errors.Is(err, api.ErrNotFound), "%v", err)
 
 	bad := filepath.Join(b.dir, "bad.hcl")
 	require.NoError(t, os.WriteFile(bad, []byte("task \"x\" {\n  step \"a\" {\n    plugin = \"gate.wasm\"\n    input = var.nope\n  }\n}\n"), 0o644))
@@ -143,7 +142,7 @@ func TestAPIErrorsHaveCodes(t *testing.T) {
 	_, err = c.Cancel(ctx, task.ID, "first")
 	require.NoError(t, err)
 	_, err = c.Cancel(ctx, task.ID, "second")
-	require.True(t, errors.Is(err, store.ErrTerminal), "%v", err)
+	require.True(t, errors.Is(err, api.ErrConflict), "%v", err)
 	_, err = c.Resume(ctx, task.ID)
 	require.ErrorAs(t, err, &ae)
 	require.Equal(t, api.CodeConflict, ae.Code)
@@ -186,7 +185,7 @@ func TestFollowSeesEveryCommitAndEnds(t *testing.T) {
 		b.gate.Release(1)
 		// Wait for this unit's commit to reach the follower.
 		for it := range items {
-			if it.Type == api.StreamEvent && it.Event.Type == store.EvUnitDone {
+			if it.Type == api.StreamEvent && it.Event.Type == api.EvUnitDone {
 				done++
 				break
 			}
@@ -200,6 +199,6 @@ func TestFollowSeesEveryCommitAndEnds(t *testing.T) {
 		}
 	}
 	require.NoError(t, <-followed)
-	require.Equal(t, store.Succeeded, last.Task.Status)
+	require.Equal(t, api.Succeeded, last.Task.Status)
 	require.Equal(t, "succeeded", last.Task.ShownStatus)
 }

@@ -15,9 +15,9 @@ import (
 // approvalsOf answers GET /v1/tasks/{id}/approvals: every approval of
 // the task, oldest first.
 func (s *Server) approvalsOf(w http.ResponseWriter, req *http.Request) {
-	answerRead(s, w, req, func(r *store.Reader, t *store.Task) ([]store.Approval, error) {
+	answerRead(s, w, req, func(r *store.Reader, t *store.Task) ([]api.Approval, error) {
 		as, err := r.Approvals(t.ID)
-		return nonNil(as), err
+		return nonNil(wireList(as, wireApproval)), err
 	})
 }
 
@@ -34,7 +34,7 @@ func (s *Server) pendingApprovals(w http.ResponseWriter, req *http.Request) {
 		s.fail(w, req, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, nonNil(out))
+	writeJSON(w, http.StatusOK, nonNil(wireList(out, wireApproval)))
 }
 
 // pending lists the pending approvals of the tasks that have not finished.
@@ -92,7 +92,7 @@ func (s *Server) decideApproval(req *http.Request, approve bool, in api.DecideRe
 	if err != nil {
 		return nil, err
 	}
-	return &api.Decided{Approval: *a, Task: s.view(task)}, nil
+	return &api.Decided{Approval: wireApproval(*a), Task: s.view(task)}, nil
 }
 
 // partialOutputs answers GET /v1/tasks/{id}/steps/{step}/committed: the
@@ -125,7 +125,7 @@ func (s *Server) partialOutputs(w http.ResponseWriter, req *http.Request) {
 			if err != nil {
 				return nil, err
 			}
-			return &api.Committed{Step: st.Name, Pass: st.Pass, Committed: st.Done, Units: st.Units, Planned: st.Planned, Items: []store.ItemOutput{*it}}, nil
+			return &api.Committed{Step: st.Name, Pass: st.Pass, Committed: st.Done, Units: st.Units, Planned: st.Planned, Items: []api.ItemOutput{wireItemOutput(*it)}}, nil
 		}
 		if limit == 0 {
 			limit = math.MaxInt
@@ -134,14 +134,18 @@ func (s *Server) partialOutputs(w http.ResponseWriter, req *http.Request) {
 		if err != nil {
 			return nil, err
 		}
-		return &api.Committed{Step: st.Name, Pass: st.Pass, Committed: done, Units: st.Units, Planned: st.Planned, Items: items}, nil
+		return &api.Committed{Step: st.Name, Pass: st.Pass, Committed: done, Units: st.Units, Planned: st.Planned, Items: wireList(items, wireItemOutput)}, nil
 	})
 }
 
 // handoff answers GET /v1/tasks/{id}/handoff: the bundle a fresh context
 // resumes the task from (package handoff).
 func (s *Server) handoff(w http.ResponseWriter, req *http.Request) {
-	answerRead(s, w, req, func(r *store.Reader, t *store.Task) (*handoff.Bundle, error) {
-		return handoff.Build(r, t.ID, s.o.Now())
+	answerRead(s, w, req, func(r *store.Reader, t *store.Task) (*api.Handoff, error) {
+		b, err := handoff.Build(r, t.ID, s.o.Now())
+		if err != nil {
+			return nil, err
+		}
+		return wireHandoff(b), nil
 	})
 }

@@ -15,7 +15,6 @@ import (
 	"github.com/lhengine/lhengine/engine"
 	"github.com/lhengine/lhengine/internal/testwasm"
 	"github.com/lhengine/lhengine/server"
-	"github.com/lhengine/lhengine/store"
 )
 
 // benchServed opens an engine on disk with its server on the home's Unix
@@ -68,7 +67,7 @@ func BenchmarkEventLatency(b *testing.B) {
 	followed := make(chan error, 1)
 	go func() {
 		followed <- c.Follow(ctx, t.ID, 0, func(it api.StreamItem) error {
-			if it.Type == api.StreamEvent && it.Event.Type == store.EvUnitDone {
+			if it.Type == api.StreamEvent && it.Event.Type == api.EvUnitDone {
 				lat = append(lat, time.Since(it.Event.Time))
 			}
 			return nil

@@ -175,12 +175,12 @@ type listRow struct {
 
 func row(t api.Task) listRow {
 	done, total := t.Progress()
-	return listRow{Task: t, Done: done, Total: total, Current: currentStep(t.Task)}
+	return listRow{Task: t, Done: done, Total: total, Current: currentStep(&t)}
 }
 
 // currentStep names the step a task is at, "" once it finished.
-func currentStep(t *store.Task) string {
-	if t.Status == store.Succeeded || t.Cursor < 0 || t.Cursor >= len(t.Steps) {
+func currentStep(t *api.Task) string {
+	if t.Status == api.Succeeded || t.Cursor < 0 || t.Cursor >= len(t.Steps) {
 		return ""
 	}
 	return t.Steps[t.Cursor].Name
@@ -477,9 +477,9 @@ func (s *Server) pageTask(w http.ResponseWriter, r *http.Request) {
 	v.CanCancel = !st.Terminal()
 	// A task paused for an effect goes on once the effect is settled;
 	// resumed before, it would only pause again.
-	v.CanResume = (st == store.Paused && v.Waiting == 0) || v.ShownStatus == api.Interrupted
-	v.CanRetry = st == store.Failed || st == store.Cancelled
-	v.CanPause = st == store.Queued || st == store.Running || st == store.WaitingApproval
+	v.CanResume = (st == api.Paused && v.Waiting == 0) || v.ShownStatus == api.Interrupted
+	v.CanRetry = st == api.Failed || st == api.Cancelled
+	v.CanPause = st == api.Queued || st == api.Running || st == api.WaitingApproval
 	s.render(w, r, http.StatusOK, "task", s.page(v.Name, v))
 }
 

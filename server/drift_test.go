@@ -15,7 +15,6 @@ import (
 	"github.com/lhengine/lhengine/engine"
 	"github.com/lhengine/lhengine/internal/testwasm"
 	"github.com/lhengine/lhengine/server"
-	"github.com/lhengine/lhengine/store"
 )
 
 // TestDriftShowsInTheAPIAndTheTaskPage: a fact that changed between submit
@@ -51,7 +50,7 @@ func TestDriftShowsInTheAPIAndTheTaskPage(t *testing.T) {
 
 	got, err := api.NewClient(hs.URL, nil, token).Task(ctx, task.ID)
 	require.NoError(t, err)
-	require.Equal(t, store.Succeeded, got.Status)
+	require.Equal(t, api.Succeeded, got.Status)
 	require.NotNil(t, got.Drift)
 	require.Equal(t, "config", got.Drift.Name)
 	require.Equal(t, "continue", got.Drift.Action)

@@ -7,7 +7,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/api"
-	"github.com/lhengine/lhengine/store"
 )
 
 // TestPauseAndBudgetRaiseOverTheAPI: POST .../pause pauses a queued task
@@ -29,7 +28,7 @@ func TestPauseAndBudgetRaiseOverTheAPI(t *testing.T) {
 
 	got, err := c.Pause(ctx, task.ID, api.PauseRequest{Reason: "deploy window", By: "carol", Grace: "0s"})
 	require.NoError(t, err)
-	require.Equal(t, store.Paused, got.Status)
+	require.Equal(t, api.Paused, got.Status)
 	require.Equal(t, "owner", got.Pause.By)
 	require.Equal(t, "paused by owner: deploy window", got.Reason)
 
@@ -40,13 +39,13 @@ func TestPauseAndBudgetRaiseOverTheAPI(t *testing.T) {
 
 	got, err = c.ResumeWith(ctx, task.ID, api.ResumeRequest{Budget: []string{"units=10", "wall_time=+1h"}, By: "carol"})
 	require.NoError(t, err)
-	require.Equal(t, store.Running, got.Status)
+	require.Equal(t, api.Running, got.Status)
 	require.Equal(t, int64(10), got.Budget.Limits.Units)
 	evs, err := c.Events(ctx, task.ID, 0)
 	require.NoError(t, err)
 	raised := 0
 	for _, e := range evs {
-		if e.Type == store.EvBudgetRaised {
+		if e.Type == api.EvBudgetRaised {
 			raised++
 			require.Equal(t, "owner", e.Owner)
 		}

@@ -166,7 +166,7 @@ func noteGroups(m *store.Progress, recorded uint64, newest []store.Note) []api.N
 	group := func(kind string) *api.NoteGroup {
 		g := byKind[kind]
 		if g == nil {
-			g = &api.NoteGroup{Kind: kind, Newest: []store.Note{}}
+			g = &api.NoteGroup{Kind: kind, Newest: []api.Note{}}
 			byKind[kind] = g
 			kinds = append(kinds, kind)
 		}
@@ -184,7 +184,7 @@ func noteGroups(m *store.Progress, recorded uint64, newest []store.Note) []api.N
 		}
 		g := group(n.Kind)
 		if len(g.Newest) < progressNewest {
-			g.Newest = append(g.Newest, n)
+			g.Newest = append(g.Newest, wireNote(n))
 		}
 		if !counted || n.Kind == store.NoteSummary {
 			g.Count++
@@ -244,6 +244,6 @@ func (s *Server) notes(w http.ResponseWriter, req *http.Request) {
 	}
 	answerRead(s, w, req, func(r *store.Reader, t *store.Task) (api.NotesPage, error) {
 		notes, next, err := r.NotesPage(t.ID, nq)
-		return api.NotesPage{Task: t.ID, Notes: notes, Next: next, Total: t.Notes}, err
+		return api.NotesPage{Task: t.ID, Notes: wireList(notes, wireNote), Next: next, Total: t.Notes}, err
 	})
 }

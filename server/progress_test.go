@@ -13,7 +13,6 @@ import (
 	"github.com/lhengine/lhengine/engine"
 	"github.com/lhengine/lhengine/internal/testwasm"
 	"github.com/lhengine/lhengine/server"
-	"github.com/lhengine/lhengine/store"
 )
 
 // serveTask runs task (with the handoff guest as handoff.wasm) to its end
@@ -70,7 +69,7 @@ func TestReportProgressAndNotesRoute(t *testing.T) {
 	ctx := context.Background()
 	rep, err := c.Report(ctx, id)
 	require.NoError(t, err)
-	require.Equal(t, store.Succeeded, rep.Task.Status)
+	require.Equal(t, api.Succeeded, rep.Task.Status)
 	p := rep.Progress
 	require.NotNil(t, p)
 	require.Equal(t, "pages", p.Unit)

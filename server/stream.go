@@ -94,7 +94,8 @@ func (s *Server) stream(w http.ResponseWriter, req *http.Request, from uint64) {
 		}
 		out.begin()
 		for i := range evs {
-			writeSSE(w, api.StreamEvent, strconv.FormatUint(evs[i].Seq, 10), &evs[i])
+			e := wireEvent(evs[i])
+			writeSSE(w, api.StreamEvent, strconv.FormatUint(e.Seq, 10), &e)
 			from = evs[i].Seq + 1
 		}
 		v := s.view(t)

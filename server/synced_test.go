@@ -10,7 +10,6 @@ import (
 	"github.com/lhengine/lhengine/api"
 	"github.com/lhengine/lhengine/engine"
 	"github.com/lhengine/lhengine/internal/holdpoint"
-	"github.com/lhengine/lhengine/store"
 )
 
 // TestNoAnswerIsAheadOfTheDisk: the sync of the commit that finishes a
@@ -44,7 +43,7 @@ func TestNoAnswerIsAheadOfTheDisk(t *testing.T) {
 
 	type answer struct {
 		what   string
-		status store.Status
+		status api.Status
 		err    error
 	}
 	answers := make(chan answer, 3)
@@ -65,7 +64,7 @@ func TestNoAnswerIsAheadOfTheDisk(t *testing.T) {
 		answers <- a
 	}()
 	go func() {
-		var end store.Status
+		var end api.Status
 		err := c.Follow(ctx, task.ID, 0, func(it api.StreamItem) error {
 			if it.Type == api.StreamEnd {
 				end = it.Task.Status
@@ -86,6 +85,6 @@ func TestNoAnswerIsAheadOfTheDisk(t *testing.T) {
 	for range 3 {
 		a := <-answers
 		require.NoError(t, a.err, a.what)
-		require.Equal(t, store.Succeeded, a.status, a.what)
+		require.Equal(t, api.Succeeded, a.status, a.what)
 	}
 }

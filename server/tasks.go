@@ -21,7 +21,8 @@ import (
 // view is a task as the owner sees it: a running task that none of its
 // workers may work is interrupted (its process is gone).
 func (s *Server) view(t *store.Task) api.Task {
-	v := api.Task{Task: t, ShownStatus: string(t.Status), Worked: s.e.Working(t.ID)}
+	v := wireTask(t)
+	v.ShownStatus, v.Worked = string(t.Status), s.e.Working(t.ID)
 	if t.Status == store.Running && !v.Worked {
 		v.ShownStatus = api.Interrupted
 	}
@@ -208,7 +209,7 @@ func (s *Server) readReport(req *http.Request) (*api.Report, error) {
 		if err != nil {
 			return err
 		}
-		rep = api.Report{Task: s.view(t), Manifest: summary(m), Notes: notes}
+		rep = api.Report{Task: s.view(t), Manifest: summary(m), Notes: wireList(notes, wireNote)}
 		rep.ShownStatus = rep.Task.ShownStatus
 		rep.Progress, err = ReadProgress(r, t, rep.ShownStatus, time.Now()) // progress.go
 		return err
@@ -220,13 +221,13 @@ func summary(m *store.Manifest) api.ManifestSummary {
 	sum := sha256.Sum256(m.Source)
 	s := api.ManifestSummary{
 		Objective: m.Objective, Constraints: m.Constraints, Filename: m.Filename,
-		Vars: m.Vars, Plugins: m.Plugins, EngineVersion: m.EngineVersion, ABI: m.ABI,
+		Vars: m.Vars, Plugins: wirePluginPins(m.Plugins), EngineVersion: m.EngineVersion, ABI: m.ABI,
 		SourceSHA256: hex.EncodeToString(sum[:]),
 	}
 	for _, p := range m.Policies {
 		s.Policies = append(s.Policies, api.PolicySummary{Name: p.Name, Version: p.Version, SHA256: p.SHA256})
 	}
-	s.Models, s.Prompts, s.ModelReplay = nonNil(m.Models), []api.PromptSummary{}, m.ModelReplay
+	s.Models, s.Prompts, s.ModelReplay = nonNil(wireList(m.Models, wireModelPin)), []api.PromptSummary{}, wireReplayPin(m.ModelReplay)
 	for _, p := range m.Prompts {
 		s.Prompts = append(s.Prompts, api.PromptSummary{Name: p.Name, Version: p.Version, File: p.File, SHA256: p.SHA256})
 	}
@@ -246,7 +247,7 @@ func (s *Server) manifest(w http.ResponseWriter, req *http.Request) {
 			grants = append(grants, api.PolicyGrant{Policy: g.Policy, Step: g.Step, Capability: g.Capability, ByTask: g.ByTask, Granted: g.Granted})
 		}
 		return api.Manifest{ID: t.ID, Summary: summary(m), Source: string(m.Source),
-			Policies: nonNil(m.Policies), Prompts: nonNil(m.Prompts), Grants: grants}, nil
+			Policies: nonNil(wireList(m.Policies, wirePolicyPin)), Prompts: nonNil(wireList(m.Prompts, wirePromptPin)), Grants: grants}, nil
 	})
 }
 
@@ -287,7 +288,7 @@ func (s *Server) submit(w http.ResponseWriter, req *http.Request) {
 	if created {
 		status = http.StatusCreated
 	}
-	writeJSON(w, status, api.SubmitResponse{ID: t.ID, Created: created, Status: t.Status, Task: s.view(t)})
+	writeJSON(w, status, api.SubmitResponse{ID: t.ID, Created: created, Status: api.Status(t.Status), Task: s.view(t)})
 }
 
 // isStoreError tells failures of the store (disk full, failed) from
@@ -490,12 +491,12 @@ func (s *Server) attempts(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	total := 0
-	answerRead(s, w, req, func(r *store.Reader, t *store.Task) ([]*store.Attempt, error) {
+	answerRead(s, w, req, func(r *store.Reader, t *store.Task) ([]*api.Attempt, error) {
 		idx, err := steps(t, req)
 		if err != nil {
 			return nil, err
 		}
-		all := []*store.Attempt{}
+		all := []*api.Attempt{}
 		for _, i := range idx {
 			want := -1 // all
 			if limit > 0 {
@@ -505,7 +506,7 @@ func (s *Server) attempts(w http.ResponseWriter, req *http.Request) {
 			if err != nil {
 				return nil, err
 			}
-			all = append(all, as...)
+			all = append(all, wireList(as, wireAttempt)...)
 			total += n
 		}
 		w.Header().Set(api.TotalHeader, strconv.Itoa(total))
@@ -514,9 +515,9 @@ func (s *Server) attempts(w http.ResponseWriter, req *http.Request) {
 }
 
 func (s *Server) artifacts(w http.ResponseWriter, req *http.Request) {
-	answerRead(s, w, req, func(r *store.Reader, t *store.Task) ([]store.Provenance, error) {
+	answerRead(s, w, req, func(r *store.Reader, t *store.Task) ([]api.Provenance, error) {
 		ps, err := r.Artifacts(t.ID)
-		return nonNil(ps), err
+		return nonNil(wireList(ps, wireProvenance)), err
 	})
 }
 
@@ -548,15 +549,16 @@ func (s *Server) artifact(w http.ResponseWriter, req *http.Request) {
 }
 
 func (s *Server) effects(w http.ResponseWriter, req *http.Request) {
-	answerRead(s, w, req, func(r *store.Reader, t *store.Task) ([]store.Effect, error) {
+	answerRead(s, w, req, func(r *store.Reader, t *store.Task) ([]api.Effect, error) {
 		es, err := r.Effects(t.ID)
-		return nonNil(es), err
+		return nonNil(wireList(es, wireEffect)), err
 	})
 }
 
 func (s *Server) failures(w http.ResponseWriter, req *http.Request) {
-	answerRead(s, w, req, func(r *store.Reader, t *store.Task) ([]store.FailedItem, error) {
-		return r.FailedItems(t.ID)
+	answerRead(s, w, req, func(r *store.Reader, t *store.Task) ([]api.FailedItem, error) {
+		fs, err := r.FailedItems(t.ID)
+		return wireList(fs, wireFailedItem), err
 	})
 }
 
@@ -572,7 +574,7 @@ func (s *Server) settle(confirmed bool) http.HandlerFunc {
 			s.fail(w, req, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, eff)
+		writeJSON(w, http.StatusOK, wireEffect(*eff))
 	}
 }
 
@@ -608,7 +610,7 @@ func (s *Server) gc(w http.ResponseWriter, req *http.Request) {
 		s.fail(w, req, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, rep)
+	writeJSON(w, http.StatusOK, wireGC(&rep))
 }
 
 func (s *Server) reclaim(w http.ResponseWriter, req *http.Request) {
@@ -654,14 +656,14 @@ func (s *Server) eventPage(w http.ResponseWriter, req *http.Request, from uint64
 		s.fail(w, req, err)
 		return
 	}
-	answerRead(s, w, req, func(r *store.Reader, t *store.Task) ([]store.Event, error) {
-		out := []store.Event{}
+	answerRead(s, w, req, func(r *store.Reader, t *store.Task) ([]api.Event, error) {
+		out := []api.Event{}
 		total := 0
 		err := r.EachEvent(t.ID, from, func(e *store.Event) bool {
 			if (types == nil || types[e.Type]) && !e.Time.Before(since) {
 				total++
 				if limit == 0 || len(out) < limit {
-					out = append(out, *e)
+					out = append(out, wireEvent(*e))
 				}
 			}
 			return true

@@ -124,7 +124,7 @@ func TestNamedTokensOverTCP(t *testing.T) {
 	// Pauses: alice's, then the owner's.
 	p, err := asAlice.Pause(ctx, task.ID, api.PauseRequest{Reason: "lunch", By: "mallory", Grace: "0s"})
 	require.NoError(t, err)
-	require.Equal(t, store.Paused, p.Status)
+	require.Equal(t, api.Paused, p.Status)
 	require.Equal(t, "alice", p.Pause.By)
 	require.Equal(t, "paused by alice: lunch", p.Reason)
 	_, err = asOwner.Resume(ctx, task.ID)
@@ -149,7 +149,7 @@ func TestNamedTokensOverTCP(t *testing.T) {
 	require.NoError(t, err)
 	raised := 0
 	for _, ev := range evs {
-		if ev.Type == store.EvBudgetRaised {
+		if ev.Type == api.EvBudgetRaised {
 			raised++
 			require.Equal(t, "bob", ev.Owner)
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/lhengine/lhengine/api"
 	"github.com/lhengine/lhengine/internal/testwasm"
 	"github.com/lhengine/lhengine/store"
 )
@@ -70,7 +71,7 @@ func TestApprovalSurvivesKill9OfServe(t *testing.T) {
 	follow := b.start(t, "events", "--follow", id)
 	follow.until(t, regexp.MustCompile(`waiting_approval`))
 	rep := b.status(t, id)
-	require.Equal(t, store.WaitingApproval, rep.Task.Status)
+	require.Equal(t, api.WaitingApproval, rep.Task.Status)
 	require.Equal(t, 99, rep.Task.Steps[0].Done, "the other 99 items committed while one waits")
 
 	require.NoError(t, srv.c.Process.Signal(syscall.SIGKILL))
@@ -94,7 +95,7 @@ func TestApprovalSurvivesKill9OfServe(t *testing.T) {
 	code, _, errOut = b.lh(t, "events", "--follow", id)
 	require.Equal(t, 0, code, errOut)
 	rep = b.status(t, id)
-	require.Equal(t, store.Succeeded, rep.Task.Status, rep.Task.Reason)
+	require.Equal(t, api.Succeeded, rep.Task.Status, rep.Task.Reason)
 	require.Equal(t, 100, rep.Task.Attempts, "every item ran once")
 	as = b.approvalsJSON(t, id)
 	require.Len(t, as, 1)
@@ -129,7 +130,7 @@ func TestRunReturnsOnApprovalAndRejectFails(t *testing.T) {
 	code, out, errOut = b.lh(t, "resume", id)
 	require.Equal(t, 1, code, "%s\n%s", out, errOut)
 	rep := b.status(t, id)
-	require.Equal(t, store.Failed, rep.Task.Status)
+	require.Equal(t, api.Failed, rep.Task.Status)
 	require.Contains(t, rep.Task.Failure.Message, "not on a Friday")
 }
 
@@ -150,8 +151,8 @@ func TestApprovalExpiryPausesUnderServe(t *testing.T) {
 	follow.until(t, regexp.MustCompile(`approval_expired`))
 	follow.until(t, regexp.MustCompile(`paused`))
 	rep := b.status(t, id)
-	require.Equal(t, store.Paused, rep.Task.Status)
-	require.Equal(t, store.PauseApprovalExpired, rep.Task.Pause.Kind)
+	require.Equal(t, api.Paused, rep.Task.Status)
+	require.Equal(t, api.PauseApprovalExpired, rep.Task.Pause.Kind)
 	require.Equal(t, "1", rep.Task.Pause.Name)
 	as := b.approvalsJSON(t, id)
 	require.Equal(t, store.ApprovalExpired, as[0].State)

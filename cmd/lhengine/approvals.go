@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lhengine/lhengine/api"
-	"github.com/lhengine/lhengine/store"
 )
 
 func (a *app) approvalsCmd() *cobra.Command {
@@ -40,7 +39,7 @@ rejected, expired or voided), decided_by, decided_at, note, void.`,
 					return err
 				}
 				if as == nil {
-					as = []store.Approval{}
+					as = []api.Approval{}
 				}
 				if a.json() {
 					return a.printJSON(as)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/lhengine/lhengine/api"
 	"github.com/lhengine/lhengine/engine"
 	"github.com/lhengine/lhengine/internal/crashpoint"
 	"github.com/lhengine/lhengine/internal/testwasm"
@@ -89,7 +90,8 @@ func TestSiteAuditExample(t *testing.T) {
 	require.True(t, killed, "the run must die at commit %d:\n%s", killAt, out)
 	id := strings.TrimSpace(strings.TrimPrefix(strings.SplitN(out, "\n", 2)[0], "task "))
 	require.Len(t, id, 26, out)
-	done, _ := b.status(t, id).Task.Progress()
+	killedRep := b.status(t, id)
+	done, _ := killedRep.Task.Progress()
 	// A failed attempt's commit is one of the commits counted too.
 	require.GreaterOrEqual(t, done, killAt-planted.FailOnce, "commit %d was synced before the kill", killAt)
 	require.Less(t, done, pages+1, "the fan-out was not finished when killed")
@@ -108,7 +110,7 @@ func TestSiteAuditExample(t *testing.T) {
 
 	want := auditKinds(planted)
 	rep := b.status(t, id)
-	require.Equal(t, store.Succeeded, rep.Task.Status, rep.Task.Reason)
+	require.Equal(t, api.Succeeded, rep.Task.Status, rep.Task.Reason)
 	require.Equal(t, want, rep.Task.Counters, "the counters equal the planted counts")
 
 	code, out, errOut = b.lh(t, "outputs", "-o", "json", id, "report")

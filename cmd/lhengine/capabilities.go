@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lhengine/lhengine/api"
-	"github.com/lhengine/lhengine/store"
 )
 
 func (a *app) artifactsCmd() *cobra.Command {
@@ -26,7 +25,7 @@ func (a *app) artifactsCmd() *cobra.Command {
 				}
 				if a.json() {
 					if ps == nil {
-						ps = []store.Provenance{}
+						ps = []api.Provenance{}
 					}
 					return a.printJSON(ps)
 				}
@@ -91,7 +90,7 @@ func (a *app) effectsCmd() *cobra.Command {
 				}
 				if a.json() {
 					if es == nil {
-						es = []store.Effect{}
+						es = []api.Effect{}
 					}
 					return a.printJSON(es)
 				}

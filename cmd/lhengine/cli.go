@@ -179,7 +179,7 @@ func jsonFailure(ctx context.Context, stderr io.Writer, err error) int {
 		out.Exit, out.Code, out.Message = exitInterrupted, "interrupted", "interrupted"
 	case isUsage(err):
 		out.Exit, out.Code = exitUsage, "usage"
-	case errors.Is(err, store.ErrNotFound), errors.As(err, new(*engine.NoHomeError)):
+	case errors.Is(err, store.ErrNotFound), errors.Is(err, api.ErrNotFound), errors.As(err, new(*engine.NoHomeError)):
 		out.Code = api.CodeNotFound
 	}
 	enc := json.NewEncoder(stderr)

@@ -195,7 +195,7 @@ func TestOtherProcessesWatchAndCancelARun(t *testing.T) {
 	require.Equal(t, 0, code)
 	var rep api.Report
 	require.NoError(t, json.Unmarshal([]byte(out), &rep))
-	require.Equal(t, store.Cancelled, rep.Task.Status)
+	require.Equal(t, api.Cancelled, rep.Task.Status)
 	_, err = os.Stat(api.SocketPath(b.home))
 	require.ErrorIs(t, err, os.ErrNotExist, "the owner removed its socket on the way out")
 }
@@ -289,7 +289,7 @@ func TestServeSurvivesKill9(t *testing.T) {
 			code, _, errOut = b.lh(t, "events", "--follow", id)
 			require.Equal(t, 0, code, errOut)
 		}
-		require.Equal(t, store.Succeeded, rep.Task.Status, "task %d", i)
+		require.Equal(t, api.Succeeded, rep.Task.Status, "task %d", i)
 		after := committed(id)
 		require.Len(t, after, 30)
 	again:

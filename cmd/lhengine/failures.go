@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lhengine/lhengine/api"
-	"github.com/lhengine/lhengine/store"
 )
 
 func (a *app) failuresCmd() *cobra.Command {
@@ -29,7 +28,7 @@ these items again (and the steps after them).`,
 					return err
 				}
 				if fs == nil {
-					fs = []store.FailedItem{}
+					fs = []api.FailedItem{}
 				}
 				if a.json() {
 					return a.printJSON(fs)

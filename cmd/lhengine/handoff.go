@@ -11,7 +11,6 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/lhengine/lhengine/api"
-	"github.com/lhengine/lhengine/engine/handoff"
 )
 
 func (a *app) handoffCmd() *cobra.Command {
@@ -58,7 +57,7 @@ valid next actions as commands.
 
 // toYAML is the bundle as the JSON shape (the field names of -o json), for
 // the YAML encoder, which does not read json tags.
-func toYAML(b *handoff.Bundle) any {
+func toYAML(b *api.Handoff) any {
 	raw, err := json.Marshal(b)
 	if err != nil {
 		return b
@@ -71,7 +70,7 @@ func toYAML(b *handoff.Bundle) any {
 }
 
 // writeHandoff renders the bundle for a person.
-func writeHandoff(w io.Writer, b *handoff.Bundle) {
+func writeHandoff(w io.Writer, b *api.Handoff) {
 	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
 	p("handoff of task %s %q (%s)", b.Task.ID, b.Task.Name, b.Task.Status)
 	if b.Task.Reason != "" {

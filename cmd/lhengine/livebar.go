@@ -14,7 +14,6 @@ import (
 	"github.com/vbauerster/mpb/v8/decor"
 
 	"github.com/lhengine/lhengine/api"
-	"github.com/lhengine/lhengine/store"
 )
 
 // How often the live display reads the task's progress: at most every
@@ -198,7 +197,7 @@ func (b *liveBar) show(r *api.Report, last bool) {
 func (b *liveBar) plain(r *api.Report, under string, last bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	step := stepText(r.Task.Task)
+	step := stepText(&r.Task)
 	now := b.now()
 	if !last && step == b.step && now.Sub(b.printed) < livePlainEvery {
 		return
@@ -234,12 +233,12 @@ func barTexts(r *api.Report) (head, tail string) {
 	switch {
 	case p.EtaS != nil:
 		parts = append(parts, "about "+api.Duration(time.Duration(*p.EtaS*float64(time.Second)))+" left")
-	case !store.Status(p.Status).Terminal():
+	case !api.Status(p.Status).Terminal():
 		parts = append(parts, "time left unknown")
 	default:
 		parts = append(parts, p.Status)
 	}
-	step := stepText(r.Task.Task)
+	step := stepText(&r.Task)
 	if p.Pass > 1 {
 		step += fmt.Sprintf(" · pass %d", p.Pass)
 	}
@@ -248,7 +247,7 @@ func barTexts(r *api.Report) (head, tail string) {
 }
 
 // stepText is the step the task is at: "step 2/3 check".
-func stepText(t *store.Task) string {
+func stepText(t *api.Task) string {
 	if t == nil || len(t.Steps) == 0 {
 		return "step -"
 	}

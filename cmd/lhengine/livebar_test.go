@@ -17,7 +17,6 @@ import (
 	"github.com/lhengine/lhengine/api"
 	"github.com/lhengine/lhengine/internal/testgate"
 	"github.com/lhengine/lhengine/internal/testwasm"
-	"github.com/lhengine/lhengine/store"
 )
 
 // liveTask is a task of n gate items (one at a time) counted as pages,
@@ -218,8 +217,8 @@ func TestLivePlainLinesAreSpaced(t *testing.T) {
 	report := func(done, cursor int) *api.Report {
 		pct := float64(done * 10)
 		return &api.Report{
-			Task: api.Task{Task: &store.Task{Status: store.Running, Cursor: cursor,
-				Steps: []store.StepState{{Name: "a"}, {Name: "b"}}}},
+			Task: api.Task{Status: api.Running, Cursor: cursor,
+				Steps: []api.StepState{{Name: "a"}, {Name: "b"}}},
 			Progress: &api.Progress{Name: "t", Status: "running", Unit: "pages", Step: "b", Done: done, Total: &total, Percent: &pct},
 		}
 	}
@@ -291,9 +290,9 @@ func TestSubmitFollowShowsTheProgress(t *testing.T) {
 // count is then the new pass's, so it never runs backwards unexplained).
 func TestBarTexts(t *testing.T) {
 	t.Parallel()
-	task := &store.Task{Status: store.Running, Cursor: 1, Steps: []store.StepState{{Name: "list"}, {Name: "check"}, {Name: "report"}}}
+	task := api.Task{Status: api.Running, Cursor: 1, Steps: []api.StepState{{Name: "list"}, {Name: "check"}, {Name: "report"}}}
 	total, pct, rate, eta := 3000, 61.3, 24.0, 48*60.0
-	r := &api.Report{Task: api.Task{Task: task}, Progress: &api.Progress{Name: "site-audit", Status: "running", Unit: "pages",
+	r := &api.Report{Task: task, Progress: &api.Progress{Name: "site-audit", Status: "running", Unit: "pages",
 		Step: "check", Pass: 1, Done: 1840, Total: &total, Percent: &pct, RatePerS: &rate, EtaS: &eta, ElapsedS: 4320}}
 	head, tail := barTexts(r)
 	require.Equal(t, "site-audit 1h12m", head)
@@ -301,7 +300,7 @@ func TestBarTexts(t *testing.T) {
 
 	// A repair sent the task back to list: check's next pass, its total
 	// not known yet, no time left.
-	task.Cursor = 0
+	r.Task.Cursor = 0
 	r.Progress.Pass, r.Progress.Done, r.Progress.Total, r.Progress.Percent, r.Progress.RatePerS, r.Progress.EtaS = 2, 0, nil, nil, nil, nil
 	_, tail = barTexts(r)
 	require.Equal(t, "0 pages / total not known yet · time left unknown · step 1/3 list · pass 2", tail)

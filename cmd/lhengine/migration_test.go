@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/lhengine/lhengine/api"
 	"github.com/lhengine/lhengine/internal/testwasm"
 	"github.com/lhengine/lhengine/store"
 )
@@ -129,7 +130,7 @@ func TestMigrationExample(t *testing.T) {
 	code, out, errOut = b.lh(t, "resume", id)
 	require.Equal(t, 0, code, "%s\n%s", out, errOut)
 	rep := b.status(t, id)
-	require.Equal(t, store.Succeeded, rep.Task.Status, rep.Task.Reason)
+	require.Equal(t, api.Succeeded, rep.Task.Status, rep.Task.Reason)
 	as = b.approvalsJSON(t, id)
 	require.Len(t, as, 2)
 	require.Equal(t, store.ApprovalApproved, as[1].State)

@@ -9,7 +9,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lhengine/lhengine/api"
-	"github.com/lhengine/lhengine/store"
 )
 
 func (a *app) pauseCmd() *cobra.Command {
@@ -37,7 +36,7 @@ and --reason). "lhengine resume ID" continues it.`,
 					return a.printJSON(t)
 				}
 				done, total := t.Progress()
-				fmt.Fprintf(a.stdout, "task %s %s at %d/%d units%s\ncontinue with: %s\n", t.ID, t.Status, done, total, reasonSuffix(t.Task), continueCommand(t.Task))
+				fmt.Fprintf(a.stdout, "task %s %s at %d/%d units%s\ncontinue with: %s\n", t.ID, t.Status, done, total, reasonSuffix(t), continueCommand(t))
 				return nil
 			})
 		},
@@ -50,9 +49,9 @@ and --reason). "lhengine resume ID" continues it.`,
 // continueCommand is the command that continues a paused task: a budget
 // that paused it is raised by its own limit again (wall_time as a
 // duration); a step's repair.max by one repair.
-func continueCommand(t *store.Task) string {
+func continueCommand(t *api.Task) string {
 	cmd := "lhengine resume " + t.ID
-	if t.Status == store.WaitingApproval {
+	if t.Status == api.WaitingApproval {
 		return fmt.Sprintf("lhengine approvals %s, then lhengine approve %s APPROVAL (or reject), then %s", t.ID, t.ID, cmd)
 	}
 	p := t.Pause
@@ -60,13 +59,13 @@ func continueCommand(t *store.Task) string {
 		return cmd
 	}
 	switch p.Kind {
-	case store.PauseBudget:
+	case api.PauseBudget:
 		delta := strconv.FormatFloat(p.Limit, 'f', -1, 64)
-		if p.Name == store.BudgetWallTime {
+		if p.Name == api.BudgetWallTime {
 			delta = (time.Duration(p.Limit * float64(time.Second))).Round(time.Second).String()
 		}
 		return fmt.Sprintf("%s --budget %s=+%s", cmd, p.Name, delta)
-	case store.PauseRepairs:
+	case api.PauseRepairs:
 		return cmd + " --budget repairs=+1"
 	}
 	return cmd
@@ -78,6 +77,6 @@ var errStopped = errors.New("the task paused")
 
 // stopsFollowing reports whether run or resume returns on a task in
 // status st: it finished, or it waits for a person.
-func stopsFollowing(st store.Status) bool {
-	return st == store.Paused || st == store.WaitingApproval
+func stopsFollowing(st api.Status) bool {
+	return st == api.Paused || st == api.WaitingApproval
 }

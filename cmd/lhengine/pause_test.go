@@ -13,7 +13,6 @@ import (
 
 	"github.com/lhengine/lhengine/api"
 	"github.com/lhengine/lhengine/internal/testgate"
-	"github.com/lhengine/lhengine/store"
 )
 
 // status reads a task's report through the CLI (-o json).
@@ -51,8 +50,8 @@ func TestPauseUnderServe(t *testing.T) {
 	require.Equal(t, 0, pause.wait(t), pause.stderr.String())
 
 	rep := b.status(t, id)
-	require.Equal(t, store.Paused, rep.Task.Status)
-	require.Equal(t, store.PauseOperator, rep.Task.Pause.Kind)
+	require.Equal(t, api.Paused, rep.Task.Status)
+	require.Equal(t, api.PauseOperator, rep.Task.Pause.Kind)
 	require.Equal(t, "maintenance", rep.Task.Pause.Note)
 	require.NotEmpty(t, rep.Task.Pause.By)
 	done, _ := rep.Task.Progress()
@@ -82,7 +81,7 @@ func TestPauseUnderServe(t *testing.T) {
 	code, _, errOut = b.lh(t, "events", "--follow", id)
 	require.Equal(t, 0, code, errOut)
 	rep = b.status(t, id)
-	require.Equal(t, store.Succeeded, rep.Task.Status)
+	require.Equal(t, api.Succeeded, rep.Task.Status)
 	require.Equal(t, 12, rep.Task.Attempts, "every unit committed once")
 	require.NoError(t, srv.c.Process.Signal(syscall.SIGTERM))
 	require.Equal(t, 0, srv.wait(t))
@@ -120,7 +119,7 @@ func TestBudgetPausesRunAndSurvivesAKill(t *testing.T) {
 	require.Contains(t, out, "budget units reached: 5 of 5")
 	require.Contains(t, out, "continue with: lhengine resume "+id+" --budget units=+5")
 	rep := b.status(t, id)
-	require.Equal(t, store.Paused, rep.Task.Status)
+	require.Equal(t, api.Paused, rep.Task.Status)
 	done, _ := rep.Task.Progress()
 	require.Equal(t, 5, done, "3 before the kill, 2 after: the usage survived it")
 	require.Equal(t, int64(5), rep.Task.Budget.Units)
@@ -131,7 +130,7 @@ func TestBudgetPausesRunAndSurvivesAKill(t *testing.T) {
 	code, out, errOut = b.lh(t, "resume", id, "--budget", "units=+5")
 	require.Equal(t, 0, code, "%s %s", out, errOut)
 	rep = b.status(t, id)
-	require.Equal(t, store.Succeeded, rep.Task.Status)
+	require.Equal(t, api.Succeeded, rep.Task.Status)
 	require.LessOrEqual(t, rep.Task.Attempts, 9, "at most the unit in flight at the kill ran twice")
 	code, out, _ = b.lh(t, "events", "-o", "json", id)
 	require.Equal(t, 0, code)
@@ -166,6 +165,6 @@ func TestPauseARun(t *testing.T) {
 	code, out, errOut := b.lh(t, "resume", id)
 	require.Equal(t, 0, code, out+errOut)
 	rep := b.status(t, id)
-	require.Equal(t, store.Succeeded, rep.Task.Status)
+	require.Equal(t, api.Succeeded, rep.Task.Status)
 	require.Equal(t, 6, rep.Task.Attempts)
 }

@@ -23,7 +23,6 @@ import (
 	"github.com/lhengine/lhengine/api"
 	"github.com/lhengine/lhengine/engine"
 	"github.com/lhengine/lhengine/server"
-	"github.com/lhengine/lhengine/store"
 )
 
 // lsDefaultLimit is how many tasks ls prints as text unless --limit says.
@@ -208,8 +207,8 @@ func (a *app) report(rep *api.Report) {
 	if t.Reason != "" {
 		fmt.Fprintf(w, "  reason:      %s\n", t.Reason)
 	}
-	if b := t.BudgetSummary(); b != "" {
-		fmt.Fprintf(w, "  budget:      %s\n", b)
+	if rep.Progress != nil && len(rep.Progress.Budget) > 0 {
+		fmt.Fprintf(w, "  budget:      %s\n", rep.Progress.BudgetSummary())
 	}
 	if d := t.Drift; d != nil {
 		fmt.Fprintf(w, "  drift:       fact %s changed from %s to %s at %s (on_drift %s)\n",
@@ -334,7 +333,7 @@ with --item, that item's output.`,
 					if err != nil {
 						return err
 					}
-					if err := a.printAttempts(t.Task, all); err != nil || a.json() {
+					if err := a.printAttempts(t, all); err != nil || a.json() {
 						return err
 					}
 					moreLine(a.stdout, total-len(all), "attempts")
@@ -445,10 +444,10 @@ func stepNames(t *api.Task) []string {
 	return names
 }
 
-func (a *app) printAttempts(t *store.Task, all []*store.Attempt) error {
+func (a *app) printAttempts(t *api.Task, all []*api.Attempt) error {
 	if a.json() {
 		if all == nil {
-			all = []*store.Attempt{}
+			all = []*api.Attempt{}
 		}
 		return a.printJSON(all)
 	}
@@ -540,14 +539,14 @@ printed cross the socket.`,
 
 // eventTypes are the types of events --type completes.
 var eventTypes = []string{
-	string(store.EvSubmitted), string(store.EvStarted), string(store.EvStepStarted), string(store.EvUnitDone),
-	string(store.EvUnitFailed), string(store.EvUnitRetry), string(store.EvLeaseExpired), string(store.EvStepDone),
-	string(store.EvRepair), string(store.EvSucceeded), string(store.EvFailed), string(store.EvCancelled),
-	string(store.EvPaused), string(store.EvResumed), string(store.EvEffectResolved), string(store.EvRetried),
-	string(store.EvModelCall), string(store.EvReleased), string(store.EvItemFailed), string(store.EvBudgetWarning),
-	string(store.EvBudgetRaised), string(store.EvDrift), string(store.EvApprovalRequested), string(store.EvApprovalDecided),
-	string(store.EvApprovalExpired), string(store.EvApprovalVoided), string(store.EvWaitingApproval),
-	string(store.EvEffectUnknown), string(store.EvNotesCompacted),
+	string(api.EvSubmitted), string(api.EvStarted), string(api.EvStepStarted), string(api.EvUnitDone),
+	string(api.EvUnitFailed), string(api.EvUnitRetry), string(api.EvLeaseExpired), string(api.EvStepDone),
+	string(api.EvRepair), string(api.EvSucceeded), string(api.EvFailed), string(api.EvCancelled),
+	string(api.EvPaused), string(api.EvResumed), string(api.EvEffectResolved), string(api.EvRetried),
+	string(api.EvModelCall), string(api.EvReleased), string(api.EvItemFailed), string(api.EvBudgetWarning),
+	string(api.EvBudgetRaised), string(api.EvDrift), string(api.EvApprovalRequested), string(api.EvApprovalDecided),
+	string(api.EvApprovalExpired), string(api.EvApprovalVoided), string(api.EvWaitingApproval),
+	string(api.EvEffectUnknown), string(api.EvNotesCompacted),
 }
 
 // eventFilter is what events --type, --since and --limit select.
@@ -560,7 +559,7 @@ type eventFilter struct {
 func (f eventFilter) set() bool { return len(f.types) > 0 || !f.since.IsZero() || f.limit > 0 }
 
 // match says whether e passes the type and time filters.
-func (f eventFilter) match(e *store.Event) bool {
+func (f eventFilter) match(e *api.Event) bool {
 	return (len(f.types) == 0 || slices.Contains(f.types, string(e.Type))) && !e.Time.Before(f.since)
 }
 
@@ -583,7 +582,7 @@ func parseSince(v string, now time.Time) (time.Time, error) {
 // at the home only to read what is there.
 func (a *app) events(ctx context.Context, ref string, follow bool, f eventFilter) error {
 	var from uint64
-	waiting := false
+	waiting, cut := false, false
 	deadline := time.Now().Add(ownWait)
 	for {
 		s, err := a.connect(ctx, homeMode{})
@@ -610,11 +609,20 @@ func (a *app) events(ctx context.Context, ref string, follow bool, f eventFilter
 			return nil
 		}
 		if done {
-			if t.Status == store.Succeeded {
+			if t.Status == api.Succeeded {
 				return nil
 			}
-			return &exitError{code: exitFailed, err: fmt.Errorf("task %s %s%s", t.ID, t.Status, reasonSuffix(t.Task))}
+			return &exitError{code: exitFailed, err: fmt.Errorf("task %s %s%s", t.ID, t.Status, reasonSuffix(t))}
 		}
+		if !s.local() && !cut {
+			// The owner's stream ended before the task's end: it stopped
+			// or died, perhaps as it finished the task (its last word
+			// may not have reached us). Look at the home again at once
+			// rather than wait for a next owner that need not come.
+			cut = true
+			continue
+		}
+		cut = false
 		if !waiting {
 			fmt.Fprintf(a.stderr, "task %s is %s and no process is working on it; waiting for one (start `lhengine resume %s` or `lhengine serve`), Ctrl-C to stop\n",
 				t.ID, t.ShownStatus, t.ID)
@@ -636,7 +644,7 @@ func (a *app) eventsOnce(ctx context.Context, s *session, ref string, from *uint
 		return false, nil, err
 	}
 	enc := json.NewEncoder(a.stdout)
-	print := func(e *store.Event) error {
+	print := func(e *api.Event) error {
 		*from = e.Seq + 1
 		if !f.match(e) {
 			return nil
@@ -648,7 +656,7 @@ func (a *app) eventsOnce(ctx context.Context, s *session, ref string, from *uint
 		return nil
 	}
 	if !follow || s.local() || !t.Worked {
-		var evs []store.Event
+		var evs []api.Event
 		total := -1
 		if f.set() {
 			evs, total, err = s.c.EventPage(ctx, t.ID, api.EventQuery{From: *from, Types: f.types, Since: f.since, Limit: f.limit})
@@ -719,7 +727,7 @@ func (a *app) ownerLeft(ctx context.Context, o *api.Owner, id string) {
 	fmt.Fprintf(a.stderr, "%s %s before task %s finished\n", o, fate, id)
 }
 
-func (a *app) printEvent(e *store.Event) {
+func (a *app) printEvent(e *api.Event) {
 	where := e.Step
 	if e.Item != nil && where != "" {
 		where = fmt.Sprintf("%s[%d]", e.Step, *e.Item)

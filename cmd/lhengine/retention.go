@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lhengine/lhengine/api"
-	"github.com/lhengine/lhengine/engine"
 )
 
 func (a *app) rmCmd() *cobra.Command {
@@ -90,7 +89,7 @@ back once the store is next opened without an owner (run gc again then).`,
 			if olderThan > 0 {
 				o.OlderThan = olderThan.String()
 			}
-			var rep *engine.GCReport
+			var rep *api.GCReport
 			local := false
 			if err := a.withSession(cmd.Context(), homeMode{create: true}, func(s *session) error {
 				var err error

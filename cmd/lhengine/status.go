@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/lhengine/lhengine/api"
-	"github.com/lhengine/lhengine/store"
 )
 
 // statusSummary prints what a person reads first of a status (rep.Progress):
@@ -43,7 +42,7 @@ func statusSummary(w io.Writer, rep *api.Report) {
 		}
 	}
 	wt := p.Waiting
-	if wt.Approvals == 0 && wt.Effects == 0 && wt.Paused == "" && t.Status != store.WaitingApproval {
+	if wt.Approvals == 0 && wt.Effects == 0 && wt.Paused == "" && t.Status != api.WaitingApproval {
 		return
 	}
 	fmt.Fprintln(w, "waiting for you:")
@@ -66,17 +65,17 @@ func statusSummary(w io.Writer, rep *api.Report) {
 	if wt.Paused != "" {
 		fmt.Fprintf(w, "  paused: %s\n", wt.Paused)
 	}
-	if t.Status == store.Paused || t.Status == store.WaitingApproval {
-		fmt.Fprintf(w, "  continue: %s\n", continueCommand(t.Task))
+	if t.Status == api.Paused || t.Status == api.WaitingApproval {
+		fmt.Fprintf(w, "  continue: %s\n", continueCommand(&t))
 	}
 }
 
 // kindTitle is the heading of the notes of kind: "findings", "decisions".
 func kindTitle(kind string) string {
 	switch kind {
-	case store.NoteFinding, store.NoteDecision, store.NoteBlocker:
+	case api.NoteFinding, api.NoteDecision, api.NoteBlocker:
 		return kind + "s"
-	case store.NoteSummary:
+	case api.NoteSummary:
 		return "summaries"
 	}
 	return kind + " notes"

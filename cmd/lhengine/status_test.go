@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/api"
-	"github.com/lhengine/lhengine/store"
 )
 
 var updateGolden = flag.Bool("update", false, "rewrite testdata/status/*.golden")
@@ -25,19 +24,19 @@ var updateGolden = flag.Bool("update", false, "rewrite testdata/status/*.golden"
 // every time zone.
 func statusReport() *api.Report {
 	at := time.Date(2026, 3, 4, 12, 0, 0, 0, time.Local)
-	task := &store.Task{ID: "t-0001", Name: "site-audit", Status: store.Running, Cursor: 1, ModelUsage: store.ModelUsage{Cost: 29},
+	task := api.Task{ID: "t-0001", Name: "site-audit", Status: api.Running, Cursor: 1, ModelUsage: api.ModelUsage{Cost: 29},
 		Attempts: 1900, Failures: 3, Epoch: 1912, Waiting: 2, NextApproval: 3,
 		Counters:  map[string]int64{"missing_title": 112, "broken_links": 40},
 		CreatedAt: at.Add(-2 * time.Hour), UpdatedAt: at, StartedAt: at.Add(-2 * time.Hour),
-		Budget: &store.Budget{Limits: store.BudgetLimits{Units: 4000, Cost: 50}, Units: 1841},
-		Steps: []store.StepState{{Name: "list", Planned: true, Units: 1, Done: 1, Pass: 1, Limit: 1},
+		Budget: &api.Budget{Limits: api.BudgetLimits{Units: 4000, Cost: 50}, Units: 1841},
+		Steps: []api.StepState{{Name: "list", Planned: true, Units: 1, Done: 1, Pass: 1, Limit: 1},
 			{Name: "check", FanOut: true, Planned: true, Units: 3000, Done: 1840, Pass: 1, Limit: 16},
 			{Name: "deploy", Limit: 1}}}
-	var notes []store.Note
-	newest := func(kind string, n int, text string) []store.Note {
-		var out []store.Note
+	var notes []api.Note
+	newest := func(kind string, n int, text string) []api.Note {
+		var out []api.Note
 		for i := 0; i < min(n, 3); i++ {
-			out = append(out, store.Note{Seq: uint64(400 - i), Kind: kind, Text: fmt.Sprintf(text, 2999-i), Step: "check", Item: 2999 - i, Time: at.Add(-time.Duration(i) * time.Second)})
+			out = append(out, api.Note{Seq: uint64(400 - i), Kind: kind, Text: fmt.Sprintf(text, 2999-i), Step: "check", Item: 2999 - i, Time: at.Add(-time.Duration(i) * time.Second)})
 		}
 		return out
 	}
@@ -54,7 +53,8 @@ func statusReport() *api.Report {
 		Waiting: api.Waiting{Approvals: 1, Effects: 1, Pending: []api.PendingApproval{{ID: "3", Step: "deploy", Prompt: "Publish the audit report?", Expires: at.Add(24 * time.Hour)}}},
 		Budget:  []api.BudgetUse{{Name: "cost", Used: 29, Limit: 50, Percent: 58}, {Name: "units", Used: 1841, Limit: 4000, Percent: 46}},
 	}
-	return &api.Report{Task: api.Task{Task: task, ShownStatus: string(task.Status), Worked: true}, Notes: notes, ShownStatus: string(task.Status), Progress: p,
+	task.ShownStatus, task.Worked = string(task.Status), true
+	return &api.Report{Task: task, Notes: notes, ShownStatus: string(task.Status), Progress: p,
 		Manifest: api.ManifestSummary{Objective: "Audit every page of the site", Constraints: []string{"never write to the site"}}}
 }
 
@@ -89,8 +89,8 @@ func TestStatusRendering(t *testing.T) {
 func TestStatusPausedSaysHowToContinue(t *testing.T) {
 	t.Parallel()
 	rep := statusReport()
-	rep.Task.Status, rep.Task.ShownStatus = store.Paused, string(store.Paused)
-	rep.Task.Pause = &store.PauseReason{Kind: store.PauseBudget, Name: "units", Used: 4000, Limit: 4000}
+	rep.Task.Status, rep.Task.ShownStatus = api.Paused, string(api.Paused)
+	rep.Task.Pause = &api.PauseReason{Kind: api.PauseBudget, Name: "units", Used: 4000, Limit: 4000}
 	rep.Progress.Status, rep.Progress.RatePerS, rep.Progress.EtaS = "paused", nil, nil
 	rep.Progress.Waiting.Paused = rep.Task.Pause.String()
 	var out bytes.Buffer
@@ -103,6 +103,6 @@ func TestStatusPausedSaysHowToContinue(t *testing.T) {
 func TestEventsPrintTheDate(t *testing.T) {
 	t.Parallel()
 	var out bytes.Buffer
-	(&app{stdout: &out}).printEvent(&store.Event{Seq: 7, Type: store.EvSubmitted, Time: time.Date(2026, 3, 4, 12, 0, 5, 0, time.Local), Message: "3 steps"})
+	(&app{stdout: &out}).printEvent(&api.Event{Seq: 7, Type: api.EvSubmitted, Time: time.Date(2026, 3, 4, 12, 0, 5, 0, time.Local), Message: "3 steps"})
 	require.Equal(t, "    7 2026-03-04 12:00:05 submitted      · 3 steps\n", out.String())
 }

@@ -16,7 +16,6 @@ import (
 
 	"github.com/lhengine/lhengine/api"
 	"github.com/lhengine/lhengine/internal/testgate"
-	"github.com/lhengine/lhengine/store"
 )
 
 // TestTokenCommands: token add prints a new secret once and keeps it in a
@@ -111,7 +110,7 @@ func TestNamedTokenUnderServe(t *testing.T) {
 	ctx := context.Background()
 	p, err := alice.Pause(ctx, id, api.PauseRequest{Reason: "review", By: "mallory", Grace: "0s"})
 	require.NoError(t, err)
-	require.Equal(t, store.Paused, p.Status)
+	require.Equal(t, api.Paused, p.Status)
 	require.Equal(t, "alice", p.Pause.By)
 	require.Equal(t, "paused by alice: review", b.status(t, id).Task.Reason)
 

@@ -438,7 +438,7 @@ why and the command that continues it, with exit status 3.`,
 	return cmd
 }
 
-func reasonSuffix(t *store.Task) string {
+func reasonSuffix(t *api.Task) string {
 	if t.Reason == "" {
 		return ""
 	}
@@ -498,7 +498,7 @@ func (a *app) workTask(ctx context.Context, s *session, id string, conc int, mf 
 	if err != nil {
 		return err
 	}
-	if ctx.Err() != nil && (t.Status == store.Queued || t.Status == store.Running) {
+	if ctx.Err() != nil && (t.Status == api.Queued || t.Status == api.Running) {
 		// Stopped before the end (the stop said what became of the
 		// units in flight).
 		fmt.Fprintf(a.stderr, "interrupted; continue with: lhengine resume %s\n", id)
@@ -510,18 +510,18 @@ func (a *app) workTask(ctx context.Context, s *session, id string, conc int, mf 
 		}
 	} else {
 		done, total := t.Progress()
-		fmt.Fprintf(a.stdout, "task %s %s: %d/%d units%s\n", t.ID, t.ShownStatus, done, total, reasonSuffix(t.Task))
-		if t.Status == store.Succeeded {
+		fmt.Fprintf(a.stdout, "task %s %s: %d/%d units%s\n", t.ID, t.ShownStatus, done, total, reasonSuffix(t))
+		if t.Status == api.Succeeded {
 			fmt.Fprintf(a.stdout, "output of step %q:\n%s\n", t.Steps[len(t.Steps)-1].Name, indentJSON(t.Output))
 		}
 		if stopsFollowing(t.Status) {
-			fmt.Fprintf(a.stdout, "continue with: %s\n", continueCommand(t.Task))
+			fmt.Fprintf(a.stdout, "continue with: %s\n", continueCommand(t))
 		}
 	}
 	if stopsFollowing(t.Status) {
 		return &exitError{code: exitPaused}
 	}
-	if t.Status != store.Succeeded {
+	if t.Status != api.Succeeded {
 		return &exitError{code: exitFailed}
 	}
 	return nil
