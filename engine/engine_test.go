@@ -13,7 +13,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/lhengine/lhengine/engine"
-	"github.com/lhengine/lhengine/engine/fault"
+	"github.com/lhengine/lhengine/fault"
 	"github.com/lhengine/lhengine/internal/testwasm"
 	"github.com/lhengine/lhengine/store"
 )

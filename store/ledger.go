@@ -15,7 +15,7 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 
-	"github.com/lhengine/lhengine/engine/fault"
+	"github.com/lhengine/lhengine/fault"
 )
 
 // Planner produces the items of a fan-out step once the task's cursor has

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lhengine/lhengine/engine/fault"
+	"github.com/lhengine/lhengine/fault"
 )
 
 // Storage quotas. What a task's plugins make the store keep is counted per

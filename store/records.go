@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/lhengine/lhengine/engine/fault"
+	"github.com/lhengine/lhengine/fault"
 )
 
 // Status is the lifecycle state of a task. The string value is persisted.

@@ -15,7 +15,7 @@ import (
 	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/sys"
 
-	"github.com/lhengine/lhengine/engine/fault"
+	"github.com/lhengine/lhengine/fault"
 )
 
 // Plugin is a loaded module, ready to run. It is safe for concurrent use:

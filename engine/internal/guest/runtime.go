@@ -14,7 +14,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/tetratelabs/wazero"
 
-	"github.com/lhengine/lhengine/engine/fault"
+	"github.com/lhengine/lhengine/fault"
 )
 
 // Config configures a Runtime.
