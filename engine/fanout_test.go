@@ -6,20 +6,42 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/engine"
-	"github.com/lhengine/lhengine/internal/benchrun"
 	"github.com/lhengine/lhengine/internal/testwasm"
 	"github.com/lhengine/lhengine/store"
 )
 
 // runTimeFanOut lists n items in its first step; the second fans out over
 // that output, so its items are planned while the task runs, and the last
-// reads every output.
-func runTimeFanOut(n int) string { return benchrun.PlannedFanOutTask(n, true) }
+// reads every output. (lhengine bench runs the same task.)
+func runTimeFanOut(n int) string {
+	var ranges []string // range() gives at most 1,024 values
+	for left := n; left > 0; left -= 1000 {
+		ranges = append(ranges, fmt.Sprintf("range(%d)", min(left, 1000)))
+	}
+	return fmt.Sprintf(`task "large" {
+  step "list" {
+    plugin = "step.wasm"
+    input  = { mode = "echo", items = flatten([%s]) }
+  }
+  step "each" {
+    plugin      = "step.wasm"
+    for_each    = step.list.output.items
+    concurrency = 16
+    input       = { mode = "item" }
+  }
+  step "count" {
+    plugin = "step.wasm"
+    input  = { mode = "echo", n = length(step.each.output) }
+  }
+}
+`, strings.Join(ranges, ", "))
+}
 
 func TestFanOutPlannedAtRunTimeInBatches(t *testing.T) {
 	t.Parallel()
