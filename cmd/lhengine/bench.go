@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/lhengine/lhengine/internal/benchrun"
+	"github.com/lhengine/lhengine/cmd/lhengine/internal/benchrun"
 )
 
 func (a *app) benchCmd() *cobra.Command {

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/tetratelabs/wazero"
 
-	"github.com/lhengine/lhengine/internal/benchrun"
+	"github.com/lhengine/lhengine/cmd/lhengine/internal/benchrun"
 	"github.com/lhengine/lhengine/internal/testwasm"
 )
 

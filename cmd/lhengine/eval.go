@@ -12,7 +12,7 @@ import (
 	"github.com/vbauerster/mpb/v8"
 	"github.com/vbauerster/mpb/v8/decor"
 
-	"github.com/lhengine/lhengine/internal/evalrun"
+	"github.com/lhengine/lhengine/cmd/lhengine/internal/evalrun"
 )
 
 func (a *app) evalCmd() *cobra.Command {

@@ -18,7 +18,7 @@ import (
 	"github.com/vbauerster/mpb/v8"
 
 	"github.com/lhengine/lhengine/engine"
-	"github.com/lhengine/lhengine/internal/evalrun"
+	"github.com/lhengine/lhengine/cmd/lhengine/internal/evalrun"
 	"github.com/lhengine/lhengine/internal/testwasm"
 	"github.com/lhengine/lhengine/store"
 )

@@ -15,7 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/lhengine/lhengine/internal/benchrun"
+	"github.com/lhengine/lhengine/cmd/lhengine/internal/benchrun"
 	"github.com/lhengine/lhengine/internal/testwasm"
 )
 
