@@ -166,34 +166,6 @@ func (s *Server) page(title string, data any) page {
 	return page{Title: title, CSS: template.CSS(stylesheet), Owner: s.Owner(), Nav: true, Data: data}
 }
 
-// listRow is one task of the task list.
-type listRow struct {
-	api.Task
-	Done, Total int
-	Current     string
-}
-
-func row(t api.Task) listRow {
-	done, total := t.Progress()
-	return listRow{Task: t, Done: done, Total: total, Current: currentStep(&t)}
-}
-
-// currentStep names the step a task is at, "" once it finished.
-func currentStep(t *api.Task) string {
-	if t.Status == api.Succeeded || t.Cursor < 0 || t.Cursor >= len(t.Steps) {
-		return ""
-	}
-	return t.Steps[t.Cursor].Name
-}
-
-// listView is what the task list page shows.
-type listView struct {
-	Rows []listRow
-	// Pending are the approvals waiting for a person, of every task that
-	// has not finished.
-	Pending []approvalView
-}
-
 // approvalView is one approval as the pages show it.
 type approvalView struct {
 	store.Approval
@@ -206,34 +178,6 @@ type approvalView struct {
 
 func viewApproval(a store.Approval, taskName string) approvalView {
 	return approvalView{Approval: a, TaskName: taskName, SubjectText: clip(prettyJSON(a.Subject), pageSubject)}
-}
-
-func (s *Server) pageList(w http.ResponseWriter, r *http.Request) {
-	ts, err := s.taskList()
-	var pend []store.Approval
-	if err == nil {
-		err = s.e.Read(func(rd *store.Reader) error {
-			var err error
-			pend, err = pending(rd)
-			return err
-		})
-	}
-	if err != nil {
-		s.pageError(w, toAPIError(err).HTTPStatus, err.Error(), "")
-		return
-	}
-	v := listView{Rows: make([]listRow, 0, len(ts))}
-	names := make(map[string]string, len(ts))
-	for _, t := range slices.Backward(ts) { // newest first
-		v.Rows = append(v.Rows, row(t))
-		names[t.ID] = t.Name
-	}
-	for _, a := range pend {
-		av := viewApproval(a, names[a.Task])
-		av.Back = "/"
-		v.Pending = append(v.Pending, av)
-	}
-	s.render(w, r, http.StatusOK, "list", s.page("Tasks", v))
 }
 
 // taskView is everything the task page shows, read in one snapshot.
@@ -376,7 +320,7 @@ func (s *Server) pageTask(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return err
 		}
-		v.listRow = row(s.view(t))
+		v.listRow = row(s.view(t), time.Now())
 		v.Manifest = summary(m)
 		// The line lhengine status starts with, from the same numbers
 		// (progress.go).

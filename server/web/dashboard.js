@@ -42,31 +42,12 @@
     return e;
   }
 
-  function statusBadge(s) {
-    return el("span", { class: "status s-" + s }, s);
-  }
-
+  // The task list shows the page the query asks for (filters, order,
+  // page): each message of the list stream, which says that some task
+  // changed, fetches that page again and swaps in its list.
   function listPage() {
-    const tbody = document.getElementById("tasks");
     const es = new EventSource("/v1/tasks?follow=1");
-    es.addEventListener("tasks", (m) => {
-      const tasks = JSON.parse(m.data);
-      const rows = [];
-      for (const t of tasks.slice().reverse()) { // newest first
-        const [done, total] = progress(t);
-        const bar = el("progress", { value: done, max: total });
-        rows.push(el("tr", { "data-id": t.id },
-          el("td", { class: "id" }, el("a", { href: "/tasks/" + encodeURIComponent(t.id) }, t.id)),
-          el("td", { class: "name" }, t.name),
-          el("td", {}, statusBadge(t.shown_status)),
-          el("td", { class: "progress" }, bar, " ", el("span", {}, done + " / " + total)),
-          el("td", { class: "step" }, currentStep(t)),
-          el("td", {}, el("time", { datetime: t.updated_at }, when(t.updated_at)))));
-      }
-      tbody.replaceChildren(...rows);
-      document.getElementById("empty").hidden = tasks.length > 0;
-      refreshSoon(); // the approvals waiting for a person
-    });
+    es.addEventListener("tasks", () => refreshSoon());
     es.addEventListener("error", (m) => {
       if (m.data) es.close(); // the server said why; a dropped connection is retried
     });
@@ -144,11 +125,11 @@
     });
   }
 
-  // refreshSoon fetches the page again and swaps in its data-live parts
-  // (on a task's page: approvals, budgets, effects, steps with their
-  // units, counters, notes, artifacts, outputs, the buttons; on the list:
-  // the approvals waiting for a person): at most one fetch at a time, and
-  // one a second at most.
+  // refreshSoon fetches the page again, with its query, and swaps in its
+  // data-live parts (on a task's page: approvals, budgets, effects, steps
+  // with their units, counters, notes, artifacts, outputs, the buttons; on
+  // the list: the tasks and the approvals waiting for a person): at most
+  // one fetch at a time, and one a second at most.
   let busy = false, again = false, last = 0;
   function refreshSoon() {
     if (busy) { again = true; return; }
@@ -159,7 +140,7 @@
   async function refresh() {
     last = Date.now();
     try {
-      const resp = await fetch(location.pathname, { credentials: "same-origin", redirect: "manual", cache: "no-store" });
+      const resp = await fetch(location.pathname + location.search, { credentials: "same-origin", redirect: "manual", cache: "no-store" });
       if (resp.ok) swap(new DOMParser().parseFromString(await resp.text(), "text/html"));
     } catch (e) {
       // the next task message tries again
