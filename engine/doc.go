@@ -4,7 +4,10 @@
 //
 // The data flow, one folder per stage:
 //
-//  1. internal/taskfile  parse and validate task.hcl (diagnostics keep file:line:col)
+//  1. internal/taskfile  parse and validate task.hcl (diagnostics keep file:line:col),
+//     within the limits of internal/bounds (size and nesting checked on the
+//     tokens before parsing; every evaluation's functions and for
+//     expressions charged to one budget)
 //  2. internal/plan      apply the run's harness policies (../policies, specs/
 //     policies.md: inserted steps, parameters, overrides) and pin a run
 //     manifest (source, variables, plugin sha256s, each policy's text);

@@ -26,6 +26,7 @@ import (
 	"github.com/zclconf/go-cty/cty/convert"
 
 	"github.com/lhengine/lhengine/fault"
+	"github.com/lhengine/lhengine/engine/internal/bounds"
 	"github.com/lhengine/lhengine/engine/internal/guest"
 	"github.com/lhengine/lhengine/engine/internal/taskfile"
 	"github.com/lhengine/lhengine/store"
@@ -262,7 +263,7 @@ func ValidateWith(ctx context.Context, path string, po PolicyOptions, check Modu
 	files := map[string][]byte{}
 	if t != nil {
 		files[t.Filename] = t.Source
-	} else if src, err := taskfile.ReadRegular(path, taskfile.MaxSourceBytes); err == nil {
+	} else if src, err := taskfile.ReadRegular(path, bounds.MaxSourceBytes); err == nil {
 		files[path] = src
 	}
 	if diags.HasErrors() {

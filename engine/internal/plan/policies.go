@@ -13,6 +13,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 
+	"github.com/lhengine/lhengine/engine/internal/bounds"
 	"github.com/lhengine/lhengine/engine/internal/taskfile"
 	"github.com/lhengine/lhengine/store"
 )
@@ -111,7 +112,7 @@ func LoadPolicies(dirs []string, required []string) ([]*taskfile.Policy, map[str
 		}
 		sort.Strings(names)
 		for _, name := range names {
-			src, err := taskfile.ReadRegular(name, taskfile.MaxSourceBytes)
+			src, err := taskfile.ReadRegular(name, bounds.MaxSourceBytes)
 			if err != nil {
 				diags = append(diags, &hcl.Diagnostic{
 					Severity: hcl.DiagError,

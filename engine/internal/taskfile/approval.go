@@ -161,7 +161,7 @@ func (s *Step) EvalApproval(scope Scope) (*ApprovalAsk, hcl.Diagnostics) {
 			return cty.DynamicVal, diags
 		}
 		v, d := expr.Value(ctx)
-		d = b.addFailure(d, expr.Range())
+		d = b.AddFailure(d, expr.Range())
 		diags = append(diags, fillSubject(d, expr.Range())...)
 		if d.HasErrors() {
 			return cty.DynamicVal, diags

@@ -12,12 +12,13 @@ import (
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
 
+	"github.com/lhengine/lhengine/engine/internal/bounds"
 	"github.com/lhengine/lhengine/internal/bytesize"
 )
 
 // constCtx evaluates attributes that are fixed when the task file is parsed:
-// functions are available, variables are not.
-var constCtx = &hcl.EvalContext{Functions: functions}
+// functions are available (bounds.Context adds them), variables are not.
+var constCtx = &hcl.EvalContext{}
 
 // constValue evaluates an attribute that must not refer to anything. The
 // result may be null; it is always known.
@@ -35,9 +36,9 @@ func constValue(attr *hcl.Attribute) (cty.Value, hcl.Diagnostics) {
 	if diags.HasErrors() {
 		return cty.DynamicVal, diags
 	}
-	ctx, b := boundedContext(constCtx, calledFunctions(attr.Expr))
+	ctx, b := bounds.Context(constCtx, bounds.CalledFunctions(attr.Expr))
 	v, d := attr.Expr.Value(ctx)
-	d = b.addFailure(d, attr.Expr.Range())
+	d = b.AddFailure(d, attr.Expr.Range())
 	diags = append(diags, fillSubject(d, attr.Expr.Range())...)
 	if d.HasErrors() {
 		return cty.DynamicVal, diags

@@ -11,6 +11,8 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
+
+	"github.com/lhengine/lhengine/engine/internal/bounds"
 )
 
 var fileSchema = &hcl.BodySchema{
@@ -106,7 +108,7 @@ func decodeFile(filename string, src []byte, dir string) (*Task, hcl.Diagnostics
 		// of schema errors that only distract from the real one.
 		return nil, diags
 	}
-	boundSyntax(file.Body)
+	bounds.Instrument(file.Body)
 	content, moreDiags := file.Body.Content(fileSchema)
 	diags = append(diags, moreDiags...)
 

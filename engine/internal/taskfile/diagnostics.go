@@ -5,6 +5,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 
+	"github.com/lhengine/lhengine/engine/internal/bounds"
 	"github.com/lhengine/lhengine/internal/hcldiag"
 )
 
@@ -16,7 +17,7 @@ import (
 // is written without an excerpt. The filename is
 // kept as it is in the diagnostic. color adds terminal colors.
 func WriteDiagnostics(w io.Writer, files map[string][]byte, diags hcl.Diagnostics, width uint, color bool) error {
-	return hcldiag.Write(w, files, diags, width, color, func(name string, src []byte) bool { return checkSource(name, src) == nil })
+	return hcldiag.Write(w, files, diags, width, color, func(name string, src []byte) bool { return bounds.CheckSource(name, src) == nil })
 }
 
 // DidYouMean returns " Did you mean "x"?" for the candidate closest to

@@ -6,6 +6,8 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/lhengine/lhengine/engine/internal/bounds"
 )
 
 // Scope is what an expression sees at run time.
@@ -38,7 +40,7 @@ func (s *Step) EvalInput(scope Scope) (cty.Value, hcl.Diagnostics) {
 		return cty.DynamicVal, diags
 	}
 	v, d := s.Input.Value(ctx)
-	d = b.addFailure(d, s.Input.Range())
+	d = b.AddFailure(d, s.Input.Range())
 	diags = append(diags, fillSubject(d, s.Input.Range())...)
 	if d.HasErrors() {
 		return cty.DynamicVal, diags
@@ -61,7 +63,7 @@ func (s *Step) EvalInput(scope Scope) (cty.Value, hcl.Diagnostics) {
 // stable); for a map or object, each.key is the key (a string) and the items
 // are in lexical key order. It returns nil and no diagnostics for a step
 // without for_each. scope.Each is ignored. A value of more than
-// MaxCollectionElements items is an error.
+// bounds.MaxCollectionElements items is an error.
 func (s *Step) EvalForEach(scope Scope) ([]Each, hcl.Diagnostics) {
 	if s.ForEach == nil {
 		return nil, nil
@@ -72,7 +74,7 @@ func (s *Step) EvalForEach(scope Scope) ([]Each, hcl.Diagnostics) {
 		return nil, diags
 	}
 	v, d := s.ForEach.Value(ctx)
-	d = b.addFailure(d, s.ForEach.Range())
+	d = b.AddFailure(d, s.ForEach.Range())
 	diags = append(diags, fillSubject(d, s.ForEach.Range())...)
 	if d.HasErrors() {
 		return nil, diags
@@ -89,13 +91,13 @@ func (s *Step) EvalForEach(scope Scope) ([]Each, hcl.Diagnostics) {
 			Subject:  s.ForEach.Range().Ptr(),
 		})
 	}
-	if n := v.LengthInt(); n > MaxCollectionElements {
+	if n := v.LengthInt(); n > bounds.MaxCollectionElements {
 		// A variable or an earlier step's output, read as it is, has not
 		// been through the checked functions.
 		return nil, append(diags, &hcl.Diagnostic{
 			Severity: hcl.DiagError,
 			Summary:  "Too many fan-out items",
-			Detail:   fmt.Sprintf("The for_each value has %d elements; the limit is %d.", n, MaxCollectionElements),
+			Detail:   fmt.Sprintf("The for_each value has %d elements; the limit is %d.", n, bounds.MaxCollectionElements),
 			Subject:  s.ForEach.Range().Ptr(),
 		})
 	}
@@ -154,7 +156,7 @@ func references(exprs ...hcl.Expression) []string {
 // runtimeContext builds the evaluation context for expr from scope, with
 // the budget its functions share, first checking that everything expr reads
 // is there.
-func (s *Step) runtimeContext(expr hcl.Expression, scope Scope, eachAllowed bool) (*hcl.EvalContext, *budget, hcl.Diagnostics) {
+func (s *Step) runtimeContext(expr hcl.Expression, scope Scope, eachAllowed bool) (*hcl.EvalContext, *bounds.Budget, hcl.Diagnostics) {
 	var diags hcl.Diagnostics
 	missing := func(tr hcl.Traversal, summary, detail string) {
 		diags = append(diags, &hcl.Diagnostic{
@@ -202,16 +204,16 @@ func (s *Step) runtimeContext(expr hcl.Expression, scope Scope, eachAllowed bool
 	// Only the functions expr calls: a step's input is evaluated once per
 	// fan-out item, and wrapping all of them each time would cost more
 	// than the evaluation.
-	ctx, b := boundedContext(ctx, calledFunctions(expr))
+	ctx, b := bounds.Context(ctx, bounds.CalledFunctions(expr))
 	return ctx, b, nil
 }
 
 // evalContext builds the context expr is evaluated in, for one evaluation:
-// the functions expr calls share a fresh budget (boundedContext; wrapping
+// the functions expr calls share a fresh budget (bounds.Context; wrapping
 // every function of the language for each evaluation cost more than the
 // evaluation). A cty.NilVal anywhere stands for null.
 func evalContext(vars, prompts, outputs map[string]cty.Value, taskID cty.Value, task taskInfo, each *Each, expr hcl.Expression) *hcl.EvalContext {
-	ctx, _ := boundedContext(scopeContext(vars, prompts, outputs, taskID, task, each), calledFunctions(expr))
+	ctx, _ := bounds.Context(scopeContext(vars, prompts, outputs, taskID, task, each), bounds.CalledFunctions(expr))
 	return ctx
 }
 

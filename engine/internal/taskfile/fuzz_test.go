@@ -125,7 +125,7 @@ const fuzzAllocLimit = 2 << 30
 // or evaluator: nesting of every kind far past MaxNestingDepth, and products
 // and loops far past the evaluation limits.
 func deepSeeds() [][]byte {
-	const n = 300 // far past MaxNestingDepth; small, so that the fuzzer mutates and minimizes them quickly
+	const n = 300 // far past bounds.MaxNestingDepth; small, so that the fuzzer mutates and minimizes them quickly
 	var seeds [][]byte
 	for _, expr := range []string{
 		strings.Repeat("[", n) + strings.Repeat("]", n),

@@ -123,3 +123,17 @@ func TestWriteDiagnostics(t *testing.T) {
 	require.NoError(t, WriteDiagnostics(&noSource, nil, diags, 0, false))
 	require.Contains(t, noSource.String(), "on x.hcl line 3")
 }
+
+// TestWriteDiagnosticsNotUTF8 renders the diagnostics of a file (found by
+// FuzzParse) whose long line is not UTF-8: HCL's excerpt of it allocated
+// gigabytes a second for minutes, so the file is named without an excerpt.
+func TestWriteDiagnosticsNotUTF8(t *testing.T) {
+	t.Parallel()
+	src, err := os.ReadFile(filepath.Join(testdata, "render", "not_utf8_long_line.hcl"))
+	require.NoError(t, err)
+	_, diags := Parse("bad.hcl", src, Options{})
+	require.True(t, diags.HasErrors())
+	var out bytes.Buffer
+	require.NoError(t, WriteDiagnostics(&out, map[string][]byte{"bad.hcl": src}, diags, 80, false))
+	require.Contains(t, out.String(), "bad.hcl:4:")
+}

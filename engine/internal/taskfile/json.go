@@ -12,6 +12,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/lhengine/lhengine/engine/internal/bounds"
 )
 
 // ToJSON encodes v as plain JSON, the form step inputs take across the plugin
@@ -21,14 +23,14 @@ import (
 // null (of any type, at any depth) becomes null.
 //
 // It is an error for v to be unknown anywhere, marked, to hold an infinite
-// number, a number too large to write out (numberTooLarge) or a capsule value, or to encode to more than MaxJSONBytes, which is
+// number, a number too large to write out (bounds.NumberTooLarge) or a capsule value, or to encode to more than bounds.MaxJSONBytes, which is
 // found before the encoding is built.
 func ToJSON(v cty.Value) ([]byte, error) {
-	switch n, err := jsonBytes(v, MaxJSONBytes+1); {
+	switch n, err := bounds.JSONBytes(v, bounds.MaxJSONBytes+1); {
 	case err != nil:
 		return nil, err
-	case n > MaxJSONBytes:
-		return nil, fmt.Errorf("the value would be more than %d bytes of JSON; the limit is %d", MaxJSONBytes, MaxJSONBytes)
+	case n > bounds.MaxJSONBytes:
+		return nil, fmt.Errorf("the value would be more than %d bytes of JSON; the limit is %d", bounds.MaxJSONBytes, bounds.MaxJSONBytes)
 	}
 	var buf bytes.Buffer
 	if err := writeJSON(&buf, v, nil); err != nil {
@@ -65,8 +67,8 @@ func writeJSON(buf *bytes.Buffer, v cty.Value, path cty.Path) error {
 		if bf.IsInf() {
 			return path.NewErrorf("JSON cannot hold an infinite number")
 		}
-		if numberTooLarge(bf) {
-			return path.NewErrorf("the number is too large to write out (its exponent is beyond %d)", MaxNumberExponent)
+		if bounds.NumberTooLarge(bf) {
+			return path.NewErrorf("the number is too large to write out (its exponent is beyond %d)", bounds.MaxNumberExponent)
 		}
 		buf.WriteString(bf.Text('f', -1))
 		return nil
@@ -146,9 +148,9 @@ func plainASCII(s string) bool {
 // numbers cty numbers at full precision (512 bits, as cty.ParseNumberVal
 // reads them), and null, anywhere, cty.NullVal(cty.DynamicPseudoType).
 // Input that is not exactly one JSON value is an error, and so is one that
-// nests arrays and objects more than MaxJSONDepth levels deep (decoding
+// nests arrays and objects more than bounds.MaxJSONDepth levels deep (decoding
 // recurses once per level) or holds a number too large to write out again
-// (MaxNumberLength, MaxNumberExponent).
+// (bounds.MaxNumberLength, bounds.MaxNumberExponent).
 //
 // An object may repeat a key if every value under it has the same type; the
 // last one counts. A key must be in Unicode normalization form C (NFC).
@@ -171,8 +173,8 @@ func FromJSON(b []byte) (cty.Value, error) {
 	}
 	// A number too large to write out may sit under an object key that a
 	// later duplicate replaces, so it is the finished value that is searched.
-	if d.huge && holdsHugeNumber(v) {
-		return cty.NilVal, fmt.Errorf("invalid JSON: it holds a number with an exponent beyond %d", MaxNumberExponent)
+	if d.huge && bounds.HoldsHugeNumber(v) {
+		return cty.NilVal, fmt.Errorf("invalid JSON: it holds a number with an exponent beyond %d", bounds.MaxNumberExponent)
 	}
 	return v, nil
 }
@@ -186,7 +188,7 @@ type jsonDecoder struct {
 	pos   int    // the next byte to read
 	depth int    // arrays and objects open at pos
 	err   string // the first problem, completing "invalid JSON: "
-	huge  bool   // a number may be too large to write out (numberTooLarge)
+	huge  bool   // a number may be too large to write out (bounds.NumberTooLarge)
 
 	elems []cty.Value // the elements of the open arrays, innermost last
 	attrs []jsonAttr  // the members of the open objects, innermost last
@@ -256,7 +258,7 @@ func (d *jsonDecoder) top() cty.Value {
 			// value without reading on (only the bounds were checked over
 			// the whole text), and stored outputs must read back as they
 			// did.
-			if problem, _ := jsonProblem(d.b[d.pos:]); problem != "" {
+			if problem, _ := bounds.JSONProblem(d.b[d.pos:]); problem != "" {
 				d.err = "it " + problem
 			}
 		default:
@@ -380,8 +382,8 @@ func (d *jsonDecoder) literal(word string, v cty.Value) cty.Value {
 
 // enter opens an array or object at pos, refusing one level too many.
 func (d *jsonDecoder) enter() bool {
-	if d.depth >= MaxJSONDepth {
-		d.fail("it " + jsonDepthProblem)
+	if d.depth >= bounds.MaxJSONDepth {
+		d.fail("it " + bounds.JSONDepthProblem)
 		return false
 	}
 	d.depth++
@@ -720,8 +722,8 @@ func (d *jsonDecoder) number() cty.Value {
 	}
 	text := b[start:i]
 	d.pos = i
-	if numberTextTooLarge(text) {
-		d.fail("it " + numberTextProblem)
+	if bounds.NumberTextTooLarge(text) {
+		d.fail("it " + bounds.NumberTextProblem)
 		return cty.NilVal
 	}
 	// "-0" is negative zero to math/big, which SetInt64 cannot make.
@@ -738,7 +740,7 @@ func (d *jsonDecoder) number() cty.Value {
 		d.fail(fmt.Sprintf("the number %q cannot be read: %v", text, err))
 		return cty.NilVal
 	}
-	if numberTextMayBeHuge(text) && numberTooLarge(f) {
+	if bounds.NumberTextMayBeHuge(text) && bounds.NumberTooLarge(f) {
 		d.huge = true
 	}
 	return cty.NumberVal(f)

@@ -13,6 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/zclconf/go-cty/cty"
 	ctyjson "github.com/zclconf/go-cty/cty/json"
+
+	"github.com/lhengine/lhengine/engine/internal/bounds"
 )
 
 // fromJSONReference is FromJSON as it was before it decoded in one pass: a
@@ -20,7 +22,7 @@ import (
 // passes through encoding/json's token decoder). FromJSON is held to its
 // results.
 func fromJSONReference(b []byte) (cty.Value, error) {
-	problem, mayBeHuge := jsonProblem(b)
+	problem, mayBeHuge := bounds.JSONProblem(b)
 	if problem != "" {
 		return cty.NilVal, fmt.Errorf("invalid JSON: it %s", problem)
 	}
@@ -35,8 +37,8 @@ func fromJSONReference(b []byte) (cty.Value, error) {
 	if err != nil {
 		return cty.NilVal, fmt.Errorf("invalid JSON: %w", err)
 	}
-	if mayBeHuge && holdsHugeNumber(v) {
-		return cty.NilVal, fmt.Errorf("invalid JSON: it holds a number with an exponent beyond %d", MaxNumberExponent)
+	if mayBeHuge && bounds.HoldsHugeNumber(v) {
+		return cty.NilVal, fmt.Errorf("invalid JSON: it holds a number with an exponent beyond %d", bounds.MaxNumberExponent)
 	}
 	return v, nil
 }
@@ -159,8 +161,8 @@ func jsonSeeds() []string {
 		`12345678901234567890123456789012345678901234567890`, `0.1`, `0.30000000000000004`, `1023`, `1024`, `-1024`,
 		`3.141592653589793238462643383279502884197169399375105820974944592307816406286208998628034825342117067982148086513282306647`,
 		`1e10000`, `1e10001`, `1e-10000`, `-1e-10001`, `1e+0010000`, `0.5e-9996`, `123456789012345678901234567890e9970`,
-		"1" + strings.Repeat("0", MaxNumberExponent+1), "0." + strings.Repeat("0", 10500) + "1",
-		"1" + strings.Repeat("0", MaxNumberLength), `[1e100000000]`, `[-1e100000000]`, `[1, 2.5, {"a": 1e-7}]`,
+		"1" + strings.Repeat("0", bounds.MaxNumberExponent+1), "0." + strings.Repeat("0", 10500) + "1",
+		"1" + strings.Repeat("0", bounds.MaxNumberLength), `[1e100000000]`, `[-1e100000000]`, `[1, 2.5, {"a": 1e-7}]`,
 		// strings
 		`""`, `"plain"`, `"\"\\\/\b\f\n\r\t"`, `"\u0000"`, `"\u0041\u00e9\u4e16"`, `"\u00C5"`, `"\u00e9"`, `"e\u0301"`,
 		"\"e\u0301\"", "\"\u212b\"", "\"\u212a\"", `"\ud800"`, `"\udc00"`, `"\ud800\udc00"`, `"\ud83d\ude00"`,
@@ -175,8 +177,8 @@ func jsonSeeds() []string {
 		`[[[[]]]]`, `{"a":[1,2.5,"x",true,null]}`, `[1,"two",null,[3],{"four":4}]`, wide.String(),
 		// what follows the value
 		`1]`, `1 ]x`, `[1]]`, `[1]] [`, `{}}{`, `{"a":1}}`, `"a"]"`, `1}1e100000000`, `[1]x`, `1 x`, `[1] [2]`, `{}{}`,
-		`1 2`, "[]\x00", `[]]` + strings.Repeat("[", MaxJSONDepth+1), `1]` + strings.Repeat("[", MaxJSONDepth+1),
-		`1]` + strings.Repeat("[", MaxJSONDepth),
+		`1 2`, "[]\x00", `[]]` + strings.Repeat("[", bounds.MaxJSONDepth+1), `1]` + strings.Repeat("[", bounds.MaxJSONDepth+1),
+		`1]` + strings.Repeat("[", bounds.MaxJSONDepth),
 		// repeated keys
 		`{"a":1,"a":2}`, `{"a":1,"a":"x"}`, `{"a":null,"a":null}`, `{"a":null,"a":1}`, `{"a":1,"a":null}`,
 		`{"a":[1],"a":[2]}`, `{"a":[1],"a":[2,3]}`, `{"a":{"b":1},"a":{"b":2}}`, `{"a":{"b":1},"a":{"c":2}}`,
@@ -187,9 +189,9 @@ func jsonSeeds() []string {
 		`{"\u00e9":1,"e\u0301":2}`, "{\"e\u0301\":1,\"e\u0301\":2}", "[{\"\u00c5\":1},{\"\u212b\":2}]",
 		"{\"\u00e9\":1,\"\u00e8\":2}",
 		// nesting at the bound
-		deep("[", "", "]", MaxJSONDepth), deep("[", "", "]", MaxJSONDepth+1), deep("[", "1", "]", MaxJSONDepth),
-		deep(`{"a":`, "1", "}", MaxJSONDepth), deep(`{"a":`, "1", "}", MaxJSONDepth+1),
-		deep("[", `"[[[\"{{{"`, "]", MaxJSONDepth), deep("[", "", "", MaxJSONDepth+1), deep("[", "", "]", 300),
+		deep("[", "", "]", bounds.MaxJSONDepth), deep("[", "", "]", bounds.MaxJSONDepth+1), deep("[", "1", "]", bounds.MaxJSONDepth),
+		deep(`{"a":`, "1", "}", bounds.MaxJSONDepth), deep(`{"a":`, "1", "}", bounds.MaxJSONDepth+1),
+		deep("[", `"[[[\"{{{"`, "]", bounds.MaxJSONDepth), deep("[", "", "", bounds.MaxJSONDepth+1), deep("[", "", "]", 300),
 		// fan-out items
 		`[{"item":{"index":4998,"key":4998,"value":998},"attempt":1},{"item":{"index":4999,"key":4999,"value":999},"attempt":1}]`,
 		`{"item":{"index":-1,"key":"k","value":[1,2]},"attempt":2}`,
@@ -277,10 +279,10 @@ func TestFromJSONErrors(t *testing.T) {
 		{`01`, "invalid JSON: invalid character '1' after top-level value (at byte 1)"},
 		{`{"a":1,"a":"x"}`, `invalid JSON: duplicate "a" property in JSON object, with values of different types`},
 		{"{\"\u00e9\":1,\"e\u0301\":2}", "invalid JSON: the object key \"e\u0301\" is not in Unicode normalization form C"},
-		{strings.Repeat("[", MaxJSONDepth+1), "invalid JSON: it nests more than 1000 levels deep; the limit is 1000"},
+		{strings.Repeat("[", bounds.MaxJSONDepth+1), "invalid JSON: it nests more than 1000 levels deep; the limit is 1000"},
 		{`[1e100000000]`, "invalid JSON: it holds a number more than 11000 characters long or with an exponent beyond 10000"},
 		{"1" + strings.Repeat("0", 10500), "invalid JSON: it holds a number with an exponent beyond 10000"},
-		{`[]]` + strings.Repeat("[", MaxJSONDepth+2), "invalid JSON: it nests more than 1000 levels deep; the limit is 1000"},
+		{`[]]` + strings.Repeat("[", bounds.MaxJSONDepth+2), "invalid JSON: it nests more than 1000 levels deep; the limit is 1000"},
 	} {
 		_, err := FromJSON([]byte(tt.in))
 		require.EqualError(t, err, tt.want, "%.40q", tt.in)

@@ -16,6 +16,8 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/lhengine/lhengine/engine/internal/bounds"
 )
 
 // A Policy is one version of a harness policy (specs/policies.md): a
@@ -246,14 +248,14 @@ func parsePolicies(filename string, src []byte, start hcl.Pos) (ps []*Policy, di
 			})
 		}
 	}()
-	if diags := checkSource(filename, src); diags.HasErrors() {
+	if diags := bounds.CheckSource(filename, src); diags.HasErrors() {
 		return nil, diags
 	}
 	file, diags := hclsyntax.ParseConfig(src, filename, start)
 	if diags.HasErrors() {
 		return nil, diags
 	}
-	boundSyntax(file.Body)
+	bounds.Instrument(file.Body)
 	content, d := file.Body.Content(policyFileSchema)
 	diags = append(diags, d...)
 	seen := map[string]*Policy{}
@@ -873,7 +875,7 @@ func (p *Policy) instantiate(in *Insert, anchor string) (*Step, hcl.Diagnostics)
 	if diags.HasErrors() {
 		return nil, diags
 	}
-	boundSyntax(file.Body)
+	bounds.Instrument(file.Body)
 	content, _ := file.Body.Content(policyFileSchema)
 	if len(content.Blocks) != 1 {
 		return nil, diags

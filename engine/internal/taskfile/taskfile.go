@@ -23,6 +23,8 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/lhengine/lhengine/engine/internal/bounds"
 )
 
 // LanguageVersion is the version of the task language this package reads
@@ -271,8 +273,8 @@ type Options struct {
 //
 // Parse reports as many independent mistakes as it can in one call, in file
 // order, each with a Subject range in filename; a syntax error stops it
-// early, and so does a source larger than MaxSourceBytes or nested more
-// deeply than MaxNestingDepth, which is not parsed at all. Plugin files are
+// early, and so does a source larger than bounds.MaxSourceBytes or nested more
+// deeply than bounds.MaxNestingDepth, which is not parsed at all. Plugin files are
 // only read when opts.CheckPlugins is set. If the returned diagnostics
 // contain errors the task is nil; warnings may come with a valid task. Parse never panics, whatever the input: a bug that would
 // panic is reported as an error diagnostic instead.
@@ -291,7 +293,7 @@ func Parse(filename string, src []byte, opts Options) (task *Task, diags hcl.Dia
 	return parse(filename, src, opts)
 }
 
-// readSource reads a task file, at most one byte past MaxSourceBytes:
+// readSource reads a task file, at most one byte past bounds.MaxSourceBytes:
 // enough for Parse to report it as too large.
 func readSource(path string) ([]byte, error) {
 	f, err := OpenRegular(path)
@@ -299,7 +301,7 @@ func readSource(path string) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	return io.ReadAll(io.LimitReader(f, MaxSourceBytes+1))
+	return io.ReadAll(io.LimitReader(f, bounds.MaxSourceBytes+1))
 }
 
 // ParseFile reads the task file at path and parses it with Parse. Task.Dir is
@@ -339,7 +341,7 @@ func (t *Task) Variable(name string) *Variable {
 func parse(filename string, src []byte, opts Options) (*Task, hcl.Diagnostics) {
 	// The parser recurses once per level of nesting, and a stack overflow
 	// cannot be recovered from: the depth is checked first.
-	if diags := checkSource(filename, src); diags.HasErrors() {
+	if diags := bounds.CheckSource(filename, src); diags.HasErrors() {
 		return nil, diags
 	}
 	dir := opts.BaseDir

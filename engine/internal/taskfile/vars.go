@@ -10,6 +10,8 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
+
+	"github.com/lhengine/lhengine/engine/internal/bounds"
 )
 
 // Vars resolves the value of every declared variable. given holds raw --var
@@ -91,7 +93,7 @@ func (v *Variable) parseValue(raw string) (cty.Value, hcl.Diagnostics) {
 		return cty.StringVal(raw), nil
 	}
 	typeName := typeexpr.TypeString(v.Type)
-	if problem := checkExpressionSource([]byte(raw)); problem != "" {
+	if problem := bounds.CheckExpression([]byte(raw)); problem != "" {
 		return invalid(fmt.Sprintf("The value given for %q %s, which is more than lhengine reads.", v.Name, problem))
 	}
 	expr, diags := hclsyntax.ParseExpression([]byte(raw), "--var "+v.Name, hcl.InitialPos)
@@ -112,8 +114,8 @@ func (v *Variable) parseValue(raw string) (cty.Value, hcl.Diagnostics) {
 	if err != nil {
 		return invalid(fmt.Sprintf("The value given for %q, %q, is not compatible with the type constraint %s: %s.", v.Name, raw, typeName, errorText(err)))
 	}
-	if holdsHugeNumber(conv) { // converted from a string
-		return invalid(fmt.Sprintf("The value given for %q holds a number with an exponent beyond %d, which is more than lhengine reads.", v.Name, MaxNumberExponent))
+	if bounds.HoldsHugeNumber(conv) { // converted from a string
+		return invalid(fmt.Sprintf("The value given for %q holds a number with an exponent beyond %d, which is more than lhengine reads.", v.Name, bounds.MaxNumberExponent))
 	}
 	return conv, nil
 }

@@ -1,4 +1,4 @@
-package taskfile
+package bounds
 
 import (
 	"errors"
@@ -9,19 +9,15 @@ import (
 	"github.com/zclconf/go-cty/cty/function/stdlib"
 )
 
-// functions is the function table of evaluations without a budget (see
-// boundedContext): every function is checked (newFunctions) but nothing is
-// charged. Read only.
-var functions = newFunctions(nil, nil)
-
-// newFunctions returns the functions a task file expression may call, under
-// the names Terraform gives them, each checked (checkedFunc): a result too
-// large is refused, before it is built where its size can be known from the
-// arguments, and what each call builds is charged to b (nil: not charged).
-// The functions boundSyntax inserts (forFunc, templatePartFunc) are
-// among them. With names it returns only those named (the others would
-// cost time to wrap for nothing); with nil, all.
-func newFunctions(b *budget, names []string) map[string]function.Function {
+// newFunctions returns the functions an expression of a task or policy
+// file may call, under the names Terraform gives them, each checked
+// (checkedFunc): a result too large is refused, before it is built where
+// its size can be known from the arguments, and what each call builds is
+// charged to b (nil: not charged). The functions Instrument inserts
+// (forFunc, templatePartFunc) are among them. With names it returns only
+// those named (the others would cost time to wrap for nothing); with nil,
+// all.
+func newFunctions(b *Budget, names []string) map[string]function.Function {
 	for _, name := range names {
 		if _, ok := baseFunctions[name]; !ok && name != forFunc && name != templatePartFunc {
 			names = nil // an unknown name: HCL's "did you mean" needs them all

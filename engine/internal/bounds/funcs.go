@@ -1,11 +1,9 @@
-package taskfile
+package bounds
 
 import (
 	"fmt"
 	"math"
-	"math/big"
 	"regexp"
-	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -47,7 +45,7 @@ var estimates = map[string]estimate{
 // what it builds to b. With est the size is known before f runs (even
 // before f computes its result type); without, it is checked on f's result,
 // which is then no larger than its arguments.
-func checkedFunc(name string, f function.Function, est estimate, b *budget) function.Function {
+func checkedFunc(name string, f function.Function, est estimate, b *Budget) function.Function {
 	params := f.Params()
 	for i := range params {
 		// Unknown arguments reach Impl, which hands them to f, so that f
@@ -93,7 +91,7 @@ func checkedFunc(name string, f function.Function, est estimate, b *budget) func
 			if err != nil {
 				return v, err
 			}
-			if uv, _ := v.Unmark(); uv.Type() == cty.Number && uv.IsKnown() && !uv.IsNull() && numberTooLarge(uv.AsBigFloat()) {
+			if uv, _ := v.Unmark(); uv.Type() == cty.Number && uv.IsKnown() && !uv.IsNull() && NumberTooLarge(uv.AsBigFloat()) {
 				return cty.NilVal, fmt.Errorf("%s would produce a number with an exponent beyond %d", name, MaxNumberExponent)
 			}
 			n, size := resultSize(v)
@@ -129,7 +127,7 @@ func checkSize(name string, n, size int64) error {
 // value, so that each level of nested tries doubled the evaluations of the
 // innermost argument, and their charges to the budget. The result type is
 // therefore left dynamic until the call.
-func checkedTry(f function.Function, b *budget) function.Function {
+func checkedTry(f function.Function, b *Budget) function.Function {
 	return function.New(&function.Spec{
 		Description: f.Description(),
 		Params:      f.Params(),
@@ -321,7 +319,7 @@ func formatArgBytes(v cty.Value) (int64, error) {
 	if v.Type() == cty.String && !v.IsNull() {
 		return int64(len(v.AsString())), nil
 	}
-	return jsonBytes(v, MaxStringBytes+1)
+	return JSONBytes(v, MaxStringBytes+1)
 }
 
 func estimateFormat(args []cty.Value) (int64, int64, error) {
@@ -429,7 +427,7 @@ func estimateRegexAll(args []cty.Value) (int64, int64, error) {
 
 func estimateJSONDecode(args []cty.Value) (int64, int64, error) {
 	if len(args) == 1 {
-		if problem, _ := jsonProblem([]byte(str(args[0]))); problem != "" {
+		if problem, _ := JSONProblem([]byte(str(args[0]))); problem != "" {
 			return 0, 0, fmt.Errorf("the JSON text %s", problem)
 		}
 	}
@@ -452,86 +450,6 @@ func estimateJSONEncode(args []cty.Value) (int64, int64, error) {
 	if len(args) != 1 {
 		return 0, 0, nil
 	}
-	n, err := jsonBytes(args[0], MaxStringBytes+1)
+	n, err := JSONBytes(args[0], MaxStringBytes+1)
 	return 0, n, err
-}
-
-// jsonBytes is an upper bound on the length of v encoded as JSON, or some
-// number of at least limit once it is known to reach limit. A number too
-// large to write out (numberTooLarge) is an error.
-func jsonBytes(v cty.Value, limit int64) (int64, error) {
-	var n int64
-	var huge bool
-	var digits [24]byte
-	var walk func(v cty.Value)
-	walk = func(v cty.Value) {
-		if n >= limit {
-			return
-		}
-		v, _ = v.Unmark()
-		if !v.IsKnown() || v.IsNull() {
-			n += 4
-			return
-		}
-		ty := v.Type()
-		switch {
-		case ty == cty.String:
-			if s := v.AsString(); n+int64(len(s)) < limit {
-				n += jsonStringBytes(s)
-			} else {
-				n = limit
-			}
-		case ty == cty.Number:
-			if bf := v.AsBigFloat(); numberTooLarge(bf) {
-				huge = true
-				n = limit
-			} else if i, acc := bf.Int64(); acc == big.Exact {
-				// Most numbers are small integers: count their digits
-				// without math/big's general formatting.
-				n += int64(len(strconv.AppendInt(digits[:0], i, 10)))
-			} else {
-				n += int64(len(bf.Text('g', -1)))
-			}
-		case ty == cty.Bool:
-			n += 5
-		case v.CanIterateElements():
-			n += 2
-			keys := ty.IsMapType() || ty.IsObjectType()
-			for it := v.ElementIterator(); it.Next() && n < limit; {
-				k, e := it.Element()
-				n++
-				if keys {
-					n += int64(len(k.AsString()))*6 + 3
-				}
-				walk(e)
-			}
-		default:
-			n += 16
-		}
-	}
-	walk(v)
-	if huge {
-		return n, errHugeNumber
-	}
-	return n, nil
-}
-
-// errHugeNumber is the error of a value holding a number too large to
-// write out as text.
-var errHugeNumber = fmt.Errorf("the value holds a number too large to write out (its exponent is beyond %d)", MaxNumberExponent)
-
-// jsonStringBytes is the length of s as a JSON string with HTML escaping.
-func jsonStringBytes(s string) int64 {
-	n := int64(2)
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c < 0x20 || c == '<' || c == '>' || c == '&':
-			n += 6
-		case c == '"' || c == '\\':
-			n += 2
-		default:
-			n++
-		}
-	}
-	return n
 }

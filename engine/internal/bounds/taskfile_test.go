@@ -1,19 +1,18 @@
-package taskfile
+package bounds_test
 
 import (
 	"bytes"
 	"fmt"
-	"math/big"
-	"os"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/hashicorp/hcl/v2"
-	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/stretchr/testify/require"
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/lhengine/lhengine/engine/internal/bounds"
+	"github.com/lhengine/lhengine/engine/internal/taskfile"
 )
 
 // stepInput is a task file with one step whose input is expr.
@@ -23,7 +22,7 @@ func stepInput(expr string) []byte {
 
 // TestParseRefusesDeepNesting checks that sources nested far deeper than
 // the parser's stack allows are refused with a diagnostic on the line and
-// column where they cross MaxNestingDepth, and that the diagnostic renders
+// column where they cross bounds.MaxNestingDepth, and that the diagnostic renders
 // (rendering parses the file too). Without the check, the first crashes the
 // process with a fatal stack overflow (so do the others, made that deep).
 func TestParseRefusesDeepNesting(t *testing.T) {
@@ -48,7 +47,7 @@ func TestParseRefusesDeepNesting(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			src := stepInput(expr)
-			task, diags := Parse("deep.hcl", src, Options{})
+			task, diags := taskfile.Parse("deep.hcl", src, taskfile.Options{})
 			require.Nil(t, task)
 			require.Len(t, diags, 1, "%v", diags)
 			d := diags[0]
@@ -56,7 +55,7 @@ func TestParseRefusesDeepNesting(t *testing.T) {
 			require.Equal(t, "deep.hcl", d.Subject.Filename)
 			require.GreaterOrEqual(t, d.Subject.Start.Line, 4)
 			var out bytes.Buffer
-			require.NoError(t, WriteDiagnostics(&out, map[string][]byte{"deep.hcl": src}, diags, 80, false))
+			require.NoError(t, taskfile.WriteDiagnostics(&out, map[string][]byte{"deep.hcl": src}, diags, 80, false))
 			require.Contains(t, out.String(), fmt.Sprintf("deep.hcl:%d:%d: error: Nesting too deep", d.Subject.Start.Line, d.Subject.Start.Column))
 		})
 	}
@@ -69,13 +68,13 @@ func TestNestingLimit(t *testing.T) {
 	t.Parallel()
 	nest := func(k int) string { return strings.Repeat("[", k) + strings.Repeat("]", k) }
 
-	_, diags := Parse("ok.hcl", stepInput(nest(MaxNestingDepth-2)), Options{})
+	_, diags := taskfile.Parse("ok.hcl", stepInput(nest(bounds.MaxNestingDepth-2)), taskfile.Options{})
 	require.False(t, diags.HasErrors(), "%v", diags)
 
-	_, diags = Parse("deep.hcl", stepInput(nest(MaxNestingDepth-1)), Options{})
+	_, diags = taskfile.Parse("deep.hcl", stepInput(nest(bounds.MaxNestingDepth-1)), taskfile.Options{})
 	require.Len(t, diags, 1)
 	require.Equal(t, "Nesting too deep", diags[0].Summary)
-	require.Equal(t, hcl.Pos{Line: 4, Column: 14 + MaxNestingDepth - 2, Byte: diags[0].Subject.Start.Byte}, diags[0].Subject.Start)
+	require.Equal(t, hcl.Pos{Line: 4, Column: 14 + bounds.MaxNestingDepth - 2, Byte: diags[0].Subject.Start.Byte}, diags[0].Subject.Start)
 
 	text := strings.Repeat("[({", 10_000)
 	for _, expr := range []string{
@@ -87,7 +86,7 @@ func TestNestingLimit(t *testing.T) {
 		"[" + strings.Repeat("1 + 1, ", 1000) + "1]",
 		"{\n" + strings.Repeat("a = 1 + 1 + 1\n", 1000) + "}",
 	} {
-		_, diags := Parse("ok.hcl", stepInput(expr), Options{})
+		_, diags := taskfile.Parse("ok.hcl", stepInput(expr), taskfile.Options{})
 		require.False(t, diags.HasErrors(), "%.60s: %v", expr, diags)
 	}
 }
@@ -97,20 +96,20 @@ func TestNestingLimit(t *testing.T) {
 // the limit.
 func TestParseRefusesLargeFile(t *testing.T) {
 	t.Parallel()
-	src := stepInput(`"` + strings.Repeat("x", MaxSourceBytes) + `"`)
-	task, diags := Parse("big.hcl", src, Options{})
+	src := stepInput(`"` + strings.Repeat("x", bounds.MaxSourceBytes) + `"`)
+	task, diags := taskfile.Parse("big.hcl", src, taskfile.Options{})
 	require.Nil(t, task)
 	require.Len(t, diags, 1)
 	require.Equal(t, "Task file too large", diags[0].Summary)
 	require.Equal(t, 4, diags[0].Subject.Start.Line)
-	require.Equal(t, MaxSourceBytes, diags[0].Subject.Start.Byte)
+	require.Equal(t, bounds.MaxSourceBytes, diags[0].Subject.Start.Byte)
 }
 
 // TestVarValueDepth checks that a --var value nested too deeply is an
 // invalid value, not a crash of the parser.
 func TestVarValueDepth(t *testing.T) {
 	t.Parallel()
-	task, diags := Parse("v.hcl", []byte(`task "t" {
+	task, diags := taskfile.Parse("v.hcl", []byte(`task "t" {
   variable "v" {
     type = any
   }
@@ -119,7 +118,7 @@ func TestVarValueDepth(t *testing.T) {
     input  = var.v
   }
 }
-`), Options{})
+`), taskfile.Options{})
 	require.False(t, diags.HasErrors(), "%v", diags)
 	task.Variables[0].Type = cty.List(cty.DynamicPseudoType)
 
@@ -133,48 +132,13 @@ func TestVarValueDepth(t *testing.T) {
 	require.Equal(t, 1, vals["v"].LengthInt())
 }
 
-// TestFromJSONDepth checks that JSON nested deeper than MaxJSONDepth is an
-// error and not a crash (five million levels overflow the decoder's stack),
-// and that brackets inside strings do not count.
-func TestFromJSONDepth(t *testing.T) {
-	t.Parallel()
-	const n = 5_000_000
-	_, err := FromJSON([]byte(strings.Repeat("[", n) + strings.Repeat("]", n)))
-	require.ErrorContains(t, err, "nests more than 1000 levels deep")
-
-	_, err = FromJSON([]byte(strings.Repeat(`{"a":`, MaxJSONDepth+1) + "1" + strings.Repeat("}", MaxJSONDepth+1)))
-	require.Error(t, err)
-
-	v, err := FromJSON([]byte(strings.Repeat("[", MaxJSONDepth) + `"[[[\"{{{"` + strings.Repeat("]", MaxJSONDepth)))
-	require.NoError(t, err)
-	require.True(t, v.Type().IsTupleType())
-}
-
-// TestToJSONSize checks that a value whose JSON would exceed MaxJSONBytes
-// is refused before it is encoded: a thousand references to one 100KB
-// string hold 100KB, but would encode to 100MB.
-func TestToJSONSize(t *testing.T) {
-	t.Parallel()
-	s := cty.StringVal(strings.Repeat("x", 100_000))
-	elems := make([]cty.Value, 1000)
-	for i := range elems {
-		elems[i] = s
-	}
-	_, err := ToJSON(cty.TupleVal(elems))
-	require.ErrorContains(t, err, "more than 67108864 bytes of JSON")
-
-	b, err := ToJSON(cty.TupleVal(elems[:10]))
-	require.NoError(t, err)
-	require.Len(t, b, 10*100_002+11)
-}
-
 // TestSetProductRefusedQuickly checks that a product too large to hold is
 // refused from its arguments' sizes, allocating little: building it took 23s
 // and 8.5GB. It is not parallel, so that it measures its own allocations.
 func TestSetProductRefusedQuickly(t *testing.T) {
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	_, diags := Parse("p.hcl", stepInput("setproduct(range(300), range(300), range(300))"), Options{})
+	_, diags := taskfile.Parse("p.hcl", stepInput("setproduct(range(300), range(300), range(300))"), taskfile.Options{})
 	runtime.ReadMemStats(&after)
 	require.Len(t, diags, 1)
 	require.Contains(t, diags[0].Detail, "setproduct would produce 27000000 elements; the limit is 1000000")
@@ -190,9 +154,9 @@ func evalWith(t *testing.T, expr string, vars map[string]cty.Value) (cty.Value, 
 		fmt.Fprintf(&decls, "  variable %q {\n    type = any\n  }\n", name)
 	}
 	src := "task \"t\" {\n" + decls.String() + "  step \"a\" {\n    plugin = \"a.wasm\"\n    input  = " + expr + "\n  }\n}\n"
-	task, diags := Parse("e.hcl", []byte(src), Options{})
+	task, diags := taskfile.Parse("e.hcl", []byte(src), taskfile.Options{})
 	require.False(t, diags.HasErrors(), "%v", diags)
-	return task.Steps[0].EvalInput(Scope{TaskID: "t", Vars: vars})
+	return task.Steps[0].EvalInput(taskfile.Scope{TaskID: "t", Vars: vars})
 }
 
 func numbers(n int) cty.Value {
@@ -237,7 +201,7 @@ func TestRunTimeLimits(t *testing.T) {
 // fan-outs: 100,000 items from a product, and from a for expression.
 func TestFanOutOfManyItems(t *testing.T) {
 	t.Parallel()
-	task, diags := Parse("f.hcl", []byte(`task "t" {
+	task, diags := taskfile.Parse("f.hcl", []byte(`task "t" {
   variable "a" {
     type = list(number)
   }
@@ -255,9 +219,9 @@ func TestFanOutOfManyItems(t *testing.T) {
     input    = each.value
   }
 }
-`), Options{})
+`), taskfile.Options{})
 	require.False(t, diags.HasErrors(), "%v", diags)
-	scope := Scope{TaskID: "t", Vars: map[string]cty.Value{"a": numbers(100), "b": numbers(1000)}}
+	scope := taskfile.Scope{TaskID: "t", Vars: map[string]cty.Value{"a": numbers(100), "b": numbers(1000)}}
 	for _, s := range task.Steps {
 		items, diags := s.EvalForEach(scope)
 		require.False(t, diags.HasErrors(), "%v", diags)
@@ -277,7 +241,7 @@ func TestFanOutOfManyItems(t *testing.T) {
 // limit on items.
 func TestFanOutItemLimit(t *testing.T) {
 	t.Parallel()
-	task, diags := Parse("f.hcl", []byte(`task "t" {
+	task, diags := taskfile.Parse("f.hcl", []byte(`task "t" {
   variable "items" {
     type = list(bool)
   }
@@ -286,121 +250,57 @@ func TestFanOutItemLimit(t *testing.T) {
     for_each = var.items
   }
 }
-`), Options{})
+`), taskfile.Options{})
 	require.False(t, diags.HasErrors(), "%v", diags)
-	elems := make([]cty.Value, MaxCollectionElements+1)
+	elems := make([]cty.Value, bounds.MaxCollectionElements+1)
 	for i := range elems {
 		elems[i] = cty.True
 	}
-	_, diags = task.Steps[0].EvalForEach(Scope{TaskID: "t", Vars: map[string]cty.Value{"items": cty.ListVal(elems)}})
+	_, diags = task.Steps[0].EvalForEach(taskfile.Scope{TaskID: "t", Vars: map[string]cty.Value{"items": cty.ListVal(elems)}})
 	require.True(t, diags.HasErrors())
 	require.Equal(t, "Too many fan-out items", diags[0].Summary)
 	require.Contains(t, diags[0].Detail, "1000001 elements; the limit is 1000000")
 }
 
-// TestEvaluationBudget checks the budget shared by one evaluation, with a
-// small budget so that it runs out quickly: nested for expressions, whose
-// collections are each small, and functions called in a loop charge it
-// together; once it is exceeded the loops stop with one error, and try and
-// can do not hide it.
-func TestEvaluationBudget(t *testing.T) {
-	t.Parallel()
-	eval := func(t *testing.T, expr string, elements int64) (cty.Value, hcl.Diagnostics) {
-		t.Helper()
-		file, diags := hclsyntax.ParseConfig([]byte("x = "+expr+"\n"), "b.hcl", hcl.InitialPos)
-		require.False(t, diags.HasErrors(), "%v", diags)
-		boundSyntax(file.Body)
-		attrs, _ := file.Body.JustAttributes()
-		ctx, b := boundedContext(&hcl.EvalContext{Variables: map[string]cty.Value{
-			"l": numbers(30),
-			"s": cty.StringVal(strings.Repeat("s", 100)),
-		}}, nil)
-		b.elements = elements
-		b.bytes = elements
-		v, diags := attrs["x"].Expr.Value(ctx)
-		return v, b.addFailure(diags, attrs["x"].Expr.Range())
-	}
-	for expr, want := range map[string]string{
-		"[for a in l : [for b in l : [for c in l : 1]]]":              "the for expression iterates over 30 elements, and with them the expression would build or iterate over more than",
-		"[for a in l : range(30)]":                                    `Call to function "range" failed: the expression would build or iterate`,
-		`try([for a in l : [for b in l : 1]], "small")`:               `Call to function "try" failed`,
-		`can([for a in l : [for b in l : 1]])`:                        `Call to function "can" failed`,
-		`"%{for a in l}%{for b in l}x%{endfor}%{endfor}"`:             "the for expression iterates over 30 elements",
-		`{for a in l : a => [for b in l : [for c in l : "${a}"]]...}`: "the for expression iterates over 30 elements",
-		`"${s}${s}${s}${s}${s}${s}"`:                                  `Call to function "template part" failed: the expression would build more than`,
-		`[for a in l : "${s}-${s}"]`:                                  `the expression would build more than`,
-	} {
-		v, diags := eval(t, expr, 500)
-		require.True(t, diags.HasErrors(), "%s gave %#v", expr, v)
-		require.Len(t, diags.Errs(), 1, "%s: %v", expr, diags)
-		require.Contains(t, diags.Error(), want, expr)
-
-		_, diags = eval(t, expr, MaxEvalElements)
-		require.False(t, diags.HasErrors(), "%s: %v", expr, diags)
-	}
-}
-
 // TestNumberLimits checks that numbers too large to write out as text in
 // reasonable time (1e100000000 has a hundred million digits, and writing
 // it took longer than ten minutes) are refused where they are read: task
-// file and --var literals, JSON, and functions that parse strings; and that
-// ToJSON refuses one however it was computed.
+// file and --var literals and functions that parse strings, and by the
+// arithmetic that could compute one (JSON: TestJSONNumberLimits).
 func TestNumberLimits(t *testing.T) {
 	t.Parallel()
-	for _, expr := range []string{"1e100000000", `"x${1e100000000}"`, "1" + strings.Repeat("0", MaxNumberLength)} {
-		_, diags := Parse("n.hcl", stepInput(expr), Options{})
+	for _, expr := range []string{"1e100000000", `"x${1e100000000}"`, "1" + strings.Repeat("0", bounds.MaxNumberLength)} {
+		_, diags := taskfile.Parse("n.hcl", stepInput(expr), taskfile.Options{})
 		require.Len(t, diags, 1, "%.40s", expr)
 		require.Equal(t, "Number too large", diags[0].Summary)
 		require.Equal(t, hcl.Pos{Line: 4, Column: 14 + strings.Index(expr, "1"), Byte: diags[0].Subject.Start.Byte}, diags[0].Subject.Start)
 	}
-	_, diags := Parse("n.hcl", stepInput("[1e300, 12345678901234567890, 1.5e-300, 1e300 * 1e300, -1e-300 / 1e300]"), Options{})
+	_, diags := taskfile.Parse("n.hcl", stepInput("[1e300, 12345678901234567890, 1.5e-300, 1e300 * 1e300, -1e-300 / 1e300]"), taskfile.Options{})
 	require.False(t, diags.HasErrors(), "%v", diags)
 
 	// A number converted from a string is not a literal: the operators
 	// refuse a result that large (validation converted it to text for hours).
 	for _, expr := range []string{`"x${"1e99999999" * 1}"`, `"x${-"1e99999999"}"`, `"x${abs("1e99999999")}"`} {
-		_, diags := Parse("n.hcl", stepInput(expr), Options{})
+		_, diags := taskfile.Parse("n.hcl", stepInput(expr), taskfile.Options{})
 		require.True(t, diags.HasErrors(), expr)
 		require.Contains(t, diags.Error(), "exponent beyond 10000", expr)
 	}
 
-	_, err := FromJSON([]byte(`{"a": [1e100000000]}`))
-	require.ErrorContains(t, err, "holds a number")
-	_, err = FromJSON([]byte(`"1e100000000"`))
-	require.NoError(t, err)
-	_, err = FromJSON([]byte("1" + strings.Repeat("0", MaxNumberExponent+1)))
-	require.ErrorContains(t, err, "exponent beyond 10000")
-
-	// What ToJSON writes, FromJSON reads back, to the limits.
-	for _, text := range []string{"1e10000", "-9.99e9999", "1e-10000", "123456789012345678901234567890e9970"} {
-		v, err := FromJSON([]byte(text))
-		require.NoError(t, err, text)
-		out, err := ToJSON(v)
-		require.NoError(t, err, text)
-		again, err := FromJSON(out)
-		require.NoError(t, err, text)
-		require.True(t, again.RawEquals(v), text)
-	}
-
-	huge := new(big.Float).SetMantExp(big.NewFloat(1), 400_000_000)
-	_, err = ToJSON(cty.TupleVal([]cty.Value{cty.NumberVal(huge)}))
-	require.ErrorContains(t, err, "too large to write out")
-
-	digits := cty.StringVal(strings.Repeat("9", MaxNumberLength+1))
+	digits := cty.StringVal(strings.Repeat("9", bounds.MaxNumberLength+1))
 	for _, expr := range []string{"tonumber(var.s)", "parseint(var.s, 10)"} {
 		_, diags := evalWith(t, expr, map[string]cty.Value{"s": digits})
 		require.True(t, diags.HasErrors(), expr)
-		require.Contains(t, diags.Error(), fmt.Sprintf("a number may have at most %d", MaxNumberLength), expr)
+		require.Contains(t, diags.Error(), fmt.Sprintf("a number may have at most %d", bounds.MaxNumberLength), expr)
 	}
 
-	task, diags := Parse("v.hcl", []byte("task \"t\" {\n  variable \"n\" {\n    type = number\n  }\n  step \"a\" {\n    plugin = \"a.wasm\"\n  }\n}\n"), Options{})
+	task, diags := taskfile.Parse("v.hcl", []byte("task \"t\" {\n  variable \"n\" {\n    type = number\n  }\n  step \"a\" {\n    plugin = \"a.wasm\"\n  }\n}\n"), taskfile.Options{})
 	require.False(t, diags.HasErrors(), "%v", diags)
 	_, diags = task.Vars(map[string]string{"n": "1e100000000"})
 	require.Len(t, diags, 1)
 	require.Contains(t, diags[0].Detail, "holds a number")
 	// A typed default converted from a string is refused when a template
 	// would write it out.
-	task, diags = Parse("d.hcl", []byte(`task "t" {
+	task, diags = taskfile.Parse("d.hcl", []byte(`task "t" {
   variable "n" {
     type    = number
     default = "1e99999999"
@@ -410,11 +310,11 @@ func TestNumberLimits(t *testing.T) {
     input  = "n=${var.n}"
   }
 }
-`), Options{})
+`), taskfile.Options{})
 	require.False(t, diags.HasErrors(), "%v", diags)
 	vals, diags := task.Vars(nil)
 	require.False(t, diags.HasErrors(), "%v", diags)
-	_, diags = task.Steps[0].EvalInput(Scope{TaskID: "t", Vars: vals})
+	_, diags = task.Steps[0].EvalInput(taskfile.Scope{TaskID: "t", Vars: vals})
 	require.True(t, diags.HasErrors())
 	require.Contains(t, diags.Error(), "write out a number with an exponent beyond 10000")
 
@@ -422,54 +322,6 @@ func TestNumberLimits(t *testing.T) {
 	_, diags = task.Vars(map[string]string{"n": `["1e100000000"]`})
 	require.Len(t, diags, 1)
 	require.Contains(t, diags[0].Detail, "holds a number with an exponent beyond 10000")
-}
-
-// TestWriteDiagnosticsNotUTF8 renders the diagnostics of a file (found by
-// FuzzParse) whose long line is not UTF-8: HCL's excerpt of it allocated
-// gigabytes a second for minutes, so the file is named without an excerpt.
-func TestWriteDiagnosticsNotUTF8(t *testing.T) {
-	t.Parallel()
-	src, err := os.ReadFile(filepath.Join(testdata, "render", "not_utf8_long_line.hcl"))
-	require.NoError(t, err)
-	_, diags := Parse("bad.hcl", src, Options{})
-	require.True(t, diags.HasErrors())
-	var out bytes.Buffer
-	require.NoError(t, WriteDiagnostics(&out, map[string][]byte{"bad.hcl": src}, diags, 80, false))
-	require.Contains(t, out.String(), "bad.hcl:4:")
-}
-
-// TestFromJSONSkipsNumberSearch checks the bound that lets FromJSON skip
-// searching the decoded value for a number too large to write out: every
-// number whose text numberTextMayBeHuge clears is one numberTooLarge
-// accepts, at both ends of the range and at the edge of the bound, and
-// FromJSON refuses exactly the values that hold such a number.
-func TestFromJSONSkipsNumberSearch(t *testing.T) {
-	t.Parallel()
-	zeros := strings.Repeat
-	texts := []string{"0", "-0.0e10000", "1e10000", "-9e10000", "9.9e9998", "1e-10000", "123.456e9990", "0.5e-9996"}
-	for _, n := range []int{9990, 9998, 9999, 10000, 10001, 10500} {
-		texts = append(texts,
-			"1"+zeros("0", n), "-"+zeros("9", n), "0."+zeros("0", n)+"1",
-			"0."+zeros("0", n/2)+"1e-"+fmt.Sprint(n/2), "1"+zeros("0", n/2)+"e"+fmt.Sprint(n/2),
-			"0."+zeros("0", n-10)+"7e-"+fmt.Sprint(10))
-	}
-	for _, text := range texts {
-		doc := `[1, 2.5, {"a": ` + text + `}]`
-		problem, mayBeHuge := jsonProblem([]byte(doc))
-		require.Empty(t, problem, "%.20s", text)
-		f, _, err := big.ParseFloat(text, 10, 512, big.ToNearestEven)
-		require.NoError(t, err, "%.20s", text)
-		huge := numberTooLarge(f)
-		require.True(t, mayBeHuge || !huge, "%.20s… (%d chars) is too large but its text was cleared", text, len(text))
-		_, err = FromJSON([]byte(doc))
-		if huge {
-			require.ErrorContains(t, err, "exponent beyond 10000", "%.20s", text)
-		} else {
-			require.NoError(t, err, "%.20s", text)
-		}
-	}
-	_, mayBeHuge := jsonProblem([]byte(`{"n": [1, -2.5e300, 12345678901234567890], "s": "1e99999"}`))
-	require.False(t, mayBeHuge, "ordinary numbers, and numbers in strings, need no search")
 }
 
 // TestTryEvaluatesOnce checks that try evaluates its arguments once per
@@ -489,7 +341,7 @@ func TestTryEvaluatesOnce(t *testing.T) {
 	require.False(t, diags.HasErrors(), "%v", diags)
 	require.True(t, v.RawEquals(cty.TupleVal([]cty.Value{cty.True, cty.NumberIntVal(300_000)})), "%#v", v)
 
-	deep := strings.Repeat("try(", MaxNestingDepth-10) + "1" + strings.Repeat(")", MaxNestingDepth-10)
+	deep := strings.Repeat("try(", bounds.MaxNestingDepth-10) + "1" + strings.Repeat(")", bounds.MaxNestingDepth-10)
 	v, diags = evalWith(t, deep, nil)
 	require.False(t, diags.HasErrors(), "%v", diags)
 	require.True(t, v.RawEquals(cty.NumberIntVal(1)), "%#v", v)
