@@ -243,7 +243,7 @@ func TestRanAgain(t *testing.T) {
 func FuzzParseSet(f *testing.F) {
 	f.Add([]byte(goodSet))
 	f.Add([]byte("eval \"e\" {\n  case \"c\" {\n    task = \"task.hcl\"\n    vars = { a = [1, {b = null}] }\n    verify { expect = null }\n  }\n}\n"))
-	if src, err := os.ReadFile("../../testdata/evals/critic.hcl"); err == nil {
+	if src, err := os.ReadFile("../../../../testdata/evals/critic.hcl"); err == nil {
 		f.Add(src)
 	}
 	dir := f.TempDir()
