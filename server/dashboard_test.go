@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -30,8 +29,6 @@ import (
 	"github.com/lhengine/lhengine/server"
 	"github.com/lhengine/lhengine/store"
 )
-
-var screenshot = flag.String("screenshot", "", "write a PNG of a task page, mid-run, to this file (go test ./server -run Dashboard -args -screenshot ../docs/dashboard.png)")
 
 // chromium returns the browser to drive. A machine without one fails the
 // test: the dashboard is tested in a browser or not at all.
@@ -212,13 +209,23 @@ func TestDashboardInABrowser(t *testing.T) {
 	require.Equal(t, "0", eval(`String(document.querySelectorAll('#tasks b').length)`), "the name is text, not markup")
 
 	// 3. Its page: the fan-out advances one unit each time the test lets a
-	// fetch through, without the page reloading.
+	// fetch through, without the page reloading. The events follow as the
+	// page filters them: with every event asked for, each unit_done comes
+	// in; with what needs a look (the default), none does.
 	require.Equal(t, "/tasks/"+a.ID, navigate("open the task", chromedp.Click(chromedp.CSS(`#tasks tr[data-id="`+a.ID+`"] a`))))
 	require.Equal(t, name, eval(`document.getElementById('name').textContent`))
 	require.Equal(t, "Fetch every page of the docs site, then tell the team", eval(`document.getElementById('objective').textContent`))
-	eval(`window.stillTheSamePage = "yes"`)
-	poll("the event stream connected", `!document.getElementById('live').hidden`)
+	require.Equal(t, "/tasks/"+a.ID, navigate("every event", chromedp.Click(chromedp.ID("events-toggle"))))
+	require.Equal(t, "all", eval(`new URL(location.href).searchParams.get('events')`))
 	for done := 1; done <= 4; done++ {
+		if done == 1 || done == 3 {
+			if done == 3 {
+				require.Equal(t, "/tasks/"+a.ID, navigate("what needs a look", chromedp.Click(chromedp.ID("events-toggle"))))
+				require.Equal(t, "", eval(`location.search`))
+			}
+			eval(`window.stillTheSamePage = "yes"`)
+			poll("the event stream connected", `!document.getElementById('live').hidden`)
+		}
 		select {
 		case rv.release <- struct{}{}:
 		case <-ctx.Done():
@@ -232,6 +239,10 @@ func TestDashboardInABrowser(t *testing.T) {
 		poll(fmt.Sprintf("the progress line at %d", done), fmt.Sprintf(
 			`(l => l.startsWith(%s) && l.includes(" · %d / 4 units (") && (l.includes(" left") || l.includes("time left unknown")))(document.getElementById('progress-line').textContent)`,
 			jsString(name+" · "), done))
+		if done <= 2 {
+			poll(fmt.Sprintf("the unit_done of item %d", done-1), fmt.Sprintf(
+				`[...document.querySelectorAll('#events tr.new')].some(r => r.querySelector('.ev').textContent === "unit_done" && r.cells[4].textContent === "%d")`, done-1))
+		}
 		require.Equal(t, "yes", eval(`window.stillTheSamePage`), "the page was not reloaded")
 		if done < 4 {
 			// Nothing else lets a unit through: the store says the same.
@@ -241,7 +252,7 @@ func TestDashboardInABrowser(t *testing.T) {
 			poll("the step row", fmt.Sprintf(`document.querySelector('#step-0 .done').textContent === "%d"`, done))
 		}
 	}
-	poll("the fetch events", `document.getElementById('events').textContent.includes('step_done')`)
+	require.Equal(t, "1", eval(`document.querySelector('#step-0 .number').textContent`), "steps are numbered from 1, as lhengine status does")
 
 	// 4. notify's effect is sent, its connection dropped: the retry finds
 	// an intent without outcome under mode manual and the task waits for a
@@ -250,6 +261,9 @@ func TestDashboardInABrowser(t *testing.T) {
 	poll("the effect waiting for a person",
 		`document.getElementById('status').textContent === "paused" && document.querySelector('`+confirm+`') !== null`)
 	require.Equal(t, "yes", eval(`window.stillTheSamePage`))
+	// The events that need a look came in live; the routine ones did not.
+	poll("the pause in the events", `document.querySelector('#events tr.new .ev-paused') !== null && document.querySelector('#events tr.new .ev-effect_unknown') !== null`)
+	require.Equal(t, "[]", eval(`JSON.stringify([...document.querySelectorAll('#events .ev')].map(e => e.textContent).filter(t => t === "unit_done" || t === "step_done" || t === "step_started"))`))
 	require.Equal(t, store.Paused, stored(a.ID).Status)
 	effs := effects(t, e, a.ID)
 	require.Len(t, effs, 1)
@@ -263,14 +277,6 @@ func TestDashboardInABrowser(t *testing.T) {
 	body, err := chromedp.Run(b, chromedp.Evaluate[string](`fetch(`+jsString(href)+`).then(r => r.text())`, chromedp.EvalAwaitPromise))
 	require.NoError(t, err)
 	require.Equal(t, "<html><body>the front page</body></html>", body, "the artifact downloads with the login cookie")
-
-	if *screenshot != "" {
-		eval(`document.getElementById('units-0').open = true, ""`)
-		png, err := chromedp.Run(b, chromedp.FullScreenshot(100))
-		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(*screenshot, png, 0o644))
-		t.Logf("wrote %s (%d bytes)", *screenshot, len(png))
-	}
 
 	// 5. Confirm: the effect is recorded as done and never sent again; the
 	// step goes on with the confirmed outcome and the task succeeds.
@@ -409,6 +415,21 @@ func TestDashboardPages(t *testing.T) {
 	require.Equal(t, "/", got.Path)
 	require.Equal(t, http.StatusSeeOther, send("GET", "/tasks/"+task.ID, nil, nil).StatusCode, "no token: to the login page")
 
+	// A query a page does not understand is refused with a page that says
+	// why, never a failure of the server.
+	for path, want := range map[string]string{
+		"/?page=0":                                    `page &#34;0&#34;: want a page number`,
+		"/?order=sideways":                            `order &#34;sideways&#34;: want newest or oldest`,
+		"/tasks/" + task.ID + "?events=some":          `events &#34;some&#34;: want all`,
+		"/tasks/" + task.ID + "?events_before=x":      `events_before &#34;x&#34;: want an event&#39;s sequence number`,
+		"/tasks/" + task.ID + "?step=9":               `step &#34;9&#34;: want a step number from 1 to 2`,
+		"/tasks/" + task.ID + "?step=1&units_from=-1": `units_from &#34;-1&#34;: want an item number`,
+	} {
+		resp := send("GET", path, nil, cookie)
+		require.Equal(t, http.StatusBadRequest, resp.StatusCode, path)
+		require.Contains(t, read(resp), want, path)
+	}
+
 	// The pages escape what users and plugins wrote, and forbid inline
 	// scripts and framing.
 	for _, path := range []string{"/", "/tasks/" + task.ID} {
@@ -418,6 +439,8 @@ func TestDashboardPages(t *testing.T) {
 		require.NotContains(t, html, `<script>alert`, path)
 		require.Contains(t, html, `&lt;script&gt;alert(&#34;name&#34;)&lt;/script&gt;`, path)
 		csp := resp.Header.Get("Content-Security-Policy")
+		require.Regexp(t, `style-src 'sha256-[A-Za-z0-9+/]+=*';`, csp, path+": the stylesheet by its hash, nothing inline")
+		require.NotContains(t, csp, "unsafe", path)
 		require.Contains(t, csp, "script-src 'self'", path)
 		require.Contains(t, csp, "frame-ancestors 'none'", path)
 		require.NotContains(t, html, "http://", path+": the dashboard loads nothing from elsewhere")

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -129,6 +130,63 @@ func buildViewGuest(t *testing.T) string {
 	require.NoError(t, os.WriteFile(src, []byte(viewGuestC), 0o644))
 	copyFile(t, filepath.Join(testwasm.ModuleRoot(t), "testdata", "guests", "c", "json.h"), filepath.Join(dir, "json.h"))
 	return testwasm.BuildC(t, src)
+}
+
+// showcaseTask is a task of five steps that leaves something in every
+// part of the task page: "fetch" fans out over pages items (a note and a
+// count from item 0); "verify" sends the task back to "draft" once;
+// "flaky" fails its first attempt and succeeds on its retry; "publish"
+// writes a log and fails, failing the task.
+func showcaseTask(wasm string, pages int) string {
+	return fmt.Sprintf(`
+task "showcase" {
+  objective = "Check every page, then publish the report"
+
+  variable "site" {
+    type    = string
+    default = "https://example.test"
+  }
+  variable "pages" {
+    type    = number
+    default = %d
+  }
+
+  step "fetch" {
+    plugin      = %[2]q
+    for_each    = range(var.pages)
+    concurrency = 4
+    input       = { mode = "ok", note = true, site = var.site }
+  }
+
+  step "draft" {
+    plugin = %[2]q
+    input  = { mode = "ok" }
+  }
+
+  step "verify" {
+    plugin = %[2]q
+    input  = { mode = "repair_once" }
+    repair {
+      restart_from = "draft"
+      max          = 2
+    }
+  }
+
+  step "flaky" {
+    plugin = %[2]q
+    input  = { mode = "fail_until", ok_at = 2 }
+    retry {
+      attempts = 3
+      backoff  = "0s"
+    }
+  }
+
+  step "publish" {
+    plugin = %[2]q
+    input  = { mode = "fail", log = "publishing to ${var.site}\nerror: the server answered 503", message = "the report server answered 503" }
+  }
+}
+`, pages, wasm)
 }
 
 // plainTask is a task of one step of viewGuestC's mode (with input's
@@ -382,6 +440,151 @@ func TestDashboardTaskList(t *testing.T) {
 	require.NoError(t, chromedp.Do(d.b.ctx, chromedp.SetValue(chromedp.ID("f-status"), "cancelled")))
 	require.Equal(t, "/?status=cancelled&name=&id=&order=newest", d.follow("filter without scripts", "#f-apply"))
 	require.JSONEq(t, toJSON(t, []string{weekly}), d.b.eval(ids))
+}
+
+// TestDashboardTaskPage drives a task's page in a headless Chromium: a
+// task that fanned out, was repaired once, retried a unit and failed
+// shows its steps numbered from 1 with their durations, a timeline of its
+// passes and the repair, why it failed with the failed attempt's log, its
+// variables; the events a person looks for, every event behind a link,
+// and older events a page at a time; a fan-out's units a page at a time;
+// and a task that never ran says, section by section, that there is
+// nothing yet.
+func TestDashboardTaskPage(t *testing.T) {
+	d := startDash(t, 120*time.Second, dashOptions{})
+	wasm := buildViewGuest(t)
+	const pages = 230
+	id := d.submit(showcaseTask(wasm, pages))
+	task := d.run(id)
+	require.Equal(t, store.Failed, task.Status)
+	require.NotNil(t, task.Failure)
+	d.login()
+	require.Equal(t, "/tasks/"+id, d.open("/tasks/"+id))
+
+	// Steps, numbered as lhengine status numbers them, each with the
+	// duration of its latest pass.
+	require.Equal(t, `[["1","fetch"],["2","draft"],["3","verify"],["4","flaky"],["5","publish"]]`,
+		d.b.eval(list(`#steps tr[data-step]`, `r => [r.querySelector('.number').textContent, r.querySelector('.name').textContent]`)))
+	for _, dur := range strings.Split(strings.Trim(d.b.eval(list(`#steps tr[data-step] .duration`, `c => c.textContent`)), "[]"), ",") {
+		require.Regexp(t, `^"\d+(ms|s|m\d\ds)"$`, dur)
+	}
+	require.Equal(t, "the latest of 2 passes", d.b.eval(`document.querySelector('#step-1 .duration').title`))
+
+	// The timeline: a bar per pass, in order, with how each ended, and the
+	// repair between; each placed in the drawing.
+	require.Equal(t, `[["1","1","done"],["2","1","done"],["3","1","sent back"],["3","1","repair"],`+
+		`["2","2","done"],["3","2","done"],["4","1","done"],["5","1","failed"]]`,
+		d.b.eval(list(`#timeline tr.bar`, `r => [r.dataset.step, r.dataset.pass, r.dataset.outcome]`)))
+	require.Contains(t, d.b.eval(`document.querySelector('#timeline tr.repair .outcome').textContent`), `repair 1 of 2: back to "draft": the draft has no Risks section`)
+	prevX := 0.0
+	for i, xw := range parsePairs(t, d.b.eval(list(`#timeline tr.bar rect`, `r => [r.getAttribute('x'), r.getAttribute('width')]`))) {
+		x, w := xw[0], xw[1]
+		require.True(t, x >= 0 && w >= 3 && x+w <= 1000, "bar %d at %v width %v", i, x, w)
+		require.GreaterOrEqual(t, x, prevX, "bar %d starts before the one above it", i) // in the order they started
+		prevX = x
+	}
+	require.Equal(t, "rgb(30, 127, 79)", d.b.eval(`getComputedStyle(document.querySelector('#timeline tr.o-done rect')).fill`), "the stylesheet colours the bars")
+
+	// Why it failed: the step, the failure, the attempt's log, and the
+	// command that lists every attempt.
+	require.Equal(t, "false", d.b.eval(`String(document.getElementById('failure').hidden)`))
+	require.Equal(t, "Why it failed", d.b.eval(`document.querySelector('#failure h2').textContent`))
+	require.Equal(t, "5 publish", d.b.eval(`document.getElementById('failure-step').textContent`))
+	require.Equal(t, "plugin view.wasm: the report server answered 503", d.b.eval(`document.getElementById('failure-message').textContent`))
+	require.True(t, strings.HasSuffix(strings.TrimSpace(d.b.eval(`document.getElementById('failure-log').textContent`)),
+		"\npublishing to https://example.test\nerror: the server answered 503"), "the attempt's log, as recorded")
+	require.Equal(t, "lhengine outputs "+id+" publish --attempts --item 0", d.b.eval(`document.getElementById('failure-command').textContent`))
+
+	// The variables of the run manifest, by name.
+	require.Equal(t, `[["pages","230"],["site","\"https://example.test\""]]`,
+		d.b.eval(list(`#variables dt`, `dt => [dt.textContent, dt.nextElementSibling.textContent]`)))
+
+	// Events: what a person looks for, newest first, no unit_done.
+	types := list(`#events tr[data-seq]`, `r => r.querySelector('.ev').textContent`)
+	seqs := list(`#events tr[data-seq]`, `r => Number(r.dataset.seq)`)
+	require.Equal(t, `["failed","unit_failed","unit_retry","repair"]`, d.b.eval(types))
+	require.Contains(t, d.b.eval(`document.getElementById('events-toggle').textContent`), "Show every event")
+	require.Equal(t, "null", d.b.eval(`JSON.stringify(document.getElementById('events-older'))`), "all of them fit on the page")
+
+	// Every event, behind a link: the newest 100, then older ones a page
+	// at a time, and back.
+	require.Equal(t, "/tasks/"+id+"?events=all", d.follow("every event", "#events-toggle"))
+	all := parseInts(t, d.b.eval(seqs))
+	require.Len(t, all, 100)
+	require.Equal(t, int(task.NextEvent-1), all[0])
+	require.Contains(t, d.b.eval(types), `"unit_done"`)
+	older := d.follow("older events", "#events-older")
+	require.Equal(t, "/tasks/"+id+"?events=all&events_before="+strconv.Itoa(all[99]), older)
+	page2 := parseInts(t, d.b.eval(seqs))
+	require.Len(t, page2, 100)
+	require.Equal(t, all[99]-1, page2[0], "the next older event")
+	require.Equal(t, "/tasks/"+id+"?events=all", d.follow("the newest events", "#events-newest"))
+	require.Equal(t, "/tasks/"+id, d.follow("what needs a look", "#events-toggle"))
+
+	// A fan-out's units, a page at a time.
+	units := list(`#units-0 tr[data-item]`, `r => Number(r.dataset.item)`)
+	require.Equal(t, "units: items 0–99 of 230", d.b.eval(`document.querySelector('#units-0 summary').textContent`))
+	require.Len(t, parseInts(t, d.b.eval(units)), 100)
+	d.b.eval(`document.getElementById('units-0').open = true, ""`)
+	require.Equal(t, "/tasks/"+id+"?step=1&units_from=100", d.follow("the next units", "#units-0 .units-next"))
+	require.Equal(t, "true", d.b.eval(`String(document.getElementById('units-0').open)`), "the page of units is open")
+	got := parseInts(t, d.b.eval(units))
+	require.Len(t, got, 100)
+	require.Equal(t, 100, got[0])
+	d.follow("the last units", "#units-0 .units-next")
+	require.Equal(t, "units: items 200–229 of 230", d.b.eval(`document.querySelector('#units-0 summary').textContent`))
+	require.Equal(t, "null", d.b.eval(`JSON.stringify(document.querySelector('#units-0 .units-next'))`))
+	d.follow("back a page", "#units-0 .units-prev")
+	require.Equal(t, "units: items 100–199 of 230", d.b.eval(`document.querySelector('#units-0 summary').textContent`))
+
+	// Sections with something, and what a task that never ran shows
+	// instead: a sentence each.
+	require.Contains(t, d.b.eval(`document.querySelector('#progress-notes .note-item').textContent`), "the front page has no description")
+	empty := d.submit(plainTask("never ran", wasm, "ok", ""))
+	d.open("/tasks/" + empty)
+	for sel, want := range map[string]string{
+		"no-approvals": "No approvals: nothing of this task has asked a person yet.",
+		"no-budgets":   "No budget limits: the task file's budget block sets none.",
+		"no-effects":   "No effects: no step has performed one (effect.do) yet.",
+		"no-events":    "No events that need a look yet.",
+		"no-variables": "No variables: the task file declares none.",
+		"no-counters":  "No counters yet: a step counts with progress.count.",
+		"no-notes":     "No notes yet: findings, decisions and blockers the steps record show here.",
+		"no-artifacts": "No artifacts yet.",
+		"no-outputs":   "No step has completed yet.",
+	} {
+		require.Equal(t, want, d.b.eval(`document.getElementById('`+sel+`').textContent`), sel)
+	}
+	require.Equal(t, "true", d.b.eval(`String(document.getElementById('failure').hidden)`))
+	// Its one step was entered at submission, and waits.
+	require.Equal(t, `[["1","1","queued"]]`, d.b.eval(list(`#timeline tr.bar`, `r => [r.dataset.step, r.dataset.pass, r.dataset.outcome]`)))
+}
+
+// parseInts reads a JSON list of numbers.
+func parseInts(t *testing.T, js string) []int {
+	t.Helper()
+	var out []int
+	for _, f := range strings.FieldsFunc(strings.Trim(js, "[]"), func(r rune) bool { return r == ',' }) {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		require.NoError(t, err, js)
+		out = append(out, n)
+	}
+	return out
+}
+
+// parsePairs reads a JSON list of pairs of numbers written as strings.
+func parsePairs(t *testing.T, js string) [][2]float64 {
+	t.Helper()
+	var out [][2]float64
+	for _, m := range regexp.MustCompile(`\["([-0-9.]+)","([-0-9.]+)"\]`).FindAllStringSubmatch(js, -1) {
+		x, err := strconv.ParseFloat(m[1], 64)
+		require.NoError(t, err)
+		w, err := strconv.ParseFloat(m[2], 64)
+		require.NoError(t, err)
+		out = append(out, [2]float64{x, w})
+	}
+	require.NotEmpty(t, out, js)
+	return out
 }
 
 func toJSON(t *testing.T, ids []string) string {

@@ -33,6 +33,19 @@
     return new Date(iso).toISOString().slice(0, 19).replace("T", " ") + "Z";
   }
 
+  // span mirrors the server's durations: "850ms", "42s", "3m05s",
+  // "2h04m", "3d04h".
+  function span(ms) {
+    const pad = (n) => String(n).padStart(2, "0");
+    ms = Math.max(0, ms);
+    if (ms < 1000) return Math.floor(ms) + "ms";
+    if (ms < 60e3) return Math.floor(ms / 1000) + "s";
+    if (ms < 3600e3) { const s = Math.round(ms / 1000); return Math.floor(s / 60) + "m" + pad(s % 60) + "s"; }
+    if (ms < 48 * 3600e3) { const m = Math.round(ms / 60e3); return Math.floor(m / 60) + "h" + pad(m % 60) + "m"; }
+    const h = Math.round(ms / 3600e3);
+    return Math.floor(h / 24) + "d" + pad(h % 24) + "h";
+  }
+
   function el(tag, attrs, ...kids) {
     const e = document.createElement(tag);
     for (const [k, v] of Object.entries(attrs || {})) {
@@ -76,10 +89,17 @@
 
   const maxEvents = 500;
 
+  // addEvent shows a new event as the page's filter does: nothing on a
+  // page of older events, and routine events only when every event is
+  // asked for (the server lists the routine types in data-routine).
   function addEvent(ev) {
     const tbody = document.getElementById("events");
+    if (tbody.dataset.follow !== "true") return;
+    const routine = new Set((tbody.dataset.routine || "").split(" "));
+    if (tbody.dataset.all !== "true" && routine.has(ev.type)) return;
+    for (const none of tbody.querySelectorAll("tr.none")) none.remove();
     const msg = (ev.message || "") + (ev.kind ? " [" + ev.kind + "]" : "");
-    const row = el("tr", { class: "new" },
+    const row = el("tr", { class: "new", "data-seq": ev.seq },
       el("td", {}, ev.seq), el("td", { class: "nowrap" }, when(ev.time)),
       el("td", {}, el("span", { class: "ev ev-" + ev.type }, ev.type)),
       el("td", {}, ev.step || ""), el("td", {}, ev.item == null ? "" : ev.item), el("td", {}, msg));
@@ -103,6 +123,11 @@
     text("progress-text", done + " / " + total);
     text("current", currentStep(t) || "—");
     text("finished", when(t.finished_at));
+    if (t.started_at && !t.started_at.startsWith("0001-")) {
+      const end = t.finished_at && !t.finished_at.startsWith("0001-") ? new Date(t.finished_at) : new Date();
+      text("started", when(t.started_at));
+      text("duration", span(end - new Date(t.started_at)));
+    }
     text("attempts", t.attempts + " (" + t.failures + " failed)");
     const upd = document.getElementById("updated");
     upd.dateTime = t.updated_at;
@@ -119,6 +144,7 @@
       if (!row) return;
       row.querySelector(".units").textContent = (s.planned || s.units > 0) ? s.units : "—";
       row.querySelector(".done").textContent = s.done;
+      row.querySelector(".failed").textContent = s.failed || 0;
       row.querySelector(".leased").textContent = s.leased;
       row.querySelector(".pass").textContent = s.pass;
       row.classList.toggle("cursor", i === t.cursor);
@@ -126,10 +152,11 @@
   }
 
   // refreshSoon fetches the page again, with its query, and swaps in its
-  // data-live parts (on a task's page: approvals, budgets, effects, steps
-  // with their units, counters, notes, artifacts, outputs, the buttons; on
-  // the list: the tasks and the approvals waiting for a person): at most
-  // one fetch at a time, and one a second at most.
+  // data-live parts (on a task's page: the failure, approvals, budgets,
+  // effects, steps with their units, the timeline, counters, notes,
+  // artifacts, outputs, the buttons; on the list: the tasks and the
+  // approvals waiting for a person): at most one fetch at a time, and one
+  // a second at most.
   let busy = false, again = false, last = 0;
   function refreshSoon() {
     if (busy) { again = true; return; }
