@@ -15,8 +15,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/lhengine/lhengine/engine"
 	"github.com/lhengine/lhengine/cmd/lhengine/internal/evalrun"
+	"github.com/lhengine/lhengine/engine"
 	"github.com/lhengine/lhengine/internal/testmodel"
 	"github.com/lhengine/lhengine/store"
 )

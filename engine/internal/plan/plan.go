@@ -25,10 +25,10 @@ import (
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
 
-	"github.com/lhengine/lhengine/fault"
 	"github.com/lhengine/lhengine/engine/internal/bounds"
 	"github.com/lhengine/lhengine/engine/internal/guest"
 	"github.com/lhengine/lhengine/engine/internal/taskfile"
+	"github.com/lhengine/lhengine/fault"
 	"github.com/lhengine/lhengine/store"
 )
 

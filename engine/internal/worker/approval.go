@@ -7,9 +7,9 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/lhengine/lhengine/fault"
 	"github.com/lhengine/lhengine/engine/internal/hostcall"
 	"github.com/lhengine/lhengine/engine/internal/taskfile"
+	"github.com/lhengine/lhengine/fault"
 	"github.com/lhengine/lhengine/store"
 )
 

@@ -8,9 +8,9 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/lhengine/lhengine/fault"
 	"github.com/lhengine/lhengine/engine/internal/plan"
 	"github.com/lhengine/lhengine/engine/internal/taskfile"
+	"github.com/lhengine/lhengine/fault"
 	"github.com/lhengine/lhengine/store"
 )
 

@@ -17,12 +17,12 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/lhengine/lhengine/fault"
 	"github.com/lhengine/lhengine/engine/internal/confine"
 	"github.com/lhengine/lhengine/engine/internal/guest"
 	"github.com/lhengine/lhengine/engine/internal/hostcall"
 	"github.com/lhengine/lhengine/engine/internal/plan"
 	"github.com/lhengine/lhengine/engine/internal/taskfile"
+	"github.com/lhengine/lhengine/fault"
 	"github.com/lhengine/lhengine/internal/crashpoint"
 	"github.com/lhengine/lhengine/store"
 )
