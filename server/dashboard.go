@@ -195,6 +195,9 @@ func (s *Server) pageError(w http.ResponseWriter, status int, msg, back string) 
 
 type loginPage struct {
 	Refused bool // a token was posted and not accepted
+	// Once says why a one-time login link (oncelogin.go) did not log the
+	// browser in; "" when none was used.
+	Once string
 }
 
 func (s *Server) pageLogin(w http.ResponseWriter, r *http.Request) {
@@ -206,7 +209,8 @@ func (s *Server) pageLogin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	_, err := r.Cookie(loginCookie)
-	p := s.page("Log in", loginPage{Refused: err == nil})
+	once, _ := r.Context().Value(onceRefusedKey{}).(string)
+	p := s.page("Log in", loginPage{Refused: err == nil, Once: once})
 	p.Nav = false
 	if err == nil {
 		clearCookie(w, r, loginCookie)

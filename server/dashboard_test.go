@@ -372,7 +372,9 @@ func TestDashboardPages(t *testing.T) {
 
 	const token = "a-token"
 	srv := server.New(e, server.Options{Dashboard: true, Logger: testLogger(t)})
-	hs := httptest.NewServer(server.RequireToken(srv.Handler(), token))
+	once := server.NewOnceLogins(server.OnceLoginFor, nil)
+	hs := httptest.NewServer(once.Handler(server.RequireToken(srv.Handler(), token),
+		func() (map[string]string, error) { return map[string]string{server.OwnerToken: token}, nil }))
 	defer hs.Close()
 	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	send := func(method, path string, form url.Values, header map[string]string) *http.Response {
@@ -414,6 +416,25 @@ func TestDashboardPages(t *testing.T) {
 	require.Equal(t, http.SameSiteStrictMode, got.SameSite)
 	require.Equal(t, "/", got.Path)
 	require.Equal(t, http.StatusSeeOther, send("GET", "/tasks/"+task.ID, nil, nil).StatusCode, "no token: to the login page")
+
+	// A one-time link sets the same cookie and leads to the task list;
+	// used again, it leads to the login page, which says so.
+	secret, err := once.Issue(server.OwnerToken)
+	require.NoError(t, err)
+	resp = send("GET", "/login?once="+secret, nil, nil)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	require.Equal(t, "/", resp.Header.Get("Location"))
+	require.Equal(t, "no-store", resp.Header.Get("Cache-Control"))
+	require.Len(t, resp.Cookies(), 1)
+	got = resp.Cookies()[0]
+	require.Equal(t, "lhengine_token", got.Name)
+	require.Equal(t, token, got.Value)
+	require.True(t, got.HttpOnly)
+	require.Equal(t, http.SameSiteStrictMode, got.SameSite)
+	resp = send("GET", "/login?once="+secret, nil, nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Empty(t, resp.Cookies())
+	require.Contains(t, read(resp), `<p class="error" id="once-refused">That login link was already used`)
 
 	// A query a page does not understand is refused with a page that says
 	// why, never a failure of the server.

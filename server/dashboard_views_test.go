@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -11,6 +12,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -558,6 +560,80 @@ func TestDashboardTaskPage(t *testing.T) {
 	require.Equal(t, "true", d.b.eval(`String(document.getElementById('failure').hidden)`))
 	// Its one step was entered at submission, and waits.
 	require.Equal(t, `[["1","1","queued"]]`, d.b.eval(list(`#timeline tr.bar`, `r => [r.dataset.step, r.dataset.pass, r.dataset.outcome]`)))
+}
+
+// TestDashboardOnceLogin: the one-time login link lhengine serve prints
+// logs a browser in (the task list, with the home's token in the session
+// cookie); the same link used again, from a browser without the cookie,
+// shows the login page saying it was used; a link past its 15 minutes, or
+// one the server never issued, says so too; and the server's log never
+// holds a link's secret.
+func TestDashboardOnceLogin(t *testing.T) {
+	var logged strings.Builder
+	var mu sync.Mutex
+	now := time.Now()
+	clock := func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return now
+	}
+	once := server.NewOnceLogins(server.OnceLoginFor, clock)
+	d := startDash(t, 60*time.Second, dashOptions{
+		wrap: func(_ *server.Server, h http.Handler) http.Handler {
+			return once.Handler(h, func() (map[string]string, error) {
+				return map[string]string{server.OwnerToken: "view-token-0123456789"}, nil
+			})
+		},
+		logger: hclog.New(&hclog.LoggerOptions{Level: hclog.Trace, Output: lockedWriter{&mu, &logged}}),
+	})
+	secret, err := once.Issue(server.OwnerToken)
+	require.NoError(t, err)
+	require.Regexp(t, `^[0-9a-f]{64}$`, secret, "32 random bytes")
+	link := "/login?once=" + secret
+
+	// The link: the task list, logged in.
+	require.Equal(t, "/", d.open(link))
+	require.Equal(t, "list", d.b.eval(`document.body.dataset.page`))
+	require.Equal(t, "/", d.open("/"), "the session cookie lets the browser in")
+
+	// Again, from a browser that has no cookie: the login page says why.
+	fresh, cancel := chromedp.NewContext(d.b.ctx, chromedp.WithNewBrowserContext())
+	defer cancel()
+	again := &dash{t: t, ctx: d.ctx, base: d.base, b: browser{t: t, ctx: fresh}}
+	require.Equal(t, link, again.open(link))
+	require.Equal(t, "login", again.b.eval(`document.body.dataset.page`))
+	require.Equal(t, "That login link was already used: a link printed by lhengine serve works once. "+
+		"Log in with a token below, or restart lhengine serve for a new link.", again.b.eval(`document.getElementById('once-refused').textContent`))
+	require.Equal(t, "/login", again.open("/"), "still not logged in")
+
+	// A link past its time, and one never issued.
+	late, err := once.Issue(server.OwnerToken)
+	require.NoError(t, err)
+	mu.Lock()
+	now = now.Add(server.OnceLoginFor)
+	mu.Unlock()
+	again.open("/login?once=" + late)
+	require.Contains(t, again.b.eval(`document.getElementById('once-refused').textContent`), "That login link has expired: a link printed by lhengine serve works for 15 minutes.")
+	again.open("/login?once=0123")
+	require.Contains(t, again.b.eval(`document.getElementById('once-refused').textContent`), "That login link is not known to this server")
+	require.Equal(t, "/login", again.open("/"))
+
+	mu.Lock()
+	defer mu.Unlock()
+	require.NotContains(t, logged.String(), secret)
+	require.NotContains(t, logged.String(), late)
+}
+
+// lockedWriter writes to w under mu.
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 // parseInts reads a JSON list of numbers.

@@ -31,9 +31,11 @@ The TCP listener requires a bearer token. The home's own token is created on
 the first start (HOME/run/token, readable by its owner only); "lhengine token
 add NAME" gives a person a token of their own. Clients pass one with
 --token-file FILE or the LHENGINE_TOKEN environment variable, and a browser
-logs in with it once. What a request decides, pauses, raises or retries is
-recorded as made by its token's name ("owner" for the home's token), not by
-what the client says. Tokens are read again for every request: one added or
+logs in with it once, or with the login link serve prints at start
+(http://ADDR/login?once=...: it works once, within 15 minutes, and is kept in
+this process's memory only). What a request decides, pauses, raises or
+retries is recorded as made by its token's name ("owner" for the home's
+token), not by what the client says. Tokens are read again for every request: one added or
 removed counts at once, without a restart. The default address is loopback
 only.
 
@@ -49,7 +51,8 @@ is 0.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			a.dashboard = true
-			var tokenFile string
+			var tokenFile, once string
+			logins := server.NewOnceLogins(server.OnceLoginFor, nil)
 			if listen != "" {
 				l, err := net.Listen("tcp", listen)
 				if err != nil {
@@ -66,10 +69,16 @@ is 0.`,
 					}
 					// Read again for every request: a token added or
 					// removed with "lhengine token" counts at once.
-					return server.RequireTokens(srv.Handler(), func() (map[string]string, error) { return server.Tokens(a.home) })
+					tokens := func() (map[string]string, error) { return server.Tokens(a.home) }
+					return logins.Handler(server.RequireTokens(srv.Handler(), tokens), tokens)
 				}})
 				tokenFile = api.TokenPath(a.home)
 				listen = l.Addr().String()
+				// A one-time login link for the person at this terminal,
+				// held in this process's memory only.
+				if once, err = logins.Issue(server.OwnerToken); err != nil {
+					return err
+				}
 			}
 			return a.withOwner(ctx, func(s *session) error {
 				if err := mf.apply(&o, true); err != nil {
@@ -77,7 +86,8 @@ is 0.`,
 				}
 				fmt.Fprintf(a.stdout, "serving home %s\n  socket:    %s\n", a.home, api.SocketPath(a.home))
 				if listen != "" {
-					fmt.Fprintf(a.stdout, "  dashboard: http://%s/\n  API:       http://%s/v1/ (bearer token in %s)\n", listen, listen, tokenFile)
+					fmt.Fprintf(a.stdout, "  dashboard: http://%s/\n  login:     http://%s/login?once=%s (works once, for 15 minutes)\n  API:       http://%s/v1/ (bearer token in %s)\n",
+						listen, listen, once, listen, tokenFile)
 				}
 				return a.work(ctx, s, o, a.stderr)
 			})
