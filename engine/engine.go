@@ -239,11 +239,11 @@ func (e *Engine) Submit(ctx context.Context, path string, o SubmitOptions) (*sto
 	// The output quota is kept with the task; the other limits reach the
 	// store with each write they bound.
 	quota := int64(sub.Task.Limits.OutputBytes)
-	t, created, err := e.store.SubmitWithReplay(ctx, store.NewTask{
+	t, created, err := e.store.Submit(ctx, store.NewTask{
 		Name: sub.Task.Name, Steps: sub.Steps, Manifest: sub.Manifest, IdempotencyKey: o.IdempotencyKey,
 		OutputQuota: &quota, Facts: facts, Budget: budgetLimits(sub.Task.Budget), Notify: notifySpec(sub.Task.Notify),
-		Progress: progressSpec(sub, o.Vars),
-	}, modules, replay)
+		Progress: progressSpec(sub, o.Vars), Modules: modules, Replay: replay,
+	})
 	if err == nil && created {
 		// This process's workers use the task as parsed here instead of
 		// parsing its pinned source again; if that fails they parse it.

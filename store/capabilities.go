@@ -52,16 +52,7 @@ type blobMeta struct {
 	Chunks int   `json:"chunks"`
 }
 
-// PutArtifact is PutArtifactQuota under the default artifact quota,
-// DefaultArtifactQuota.
-func (s *Store) PutArtifact(ctx context.Context, p Provenance, data []byte) (string, error) {
-	return s.PutArtifactQuota(ctx, p, data, DefaultArtifactQuota)
-}
-
-// DefaultArtifactQuota is the artifact quota of PutArtifact: 1 GiB.
-const DefaultArtifactQuota = 1 << 30
-
-// PutArtifactQuota stores data (deduplicated by its sha256) and records its
+// PutArtifact stores data (deduplicated by its sha256) and records its
 // provenance; it returns the ref "sha256:<hex>". The same unit putting the
 // same content under the same name again (a retry) updates one provenance
 // record instead of adding another.
@@ -69,7 +60,7 @@ const DefaultArtifactQuota = 1 << 30
 // Each distinct content counts once against the task's artifact quota of
 // limit bytes (artifact_bytes); content that does not fit is refused with a
 // *QuotaError before anything is written.
-func (s *Store) PutArtifactQuota(ctx context.Context, p Provenance, data []byte, limit int64) (string, error) {
+func (s *Store) PutArtifact(ctx context.Context, p Provenance, data []byte, limit int64) (string, error) {
 	sum := sha256.Sum256(data)
 	hexSum := hex.EncodeToString(sum[:])
 	p.Ref, p.Size = "sha256:"+hexSum, int64(len(data))
@@ -165,21 +156,13 @@ func (s *Store) KVGet(task string, step, item int, key string) (json.RawMessage,
 	return out, err == nil, err
 }
 
-// KVPut is KVPutQuota under the default kv quota, DefaultKVQuota.
-func (s *Store) KVPut(ctx context.Context, l Lease, key string, value json.RawMessage) error {
-	return s.KVPutQuota(ctx, l, key, value, DefaultKVQuota)
-}
-
-// DefaultKVQuota is the kv quota of KVPut: 64 MiB.
-const DefaultKVQuota = 64 << 20
-
-// KVPutQuota writes a unit's own key/value entry, durably, if the lease is
+// KVPut writes a unit's own key/value entry, durably, if the lease is
 // still the unit's current one: a zombie cannot move the cursor of the worker
 // that took over. The entry's key and value count against the task's kv
 // quota of limit bytes (kv_bytes; an overwrite counts the difference); an
 // entry that does not fit is refused with a *QuotaError and nothing is
 // written.
-func (s *Store) KVPutQuota(ctx context.Context, l Lease, key string, value json.RawMessage, limit int64) error {
+func (s *Store) KVPut(ctx context.Context, l Lease, key string, value json.RawMessage, limit int64) error {
 	return s.update(ctx, func(t *tx) error {
 		if _, _, err := s.leased(t, l); err != nil {
 			return err

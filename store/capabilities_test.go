@@ -20,15 +20,15 @@ func TestArtifactsAreContentAddressedChunkedAndDeduplicated(t *testing.T) {
 	task := b.submit(t, plainSteps("a"))
 	big := bytes.Repeat([]byte("0123456789abcdef"), 3*ArtifactChunk/16+7) // 3 chunks and a bit
 	p := Provenance{Name: "big.bin", Task: task.ID, Step: "a", Attempt: 1}
-	ref, err := s.PutArtifact(b.ctx, p, big)
+	ref, err := s.PutArtifact(b.ctx, p, big, 1<<30)
 	require.NoError(t, err)
 	require.Len(t, ref, 71)
 	// The same unit putting the same content again (a retry) is one record.
 	p.Attempt = 2
-	ref2, err := s.PutArtifact(b.ctx, p, big)
+	ref2, err := s.PutArtifact(b.ctx, p, big, 1<<30)
 	require.NoError(t, err)
 	require.Equal(t, ref, ref2)
-	_, err = s.PutArtifact(b.ctx, Provenance{Name: "small.txt", Task: task.ID, Step: "a"}, []byte("hi"))
+	_, err = s.PutArtifact(b.ctx, Provenance{Name: "small.txt", Task: task.ID, Step: "a"}, []byte("hi"), 1<<30)
 	require.NoError(t, err)
 
 	got := make([]byte, 0, len(big))
@@ -66,10 +66,10 @@ func TestKVPutNeedsTheCurrentLease(t *testing.T) {
 	b := setup(t)
 	b.submit(t, plainSteps("a"))
 	zombie := b.claim1(t, "a")
-	require.NoError(t, b.s.KVPut(b.ctx, zombie, "cursor", json.RawMessage(`5`)))
+	require.NoError(t, b.s.KVPut(b.ctx, zombie, "cursor", json.RawMessage(`5`), 64<<20))
 	b.clock.Add(time.Minute)
 	fresh := b.claim1(t, "b")
-	require.ErrorIs(t, b.s.KVPut(b.ctx, zombie, "cursor", json.RawMessage(`9`)), ErrLeaseLost)
+	require.ErrorIs(t, b.s.KVPut(b.ctx, zombie, "cursor", json.RawMessage(`9`), 64<<20), ErrLeaseLost)
 	v, ok, err := b.s.KVGet(fresh.Task, 0, 0, "cursor")
 	require.NoError(t, err)
 	require.True(t, ok)

@@ -49,11 +49,36 @@ type NewTask struct {
 	// Progress is the task's progress block (progress.go); nil counts the
 	// units of every step.
 	Progress *ProgressSpec
+	// Modules are the plugin modules the manifest pins, by sha256: each is
+	// stored before the task, once however many tasks pin it, so the task
+	// runs the same bytes after the files change (modules.go). Nil stores
+	// none (the task's steps read their modules from elsewhere).
+	Modules map[string][]byte
+	// Replay is the replay set the task's model calls are answered from
+	// (replay.go), stored before the task; the manifest must pin it
+	// (Manifest.ModelReplay). Nil for none.
+	Replay *ReplaySet
 }
 
-// Submit creates a queued task and plans its first step. It returns the task
-// and whether it was created (false: the idempotency key named an existing one).
+// Submit creates a queued task and plans its first step, after storing the
+// modules and the replay set it brings (NewTask.Modules, NewTask.Replay).
+// It returns the task and whether it was created (false: the idempotency
+// key named an existing one).
 func (s *Store) Submit(ctx context.Context, nt NewTask) (*Task, bool, error) {
+	if nt.Modules != nil || nt.Replay != nil || nt.Manifest.ModelReplay != nil {
+		defer holdBlobs()()
+		if err := s.putModules(ctx, nt, nt.Modules); err != nil {
+			return nil, false, err
+		}
+		if err := s.putReplay(ctx, nt); err != nil {
+			return nil, false, err
+		}
+	}
+	return s.submit(ctx, nt)
+}
+
+// submit writes the task and plans its first step.
+func (s *Store) submit(ctx context.Context, nt NewTask) (*Task, bool, error) {
 	if len(nt.Steps) == 0 {
 		return nil, false, errors.New("a task needs at least one step")
 	}

@@ -19,7 +19,7 @@ import (
 // records (artifacts); gc removes the blobs nothing refers to.
 
 // blobMu orders blob writers against gc. Writers (PutArtifact,
-// SubmitWithModules) hold it shared from the moment they look for a blob
+// Submit with modules) hold it shared from the moment they look for a blob
 // until the record that refers to it is committed; gc holds it exclusively
 // while it decides which blobs are unreferenced and deletes them. So gc never
 // deletes the chunks of a put in flight (a blob without its record yet), nor
@@ -122,16 +122,10 @@ func (s *Store) Module(sum string) ([]byte, error) {
 	return b, nil
 }
 
-// SubmitWithModules is Submit for a task whose plugin modules are given:
-// modules maps a sha256 (lower-case hex) to the module's bytes, and holds
-// every module the manifest pins. The modules are stored first, chunk by
-// chunk, each once however many tasks pin it; the task record that pins them
-// is written after, so a task in the store always finds its modules there.
-func (s *Store) SubmitWithModules(ctx context.Context, nt NewTask, modules map[string][]byte) (*Task, bool, error) {
-	return s.SubmitWithReplay(ctx, nt, modules, nil)
-}
-
-// putModules stores the modules nt's manifest pins, from modules. The
+// putModules stores the modules nt's manifest pins, from modules (by
+// sha256, lower-case hex, holding every module the manifest pins): chunk by
+// chunk, each once however many tasks pin it, before the task record that
+// pins them, so a task in the store always finds its modules there. The
 // caller holds holdBlobs.
 func (s *Store) putModules(ctx context.Context, nt NewTask, modules map[string][]byte) error {
 	sums := make([]string, 0, len(nt.Manifest.Plugins))

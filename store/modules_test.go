@@ -30,9 +30,9 @@ func setupDisk(t *testing.T) *testBundle {
 // submitPinned submits a one-step task pinning the given module.
 func (b *testBundle) submitPinned(t *testing.T, wasm []byte, sum string) *Task {
 	t.Helper()
-	task, created, err := b.s.SubmitWithModules(b.ctx, NewTask{Name: "t", Steps: plainSteps("a", "b"), Manifest: Manifest{
+	task, created, err := b.s.Submit(b.ctx, NewTask{Name: "t", Steps: plainSteps("a", "b"), Manifest: Manifest{
 		Plugins: map[string]PluginPin{"a": {Path: "/gone/a.wasm", SHA256: sum}, "b": {Path: "/gone/b.wasm", SHA256: sum}},
-	}}, map[string][]byte{sum: wasm})
+	}, Modules: map[string][]byte{sum: wasm}})
 	require.NoError(t, err)
 	require.True(t, created)
 	return task
@@ -65,13 +65,13 @@ func TestModulesAreStoredOnceChunkedAndVerified(t *testing.T) {
 
 	// Bytes that are not the pinned module, or no bytes at all, are refused
 	// before anything is written.
-	_, _, err = b.s.SubmitWithModules(b.ctx, NewTask{Name: "t", Steps: plainSteps("a"), Manifest: Manifest{
+	_, _, err = b.s.Submit(b.ctx, NewTask{Name: "t", Steps: plainSteps("a"), Manifest: Manifest{
 		Plugins: map[string]PluginPin{"a": {Path: "a.wasm", SHA256: other}},
-	}}, map[string][]byte{other: wasm})
+	}, Modules: map[string][]byte{other: wasm}})
 	require.ErrorContains(t, err, "do not have the pinned sha256")
-	_, _, err = b.s.SubmitWithModules(b.ctx, NewTask{Name: "t", Steps: plainSteps("a"), Manifest: Manifest{
+	_, _, err = b.s.Submit(b.ctx, NewTask{Name: "t", Steps: plainSteps("a"), Manifest: Manifest{
 		Plugins: map[string]PluginPin{"a": {Path: "a.wasm", SHA256: other}},
-	}}, nil)
+	}, Modules: map[string][]byte{}})
 	require.ErrorContains(t, err, "was not given")
 
 	// Damaged bytes are noticed when the module is read.

@@ -42,8 +42,8 @@ func TestKVQuotaCountsInTheSameTransaction(t *testing.T) {
 	b := setup(t)
 	task := b.submit(t, plainSteps("a"))
 	l := b.claim1(t, "w")
-	require.NoError(t, b.s.KVPutQuota(b.ctx, l, "k", json.RawMessage(`"abc"`), 10))
-	err := b.s.KVPutQuota(b.ctx, l, "j", json.RawMessage(`"abcd"`), 10)
+	require.NoError(t, b.s.KVPut(b.ctx, l, "k", json.RawMessage(`"abc"`), 10))
+	err := b.s.KVPut(b.ctx, l, "j", json.RawMessage(`"abcd"`), 10)
 	var qe *QuotaError
 	require.ErrorAs(t, err, &qe)
 	require.ErrorIs(t, err, ErrQuota)
@@ -52,7 +52,7 @@ func TestKVQuotaCountsInTheSameTransaction(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, found, "a refused entry is not written")
 	require.Equal(t, int64(6), b.usage(t, task.ID).KV)
-	err = b.s.KVPutQuota(b.ctx, l, "k", json.RawMessage(`"0123456789"`), 10)
+	err = b.s.KVPut(b.ctx, l, "k", json.RawMessage(`"0123456789"`), 10)
 	require.ErrorAs(t, err, &qe)
 	require.True(t, qe.TooLarge())
 }
@@ -63,11 +63,11 @@ func TestArtifactQuotaCountsEachBlobOncePerTask(t *testing.T) {
 	a := b.submit(t, plainSteps("a"))
 	other := b.submit(t, plainSteps("a"))
 	data := []byte(strings.Repeat("d", 300))
-	ref, err := b.s.PutArtifactQuota(b.ctx, Provenance{Name: "1", Task: a.ID, Step: "a"}, data, 500)
+	ref, err := b.s.PutArtifact(b.ctx, Provenance{Name: "1", Task: a.ID, Step: "a"}, data, 500)
 	require.NoError(t, err)
-	_, err = b.s.PutArtifactQuota(b.ctx, Provenance{Name: "2", Task: a.ID, Step: "a"}, data, 500)
+	_, err = b.s.PutArtifact(b.ctx, Provenance{Name: "2", Task: a.ID, Step: "a"}, data, 500)
 	require.NoError(t, err)
-	_, err = b.s.PutArtifactQuota(b.ctx, Provenance{Name: "3", Task: a.ID, Step: "a"}, []byte(strings.Repeat("e", 300)), 500)
+	_, err = b.s.PutArtifact(b.ctx, Provenance{Name: "3", Task: a.ID, Step: "a"}, []byte(strings.Repeat("e", 300)), 500)
 	require.ErrorIs(t, err, ErrQuota)
 	require.Equal(t, int64(300), b.usage(t, a.ID).Artifacts)
 
@@ -77,7 +77,7 @@ func TestArtifactQuotaCountsEachBlobOncePerTask(t *testing.T) {
 	owns, err = b.s.OwnsArtifact(other.ID, ref)
 	require.NoError(t, err)
 	require.False(t, owns, "another task's artifact")
-	_, err = b.s.PutArtifactQuota(b.ctx, Provenance{Name: "x", Task: other.ID, Step: "a"}, data, 500)
+	_, err = b.s.PutArtifact(b.ctx, Provenance{Name: "x", Task: other.ID, Step: "a"}, data, 500)
 	require.NoError(t, err)
 	owns, err = b.s.OwnsArtifact(other.ID, ref)
 	require.NoError(t, err)
@@ -104,11 +104,11 @@ func TestArtifactQuotaCountsPutsInFlight(t *testing.T) {
 			return
 		}
 		// The first put has passed its check and written nothing yet.
-		_, inner = b.s.PutArtifactQuota(b.ctx, Provenance{Name: "2", Task: task.ID, Step: "a"}, second, 500)
-		require.NoError(t, errOf(b.s.PutArtifactQuota(b.ctx, Provenance{Name: "1b", Task: task.ID, Step: "a"}, first, 500)),
+		_, inner = b.s.PutArtifact(b.ctx, Provenance{Name: "2", Task: task.ID, Step: "a"}, second, 500)
+		require.NoError(t, errOf(b.s.PutArtifact(b.ctx, Provenance{Name: "1b", Task: task.ID, Step: "a"}, first, 500)),
 			"the same content in flight counts once")
 	}
-	_, err1 := b.s.PutArtifactQuota(b.ctx, Provenance{Name: "1", Task: task.ID, Step: "a"}, first, 500)
+	_, err1 := b.s.PutArtifact(b.ctx, Provenance{Name: "1", Task: task.ID, Step: "a"}, first, 500)
 	require.NoError(t, err1)
 	var qe *QuotaError
 	require.ErrorAs(t, inner, &qe, "the second put is refused while the first is in flight")
@@ -125,7 +125,7 @@ func TestArtifactQuotaCountsPutsInFlight(t *testing.T) {
 
 	// Once charged, the same content is free to put again.
 	b.s.inflight.hook = nil
-	_, err2 := b.s.PutArtifactQuota(b.ctx, Provenance{Name: "1c", Task: task.ID, Step: "a"}, first, 500)
+	_, err2 := b.s.PutArtifact(b.ctx, Provenance{Name: "1c", Task: task.ID, Step: "a"}, first, 500)
 	require.NoError(t, err2)
 }
 

@@ -73,32 +73,28 @@ func NewReplaySet(dir string, recordings map[string][]byte) (*ReplaySet, error) 
 // Pin is what a manifest records of the set.
 func (r *ReplaySet) Pin() ReplayPin { return r.pin }
 
-// SubmitWithReplay is SubmitWithModules for a task whose model calls are
-// answered from a replay set (nil for none): the set's recordings and
-// index are stored first, each once however many tasks replay them, then
-// the task, whose manifest must pin the set (nt.Manifest.ModelReplay).
-func (s *Store) SubmitWithReplay(ctx context.Context, nt NewTask, modules map[string][]byte, set *ReplaySet) (*Task, bool, error) {
-	defer holdBlobs()()
-	if err := s.putModules(ctx, nt, modules); err != nil {
-		return nil, false, err
-	}
+// putReplay stores the replay set nt brings (its recordings and index,
+// each once however many tasks replay them), which its manifest must pin.
+// The caller holds holdBlobs.
+func (s *Store) putReplay(ctx context.Context, nt NewTask) error {
+	set := nt.Replay
 	switch pin := nt.Manifest.ModelReplay; {
 	case set == nil && pin != nil:
-		return nil, false, fmt.Errorf("the manifest pins replay set %s, which was not given", pin.SHA256)
+		return fmt.Errorf("the manifest pins replay set %s, which was not given", pin.SHA256)
 	case set != nil && (pin == nil || *pin != set.pin):
-		return nil, false, errors.New("the manifest does not pin the replay set given")
+		return errors.New("the manifest does not pin the replay set given")
 	case set != nil:
 		for _, file := range slices.Sorted(maps.Keys(set.files)) {
 			if _, err := s.putBlob(ctx, file, set.files[file]); err != nil {
-				return nil, false, fmt.Errorf("storing recording %s: %w", file, err)
+				return fmt.Errorf("storing recording %s: %w", file, err)
 			}
 		}
 		// The index last: a set whose index is stored has all its recordings.
 		if _, err := s.putBlob(ctx, set.pin.SHA256, set.index); err != nil {
-			return nil, false, fmt.Errorf("storing replay set %s: %w", set.pin.SHA256, err)
+			return fmt.Errorf("storing replay set %s: %w", set.pin.SHA256, err)
 		}
 	}
-	return s.Submit(ctx, nt)
+	return nil
 }
 
 // ReplayIndex reads the index of the replay set with sha256 set. It

@@ -24,9 +24,9 @@ func (b *testBundle) submitReplay(t *testing.T, set *ReplaySet) *Task {
 	t.Helper()
 	wasm, sum := module(100, 1)
 	pin := set.Pin()
-	task, created, err := b.s.SubmitWithReplay(b.ctx, NewTask{Name: "t", Steps: plainSteps("a"), Manifest: Manifest{
+	task, created, err := b.s.Submit(b.ctx, NewTask{Name: "t", Steps: plainSteps("a"), Manifest: Manifest{
 		Plugins: map[string]PluginPin{"a": {Path: "/gone/a.wasm", SHA256: sum}}, ModelReplay: &pin,
-	}}, map[string][]byte{sum: wasm}, set)
+	}, Modules: map[string][]byte{sum: wasm}, Replay: set})
 	require.NoError(t, err)
 	require.True(t, created)
 	return task
@@ -106,7 +106,7 @@ func TestReplaySetRefusals(t *testing.T) {
 	b := setupDisk(t)
 	set, err := NewReplaySet("/d", recordings(1, "x"))
 	require.NoError(t, err)
-	_, _, err = b.s.SubmitWithReplay(b.ctx, NewTask{Name: "t", Steps: plainSteps("a"), Manifest: Manifest{Plugins: map[string]PluginPin{}}}, nil, set)
+	_, _, err = b.s.Submit(b.ctx, NewTask{Name: "t", Steps: plainSteps("a"), Manifest: Manifest{Plugins: map[string]PluginPin{}}, Replay: set})
 	require.ErrorContains(t, err, "does not pin the replay set")
 
 	_, err = parseReplayIndex("x", []byte(strings.Repeat("a", 64)+"\n"))

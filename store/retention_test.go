@@ -49,9 +49,9 @@ func (b *testBundle) fullTask(t *testing.T, key string) *Task {
 	require.NoError(t, err)
 	require.Len(t, l.Leases, 1)
 	lease := l.Leases[0]
-	require.NoError(t, b.s.KVPut(b.ctx, lease, "cursor", json.RawMessage(`1`)))
+	require.NoError(t, b.s.KVPut(b.ctx, lease, "cursor", json.RawMessage(`1`), 64<<20))
 	require.NoError(t, b.s.RecordEffect(b.ctx, lease, &Effect{Task: task.ID, Step: 0, Key: "mail", State: EffectIntent}))
-	_, err = b.s.PutArtifact(b.ctx, Provenance{Name: "out.txt", Task: task.ID, Step: "a"}, []byte("artifact of "+task.ID))
+	_, err = b.s.PutArtifact(b.ctx, Provenance{Name: "out.txt", Task: task.ID, Step: "a"}, []byte("artifact of "+task.ID), 1<<30)
 	require.NoError(t, err)
 	_, err = b.s.Commit(b.ctx, Result{Lease: lease, Output: json.RawMessage(`{}`), Log: []byte("log"),
 		Counts: map[string]int64{"files": 2}, Notes: []Note{{Kind: "finding", Text: "found"}}})
@@ -128,11 +128,11 @@ func TestGCCollectsUnreferencedBlobsAndOrphanChunks(t *testing.T) {
 	wasm, sum := module(ArtifactChunk+10, 3)
 	live := b.submitPinned(t, wasm, sum)
 	done := b.submitPinned(t, wasm, sum)
-	_, err := s.PutArtifact(b.ctx, Provenance{Name: "a.txt", Task: done.ID, Step: "a"}, []byte("only done's"))
+	_, err := s.PutArtifact(b.ctx, Provenance{Name: "a.txt", Task: done.ID, Step: "a"}, []byte("only done's"), 1<<30)
 	require.NoError(t, err)
-	shared, err := s.PutArtifact(b.ctx, Provenance{Name: "s.txt", Task: done.ID, Step: "a"}, []byte("shared"))
+	shared, err := s.PutArtifact(b.ctx, Provenance{Name: "s.txt", Task: done.ID, Step: "a"}, []byte("shared"), 1<<30)
 	require.NoError(t, err)
-	_, err = s.PutArtifact(b.ctx, Provenance{Name: "s.txt", Task: live.ID, Step: "a"}, []byte("shared"))
+	_, err = s.PutArtifact(b.ctx, Provenance{Name: "s.txt", Task: live.ID, Step: "a"}, []byte("shared"), 1<<30)
 	require.NoError(t, err)
 	// A put that crashed after two chunks: chunks and no blob record.
 	_, orphan := module(10, 9)
@@ -207,7 +207,7 @@ func TestGCWhilePutsRun(t *testing.T) {
 		go func() {
 			defer puts.Done()
 			data, _ := module(2*ArtifactChunk+i, byte(i))
-			refs[i], artErrs[i] = b.s.PutArtifact(b.ctx, Provenance{Name: fmt.Sprint(i), Task: task.ID, Step: "a"}, data)
+			refs[i], artErrs[i] = b.s.PutArtifact(b.ctx, Provenance{Name: fmt.Sprint(i), Task: task.ID, Step: "a"}, data, 1<<30)
 		}()
 	}
 	modErrs := make([]error, 4)
@@ -216,8 +216,8 @@ func TestGCWhilePutsRun(t *testing.T) {
 		go func() {
 			defer puts.Done()
 			wasm, sum := module(ArtifactChunk+i, byte(100+i))
-			_, _, modErrs[i] = b.s.SubmitWithModules(b.ctx, NewTask{Name: "m", Steps: plainSteps("a"), Manifest: Manifest{
-				Plugins: map[string]PluginPin{"a": {Path: "a.wasm", SHA256: sum}}}}, map[string][]byte{sum: wasm})
+			_, _, modErrs[i] = b.s.Submit(b.ctx, NewTask{Name: "m", Steps: plainSteps("a"), Manifest: Manifest{
+				Plugins: map[string]PluginPin{"a": {Path: "a.wasm", SHA256: sum}}}, Modules: map[string][]byte{sum: wasm}})
 		}()
 	}
 	puts.Wait()

@@ -190,7 +190,7 @@ func (a *Attempt) Call(ctx context.Context, name string, req []byte) ([]byte, er
 		if err := json.Unmarshal(req, &r); err != nil || r.Key == "" {
 			return nil, herr(guest.StatusInvalid, "kv.put wants {\"key\": string, \"value\": any}")
 		}
-		if err := a.Store.KVPutQuota(ctx, a.Lease, r.Key, orNull(r.Value), int64(a.limits().KVBytes)); err != nil {
+		if err := a.Store.KVPut(ctx, a.Lease, r.Key, orNull(r.Value), int64(a.limits().KVBytes)); err != nil {
 			if errors.Is(err, store.ErrLeaseLost) {
 				return nil, herr(guest.StatusLeaseLost, "%v", err)
 			}
@@ -210,7 +210,7 @@ func (a *Attempt) PutArtifact(ctx context.Context, meta, data []byte) ([]byte, e
 	if err := json.Unmarshal(meta, &m); err != nil || m.Name == "" {
 		return nil, herr(guest.StatusInvalid, "artifact meta wants {\"name\": string, \"media_type\": string}")
 	}
-	ref, err := a.Store.PutArtifactQuota(ctx, store.Provenance{
+	ref, err := a.Store.PutArtifact(ctx, store.Provenance{
 		Name: m.Name, MediaType: m.MediaType, Task: a.Lease.Task, Step: a.Step.Name, Item: a.Lease.Item,
 		Attempt: a.Lease.Attempt, PluginSHA256: a.PluginSHA256, InputSHA256: a.InputSHA256, Policies: a.Step.Policies,
 		Environment: a.Environment,

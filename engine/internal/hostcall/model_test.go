@@ -361,8 +361,8 @@ func TestModelRecordAndReplay(t *testing.T) {
 	require.NoError(t, err)
 	pin := set.Pin()
 	require.Equal(t, 2, pin.Recordings)
-	_, _, err = b.Store.SubmitWithReplay(context.Background(), store.NewTask{Name: "holder", Steps: []store.StepState{{Name: "s", Limit: 1}},
-		Manifest: store.Manifest{Plugins: map[string]store.PluginPin{}, ModelReplay: &pin}}, nil, set)
+	_, _, err = b.Store.Submit(context.Background(), store.NewTask{Name: "holder", Steps: []store.StepState{{Name: "s", Limit: 1}},
+		Manifest: store.Manifest{Plugins: map[string]store.PluginPin{}, ModelReplay: &pin}, Replay: set})
 	require.NoError(t, err)
 	require.NoError(t, os.RemoveAll(dir))
 	idx, err := b.Store.ReplayIndex(pin.SHA256)
