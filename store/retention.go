@@ -106,15 +106,15 @@ func (s *Store) deleteAllLimit(ctx context.Context, prefix []byte, maxBatches in
 			return n, size, err
 		}
 		n += len(keys)
-		crashpoint.Reached(CrashAfterDeleteBatch)
+		crashpoint.Reached(crashAfterDeleteBatch)
 	}
 	return n, size, nil
 }
 
-// CrashAfterDeleteBatch is the crash point (see internal/crashpoint) after
+// crashAfterDeleteBatch is the crash point (see internal/crashpoint) after
 // each committed batch of deletions of Remove and GC: a process killed there
 // must leave a task that Remove finishes, and blobs that GC collects.
-const CrashAfterDeleteBatch = "store.after_delete_batch"
+const crashAfterDeleteBatch = "store.after_delete_batch"
 
 // keysLimit returns up to limit keys under prefix and adds the sizes of
 // their values to size.

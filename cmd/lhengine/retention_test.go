@@ -11,7 +11,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/lhengine/lhengine/store"
 )
 
 // dataFiles is the sum of the sizes of the store's tables and value logs
@@ -140,7 +139,7 @@ func TestRmKilledMidwayIsFinishedByRm(t *testing.T) {
 	id := strings.TrimPrefix(strings.SplitN(out, "\n", 2)[0], "task ")
 
 	cmd := exec.Command(bin, "--home", b.home, "rm", id)
-	cmd.Env = append(os.Environ(), "LHENGINE_CRASH_AT="+store.CrashAfterDeleteBatch+"@2")
+	cmd.Env = append(os.Environ(), "LHENGINE_CRASH_AT=store.after_delete_batch@2")
 	err := cmd.Run()
 	var ee *exec.ExitError
 	require.ErrorAs(t, err, &ee)
