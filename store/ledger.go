@@ -667,164 +667,20 @@ func (s *Store) CommitAndClaimEarly(ctx context.Context, r Result, next ClaimReq
 }
 
 func (s *Store) commitAndClaim(ctx context.Context, r Result, next ClaimRequest, early bool) (*Task, Claimed, Durability, error) {
-	var out *Task
-	var claimed Claimed
-	var dur Durability
 	if next.LeaseFor <= 0 {
 		next.LeaseFor = 30 * time.Second
 	}
+	var (
+		out     *Task
+		claimed Claimed
+		dur     Durability
+		err     error
+	)
 	commit := func(t *tx) error {
-		l := r.Lease
-		u, task, err := s.leased(t, l)
-		if err != nil {
-			return err
-		}
-		if err := refuseOverBudget(task, &r); err != nil {
-			return err
-		}
-		now := s.now()
-		st := t.step(task, l.Step)
-		item := l.Item
-		rec := Attempt{Step: l.Step, Item: l.Item, Attempt: l.Attempt, Epoch: l.Epoch, Owner: l.Owner,
-			Log: r.Log, Started: r.Started, Finished: now, Pass: st.Pass, Try: l.Try, Environment: r.Environment}
-		t.durable = true
-		ref := unitRef{l.Task, l.Step, l.Item}
-		t.after(func(x *index) { delete(x.leases, ref) })
-		task.Leases--
-		st.Leased--
-		u.Owner, u.LeaseUntil = "", time.Time{}
-		ev := Event{Step: st.Name, Item: &item, Attempt: l.Attempt, Epoch: l.Epoch, Owner: l.Owner}
-		saveUnit := func() error { return t.putJSON(unitKey(l.Task, l.Step, l.Item), u) }
-		recSaved := false // the attempt record is written once
-		// A success's output counts against the task's output quota; one
-		// that does not fit becomes a budget failure (quota.go).
-		if err := s.chargeOutput(t, &r); err != nil {
-			return err
-		}
-		switch {
-		case r.Failure != nil:
-			f := *r.Failure
-			f.Step, f.Item, f.Attempt, f.Single = st.Name, l.Item, l.Attempt, !st.FanOut && st.Every == 0
-			rec.Failure, u.Failure = &f, &f
-			task.Failures++
-			task.ConsecutiveFailures++
-			ev.Kind, ev.Message = f.Kind, f.Message
-			if !r.RetryAt.IsZero() {
-				u.State, u.NotBefore, ev.Type = UnitReady, r.RetryAt, EvUnitRetry
-				at := r.RetryAt
-				b := t.batch()
-				b.ready = append(b.ready, ref)
-				t.after(func(x *index) { x.addReady(ref, at, false) })
-			} else {
-				u.State, ev.Type = UnitFailed, EvUnitFailed
-			}
-			if err := saveUnit(); err != nil {
-				return err
-			}
-			if err := s.event(t, task, ev); err != nil {
-				return err
-			}
-			if u.State == UnitFailed {
-				if err := s.failItem(t, task, l.Step, &f); err != nil {
-					return err
-				}
-			}
-		case r.Repair != nil:
-			rec.Repair = r.Repair.Reason
-			task.ConsecutiveFailures = 0
-			// The unit stays leased until repair either marks its whole step
-			// stale (and may plan it again) or fails the task.
-			if err := s.repair(t, task, l, *r.Repair); err != nil {
-				return err
-			}
-			if task.Status == Failed {
-				u.State = UnitFailed
-				if err := saveUnit(); err != nil {
-					return err
-				}
-			}
-		default:
-			out := r.Output
-			if len(out) == 0 {
-				out = json.RawMessage("null")
-			}
-			rec.Output = out
-			u.State, u.Committed, u.Failure = UnitDone, l.Attempt, nil
-			st.Done++
-			sampleProgress(task, l.Step, now) // progress.go: its count and rate samples
-			if task.Budget != nil {
-				task.Budget.Units++
-			}
-			for name, d := range r.Counts {
-				if task.Counters == nil {
-					task.Counters = map[string]int64{}
-				}
-				task.Counters[name] += d
-			}
-			st.Counters = addCounts(st.Counters, r.Counts)
-			for _, n := range r.Notes {
-				n.Seq, n.Step, n.Item, n.Attempt, n.Time = task.Notes, st.Name, l.Item, l.Attempt, now
-				task.Notes++
-				countNote(task, n.Kind) // progress.go
-				if err := t.putJSON(noteKey(task.ID, n.Seq), n); err != nil {
-					return err
-				}
-			}
-			if st.Windows > 0 {
-				if err := s.addToWindows(t, task, l.Step, l.Item); err != nil {
-					return err
-				}
-			}
-			task.ConsecutiveFailures = 0
-			ev.Type = EvUnitDone
-			// The attempt record goes first: advancing may read this output.
-			if err := t.putJSON(attemptKey(l.Task, l.Step, l.Item, l.Attempt), &rec); err != nil {
-				return err
-			}
-			recSaved = true
-			if err := saveUnit(); err != nil {
-				return err
-			}
-			if err := s.event(t, task, ev); err != nil {
-				return err
-			}
-			if st.Done+st.Failed == st.Units && l.Step == task.Cursor {
-				if err := s.advance(t, task); err != nil {
-					return err
-				}
-			}
-		}
-		if !recSaved {
-			if err := t.putJSON(attemptKey(l.Task, l.Step, l.Item, l.Attempt), &rec); err != nil {
-				return err
-			}
-		}
-		// With this unit done, what is left may all wait for people.
-		if err := s.settleWaiting(t, task); err != nil {
-			return err
-		}
-		// A budget this commit reached pauses the task before anything
-		// more is claimed.
-		if err := s.checkBudgets(t, task); err != nil {
-			return err
-		}
-		if next.Max > 0 {
-			var err error
-			if claimed, err = s.claim(t, next, task); err != nil {
-				return err
-			}
-		}
-		task.UpdatedAt = now
-		if err := t.saveTask(task); err != nil {
-			return err
-		}
-		out = task
-		if r.HeaderOnly {
-			return nil
-		}
-		return t.fill(out)
+		var err error
+		out, claimed, err = s.commitUnit(t, r, next)
+		return err
 	}
-	var err error
 	if early {
 		dur, err = s.updateEarly(ctx, commit)
 	} else {
@@ -843,21 +699,227 @@ func (s *Store) commitAndClaim(ctx context.Context, r Result, next ClaimRequest,
 	if err != nil {
 		return nil, Claimed{}, Durability{}, err
 	}
-	// Completing a step may have entered a fan-out step: plan it here, in
-	// the committing worker's goroutine, then take a unit of it.
-	if ran, err := s.planPending(ctx, out.ID); err != nil {
-		return out, claimed, dur, nil // planning goes on at the next claim
-	} else if ran {
-		if t, err := s.Task(ctx, out.ID); err == nil {
-			out = t
-		}
-		if next.Max > 0 && len(claimed.Leases) == 0 {
-			if c, err := s.Claim(ctx, next); err == nil {
-				claimed = c
-			}
+	out, claimed = s.planAfterCommit(ctx, out, claimed, next)
+	return out, claimed, dur, nil
+}
+
+// unitCommit is one attempt's commit as it is written: the unit, its task
+// and step, the attempt record and the event, read and changed in one
+// transaction by commitUnit's steps.
+type unitCommit struct {
+	t        *tx
+	l        Lease
+	ref      unitRef
+	u        *Unit
+	task     *Task
+	st       *StepState
+	rec      Attempt
+	ev       Event
+	now      time.Time
+	recSaved bool // the attempt record is written once
+}
+
+func (c *unitCommit) saveUnit() error {
+	return c.t.putJSON(unitKey(c.l.Task, c.l.Step, c.l.Item), c.u)
+}
+
+// commitUnit is commitAndClaim's transaction: the attempt's outcome
+// (failure, repair or output) recorded with its unit, step, task and event,
+// then what the outcome may set off (people now awaited, a budget reached),
+// then the claim of the next units, and the task saved.
+func (s *Store) commitUnit(t *tx, r Result, next ClaimRequest) (*Task, Claimed, error) {
+	l := r.Lease
+	u, task, err := s.leased(t, l)
+	if err != nil {
+		return nil, Claimed{}, err
+	}
+	if err := refuseOverBudget(task, &r); err != nil {
+		return nil, Claimed{}, err
+	}
+	c := &unitCommit{t: t, l: l, ref: unitRef{l.Task, l.Step, l.Item}, u: u, task: task, st: t.step(task, l.Step), now: s.now()}
+	item := l.Item
+	c.rec = Attempt{Step: l.Step, Item: l.Item, Attempt: l.Attempt, Epoch: l.Epoch, Owner: l.Owner,
+		Log: r.Log, Started: r.Started, Finished: c.now, Pass: c.st.Pass, Try: l.Try, Environment: r.Environment}
+	c.ev = Event{Step: c.st.Name, Item: &item, Attempt: l.Attempt, Epoch: l.Epoch, Owner: l.Owner}
+	t.durable = true
+	ref := c.ref
+	t.after(func(x *index) { delete(x.leases, ref) })
+	task.Leases--
+	c.st.Leased--
+	u.Owner, u.LeaseUntil = "", time.Time{}
+	// A success's output counts against the task's output quota; one that
+	// does not fit becomes a budget failure (quota.go).
+	if err := s.chargeOutput(t, &r); err != nil {
+		return nil, Claimed{}, err
+	}
+	switch {
+	case r.Failure != nil:
+		err = s.commitFailure(c, r)
+	case r.Repair != nil:
+		err = s.commitRepair(c, *r.Repair)
+	default:
+		err = s.commitOutput(c, r)
+	}
+	if err != nil {
+		return nil, Claimed{}, err
+	}
+	if !c.recSaved {
+		if err := t.putJSON(attemptKey(l.Task, l.Step, l.Item, l.Attempt), &c.rec); err != nil {
+			return nil, Claimed{}, err
 		}
 	}
-	return out, claimed, dur, nil
+	// With this unit done, what is left may all wait for people.
+	if err := s.settleWaiting(t, task); err != nil {
+		return nil, Claimed{}, err
+	}
+	// A budget this commit reached pauses the task before anything more
+	// is claimed.
+	if err := s.checkBudgets(t, task); err != nil {
+		return nil, Claimed{}, err
+	}
+	var claimed Claimed
+	if next.Max > 0 {
+		if claimed, err = s.claim(t, next, task); err != nil {
+			return nil, Claimed{}, err
+		}
+	}
+	task.UpdatedAt = c.now
+	if err := t.saveTask(task); err != nil {
+		return nil, Claimed{}, err
+	}
+	if r.HeaderOnly {
+		return task, claimed, nil
+	}
+	return task, claimed, t.fill(task)
+}
+
+// commitFailure records a failed attempt: the unit is ready again at
+// r.RetryAt, or failed (and its item failed, which may fail the step).
+func (s *Store) commitFailure(c *unitCommit, r Result) error {
+	f := *r.Failure
+	f.Step, f.Item, f.Attempt, f.Single = c.st.Name, c.l.Item, c.l.Attempt, !c.st.FanOut && c.st.Every == 0
+	c.rec.Failure, c.u.Failure = &f, &f
+	c.task.Failures++
+	c.task.ConsecutiveFailures++
+	c.ev.Kind, c.ev.Message = f.Kind, f.Message
+	if !r.RetryAt.IsZero() {
+		c.u.State, c.u.NotBefore, c.ev.Type = UnitReady, r.RetryAt, EvUnitRetry
+		ref, at := c.ref, r.RetryAt
+		b := c.t.batch()
+		b.ready = append(b.ready, ref)
+		c.t.after(func(x *index) { x.addReady(ref, at, false) })
+	} else {
+		c.u.State, c.ev.Type = UnitFailed, EvUnitFailed
+	}
+	if err := c.saveUnit(); err != nil {
+		return err
+	}
+	if err := s.event(c.t, c.task, c.ev); err != nil {
+		return err
+	}
+	if c.u.State == UnitFailed {
+		return s.failItem(c.t, c.task, c.l.Step, &f)
+	}
+	return nil
+}
+
+// commitRepair records an attempt that asked for a repair. The unit stays
+// leased until the repair either marks its whole step stale (and may plan
+// it again) or fails the task.
+func (s *Store) commitRepair(c *unitCommit, rp Repair) error {
+	c.rec.Repair = rp.Reason
+	c.task.ConsecutiveFailures = 0
+	if err := s.repair(c.t, c.task, c.l, rp); err != nil {
+		return err
+	}
+	if c.task.Status == Failed {
+		c.u.State = UnitFailed
+		return c.saveUnit()
+	}
+	return nil
+}
+
+// commitOutput records a successful attempt: its output, counters and
+// notes, the step's progress, and the task's advance when the step is done.
+func (s *Store) commitOutput(c *unitCommit, r Result) error {
+	t, task, st, l := c.t, c.task, c.st, c.l
+	out := r.Output
+	if len(out) == 0 {
+		out = json.RawMessage("null")
+	}
+	c.rec.Output = out
+	c.u.State, c.u.Committed, c.u.Failure = UnitDone, l.Attempt, nil
+	st.Done++
+	sampleProgress(task, l.Step, c.now) // progress.go: its count and rate samples
+	if task.Budget != nil {
+		task.Budget.Units++
+	}
+	for name, d := range r.Counts {
+		if task.Counters == nil {
+			task.Counters = map[string]int64{}
+		}
+		task.Counters[name] += d
+	}
+	st.Counters = addCounts(st.Counters, r.Counts)
+	for _, n := range r.Notes {
+		n.Seq, n.Step, n.Item, n.Attempt, n.Time = task.Notes, st.Name, l.Item, l.Attempt, c.now
+		task.Notes++
+		countNote(task, n.Kind) // progress.go
+		if err := t.putJSON(noteKey(task.ID, n.Seq), n); err != nil {
+			return err
+		}
+	}
+	if st.Windows > 0 {
+		if err := s.addToWindows(t, task, l.Step, l.Item); err != nil {
+			return err
+		}
+	}
+	task.ConsecutiveFailures = 0
+	c.ev.Type = EvUnitDone
+	// The attempt record goes first: advancing may read this output.
+	if err := t.putJSON(attemptKey(l.Task, l.Step, l.Item, l.Attempt), &c.rec); err != nil {
+		return err
+	}
+	c.recSaved = true
+	if err := c.saveUnit(); err != nil {
+		return err
+	}
+	if err := s.event(t, task, c.ev); err != nil {
+		return err
+	}
+	if st.Done+st.Failed == st.Units && l.Step == task.Cursor {
+		return s.advance(t, task)
+	}
+	return nil
+}
+
+// planAfterCommit plans the fan-out step a commit entered, if any, in the
+// committing worker's goroutine, and then takes a unit of it when the
+// commit claimed none. The commit stands whatever happens here: a failure
+// is logged, and planning goes on at the next claim.
+func (s *Store) planAfterCommit(ctx context.Context, out *Task, claimed Claimed, next ClaimRequest) (*Task, Claimed) {
+	ran, err := s.planPending(ctx, out.ID)
+	if err != nil {
+		s.log.Warn("planning after a commit failed; the next claim plans again", "task", out.ID, "error", err)
+		return out, claimed
+	}
+	if !ran {
+		return out, claimed
+	}
+	if t, err := s.Task(ctx, out.ID); err != nil {
+		s.log.Warn("reading the task after planning failed", "task", out.ID, "error", err)
+	} else {
+		out = t
+	}
+	if next.Max > 0 && len(claimed.Leases) == 0 {
+		c, err := s.Claim(ctx, next)
+		if err != nil {
+			s.log.Warn("claiming after planning failed; the worker claims again", "task", out.ID, "error", err)
+		} else {
+			claimed = c
+		}
+	}
+	return out, claimed
 }
 
 // advance moves the cursor past a completed step: to the next step, whose
