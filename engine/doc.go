@@ -28,11 +28,22 @@
 //     artifacts with provenance; each one granted per step by the task file
 //     (mounts and file effects reach files only through internal/confine,
 //     which resolves every path through directory descriptors)
-//  7. fault              the one vocabulary of step failures
+//  7. ../fault           the one vocabulary of step failures, a value the
+//     ledger persists (so it is below both the store and the engine)
 //  8. ../server, ../api  the control plane around an Engine: the owner of a
 //     home serves the API (specs/api.md) on the home's socket, streams
 //     events as commits land (Changed), shows liveness (Working), and with
 //     lhengine serve, the web dashboard; the CLI is an api.Client
+//
+// The layers point down only. At the bottom, leaves that import nothing of
+// lhengine: ../fault, ../api (the wire contract: its own records, no
+// engine type), the SDK's abi and ../internal (bytesize, crashpoint,
+// diskfree, hcldiag, holdpoint; and the test helpers testgate, testmodel,
+// testwasm). Above them ../store; then this package and its internal
+// stages; then ../server, which converts store records into api ones
+// (server/wire.go); and on top ../cmd/lhengine, with the drivers only its
+// commands use (cmd/lhengine/internal/evalrun, benchrun). farm-studio look
+// draws the same floors.
 //
 // The ABI's version and host module name are defined once, in the Go SDK's
 // leaf package github.com/lhengine/lhengine/plugins/sdk/go/abi, which both
