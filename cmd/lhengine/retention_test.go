@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-
 )
 
 // dataFiles is the sum of the sizes of the store's tables and value logs
