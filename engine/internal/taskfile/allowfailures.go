@@ -8,6 +8,8 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/lhengine/lhengine/engine/internal/hcldecode"
 )
 
 // Allowed is how many items of the step may fail, of n items: AllowFailures,
@@ -36,18 +38,12 @@ func decodeAllowFailures(s *Step, attr *hcl.Attribute, block *hcl.Block) hcl.Dia
 			Context:  block.DefRange.Ptr(),
 		}}
 	}
-	v, diags := constValue(attr)
+	v, diags := hcldecode.Value(attr)
 	if diags.HasErrors() {
 		return diags
 	}
 	bad := func(detail string) hcl.Diagnostics {
-		return append(diags, &hcl.Diagnostic{
-			Severity: hcl.DiagError,
-			Summary:  "Invalid allow_failures",
-			Detail:   detail,
-			Subject:  attr.Expr.Range().Ptr(),
-			Context:  attr.Range.Ptr(),
-		})
+		return append(diags, hcldecode.Error(attr, "Invalid allow_failures", detail))
 	}
 	usage := `allow_failures must be a number of items (0 or more) or a percentage of the step's items such as "2%"; got `
 	switch {

@@ -7,6 +7,8 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
+
+	"github.com/lhengine/lhengine/engine/internal/hcldecode"
 )
 
 // Approval is a step's approval block: before a unit of the step runs, a
@@ -55,42 +57,17 @@ func decodeApprovalBlock(block *hcl.Block) (*Approval, hcl.Diagnostics) {
 	if attr, ok := attrs["subject"]; ok {
 		a.Subject = attr.Expr
 	}
-	if attr, ok := attrs["expires_in"]; ok {
-		d, moreDiags := constDuration(attr)
-		diags = append(diags, moreDiags...)
-		if !moreDiags.HasErrors() {
-			if d <= 0 {
-				diags = append(diags, &hcl.Diagnostic{
-					Severity: hcl.DiagError,
-					Summary:  "Invalid duration",
-					Detail:   fmt.Sprintf("expires_in is how long a request waits for a decision and must be positive; got %q. Leave it out for no expiry.", d),
-					Subject:  attr.Expr.Range().Ptr(),
-					Context:  attr.Range.Ptr(),
-				})
-			} else {
-				a.ExpiresIn = d
-			}
-		}
-	}
-	if attr, ok := attrs["on_expiry"]; ok {
-		v, d := constString(attr)
-		diags = append(diags, d...)
-		if !d.HasErrors() {
-			switch v {
-			case OnExpiryReject, OnExpiryPause:
-				a.OnExpiry = v
-			default:
-				diags = append(diags, &hcl.Diagnostic{
-					Severity: hcl.DiagError,
-					Summary:  "Invalid on_expiry",
-					Detail: fmt.Sprintf("on_expiry must be %q (the unit fails as rejected) or %q (the task pauses until resumed); got %q.%s",
-						OnExpiryReject, OnExpiryPause, v, didYouMean(v, []string{OnExpiryReject, OnExpiryPause})),
-					Subject: attr.Expr.Range().Ptr(),
-					Context: attr.Range.Ptr(),
-				})
-			}
-		}
-		if _, ok := attrs["expires_in"]; !ok && !d.HasErrors() {
+	diags = append(diags, hcldecode.Fields(attrs,
+		hcldecode.Set("expires_in", &a.ExpiresIn, hcldecode.Positive(
+			"expires_in is how long a request waits for a decision and must be positive; got %q. Leave it out for no expiry.")),
+		hcldecode.Set("on_expiry", &a.OnExpiry, hcldecode.OneOf("Invalid on_expiry",
+			fmt.Sprintf("on_expiry must be %q (the unit fails as rejected) or %q (the task pauses until resumed)", OnExpiryReject, OnExpiryPause),
+			OnExpiryReject, OnExpiryPause)),
+	)...)
+	if attr, ok := attrs["on_expiry"]; ok && attrs["expires_in"] == nil {
+		// Beside a word on_expiry does not know, not beside a value that
+		// is no string.
+		if _, d := hcldecode.String(attr); !d.HasErrors() {
 			diags = append(diags, &hcl.Diagnostic{
 				Severity: hcl.DiagError,
 				Summary:  "on_expiry without expires_in",
@@ -122,7 +99,7 @@ func checkApprovalTypes(a *Approval, ctx func(hcl.Expression) *hcl.EvalContext) 
 			return
 		}
 		v, d := expr.Value(ctx(expr))
-		diags = append(diags, fillSubject(d, expr.Range())...)
+		diags = append(diags, hcldecode.FillSubject(d, expr.Range())...)
 		if d.HasErrors() || !v.IsKnown() || want == cty.NilType {
 			return
 		}
@@ -162,7 +139,7 @@ func (s *Step) EvalApproval(scope Scope) (*ApprovalAsk, hcl.Diagnostics) {
 		}
 		v, d := expr.Value(ctx)
 		d = b.AddFailure(d, expr.Range())
-		diags = append(diags, fillSubject(d, expr.Range())...)
+		diags = append(diags, hcldecode.FillSubject(d, expr.Range())...)
 		if d.HasErrors() {
 			return cty.DynamicVal, diags
 		}

@@ -7,6 +7,8 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/lhengine/lhengine/engine/internal/hcldecode"
 )
 
 // Budget is a task's budget block: task-wide limits whose reaching pauses
@@ -60,63 +62,29 @@ var budgetSchema = &hcl.BodySchema{
 func decodeBudgetBlock(block *hcl.Block) (*Budget, hcl.Diagnostics) {
 	b := &Budget{DeclRange: block.DefRange}
 	content, diags := block.Body.Content(budgetSchema)
-	invalid := func(attr *hcl.Attribute, detail string) {
-		diags = append(diags, &hcl.Diagnostic{
-			Severity: hcl.DiagError,
-			Summary:  "Invalid budget",
-			Detail:   detail,
-			Subject:  attr.Expr.Range().Ptr(),
-			Context:  attr.Range.Ptr(),
+	count := func(name string, dst *int64) hcldecode.Field {
+		return hcldecode.Set(name, dst, func(attr *hcl.Attribute) (int64, hcl.Diagnostics) {
+			v, diags := hcldecode.Typed(attr, cty.Number, "number")
+			if diags.HasErrors() {
+				return 0, diags
+			}
+			bf := v.AsBigFloat()
+			n, exact := bf.Int64()
+			if !bf.IsInt() || exact != 0 || n < 1 || n > MaxBudgetCount {
+				return 0, append(diags, hcldecode.Error(attr, "Invalid budget",
+					fmt.Sprintf("%s must be a whole number from 1 to %d; got %s.", name, int64(MaxBudgetCount), bf.Text('g', 10))))
+			}
+			return n, diags
 		})
 	}
-	if attr, ok := content.Attributes[BudgetWallTime]; ok {
-		d, dd := constDuration(attr)
-		diags = append(diags, dd...)
-		if !dd.HasErrors() {
-			if d < time.Second {
-				invalid(attr, fmt.Sprintf("wall_time must be at least 1s; got %s.", d))
-			} else {
-				b.WallTime = d
-			}
-		}
-	}
-	if attr, ok := content.Attributes[BudgetCost]; ok {
-		v, dd := constTyped(attr, cty.Number, "number")
-		diags = append(diags, dd...)
-		if !dd.HasErrors() {
-			f, _ := v.AsBigFloat().Float64()
-			if !(f > 0) || math.IsInf(f, 0) {
-				invalid(attr, fmt.Sprintf("cost must be a finite number of cost units above 0; got %s.", v.AsBigFloat().Text('g', 10)))
-			} else {
-				b.Cost = f
-			}
-		}
-	}
-	counts := []struct {
-		name string
-		dst  *int64
-	}{
-		{BudgetUnits, &b.Units},
-		{BudgetRepairs, &b.Repairs},
-		{BudgetConsecutiveFailures, &b.ConsecutiveFailures},
-	}
-	for _, c := range counts {
-		attr, ok := content.Attributes[c.name]
-		if !ok {
-			continue
-		}
-		v, dd := constTyped(attr, cty.Number, "number")
-		diags = append(diags, dd...)
-		if dd.HasErrors() {
-			continue
-		}
-		bf := v.AsBigFloat()
-		n, exact := bf.Int64()
-		if !bf.IsInt() || exact != 0 || n < 1 || n > MaxBudgetCount {
-			invalid(attr, fmt.Sprintf("%s must be a whole number from 1 to %d; got %s.", c.name, int64(MaxBudgetCount), bf.Text('g', 10)))
-			continue
-		}
-		*c.dst = n
-	}
+	diags = append(diags, hcldecode.Fields(content.Attributes,
+		hcldecode.Set(BudgetWallTime, &b.WallTime,
+			hcldecode.DurationIn(time.Second, math.MaxInt64, "Invalid budget", "wall_time must be at least 1s; got %s.")),
+		hcldecode.Set(BudgetCost, &b.Cost, hcldecode.Float("Invalid budget",
+			"cost must be a finite number of cost units above 0; got %s.", func(f float64) bool { return f > 0 })),
+		count(BudgetUnits, &b.Units),
+		count(BudgetRepairs, &b.Repairs),
+		count(BudgetConsecutiveFailures, &b.ConsecutiveFailures),
+	)...)
 	return b, diags
 }

@@ -13,6 +13,8 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
+
+	"github.com/lhengine/lhengine/engine/internal/hcldecode"
 )
 
 var httpSchema = &hcl.BodySchema{
@@ -47,42 +49,15 @@ var (
 // host_calls attributes and the http, effect and mount blocks among blocks
 // (the step's blocks; others are ignored here).
 func decodeCapabilities(s *Step, attrs hcl.Attributes, blocks hcl.Blocks) hcl.Diagnostics {
-	var diags hcl.Diagnostics
 	if attr, ok := attrs["workspace"]; ok {
 		s.workspaceRange = attr.Expr.Range()
-		ws, d := constString(attr)
-		diags = append(diags, d...)
-		if !d.HasErrors() {
-			if slices.Contains(workspaces, ws) {
-				s.Workspace = ws
-			} else {
-				diags = append(diags, &hcl.Diagnostic{
-					Severity: hcl.DiagError,
-					Summary:  "Invalid workspace",
-					Detail:   fmt.Sprintf("workspace must be \"rw\" (read-write), \"ro\" (read-only) or \"none\"; got %q.%s", ws, didYouMean(ws, workspaces)),
-					Subject:  attr.Expr.Range().Ptr(),
-					Context:  attr.Range.Ptr(),
-				})
-			}
-		}
 	}
-	if attr, ok := attrs["host_calls"]; ok {
-		n, d := constInt(attr)
-		diags = append(diags, d...)
-		if !d.HasErrors() {
-			if n < 0 {
-				diags = append(diags, &hcl.Diagnostic{
-					Severity: hcl.DiagError,
-					Summary:  "Invalid host call budget",
-					Detail:   fmt.Sprintf("host_calls is how many host calls an attempt may make, 0 for no limit; it must not be negative; got %d.", n),
-					Subject:  attr.Expr.Range().Ptr(),
-					Context:  attr.Range.Ptr(),
-				})
-			} else {
-				s.HostCalls = n
-			}
-		}
-	}
+	diags := hcldecode.Fields(attrs,
+		hcldecode.Set("workspace", &s.Workspace, hcldecode.OneOf("Invalid workspace",
+			`workspace must be "rw" (read-write), "ro" (read-only) or "none"`, workspaces...)),
+		hcldecode.Set("host_calls", &s.HostCalls, hcldecode.AtLeast(0, "Invalid host call budget",
+			"host_calls is how many host calls an attempt may make, 0 for no limit; it must not be negative; got %d.")),
+	)
 
 	diags = append(diags, decodeModelGrant(s, attrs)...)
 
@@ -106,11 +81,11 @@ func decodeCapabilities(s *Step, attrs hcl.Attributes, blocks hcl.Blocks) hcl.Di
 		case "effect":
 			kind := b.Labels[0]
 			if !slices.Contains(effectKinds, kind) {
-				diags = append(diags, labelDiag(b, "Unknown effect kind", fmt.Sprintf("The effect kinds are \"http\" and \"file\"; %q is not one.%s", kind, didYouMean(kind, effectKinds))))
+				diags = append(diags, hcldecode.LabelError(b, "Unknown effect kind", fmt.Sprintf("The effect kinds are \"http\" and \"file\"; %q is not one.%s", kind, hcldecode.DidYouMean(kind, effectKinds))))
 				continue
 			}
 			if first, dup := effectBlocks[kind]; dup {
-				diags = append(diags, labelDiag(b, "Duplicate effect kind", fmt.Sprintf("A step has at most one effect block per kind; effect %q was already declared at %s.", kind, first.DefRange)))
+				diags = append(diags, hcldecode.LabelError(b, "Duplicate effect kind", fmt.Sprintf("A step has at most one effect block per kind; effect %q was already declared at %s.", kind, first.DefRange)))
 				continue
 			}
 			effectBlocks[kind] = b
@@ -124,7 +99,7 @@ func decodeCapabilities(s *Step, attrs hcl.Attributes, blocks hcl.Blocks) hcl.Di
 			m, d := decodeMountBlock(b)
 			diags = append(diags, d...)
 			if first, dup := mountBlocks[m.Name]; dup {
-				diags = append(diags, labelDiag(b, "Duplicate mount", fmt.Sprintf("A mount named %q was already declared at %s. Mount names must be unique within a step: each is preopened at /mnt/<name>.", m.Name, first.DefRange)))
+				diags = append(diags, hcldecode.LabelError(b, "Duplicate mount", fmt.Sprintf("A mount named %q was already declared at %s. Mount names must be unique within a step: each is preopened at /mnt/<name>.", m.Name, first.DefRange)))
 				continue
 			}
 			mountBlocks[m.Name] = b
@@ -140,37 +115,14 @@ func decodeHTTPBlock(block *hcl.Block) (*HTTPGrant, hcl.Diagnostics) {
 	g := &HTTPGrant{MaxBytes: DefaultHTTPMaxBytes, Timeout: DefaultHTTPTimeout, DeclRange: block.DefRange}
 	content, diags := block.Body.Content(httpSchema)
 
-	if attr, ok := content.Attributes["allow"]; ok {
-		hosts, d := constHostList(attr)
-		diags = append(diags, d...)
-		g.Allow = hosts
-	}
-	if attr, ok := content.Attributes["max_bytes"]; ok {
-		n, d := constSize(attr, "Invalid size", "size", 1, MaxHTTPMaxBytes, func(n uint64) string {
-			return fmt.Sprintf("max_bytes must be between 1 byte and 4GiB (the most a plugin can hold); got %d bytes.", n)
-		})
-		diags = append(diags, d...)
-		if !d.HasErrors() {
-			g.MaxBytes = int64(n)
-		}
-	}
-	if attr, ok := content.Attributes["timeout"]; ok {
-		d, moreDiags := constDuration(attr)
-		diags = append(diags, moreDiags...)
-		if !moreDiags.HasErrors() {
-			if d <= 0 {
-				diags = append(diags, &hcl.Diagnostic{
-					Severity: hcl.DiagError,
-					Summary:  "Invalid duration",
-					Detail:   fmt.Sprintf("timeout must be positive; got %q.", d),
-					Subject:  attr.Expr.Range().Ptr(),
-					Context:  attr.Range.Ptr(),
-				})
-			} else {
-				g.Timeout = d
-			}
-		}
-	}
+	maxBytes := uint64(g.MaxBytes)
+	diags = append(diags, hcldecode.Fields(content.Attributes,
+		hcldecode.Set("allow", &g.Allow, constHostList),
+		hcldecode.Set("max_bytes", &maxBytes, hcldecode.Size("Invalid size", "size", 1, MaxHTTPMaxBytes,
+			"max_bytes must be between 1 byte and 4GiB (the most a plugin can hold); got %d bytes.")),
+		hcldecode.Set("timeout", &g.Timeout, hcldecode.Positive("timeout must be positive; got %q.")),
+	)...)
+	g.MaxBytes = int64(maxBytes)
 	return g, diags
 }
 
@@ -206,43 +158,16 @@ func decodeEffectBlock(block *hcl.Block) (*EffectGrant, hcl.Diagnostics) {
 	modeOK := true
 	modeAttr, hasMode := attrs["mode"]
 	if hasMode {
-		mode, d := constString(modeAttr)
+		mode, d := hcldecode.OneOf("Invalid effect mode", `mode must be "resend", "check" or "manual"`, effectModes...)(modeAttr)
 		diags = append(diags, d...)
-		switch {
-		case d.HasErrors():
-			modeOK = false
-		case !slices.Contains(effectModes, mode):
-			modeOK = false
-			diags = append(diags, &hcl.Diagnostic{
-				Severity: hcl.DiagError,
-				Summary:  "Invalid effect mode",
-				Detail:   fmt.Sprintf("mode must be \"resend\", \"check\" or \"manual\"; got %q.%s", mode, didYouMean(mode, effectModes)),
-				Subject:  modeAttr.Expr.Range().Ptr(),
-				Context:  modeAttr.Range.Ptr(),
-			})
-		default:
+		if modeOK = !d.HasErrors(); modeOK {
 			g.Mode = mode
 		}
 	}
 
 	urlAttr, hasURL := attrs["check_url"]
-	if hasURL {
-		u, d := constString(urlAttr)
-		diags = append(diags, d...)
-		if !d.HasErrors() {
-			if why := checkURLProblem(u); why != "" {
-				diags = append(diags, &hcl.Diagnostic{
-					Severity: hcl.DiagError,
-					Summary:  "Invalid check URL",
-					Detail:   fmt.Sprintf("check_url must be an http or https URL without query or fragment, such as \"http://127.0.0.1:8080/applied\"; %s.", why),
-					Subject:  urlAttr.Expr.Range().Ptr(),
-					Context:  urlAttr.Range.Ptr(),
-				})
-			} else {
-				g.CheckURL = u
-			}
-		}
-	}
+	diags = append(diags, hcldecode.Fields(attrs, hcldecode.Set("check_url", &g.CheckURL, urlCheck("Invalid check URL",
+		`check_url must be an http or https URL without query or fragment, such as "http://127.0.0.1:8080/applied"`, checkURLProblem)))...)
 	switch {
 	case !modeOK:
 		// Whether check_url belongs depends on a mode already reported.
@@ -267,19 +192,42 @@ func decodeEffectBlock(block *hcl.Block) (*EffectGrant, hcl.Diagnostics) {
 	return g, diags
 }
 
-// checkURLProblem says what is wrong with u as a check_url, or "".
-func checkURLProblem(u string) string {
+// urlCheck decodes a URL that problem (which says what is wrong with one,
+// or "") accepts: another is an error with summary and the detail usage,
+// "; " and the problem.
+func urlCheck(summary, usage string, problem func(u string) string) hcldecode.Decoder[string] {
+	return hcldecode.Check(hcldecode.String, summary, func(u string) string {
+		if why := problem(u); why != "" {
+			return usage + "; " + why + "."
+		}
+		return ""
+	})
+}
+
+// httpURL parses u, an http or https URL with a host; problem says what
+// is wrong with it, or is "".
+func httpURL(u string) (parsed *url.URL, problem string) {
 	parsed, err := url.Parse(u)
 	switch {
 	case err != nil:
-		return fmt.Sprintf("%q does not parse", u)
+		return nil, fmt.Sprintf("%q does not parse", u)
 	case parsed.Scheme != "http" && parsed.Scheme != "https":
 		if parsed.Scheme == "" {
-			return fmt.Sprintf("%q has no scheme", u)
+			return nil, fmt.Sprintf("%q has no scheme", u)
 		}
-		return fmt.Sprintf("%q has the scheme %q", u, parsed.Scheme)
+		return nil, fmt.Sprintf("%q has the scheme %q", u, parsed.Scheme)
 	case parsed.Opaque != "" || parsed.Host == "" || parsed.Hostname() == "":
-		return fmt.Sprintf("%q has no host", u)
+		return nil, fmt.Sprintf("%q has no host", u)
+	}
+	return parsed, ""
+}
+
+// checkURLProblem says what is wrong with u as a check_url, or "".
+func checkURLProblem(u string) string {
+	parsed, problem := httpURL(u)
+	switch {
+	case problem != "":
+		return problem
 	case parsed.User != nil:
 		return fmt.Sprintf("%q has user information", u)
 	case parsed.RawQuery != "" || parsed.ForceQuery:
@@ -308,20 +256,9 @@ func decodeMountBlock(block *hcl.Block) (*Mount, hcl.Diagnostics) {
 	diags = append(diags, moreDiags...)
 	if attr, ok := content.Attributes["source"]; ok {
 		m.sourceRange = attr.Expr.Range()
-		src, d := constString(attr)
-		diags = append(diags, d...)
-		if !d.HasErrors() && strings.TrimSpace(src) == "" {
-			diags = append(diags, &hcl.Diagnostic{
-				Severity: hcl.DiagError,
-				Summary:  "Empty mount source",
-				Detail:   "source must be the path of a directory, relative to the task file's directory.",
-				Subject:  attr.Expr.Range().Ptr(),
-				Context:  attr.Range.Ptr(),
-			})
-			src = ""
-		}
-		m.Source = src
 	}
+	diags = append(diags, hcldecode.Fields(content.Attributes, hcldecode.Set("source", &m.Source, hcldecode.NotBlank("Empty mount source",
+		"source must be the path of a directory, relative to the task file's directory.")))...)
 	return m, diags
 }
 
@@ -329,37 +266,24 @@ func decodeMountBlock(block *hcl.Block) (*Mount, hcl.Diagnostics) {
 // returns them lower-cased. A bad element is reported on the element when
 // the list is written out literally, else on the whole value.
 func constHostList(attr *hcl.Attribute) ([]string, hcl.Diagnostics) {
-	list, diags := constStringList(attr)
+	list, diags := hcldecode.StringList(attr)
 	if diags.HasErrors() {
 		return nil, diags
 	}
 	if len(list) == 0 {
-		return nil, append(diags, &hcl.Diagnostic{
-			Severity: hcl.DiagError,
-			Summary:  "Empty host list",
-			Detail:   fmt.Sprintf("%s must list at least one host such as \"example.org\" or \"127.0.0.1:8080\". To grant no hosts, leave the block out.", attr.Name),
-			Subject:  attr.Expr.Range().Ptr(),
-			Context:  attr.Range.Ptr(),
-		})
+		return nil, append(diags, hcldecode.Error(attr, "Empty host list",
+			fmt.Sprintf("%s must list at least one host such as \"example.org\" or \"127.0.0.1:8080\". To grant no hosts, leave the block out.", attr.Name)))
 	}
-	var elems []hclsyntax.Expression
-	if tuple, ok := attr.Expr.(*hclsyntax.TupleConsExpr); ok && len(tuple.Exprs) == len(list) {
-		elems = tuple.Exprs
-	}
+	elems := hcldecode.ElementRanges(attr, len(list))
 	out := make([]string, 0, len(list))
 	for i, p := range list {
 		host, port, err := parseHostPattern(p)
 		if err != nil {
-			d := &hcl.Diagnostic{
-				Severity: hcl.DiagError,
-				Summary:  "Invalid host pattern",
-				Detail:   fmt.Sprintf("%q is not a host pattern: %s. Write \"host\", \"host:port\" or \"host:*\", such as \"example.org\", \"127.0.0.1:8080\" or \"[::1]:*\".", p, err),
-				Subject:  attr.Expr.Range().Ptr(),
-				Context:  attr.Range.Ptr(),
-			}
+			d := hcldecode.Error(attr, "Invalid host pattern",
+				fmt.Sprintf("%q is not a host pattern: %s. Write \"host\", \"host:port\" or \"host:*\", such as \"example.org\", \"127.0.0.1:8080\" or \"[::1]:*\".", p, err))
 			if elems != nil {
 				// The element alone: the whole list would make a long excerpt.
-				d.Subject, d.Context = elems[i].Range().Ptr(), nil
+				d.Subject, d.Context = elems[i].Ptr(), nil
 			}
 			diags = append(diags, d)
 			continue

@@ -2,9 +2,11 @@ package taskfile
 
 import (
 	"fmt"
+	"math"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/ext/typeexpr"
@@ -13,6 +15,7 @@ import (
 	"github.com/zclconf/go-cty/cty/convert"
 
 	"github.com/lhengine/lhengine/engine/internal/bounds"
+	"github.com/lhengine/lhengine/engine/internal/hcldecode"
 )
 
 var fileSchema = &hcl.BodySchema{
@@ -85,18 +88,6 @@ var repairSchema = &hcl.BodySchema{
 		{Name: "restart_from", Required: true},
 		{Name: "max"},
 	},
-}
-
-// labelDiag is an error on a block's first label (a duplicate or unknown
-// name), shown inside the block's header.
-func labelDiag(b *hcl.Block, summary, detail string) *hcl.Diagnostic {
-	return &hcl.Diagnostic{
-		Severity: hcl.DiagError,
-		Summary:  summary,
-		Detail:   detail,
-		Subject:  b.LabelRanges[0].Ptr(),
-		Context:  b.DefRange.Ptr(),
-	}
 }
 
 // decodeFile parses src and decodes its one task block. The task it returns
@@ -195,16 +186,10 @@ func decodeTaskBlock(block *hcl.Block) (*Task, hcl.Diagnostics) {
 	content, moreDiags := block.Body.Content(taskSchema)
 	diags = append(diags, moreDiags...)
 
-	if attr, ok := content.Attributes["objective"]; ok {
-		var d hcl.Diagnostics
-		task.Objective, d = constString(attr)
-		diags = append(diags, d...)
-	}
-	if attr, ok := content.Attributes["constraints"]; ok {
-		var d hcl.Diagnostics
-		task.Constraints, d = constStringList(attr)
-		diags = append(diags, d...)
-	}
+	diags = append(diags, hcldecode.Fields(content.Attributes,
+		hcldecode.Set("objective", &task.Objective, hcldecode.String),
+		hcldecode.Set("constraints", &task.Constraints, hcldecode.StringList),
+	)...)
 	if attr, ok := content.Attributes["policies"]; ok {
 		var d hcl.Diagnostics
 		task.Policies, d = decodePolicyRefs(attr) // policy.go
@@ -221,7 +206,7 @@ func decodeTaskBlock(block *hcl.Block) (*Task, hcl.Diagnostics) {
 			p, d := decodePromptBlock(b)
 			diags = append(diags, d...)
 			if prev, dup := prompts[p.Name]; dup {
-				diags = append(diags, labelDiag(b, "Duplicate prompt", fmt.Sprintf("A prompt named %q was already declared at %s. Prompt names must be unique within a task.", p.Name, prev.DeclRange)))
+				diags = append(diags, hcldecode.LabelError(b, "Duplicate prompt", fmt.Sprintf("A prompt named %q was already declared at %s. Prompt names must be unique within a task.", p.Name, prev.DeclRange)))
 				continue
 			}
 			prompts[p.Name] = p
@@ -230,7 +215,7 @@ func decodeTaskBlock(block *hcl.Block) (*Task, hcl.Diagnostics) {
 			m, d := decodeModelBlock(b)
 			diags = append(diags, d...)
 			if prev, dup := models[m.Name]; dup {
-				diags = append(diags, labelDiag(b, "Duplicate model", fmt.Sprintf("A model named %q was already declared at %s. Model names must be unique within a task.", m.Name, prev.DeclRange)))
+				diags = append(diags, hcldecode.LabelError(b, "Duplicate model", fmt.Sprintf("A model named %q was already declared at %s. Model names must be unique within a task.", m.Name, prev.DeclRange)))
 				continue
 			}
 			models[m.Name] = m
@@ -279,7 +264,7 @@ func decodeTaskBlock(block *hcl.Block) (*Task, hcl.Diagnostics) {
 			v, d := decodeVariableBlock(b)
 			diags = append(diags, d...)
 			if prev, dup := variables[v.Name]; dup {
-				diags = append(diags, labelDiag(b, "Duplicate variable", fmt.Sprintf("A variable named %q was already declared at %s. Variable names must be unique within a task.", v.Name, prev.DeclRange)))
+				diags = append(diags, hcldecode.LabelError(b, "Duplicate variable", fmt.Sprintf("A variable named %q was already declared at %s. Variable names must be unique within a task.", v.Name, prev.DeclRange)))
 				continue
 			}
 			variables[v.Name] = v
@@ -288,7 +273,7 @@ func decodeTaskBlock(block *hcl.Block) (*Task, hcl.Diagnostics) {
 			s, d := decodeStepBlock(b)
 			diags = append(diags, d...)
 			if prev, dup := steps[s.Name]; dup {
-				diags = append(diags, labelDiag(b, "Duplicate step", fmt.Sprintf("A step named %q was already declared at %s. Step names must be unique within a task.", s.Name, prev.DeclRange)))
+				diags = append(diags, hcldecode.LabelError(b, "Duplicate step", fmt.Sprintf("A step named %q was already declared at %s. Step names must be unique within a task.", s.Name, prev.DeclRange)))
 				continue
 			}
 			s.Index = len(task.Steps)
@@ -316,12 +301,7 @@ func decodeTaskBlock(block *hcl.Block) (*Task, hcl.Diagnostics) {
 		target, ok := steps[s.Repair.RestartFrom]
 		switch {
 		case !ok:
-			diags = append(diags, &hcl.Diagnostic{
-				Severity: hcl.DiagError,
-				Summary:  "Reference to undeclared step",
-				Detail:   fmt.Sprintf("restart_from names step %q, but this task declares no such step.%s", s.Repair.RestartFrom, didYouMean(s.Repair.RestartFrom, stepNames(task.Steps[:s.Index+1]))),
-				Subject:  s.Repair.restartRange.Ptr(),
-			})
+			diags = append(diags, undeclaredStep("restart_from names", s.Repair.RestartFrom, s.Repair.restartRange, task.Steps[:s.Index+1]))
 		case target.Index > s.Index:
 			diags = append(diags, &hcl.Diagnostic{
 				Severity: hcl.DiagError,
@@ -346,7 +326,7 @@ func decodeVariableBlock(block *hcl.Block) (*Variable, hcl.Diagnostics) {
 	}
 	var diags hcl.Diagnostics
 	if !hclsyntax.ValidIdentifier(v.Name) {
-		diags = append(diags, invalidName("variable", block))
+		diags = append(diags, hcldecode.InvalidName("variable", block))
 	}
 
 	content, moreDiags := block.Body.Content(variableSchema)
@@ -362,24 +342,15 @@ func decodeVariableBlock(block *hcl.Block) (*Variable, hcl.Diagnostics) {
 			v.Type = ty
 		}
 	}
-	if attr, ok := content.Attributes["description"]; ok {
-		var d hcl.Diagnostics
-		v.Description, d = constString(attr)
-		diags = append(diags, d...)
-	}
+	diags = append(diags, hcldecode.Fields(content.Attributes, hcldecode.Set("description", &v.Description, hcldecode.String))...)
 	if attr, ok := content.Attributes["default"]; ok {
-		val, d := constValue(attr)
+		val, d := hcldecode.Value(attr)
 		diags = append(diags, d...)
 		if !d.HasErrors() && typeOK {
 			converted, err := convert.Convert(val, v.Type)
 			if err != nil {
-				diags = append(diags, &hcl.Diagnostic{
-					Severity: hcl.DiagError,
-					Summary:  "Invalid default value for variable",
-					Detail:   fmt.Sprintf("This default value is not compatible with the variable's type constraint %s: %s.", typeexpr.TypeString(v.Type), errorText(err)),
-					Subject:  attr.Expr.Range().Ptr(),
-					Context:  attr.Range.Ptr(),
-				})
+				diags = append(diags, hcldecode.Error(attr, "Invalid default value for variable",
+					fmt.Sprintf("This default value is not compatible with the variable's type constraint %s: %s.", typeexpr.TypeString(v.Type), hcldecode.ErrorText(err))))
 			} else {
 				v.Default = converted
 			}
@@ -404,7 +375,7 @@ func decodeStepBlock(block *hcl.Block) (*Step, hcl.Diagnostics) {
 	}
 	var diags hcl.Diagnostics
 	if !hclsyntax.ValidIdentifier(s.Name) {
-		diags = append(diags, invalidName("step", block))
+		diags = append(diags, hcldecode.InvalidName("step", block))
 	}
 
 	content, moreDiags := block.Body.Content(stepSchema)
@@ -412,37 +383,17 @@ func decodeStepBlock(block *hcl.Block) (*Step, hcl.Diagnostics) {
 	attrs := content.Attributes
 
 	if attr, ok := attrs["plugin"]; ok {
+		// Kept even when blank: a later check reports the path it names.
 		s.PluginRange = attr.Expr.Range()
-		plugin, d := constString(attr)
+		var d hcl.Diagnostics
+		s.Plugin, d = hcldecode.String(attr)
 		diags = append(diags, d...)
-		if !d.HasErrors() && strings.TrimSpace(plugin) == "" {
-			diags = append(diags, &hcl.Diagnostic{
-				Severity: hcl.DiagError,
-				Summary:  "Empty plugin path",
-				Detail:   "plugin must be the path of a WebAssembly module, relative to the task file's directory.",
-				Subject:  attr.Expr.Range().Ptr(),
-				Context:  attr.Range.Ptr(),
-			})
+		if !d.HasErrors() && strings.TrimSpace(s.Plugin) == "" {
+			diags = append(diags, hcldecode.Error(attr, "Empty plugin path", "plugin must be the path of a WebAssembly module, relative to the task file's directory."))
 		}
-		s.Plugin = plugin
 	}
 	if attr, ok := attrs["plugin_sha256"]; ok {
 		s.shaRange = attr.Expr.Range()
-		sum, d := constString(attr)
-		diags = append(diags, d...)
-		if !d.HasErrors() {
-			if !sha256Pattern.MatchString(sum) {
-				diags = append(diags, &hcl.Diagnostic{
-					Severity: hcl.DiagError,
-					Summary:  "Invalid plugin checksum",
-					Detail:   fmt.Sprintf("plugin_sha256 must be a SHA-256 digest: 64 hexadecimal digits. This value has %d characters.", len(sum)),
-					Subject:  attr.Expr.Range().Ptr(),
-					Context:  attr.Range.Ptr(),
-				})
-			} else {
-				s.PluginSHA256 = strings.ToLower(sum)
-			}
-		}
 	}
 	if attr, ok := attrs["input"]; ok {
 		s.Input = attr.Expr
@@ -451,60 +402,32 @@ func decodeStepBlock(block *hcl.Block) (*Step, hcl.Diagnostics) {
 		s.ForEach = attr.Expr
 		s.Concurrency = DefaultConcurrency
 	}
-	if attr, ok := attrs["concurrency"]; ok {
-		if s.ForEach == nil {
-			diags = append(diags, &hcl.Diagnostic{
-				Severity: hcl.DiagError,
-				Summary:  "Concurrency without for_each",
-				Detail:   "concurrency limits how many fan-out items run at once, so it is only valid in a step with for_each.",
-				Subject:  attr.Range.Ptr(),
-				Context:  block.DefRange.Ptr(),
-			})
-		} else {
-			n, d := constInt(attr)
-			diags = append(diags, d...)
-			if !d.HasErrors() {
-				if n < 1 {
-					diags = append(diags, &hcl.Diagnostic{
-						Severity: hcl.DiagError,
-						Summary:  "Invalid concurrency",
-						Detail:   fmt.Sprintf("concurrency must be at least 1; got %d.", n),
-						Subject:  attr.Expr.Range().Ptr(),
-						Context:  attr.Range.Ptr(),
-					})
-				} else {
-					s.Concurrency = n
-				}
-			}
-		}
+	if attr, ok := attrs["concurrency"]; ok && s.ForEach == nil {
+		diags = append(diags, &hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Concurrency without for_each",
+			Detail:   "concurrency limits how many fan-out items run at once, so it is only valid in a step with for_each.",
+			Subject:  attr.Range.Ptr(),
+			Context:  block.DefRange.Ptr(),
+		})
+	} else {
+		diags = append(diags, hcldecode.Fields(attrs, hcldecode.Set("concurrency", &s.Concurrency,
+			hcldecode.AtLeast(1, "Invalid concurrency", "concurrency must be at least 1; got %d.")))...)
 	}
 	if attr, ok := attrs["allow_failures"]; ok {
 		diags = append(diags, decodeAllowFailures(s, attr, block)...)
 	}
-	if attr, ok := attrs["timeout"]; ok {
-		d, moreDiags := constDuration(attr)
-		diags = append(diags, moreDiags...)
-		if !moreDiags.HasErrors() {
-			if d <= 0 {
-				diags = append(diags, &hcl.Diagnostic{
-					Severity: hcl.DiagError,
-					Summary:  "Invalid duration",
-					Detail:   fmt.Sprintf("timeout must be positive; got %q.", d),
-					Subject:  attr.Expr.Range().Ptr(),
-					Context:  attr.Range.Ptr(),
-				})
-			} else {
-				s.Timeout = d
+	diags = append(diags, hcldecode.Fields(attrs,
+		hcldecode.Set("plugin_sha256", &s.PluginSHA256, hcldecode.Check(hcldecode.String, "Invalid plugin checksum", func(sum string) string {
+			if sha256Pattern.MatchString(sum) {
+				return ""
 			}
-		}
-	}
-	if attr, ok := attrs["memory"]; ok {
-		m, d := constMemory(attr)
-		diags = append(diags, d...)
-		if !d.HasErrors() {
-			s.Memory = m
-		}
-	}
+			return fmt.Sprintf("plugin_sha256 must be a SHA-256 digest: 64 hexadecimal digits. This value has %d characters.", len(sum))
+		})),
+		hcldecode.Set("timeout", &s.Timeout, hcldecode.Positive("timeout must be positive; got %q.")),
+		hcldecode.Set("memory", &s.Memory, memory),
+	)...)
+	s.PluginSHA256 = strings.ToLower(s.PluginSHA256)
 
 	diags = append(diags, decodeCapabilities(s, attrs, content.Blocks)...)
 
@@ -549,56 +472,21 @@ func decodeRetryBlock(block *hcl.Block) (Retry, hcl.Diagnostics) {
 	r := Retry{Attempts: DefaultAttempts, Backoff: DefaultBackoff, MaxBackoff: DefaultMaxBackoff}
 	content, diags := block.Body.Content(retrySchema)
 
-	if attr, ok := content.Attributes["attempts"]; ok {
-		n, d := constInt(attr)
-		diags = append(diags, d...)
-		if !d.HasErrors() {
-			if n < 1 {
-				diags = append(diags, &hcl.Diagnostic{
-					Severity: hcl.DiagError,
-					Summary:  "Invalid retry attempts",
-					Detail:   fmt.Sprintf("attempts counts every attempt including the first, so it must be at least 1; got %d.", n),
-					Subject:  attr.Expr.Range().Ptr(),
-					Context:  attr.Range.Ptr(),
-				})
-			} else {
-				r.Attempts = n
-			}
-		}
+	notNegative := func(name string) hcldecode.Decoder[time.Duration] {
+		return hcldecode.DurationIn(0, math.MaxInt64, "Invalid duration", name+" must not be negative; got %s.")
 	}
-	backoffAttr, hasBackoff := content.Attributes["backoff"]
-	if hasBackoff {
-		d, moreDiags := constDuration(backoffAttr)
-		diags = append(diags, moreDiags...)
-		if !moreDiags.HasErrors() {
-			if d < 0 {
-				diags = append(diags, negativeDuration(backoffAttr, d))
-			} else {
-				r.Backoff = d
+	diags = append(diags, hcldecode.Fields(content.Attributes,
+		hcldecode.Set("attempts", &r.Attempts, hcldecode.AtLeast(1, "Invalid retry attempts",
+			"attempts counts every attempt including the first, so it must be at least 1; got %d.")),
+		hcldecode.Set("backoff", &r.Backoff, notNegative("backoff")),
+		hcldecode.Set("max_backoff", &r.MaxBackoff, hcldecode.Check(notNegative("max_backoff"), "Invalid duration", func(d time.Duration) string {
+			if d < r.Backoff { // the backoff decoded before, or the default
+				return fmt.Sprintf("max_backoff (%s) must not be less than backoff (%s).", d, r.Backoff)
 			}
-		}
-	}
-	maxAttr, hasMax := content.Attributes["max_backoff"]
-	if hasMax {
-		d, moreDiags := constDuration(maxAttr)
-		diags = append(diags, moreDiags...)
-		if !moreDiags.HasErrors() {
-			switch {
-			case d < 0:
-				diags = append(diags, negativeDuration(maxAttr, d))
-			case d < r.Backoff:
-				diags = append(diags, &hcl.Diagnostic{
-					Severity: hcl.DiagError,
-					Summary:  "Invalid duration",
-					Detail:   fmt.Sprintf("max_backoff (%s) must not be less than backoff (%s).", d, r.Backoff),
-					Subject:  maxAttr.Expr.Range().Ptr(),
-					Context:  maxAttr.Range.Ptr(),
-				})
-			default:
-				r.MaxBackoff = d
-			}
-		}
-	} else if r.Backoff > r.MaxBackoff {
+			return ""
+		})),
+	)...)
+	if _, ok := content.Attributes["max_backoff"]; !ok && r.Backoff > r.MaxBackoff {
 		r.MaxBackoff = r.Backoff
 	}
 	return r, diags
@@ -612,52 +500,15 @@ func decodeRepairBlock(block *hcl.Block) (*Repair, hcl.Diagnostics) {
 
 	if attr, ok := content.Attributes["restart_from"]; ok {
 		r.restartRange = attr.Expr.Range()
-		name, d := constString(attr)
-		diags = append(diags, d...)
-		if !d.HasErrors() {
-			if name == "" {
-				diags = append(diags, &hcl.Diagnostic{
-					Severity: hcl.DiagError,
-					Summary:  "Invalid repair target",
-					Detail:   "restart_from must name this step or a step declared before it.",
-					Subject:  attr.Expr.Range().Ptr(),
-					Context:  attr.Range.Ptr(),
-				})
-			}
-			r.RestartFrom = name
-		}
 	}
-	if attr, ok := content.Attributes["max"]; ok {
-		n, d := constInt(attr)
-		diags = append(diags, d...)
-		if !d.HasErrors() {
-			if n < 0 {
-				diags = append(diags, &hcl.Diagnostic{
-					Severity: hcl.DiagError,
-					Summary:  "Invalid repair budget",
-					Detail:   fmt.Sprintf("max is how many repairs are allowed and must be 0 or more; got %d.", n),
-					Subject:  attr.Expr.Range().Ptr(),
-					Context:  attr.Range.Ptr(),
-				})
-			} else {
-				r.Max = n
-			}
-		}
-	}
+	diags = append(diags, hcldecode.Fields(content.Attributes,
+		hcldecode.Set("restart_from", &r.RestartFrom, hcldecode.NotEmpty("Invalid repair target", "restart_from must name this step or a step declared before it.")),
+		hcldecode.Set("max", &r.Max, hcldecode.AtLeast(0, "Invalid repair budget", "max is how many repairs are allowed and must be 0 or more; got %d.")),
+	)...)
 	return r, diags
 }
 
 var sha256Pattern = regexp.MustCompile(`^[0-9a-fA-F]{64}$`)
-
-func invalidName(kind string, block *hcl.Block) *hcl.Diagnostic {
-	return &hcl.Diagnostic{
-		Severity: hcl.DiagError,
-		Summary:  fmt.Sprintf("Invalid %s name", kind),
-		Detail:   fmt.Sprintf("A %s name must start with a letter or underscore and contain only letters, digits, underscores and dashes, so that expressions can refer to it.", kind),
-		Subject:  block.LabelRanges[0].Ptr(),
-		Context:  block.DefRange.Ptr(),
-	}
-}
 
 // duplicateTaskBlock refuses a second block of a kind a task has at most
 // one of (environment, budget, limits, notify, progress); first is where the first one is.
@@ -679,13 +530,15 @@ func duplicateBlock(block, first *hcl.Block) *hcl.Diagnostic {
 	}
 }
 
-func negativeDuration(attr *hcl.Attribute, d fmt.Stringer) *hcl.Diagnostic {
+// undeclaredStep refuses a reference, at rng, to a step name the task
+// does not declare, suggesting the closest of candidates; what says what
+// names it ("restart_from names").
+func undeclaredStep(what, name string, rng hcl.Range, candidates []*Step) *hcl.Diagnostic {
 	return &hcl.Diagnostic{
 		Severity: hcl.DiagError,
-		Summary:  "Invalid duration",
-		Detail:   fmt.Sprintf("%s must not be negative; got %s.", attr.Name, d),
-		Subject:  attr.Expr.Range().Ptr(),
-		Context:  attr.Range.Ptr(),
+		Summary:  "Reference to undeclared step",
+		Detail:   fmt.Sprintf("%s step %q, but this task declares no such step.%s", what, name, hcldecode.DidYouMean(name, stepNames(candidates))),
+		Subject:  rng.Ptr(),
 	}
 }
 

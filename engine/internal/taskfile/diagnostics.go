@@ -6,6 +6,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/lhengine/lhengine/engine/internal/bounds"
+	"github.com/lhengine/lhengine/engine/internal/hcldecode"
 	"github.com/lhengine/lhengine/internal/hcldiag"
 )
 
@@ -22,4 +23,6 @@ func WriteDiagnostics(w io.Writer, files map[string][]byte, diags hcl.Diagnostic
 
 // DidYouMean returns " Did you mean "x"?" for the candidate closest to
 // name, or "" when none is close: the suggestion validate makes.
-func DidYouMean(name string, candidates []string) string { return didYouMean(name, candidates) }
+func DidYouMean(name string, candidates []string) string {
+	return hcldecode.DidYouMean(name, candidates)
+}

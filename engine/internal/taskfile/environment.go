@@ -13,6 +13,8 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
+
+	"github.com/lhengine/lhengine/engine/internal/hcldecode"
 )
 
 // Fact kinds (Fact.Kind): what an environment fact reads.
@@ -84,7 +86,7 @@ func decodeEnvironmentBlock(block *hcl.Block) (*Environment, hcl.Diagnostics) {
 			continue
 		}
 		if prev, dup := seen[f.Name]; dup {
-			diags = append(diags, labelDiag(b, "Duplicate fact", fmt.Sprintf("A fact named %q was already declared at %s. Fact names must be unique within a task.", f.Name, prev.DeclRange)))
+			diags = append(diags, hcldecode.LabelError(b, "Duplicate fact", fmt.Sprintf("A fact named %q was already declared at %s. Fact names must be unique within a task.", f.Name, prev.DeclRange)))
 			continue
 		}
 		seen[f.Name] = f
@@ -99,7 +101,7 @@ func decodeEnvironmentBlock(block *hcl.Block) (*Environment, hcl.Diagnostics) {
 		})
 	}
 	if attr, ok := content.Attributes["on_drift"]; ok {
-		v, d := constString(attr)
+		v, d := hcldecode.String(attr)
 		diags = append(diags, d...)
 		if !d.HasErrors() {
 			env.onDriftRange = attr.Expr.Range()
@@ -109,9 +111,9 @@ func decodeEnvironmentBlock(block *hcl.Block) (*Environment, hcl.Diagnostics) {
 			case strings.HasPrefix(v, OnDriftRestart+":") && len(v) > len(OnDriftRestart)+1:
 				env.OnDrift, env.RestartFrom = OnDriftRestart, v[len(OnDriftRestart)+1:]
 			default:
-				diags = append(diags, attrDiag(attr, "Invalid on_drift",
+				diags = append(diags, hcldecode.Error(attr, "Invalid on_drift",
 					fmt.Sprintf("on_drift must be \"pause\", \"continue\" or \"restart:STEP\" (STEP a step of the task); got %q.%s", v,
-						didYouMean(v, []string{OnDriftPause, OnDriftContinue, OnDriftRestart + ":"}))))
+						hcldecode.DidYouMean(v, []string{OnDriftPause, OnDriftContinue, OnDriftRestart + ":"}))))
 			}
 		}
 	}
@@ -124,7 +126,7 @@ func decodeFactBlock(block *hcl.Block) (*Fact, hcl.Diagnostics) {
 	f := &Fact{Name: block.Labels[0], DeclRange: block.DefRange}
 	var diags hcl.Diagnostics
 	if !hclsyntax.ValidIdentifier(f.Name) {
-		diags = append(diags, invalidName("fact", block))
+		diags = append(diags, hcldecode.InvalidName("fact", block))
 	}
 	content, d := block.Body.Content(factSchema)
 	diags = append(diags, d...)
@@ -147,18 +149,18 @@ func decodeFactBlock(block *hcl.Block) (*Fact, hcl.Diagnostics) {
 		return nil, diags
 	case 1:
 	default:
-		diags = append(diags, attrDiag(kinds[1], "Fact has more than one source",
+		diags = append(diags, hcldecode.Error(kinds[1], "Fact has more than one source",
 			fmt.Sprintf("Fact %q sets both %s and %s; a fact reads one thing.", f.Name, kinds[0].Name, kinds[1].Name)))
 		return nil, diags
 	}
 	attr := kinds[0]
-	p, d := constString(attr)
+	p, d := hcldecode.String(attr)
 	diags = append(diags, d...)
 	if d.HasErrors() {
 		return nil, diags
 	}
 	if p == "" {
-		diags = append(diags, attrDiag(attr, "Invalid fact path", attr.Name+" must name a path, relative to the task file's directory or absolute."))
+		diags = append(diags, hcldecode.Error(attr, "Invalid fact path", attr.Name+" must name a path, relative to the task file's directory or absolute."))
 		return nil, diags
 	}
 	f.Kind, f.Path = attr.Name, p
@@ -173,12 +175,7 @@ func resolveEnvironment(task *Task, steps map[string]*Step) hcl.Diagnostics {
 		return nil
 	}
 	if _, ok := steps[env.RestartFrom]; !ok {
-		return hcl.Diagnostics{{
-			Severity: hcl.DiagError,
-			Summary:  "Reference to undeclared step",
-			Detail:   fmt.Sprintf("on_drift restarts from step %q, but this task declares no such step.%s", env.RestartFrom, didYouMean(env.RestartFrom, stepNames(task.Steps))),
-			Subject:  env.onDriftRange.Ptr(),
-		}}
+		return hcl.Diagnostics{undeclaredStep("on_drift restarts from", env.RestartFrom, env.onDriftRange, task.Steps)}
 	}
 	return nil
 }

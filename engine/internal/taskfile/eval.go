@@ -8,6 +8,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/lhengine/lhengine/engine/internal/bounds"
+	"github.com/lhengine/lhengine/engine/internal/hcldecode"
 )
 
 // Scope is what an expression sees at run time.
@@ -41,7 +42,7 @@ func (s *Step) EvalInput(scope Scope) (cty.Value, hcl.Diagnostics) {
 	}
 	v, d := s.Input.Value(ctx)
 	d = b.AddFailure(d, s.Input.Range())
-	diags = append(diags, fillSubject(d, s.Input.Range())...)
+	diags = append(diags, hcldecode.FillSubject(d, s.Input.Range())...)
 	if d.HasErrors() {
 		return cty.DynamicVal, diags
 	}
@@ -75,7 +76,7 @@ func (s *Step) EvalForEach(scope Scope) ([]Each, hcl.Diagnostics) {
 	}
 	v, d := s.ForEach.Value(ctx)
 	d = b.AddFailure(d, s.ForEach.Range())
-	diags = append(diags, fillSubject(d, s.ForEach.Range())...)
+	diags = append(diags, hcldecode.FillSubject(d, s.ForEach.Range())...)
 	if d.HasErrors() {
 		return nil, diags
 	}

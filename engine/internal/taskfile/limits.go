@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/hashicorp/hcl/v2"
+
+	"github.com/lhengine/lhengine/engine/internal/hcldecode"
 )
 
 // Limits are the task's quotas on what its plugins may make the host keep:
@@ -91,60 +93,23 @@ func decodeLimitsBlock(block *hcl.Block) (Limits, hcl.Diagnostics) {
 	l := DefaultLimits()
 	l.DeclRange = block.DefRange
 	content, diags := block.Body.Content(limitsSchema)
-	counts := []struct {
-		name string
-		dst  *int
-	}{
-		{"notes", &l.Notes},
-		{"counter_names_per_attempt", &l.CounterNamesPerAttempt},
-		{"counter_names", &l.CounterNames},
+	count := func(name string, dst *int) hcldecode.Field {
+		return hcldecode.Set(name, dst, hcldecode.IntIn(0, MaxQuotaCount, "Invalid limit",
+			fmt.Sprintf("%s must be a whole number from 0 (none allowed) to %d; got %%d.", name, MaxQuotaCount)))
 	}
-	for _, c := range counts {
-		attr, ok := content.Attributes[c.name]
-		if !ok {
-			continue
-		}
-		n, d := constInt(attr)
-		diags = append(diags, d...)
-		if d.HasErrors() {
-			continue
-		}
-		if n < 0 || n > MaxQuotaCount {
-			diags = append(diags, &hcl.Diagnostic{
-				Severity: hcl.DiagError,
-				Summary:  "Invalid limit",
-				Detail:   fmt.Sprintf("%s must be a whole number from 0 (none allowed) to %d; got %d.", c.name, MaxQuotaCount, n),
-				Subject:  attr.Expr.Range().Ptr(),
-				Context:  attr.Range.Ptr(),
-			})
-			continue
-		}
-		*c.dst = n
+	size := func(name string, dst *uint64) hcldecode.Field {
+		return hcldecode.Set(name, dst, hcldecode.Size("Invalid limit", "size", 0, MaxQuotaBytes,
+			name+" must be a size from 0 (none allowed) to 1TiB; got %d bytes."))
 	}
-	sizes := []struct {
-		name string
-		dst  *uint64
-	}{
-		{"note_bytes", &l.NoteBytes},
-		{"log_passthrough", &l.LogPassthrough},
-		{"kv_bytes", &l.KVBytes},
-		{"artifact_bytes", &l.ArtifactBytes},
-		{"output_bytes", &l.OutputBytes},
-		{"workspace_bytes", &l.WorkspaceBytes},
-	}
-	for _, s := range sizes {
-		attr, ok := content.Attributes[s.name]
-		if !ok {
-			continue
-		}
-		name := s.name
-		n, d := constSize(attr, "Invalid limit", "size", 0, MaxQuotaBytes, func(n uint64) string {
-			return fmt.Sprintf("%s must be a size from 0 (none allowed) to 1TiB; got %d bytes.", name, n)
-		})
-		diags = append(diags, d...)
-		if !d.HasErrors() {
-			*s.dst = n
-		}
-	}
-	return l, diags
+	return l, append(diags, hcldecode.Fields(content.Attributes,
+		count("notes", &l.Notes),
+		count("counter_names_per_attempt", &l.CounterNamesPerAttempt),
+		count("counter_names", &l.CounterNames),
+		size("note_bytes", &l.NoteBytes),
+		size("log_passthrough", &l.LogPassthrough),
+		size("kv_bytes", &l.KVBytes),
+		size("artifact_bytes", &l.ArtifactBytes),
+		size("output_bytes", &l.OutputBytes),
+		size("workspace_bytes", &l.WorkspaceBytes),
+	)...)
 }

@@ -2,15 +2,14 @@ package taskfile
 
 import (
 	"fmt"
-	"math"
 	"net/url"
 	"regexp"
-	"slices"
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
-	"github.com/zclconf/go-cty/cty"
+
+	"github.com/lhengine/lhengine/engine/internal/hcldecode"
 )
 
 // Model providers (Model.Provider): the wire protocol the engine speaks to
@@ -85,45 +84,31 @@ func decodeModelBlock(block *hcl.Block) (*Model, hcl.Diagnostics) {
 	m := &Model{Name: block.Labels[0], Timeout: DefaultModelTimeout, MaxTokens: DefaultModelMaxTokens, DeclRange: block.DefRange}
 	var diags hcl.Diagnostics
 	if !hclsyntax.ValidIdentifier(m.Name) {
-		diags = append(diags, invalidName("model", block))
+		diags = append(diags, hcldecode.InvalidName("model", block))
 	}
 	content, moreDiags := block.Body.Content(modelSchema)
 	diags = append(diags, moreDiags...)
 	attrs := content.Attributes
 
-	if attr, ok := attrs["provider"]; ok {
-		p, d := constString(attr)
-		diags = append(diags, d...)
-		switch {
-		case d.HasErrors():
-		case !slices.Contains(modelProviders, p):
-			diags = append(diags, attrDiag(attr, "Unknown model provider",
-				fmt.Sprintf("provider must be \"openai\" (the chat-completions protocol of OpenAI, vLLM, llama.cpp and Ollama) or \"anthropic\" (the Messages API); got %q.%s", p, didYouMean(p, modelProviders))))
-		default:
-			m.Provider = p
-		}
-	}
-	if attr, ok := attrs["base_url"]; ok {
-		u, d := constString(attr)
-		diags = append(diags, d...)
-		if !d.HasErrors() {
-			if why := baseURLProblem(u); why != "" {
-				diags = append(diags, attrDiag(attr, "Invalid base URL",
-					fmt.Sprintf("base_url must be an http or https URL without query or fragment, such as \"http://127.0.0.1:11434/v1\"; %s.", why)))
-			} else {
-				m.BaseURL = u
+	diags = append(diags, hcldecode.Fields(attrs,
+		hcldecode.Set("provider", &m.Provider, hcldecode.OneOf("Unknown model provider",
+			`provider must be "openai" (the chat-completions protocol of OpenAI, vLLM, llama.cpp and Ollama) or "anthropic" (the Messages API)`, modelProviders...)),
+		hcldecode.Set("base_url", &m.BaseURL, urlCheck("Invalid base URL",
+			`base_url must be an http or https URL without query or fragment, such as "http://127.0.0.1:11434/v1"`, baseURLProblem)),
+		hcldecode.Set("model", &m.ID, hcldecode.NotEmpty("Empty model id", `model must name the provider's model, such as "gpt-4o-mini" or "claude-sonnet-4-5".`)),
+		hcldecode.Set("api_key_env", &m.APIKeyEnv, hcldecode.Check(hcldecode.String, "Invalid environment variable name", func(name string) string {
+			if envName.MatchString(name) {
+				return ""
 			}
-		}
-	} else {
+			// Not echoed: a key pasted here must not reach a log.
+			return `api_key_env names the environment variable holding the API key (letters, digits and underscores, not starting with a digit), such as "OPENAI_API_KEY"; it is not the key itself.`
+		})),
+		hcldecode.Set("timeout", &m.Timeout, hcldecode.Positive("timeout must be positive; got %q.")),
+		hcldecode.Set("max_tokens", &m.MaxTokens, hcldecode.AtLeast(1, "Invalid token cap",
+			"max_tokens caps the output tokens of one call; it must be at least 1; got %d.")),
+	)...)
+	if _, ok := attrs["base_url"]; !ok {
 		m.BaseURL = DefaultBaseURL[m.Provider]
-	}
-	if attr, ok := attrs["model"]; ok {
-		id, d := constString(attr)
-		diags = append(diags, d...)
-		if !d.HasErrors() && id == "" {
-			diags = append(diags, attrDiag(attr, "Empty model id", "model must name the provider's model, such as \"gpt-4o-mini\" or \"claude-sonnet-4-5\"."))
-		}
-		m.ID = id
 	}
 	if attr, ok := attrs["api_key"]; ok {
 		diags = append(diags, &hcl.Diagnostic{
@@ -134,62 +119,12 @@ func decodeModelBlock(block *hcl.Block) (*Model, hcl.Diagnostics) {
 			Context:  attr.Range.Ptr(),
 		})
 	}
-	if attr, ok := attrs["api_key_env"]; ok {
-		name, d := constString(attr)
-		diags = append(diags, d...)
-		if !d.HasErrors() {
-			if !envName.MatchString(name) {
-				// Not echoed: a key pasted here must not reach a log.
-				diags = append(diags, attrDiag(attr, "Invalid environment variable name",
-					"api_key_env names the environment variable holding the API key (letters, digits and underscores, not starting with a digit), such as \"OPENAI_API_KEY\"; it is not the key itself."))
-			} else {
-				m.APIKeyEnv = name
-			}
-		}
+	price := func(name string, dst *float64) hcldecode.Field {
+		return hcldecode.Set(name, dst, hcldecode.Float("Invalid price",
+			name+" is the cost, in the task's cost units, of a million tokens; it must be a finite number of 0 or more; got %s.",
+			func(f float64) bool { return f >= 0 }))
 	}
-	for _, p := range []struct {
-		name string
-		dst  *float64
-	}{{"input_price", &m.InputPrice}, {"output_price", &m.OutputPrice}} {
-		attr, ok := attrs[p.name]
-		if !ok {
-			continue
-		}
-		v, d := constTyped(attr, cty.Number, "number")
-		diags = append(diags, d...)
-		if d.HasErrors() {
-			continue
-		}
-		f, _ := v.AsBigFloat().Float64()
-		if f < 0 || math.IsInf(f, 0) {
-			diags = append(diags, attrDiag(attr, "Invalid price",
-				fmt.Sprintf("%s is the cost, in the task's cost units, of a million tokens; it must be a finite number of 0 or more; got %s.", p.name, v.AsBigFloat().Text('g', 10))))
-			continue
-		}
-		*p.dst = f
-	}
-	if attr, ok := attrs["timeout"]; ok {
-		d, moreDiags := constDuration(attr)
-		diags = append(diags, moreDiags...)
-		if !moreDiags.HasErrors() {
-			if d <= 0 {
-				diags = append(diags, attrDiag(attr, "Invalid duration", fmt.Sprintf("timeout must be positive; got %q.", d)))
-			} else {
-				m.Timeout = d
-			}
-		}
-	}
-	if attr, ok := attrs["max_tokens"]; ok {
-		n, d := constInt(attr)
-		diags = append(diags, d...)
-		if !d.HasErrors() {
-			if n < 1 {
-				diags = append(diags, attrDiag(attr, "Invalid token cap", fmt.Sprintf("max_tokens caps the output tokens of one call; it must be at least 1; got %d.", n)))
-			} else {
-				m.MaxTokens = n
-			}
-		}
-	}
+	diags = append(diags, hcldecode.Fields(attrs, price("input_price", &m.InputPrice), price("output_price", &m.OutputPrice))...)
 	return m, diags
 }
 
@@ -209,7 +144,7 @@ func decodeModelGrant(s *Step, attrs hcl.Attributes) hcl.Diagnostics {
 	if !ok {
 		return nil
 	}
-	names, diags := constStringList(attr)
+	names, diags := hcldecode.StringList(attr)
 	if diags.HasErrors() {
 		return diags
 	}
@@ -232,13 +167,10 @@ func resolveModels(task *Task) hcl.Diagnostics {
 		if s.modelsAttr == nil {
 			continue
 		}
-		var elems []hclsyntax.Expression
-		if tuple, ok := s.modelsAttr.Expr.(*hclsyntax.TupleConsExpr); ok && len(tuple.Exprs) == len(s.modelNames) {
-			elems = tuple.Exprs
-		}
+		elems := hcldecode.ElementRanges(s.modelsAttr, len(s.modelNames))
 		at := func(i int) (*hcl.Range, *hcl.Range) {
 			if elems != nil {
-				return elems[i].Range().Ptr(), s.modelsAttr.Range.Ptr()
+				return elems[i].Ptr(), s.modelsAttr.Range.Ptr()
 			}
 			return s.modelsAttr.Expr.Range().Ptr(), s.modelsAttr.Range.Ptr()
 		}
@@ -248,7 +180,7 @@ func resolveModels(task *Task) hcl.Diagnostics {
 			m, ok := byName[name]
 			switch {
 			case !ok:
-				detail := fmt.Sprintf("models names %q, but this task declares no model block of that name.%s", name, didYouMean(name, names))
+				detail := fmt.Sprintf("models names %q, but this task declares no model block of that name.%s", name, hcldecode.DidYouMean(name, names))
 				if len(names) == 0 {
 					detail = fmt.Sprintf("models names %q, but this task declares no models; declare one at task level: model %q { provider = \"openai\", model = \"...\" }.", name, name)
 				}
@@ -262,15 +194,4 @@ func resolveModels(task *Task) hcl.Diagnostics {
 		}
 	}
 	return diags
-}
-
-// attrDiag is an error on an attribute's value.
-func attrDiag(attr *hcl.Attribute, summary, detail string) *hcl.Diagnostic {
-	return &hcl.Diagnostic{
-		Severity: hcl.DiagError,
-		Summary:  summary,
-		Detail:   detail,
-		Subject:  attr.Expr.Range().Ptr(),
-		Context:  attr.Range.Ptr(),
-	}
 }

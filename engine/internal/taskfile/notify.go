@@ -2,12 +2,12 @@ package taskfile
 
 import (
 	"fmt"
-	"net/url"
 	"slices"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
-	"github.com/hashicorp/hcl/v2/hclsyntax"
+
+	"github.com/lhengine/lhengine/engine/internal/hcldecode"
 )
 
 // Notify is a task's notify block: the events of the task's log that are
@@ -51,45 +51,30 @@ var notifySchema = &hcl.BodySchema{
 func decodeNotifyBlock(block *hcl.Block) (*Notify, hcl.Diagnostics) {
 	n := &Notify{DeclRange: block.DefRange}
 	content, diags := block.Body.Content(notifySchema)
-	if attr, ok := content.Attributes["url"]; ok {
-		u, d := constString(attr)
-		diags = append(diags, d...)
-		if !d.HasErrors() {
-			if why := notifyURLProblem(u); why != "" {
-				diags = append(diags, attrDiag(attr, "Invalid notify URL",
-					fmt.Sprintf("url must be an http or https URL with a host, such as \"http://127.0.0.1:8025/hook\"; %s.", why)))
-			} else {
-				n.URL = u
-			}
-		}
-	}
-	if attr, ok := content.Attributes["events"]; ok {
-		events, d := decodeNotifyEvents(attr)
-		diags = append(diags, d...)
-		n.Events = events
-	}
+	diags = append(diags, hcldecode.Fields(content.Attributes,
+		hcldecode.Set("url", &n.URL, urlCheck("Invalid notify URL",
+			`url must be an http or https URL with a host, such as "http://127.0.0.1:8025/hook"`, notifyURLProblem)),
+		hcldecode.Set("events", &n.Events, decodeNotifyEvents),
+	)...)
 	return n, diags
 }
 
 // decodeNotifyEvents evaluates the events list: constant, not empty, each
 // name one of NotifyEvents and given once.
 func decodeNotifyEvents(attr *hcl.Attribute) ([]string, hcl.Diagnostics) {
-	list, diags := constStringList(attr)
+	list, diags := hcldecode.StringList(attr)
 	if diags.HasErrors() {
 		return nil, diags
 	}
 	if len(list) == 0 {
-		return nil, append(diags, attrDiag(attr, "Empty event list",
+		return nil, append(diags, hcldecode.Error(attr, "Empty event list",
 			fmt.Sprintf("events must name at least one event, such as \"succeeded\" or \"failed\". The events are %s. To send no notification, leave the block out.", quoteList(NotifyEvents))))
 	}
-	var elems []hclsyntax.Expression
-	if tuple, ok := attr.Expr.(*hclsyntax.TupleConsExpr); ok && len(tuple.Exprs) == len(list) {
-		elems = tuple.Exprs
-	}
+	elems := hcldecode.ElementRanges(attr, len(list))
 	at := func(i int, d *hcl.Diagnostic) *hcl.Diagnostic {
 		if elems != nil {
 			// The element alone: the whole list would make a long excerpt.
-			d.Subject, d.Context = elems[i].Range().Ptr(), nil
+			d.Subject, d.Context = elems[i].Ptr(), nil
 		}
 		return d
 	}
@@ -97,10 +82,10 @@ func decodeNotifyEvents(attr *hcl.Attribute) ([]string, hcl.Diagnostics) {
 	for i, name := range list {
 		switch {
 		case !slices.Contains(NotifyEvents, name):
-			diags = append(diags, at(i, attrDiag(attr, "Unknown event",
-				fmt.Sprintf("%q is not an event a notify block can name.%s The events are %s.", name, didYouMean(name, NotifyEvents), quoteList(NotifyEvents)))))
+			diags = append(diags, at(i, hcldecode.Error(attr, "Unknown event",
+				fmt.Sprintf("%q is not an event a notify block can name.%s The events are %s.", name, hcldecode.DidYouMean(name, NotifyEvents), quoteList(NotifyEvents)))))
 		case slices.Contains(out, name):
-			diags = append(diags, at(i, attrDiag(attr, "Duplicate event",
+			diags = append(diags, at(i, hcldecode.Error(attr, "Duplicate event",
 				fmt.Sprintf("%q is listed twice; each event is notified once whatever the list says.", name))))
 		default:
 			out = append(out, name)
@@ -114,17 +99,10 @@ func decodeNotifyEvents(attr *hcl.Attribute) ([]string, hcl.Diagnostics) {
 
 // notifyURLProblem says what is wrong with u as a notify URL, or "".
 func notifyURLProblem(u string) string {
-	parsed, err := url.Parse(u)
+	parsed, problem := httpURL(u)
 	switch {
-	case err != nil:
-		return fmt.Sprintf("%q does not parse", u)
-	case parsed.Scheme != "http" && parsed.Scheme != "https":
-		if parsed.Scheme == "" {
-			return fmt.Sprintf("%q has no scheme", u)
-		}
-		return fmt.Sprintf("%q has the scheme %q", u, parsed.Scheme)
-	case parsed.Opaque != "" || parsed.Host == "" || parsed.Hostname() == "":
-		return fmt.Sprintf("%q has no host", u)
+	case problem != "":
+		return problem
 	case parsed.User != nil:
 		return fmt.Sprintf("%q has user information; a notification carries no credentials", u)
 	case parsed.Fragment != "" || strings.Contains(u, "#"):

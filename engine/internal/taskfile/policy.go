@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"math"
 	"path"
 	"path/filepath"
 	"slices"
@@ -18,6 +19,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/lhengine/lhengine/engine/internal/bounds"
+	"github.com/lhengine/lhengine/engine/internal/hcldecode"
 )
 
 // A Policy is one version of a harness policy (specs/policies.md): a
@@ -273,7 +275,7 @@ func parsePolicies(filename string, src []byte, start hcl.Pos) (ps []*Policy, di
 		sum := sha256.Sum256(p.Text)
 		p.SHA256 = hex.EncodeToString(sum[:])
 		if prev, dup := seen[p.Ref()]; dup {
-			diags = append(diags, labelDiag(b, "Duplicate policy version", fmt.Sprintf("Version %d of policy %q was already declared at %s. Give the new one the next version number.", p.Version, p.Name, prev.DeclRange)))
+			diags = append(diags, hcldecode.LabelError(b, "Duplicate policy version", fmt.Sprintf("Version %d of policy %q was already declared at %s. Give the new one the next version number.", p.Version, p.Name, prev.DeclRange)))
 			continue
 		}
 		seen[p.Ref()] = p
@@ -287,48 +289,27 @@ func parsePolicies(filename string, src []byte, start hcl.Pos) (ps []*Policy, di
 			Subject:  file.Body.MissingItemRange().Ptr(),
 		})
 	}
-	return ps, sortDiagnostics(diags)
+	return ps, hcldecode.Sort(diags)
 }
 
 func decodePolicyBlock(block *hcl.Block) (*Policy, hcl.Diagnostics) {
 	p := &Policy{Name: block.Labels[0], Steps: "*", DeclRange: block.DefRange, blocks: map[*Insert]insertTemplate{}}
 	var diags hcl.Diagnostics
 	if !hclsyntax.ValidIdentifier(p.Name) {
-		diags = append(diags, invalidName("policy", block))
+		diags = append(diags, hcldecode.InvalidName("policy", block))
 	}
 	content, d := block.Body.Content(policySchema)
 	diags = append(diags, d...)
-	if attr, ok := content.Attributes["version"]; ok {
-		n, d := constInt(attr)
-		diags = append(diags, d...)
-		if !d.HasErrors() && n < 1 {
-			diags = append(diags, &hcl.Diagnostic{
-				Severity: hcl.DiagError,
-				Summary:  "Invalid policy version",
-				Detail:   fmt.Sprintf("version is a whole number of at least 1; got %d.", n),
-				Subject:  attr.Expr.Range().Ptr(),
-				Context:  attr.Range.Ptr(),
-			})
-		}
-		p.Version = n
-	}
-	if attr, ok := content.Attributes["assumption"]; ok {
-		s, d := constString(attr)
-		diags = append(diags, d...)
-		if !d.HasErrors() && strings.TrimSpace(s) == "" {
-			diags = append(diags, emptyText(attr, "assumption states the model capability the policy compensates for"))
-		}
-		p.Assumption = s
-	}
-	if attr, ok := content.Attributes["steps"]; ok {
-		p.Steps, d = constGlob(attr)
-		diags = append(diags, d...)
-	}
 	if attr, ok := content.Attributes["params"]; ok {
 		p.ParamsRng = attr.Range
 		p.Params, p.paramRange, d = constParams(attr)
 		diags = append(diags, d...)
 	}
+	diags = append(diags, hcldecode.Fields(content.Attributes,
+		hcldecode.Set("version", &p.Version, hcldecode.AtLeast(1, "Invalid policy version", "version is a whole number of at least 1; got %d.")),
+		hcldecode.Set("assumption", &p.Assumption, notBlank("assumption", "assumption states the model capability the policy compensates for")),
+		hcldecode.Set("steps", &p.Steps, constGlob),
+	)...)
 	var evidence *hcl.Block
 	inserts := map[string]*Insert{}
 	for _, b := range content.Blocks {
@@ -350,7 +331,7 @@ func decodePolicyBlock(block *hcl.Block) (*Policy, hcl.Diagnostics) {
 			in, d := decodeInsertAnchor(b)
 			diags = append(diags, d...)
 			if prev, dup := inserts[in.Name]; dup {
-				diags = append(diags, labelDiag(b, "Duplicate insert", fmt.Sprintf("An insert named %q was already declared at %s.", in.Name, prev.DeclRange)))
+				diags = append(diags, hcldecode.LabelError(b, "Duplicate insert", fmt.Sprintf("An insert named %q was already declared at %s.", in.Name, prev.DeclRange)))
 				continue
 			}
 			// Decode the step part once now, for its diagnostics; it is
@@ -385,62 +366,43 @@ func decodePolicyBlock(block *hcl.Block) (*Policy, hcl.Diagnostics) {
 	return p, diags
 }
 
-func emptyText(attr *hcl.Attribute, what string) *hcl.Diagnostic {
-	return &hcl.Diagnostic{
-		Severity: hcl.DiagError,
-		Summary:  "Empty text",
-		Detail:   fmt.Sprintf("%s must not be blank: %s.", attr.Name, what),
-		Subject:  attr.Expr.Range().Ptr(),
-		Context:  attr.Range.Ptr(),
-	}
+// notBlank decodes the text name, which must say something: what says
+// what.
+func notBlank(name, what string) hcldecode.Decoder[string] {
+	return hcldecode.NotBlank("Empty text", fmt.Sprintf("%s must not be blank: %s.", name, what))
 }
 
 func decodeEvidenceBlock(b *hcl.Block) (Evidence, hcl.Diagnostics) {
 	var e Evidence
 	content, diags := b.Body.Content(evidenceSchema)
-	if attr, ok := content.Attributes["text"]; ok {
-		s, d := constString(attr)
-		diags = append(diags, d...)
-		if !d.HasErrors() && strings.TrimSpace(s) == "" {
-			diags = append(diags, emptyText(attr, "say what backs the policy, or plainly that nothing does yet"))
-		}
-		e.Text = s
-	}
-	if attr, ok := content.Attributes["result"]; ok {
-		s, d := constString(attr)
-		diags = append(diags, d...)
-		e.Result = s
-	}
-	return e, diags
+	return e, append(diags, hcldecode.Fields(content.Attributes,
+		hcldecode.Set("text", &e.Text, notBlank("text", "say what backs the policy, or plainly that nothing does yet")),
+		hcldecode.Set("result", &e.Result, hcldecode.String),
+	)...)
 }
 
 // constGlob evaluates a constant step-name glob (path.Match syntax).
 func constGlob(attr *hcl.Attribute) (string, hcl.Diagnostics) {
-	s, diags := constString(attr)
+	s, diags := hcldecode.String(attr)
 	if diags.HasErrors() {
 		return "", diags
 	}
 	if _, err := path.Match(s, ""); err != nil || s == "" {
-		return "", append(diags, &hcl.Diagnostic{
-			Severity: hcl.DiagError,
-			Summary:  "Invalid step pattern",
-			Detail:   fmt.Sprintf("%s is a pattern of step names: * matches any run of characters, ? one character, [abc] one of a set; %q is not one.", attr.Name, s),
-			Subject:  attr.Expr.Range().Ptr(),
-			Context:  attr.Range.Ptr(),
-		})
+		return "", append(diags, hcldecode.Error(attr, "Invalid step pattern",
+			fmt.Sprintf("%s is a pattern of step names: * matches any run of characters, ? one character, [abc] one of a set; %q is not one.", attr.Name, s)))
 	}
 	return s, diags
 }
 
 // constParams evaluates params: a constant object whose members become JSON.
 func constParams(attr *hcl.Attribute) (map[string][]byte, map[string]hcl.Range, hcl.Diagnostics) {
-	v, diags := constValue(attr)
+	v, diags := hcldecode.Value(attr)
 	if diags.HasErrors() {
 		return nil, nil, diags
 	}
 	ty := v.Type()
 	if v.IsNull() || !(ty.IsObjectType() || ty.IsMapType()) {
-		return nil, nil, append(diags, wrongType(attr, "an object of parameters required, such as { single_tool = true }"))
+		return nil, nil, append(diags, hcldecode.WrongType(attr, "an object of parameters required, such as { single_tool = true }"))
 	}
 	ranges := map[string]hcl.Range{}
 	if obj, ok := attr.Expr.(*hclsyntax.ObjectConsExpr); ok {
@@ -455,7 +417,7 @@ func constParams(attr *hcl.Attribute) (map[string][]byte, map[string]hcl.Range, 
 		k, e := it.Element()
 		b, err := ToJSON(e)
 		if err != nil {
-			return nil, nil, append(diags, wrongType(attr, fmt.Sprintf("parameter %q: %s", k.AsString(), errorText(err))))
+			return nil, nil, append(diags, hcldecode.WrongType(attr, fmt.Sprintf("parameter %q: %s", k.AsString(), hcldecode.ErrorText(err))))
 		}
 		out[k.AsString()] = b
 		if _, ok := ranges[k.AsString()]; !ok {
@@ -498,7 +460,7 @@ func decodeInsertAnchor(b *hcl.Block) (*Insert, hcl.Diagnostics) {
 		in.After = g
 	}
 	if every, ok := content.Attributes["every"]; ok {
-		n, d := constInt(every)
+		n, d := hcldecode.Int(every)
 		diags = append(diags, d...)
 		switch {
 		case d.HasErrors():
@@ -567,73 +529,27 @@ func decodeOverrideBlock(b *hcl.Block) (*Override, hcl.Diagnostics) {
 	o := &Override{DeclRange: b.DefRange, ranges: map[string]hcl.Range{}}
 	content, diags := b.Body.Content(overrideSchema)
 	attrs := content.Attributes
-	if attr, ok := attrs["steps"]; ok {
-		g, d := constGlob(attr)
-		diags = append(diags, d...)
-		o.Steps = g
-	}
-	atLeast := func(attr *hcl.Attribute, min int, summary string) *int {
-		n, d := constInt(attr)
-		diags = append(diags, d...)
-		if d.HasErrors() {
-			return nil
-		}
-		if n < min {
-			diags = append(diags, &hcl.Diagnostic{
-				Severity: hcl.DiagError,
-				Summary:  summary,
-				Detail:   fmt.Sprintf("%s must be at least %d; got %d.", attr.Name, min, n),
-				Subject:  attr.Expr.Range().Ptr(),
-				Context:  attr.Range.Ptr(),
-			})
-			return nil
-		}
-		return &n
-	}
-	duration := func(attr *hcl.Attribute, positive bool) *time.Duration {
-		v, d := constDuration(attr)
-		diags = append(diags, d...)
-		if d.HasErrors() {
-			return nil
-		}
-		if v < 0 || (positive && v == 0) {
-			diags = append(diags, &hcl.Diagnostic{
-				Severity: hcl.DiagError,
-				Summary:  "Invalid duration",
-				Detail:   fmt.Sprintf("%s must be positive; got %s.", attr.Name, v),
-				Subject:  attr.Expr.Range().Ptr(),
-				Context:  attr.Range.Ptr(),
-			})
-			return nil
-		}
-		return &v
-	}
 	for name, attr := range attrs {
-		if name == "steps" {
-			continue
-		}
-		o.ranges[name] = attr.Range
-		switch name {
-		case "attempts":
-			o.Attempts = atLeast(attr, 1, "Invalid retry attempts")
-		case "host_calls":
-			o.HostCalls = atLeast(attr, 0, "Invalid host call budget")
-		case "repair_max":
-			o.RepairMax = atLeast(attr, 0, "Invalid repair budget")
-		case "backoff":
-			o.Backoff = duration(attr, false)
-		case "max_backoff":
-			o.MaxBackoff = duration(attr, false)
-		case "timeout":
-			o.Timeout = duration(attr, true)
-		case "memory":
-			if m, d := constMemory(attr); !d.HasErrors() {
-				o.Memory = &m
-			} else {
-				diags = append(diags, d...)
-			}
+		if name != "steps" {
+			o.ranges[name] = attr.Range
 		}
 	}
+	count := func(name string, dst **int, min int, summary string) hcldecode.Field {
+		return hcldecode.SetPtr(name, dst, hcldecode.AtLeast(min, summary, fmt.Sprintf("%s must be at least %d; got %%d.", name, min)))
+	}
+	duration := func(name string, dst **time.Duration, min time.Duration) hcldecode.Field {
+		return hcldecode.SetPtr(name, dst, hcldecode.DurationIn(min, math.MaxInt64, "Invalid duration", name+" must be positive; got %s."))
+	}
+	diags = append(diags, hcldecode.Fields(attrs,
+		hcldecode.Set("steps", &o.Steps, constGlob),
+		count("attempts", &o.Attempts, 1, "Invalid retry attempts"),
+		count("host_calls", &o.HostCalls, 0, "Invalid host call budget"),
+		count("repair_max", &o.RepairMax, 0, "Invalid repair budget"),
+		duration("backoff", &o.Backoff, 0),
+		duration("max_backoff", &o.MaxBackoff, 0),
+		duration("timeout", &o.Timeout, 1),
+		hcldecode.SetPtr("memory", &o.Memory, memory),
+	)...)
 	if o.Backoff != nil && o.MaxBackoff != nil && *o.MaxBackoff < *o.Backoff {
 		diags = append(diags, &hcl.Diagnostic{
 			Severity: hcl.DiagError,
@@ -655,20 +571,17 @@ func decodeOverrideBlock(b *hcl.Block) (*Override, hcl.Diagnostics) {
 
 // decodePolicyRefs decodes a task's policies attribute.
 func decodePolicyRefs(attr *hcl.Attribute) ([]PolicyRef, hcl.Diagnostics) {
-	names, diags := constStringList(attr)
+	names, diags := hcldecode.StringList(attr)
 	if diags.HasErrors() {
 		return nil, diags
 	}
-	var elems []hclsyntax.Expression
-	if tup, ok := attr.Expr.(*hclsyntax.TupleConsExpr); ok && len(tup.Exprs) == len(names) {
-		elems = tup.Exprs
-	}
+	elems := hcldecode.ElementRanges(attr, len(names))
 	var refs []PolicyRef
 	seen := map[string]hcl.Range{}
 	for i, s := range names {
 		rng := attr.Expr.Range()
 		if elems != nil {
-			rng = elems[i].Range()
+			rng = elems[i]
 		}
 		r, err := ParsePolicyRef(s)
 		if err != nil {
@@ -865,7 +778,7 @@ func ApplyPolicies(t *Task, ps []*Policy, checkPlugins bool, grant ...string) (*
 	}
 	diags = append(diags, applyParams(out.Steps, ps)...)
 	diags = append(diags, applyOverrides(out.Steps, ps)...)
-	return &out, sortDiagnostics(diags)
+	return &out, hcldecode.Sort(diags)
 }
 
 // instantiate decodes insert in afresh, pointed at anchor: every step it is

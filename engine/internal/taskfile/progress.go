@@ -7,6 +7,8 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/lhengine/lhengine/engine/internal/hcldecode"
 )
 
 // Progress is a task's progress block: how a person reads the task's
@@ -45,38 +47,29 @@ var progressSchema = &hcl.BodySchema{
 func decodeProgressBlock(block *hcl.Block) (*Progress, hcl.Diagnostics) {
 	p := &Progress{DeclRange: block.DefRange}
 	content, diags := block.Body.Content(progressSchema)
-	if attr, ok := content.Attributes["unit"]; ok {
-		u, d := constString(attr)
-		diags = append(diags, d...)
-		if !d.HasErrors() && strings.TrimSpace(u) == "" {
-			diags = append(diags, attrDiag(attr, "Empty progress unit",
-				`unit names what one unit of the progress step is, such as "pages" or "files"; it must not be empty.`))
-		}
-		p.Unit = strings.TrimSpace(u)
-	}
 	if attr, ok := content.Attributes["step"]; ok {
-		s, d := constString(attr)
-		diags = append(diags, d...)
-		p.Step, p.stepRange = s, attr.Expr.Range()
+		p.stepRange = attr.Expr.Range()
 	}
-	if attr, ok := content.Attributes["labels"]; ok {
-		labels, d := decodeProgressLabels(attr)
-		diags = append(diags, d...)
-		p.Labels = labels
-	}
+	diags = append(diags, hcldecode.Fields(content.Attributes,
+		hcldecode.Set("unit", &p.Unit, hcldecode.NotBlank("Empty progress unit",
+			`unit names what one unit of the progress step is, such as "pages" or "files"; it must not be empty.`)),
+		hcldecode.Set("step", &p.Step, hcldecode.String),
+		hcldecode.Set("labels", &p.Labels, decodeProgressLabels),
+	)...)
+	p.Unit = strings.TrimSpace(p.Unit)
 	return p, diags
 }
 
 // decodeProgressLabels evaluates labels: a constant map of strings, none
 // of them empty.
 func decodeProgressLabels(attr *hcl.Attribute) (map[string]string, hcl.Diagnostics) {
-	v, diags := constValue(attr)
+	v, diags := hcldecode.Value(attr)
 	if diags.HasErrors() {
 		return nil, diags
 	}
 	ty := v.Type()
 	if v.IsNull() || !(ty.IsMapType() || ty.IsObjectType()) {
-		return nil, append(diags, wrongType(attr, "a map of strings is required, such as { missing_title = \"pages without a title\" }"))
+		return nil, append(diags, hcldecode.WrongType(attr, "a map of strings is required, such as { missing_title = \"pages without a title\" }"))
 	}
 	out := make(map[string]string, v.LengthInt())
 	var bad []string
@@ -95,7 +88,7 @@ func decodeProgressLabels(attr *hcl.Attribute) (map[string]string, hcl.Diagnosti
 	}
 	if len(bad) > 0 {
 		sort.Strings(bad)
-		return nil, append(diags, wrongType(attr, fmt.Sprintf("a map of strings is required, and every label must be words, not empty or null; %s are not", quoteList(bad))))
+		return nil, append(diags, hcldecode.WrongType(attr, fmt.Sprintf("a map of strings is required, and every label must be words, not empty or null; %s are not", quoteList(bad))))
 	}
 	return out, diags
 }
@@ -108,12 +101,7 @@ func resolveProgress(task *Task, steps map[string]*Step) hcl.Diagnostics {
 		return nil
 	}
 	if _, ok := steps[p.Step]; !ok {
-		return hcl.Diagnostics{{
-			Severity: hcl.DiagError,
-			Summary:  "Reference to undeclared step",
-			Detail:   fmt.Sprintf("The progress block counts the units of step %q, but this task declares no such step.%s", p.Step, didYouMean(p.Step, stepNames(task.Steps))),
-			Subject:  p.stepRange.Ptr(),
-		}}
+		return hcl.Diagnostics{undeclaredStep("The progress block counts the units of", p.Step, p.stepRange, task.Steps)}
 	}
 	return nil
 }

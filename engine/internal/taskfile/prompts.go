@@ -9,6 +9,8 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
+
+	"github.com/lhengine/lhengine/engine/internal/hcldecode"
 )
 
 // MaxPromptBytes bounds the text of one prompt, and MaxPromptsBytes the
@@ -52,7 +54,7 @@ func decodePromptBlock(block *hcl.Block) (*Prompt, hcl.Diagnostics) {
 	p := &Prompt{Name: block.Labels[0], DeclRange: block.DefRange}
 	var diags hcl.Diagnostics
 	if !hclsyntax.ValidIdentifier(p.Name) {
-		diags = append(diags, invalidName("prompt", block))
+		diags = append(diags, hcldecode.InvalidName("prompt", block))
 	}
 	content, moreDiags := block.Body.Content(promptSchema)
 	diags = append(diags, moreDiags...)
@@ -77,34 +79,21 @@ func decodePromptBlock(block *hcl.Block) (*Prompt, hcl.Diagnostics) {
 		})
 	}
 	if hasFile && !hasText {
-		f, d := constString(file)
-		diags = append(diags, d...)
-		switch {
-		case d.HasErrors():
-		case f == "":
-			diags = append(diags, attrDiag(file, "Invalid prompt file", "file must name a file, relative to the task file's directory."))
-		default:
-			p.File = f
+		diags = append(diags, hcldecode.Fields(attrs, hcldecode.Set("file", &p.File,
+			hcldecode.NotEmpty("Invalid prompt file", "file must name a file, relative to the task file's directory.")))...)
+		if p.File != "" {
 			p.fileRange = file.Expr.Range()
 		}
 	}
-	if hasText {
-		t, d := constString(text)
-		diags = append(diags, d...)
-		if !d.HasErrors() {
-			if len(t) > MaxPromptBytes {
-				diags = append(diags, attrDiag(text, "Prompt too large", fmt.Sprintf("The text of prompt %q is %d bytes; a prompt is at most %d bytes.", p.Name, len(t), MaxPromptBytes)))
-			} else {
-				p.Text = t
+	return p, append(diags, hcldecode.Fields(attrs,
+		hcldecode.Set("text", &p.Text, hcldecode.Check(hcldecode.String, "Prompt too large", func(t string) string {
+			if len(t) <= MaxPromptBytes {
+				return ""
 			}
-		}
-	}
-	if attr, ok := attrs["version"]; ok {
-		v, d := constString(attr)
-		diags = append(diags, d...)
-		p.Version = v
-	}
-	return p, diags
+			return fmt.Sprintf("The text of prompt %q is %d bytes; a prompt is at most %d bytes.", p.Name, len(t), MaxPromptBytes)
+		})),
+		hcldecode.Set("version", &p.Version, hcldecode.String),
+	)...)
 }
 
 // Prompt returns the prompt with the given name, or nil.

@@ -18,13 +18,13 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-	"sort"
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/lhengine/lhengine/engine/internal/bounds"
+	"github.com/lhengine/lhengine/engine/internal/hcldecode"
 )
 
 // LanguageVersion is the version of the task language this package reads
@@ -350,7 +350,7 @@ func parse(filename string, src []byte, opts Options) (*Task, hcl.Diagnostics) {
 	}
 	t, diags := decodeFile(filename, src, dir)
 	if t == nil {
-		return nil, sortDiagnostics(diags)
+		return nil, hcldecode.Sort(diags)
 	}
 	// A partly decoded task is still checked, so that one run reports as
 	// many independent mistakes as it can.
@@ -360,28 +360,9 @@ func parse(filename string, src []byte, opts Options) (*Task, hcl.Diagnostics) {
 		diags = append(diags, t.checkMounts()...)
 		diags = append(diags, t.readPrompts()...)
 	}
-	diags = sortDiagnostics(diags)
+	diags = hcldecode.Sort(diags)
 	if diags.HasErrors() {
 		return nil, diags
 	}
 	return t, diags
-}
-
-// sortDiagnostics orders diags by where their subjects start, so that they
-// read in file order and are the same from one run to the next.
-func sortDiagnostics(diags hcl.Diagnostics) hcl.Diagnostics {
-	sort.SliceStable(diags, func(i, j int) bool {
-		a, b := diags[i].Subject, diags[j].Subject
-		switch {
-		case a == nil || b == nil:
-			return a == nil && b != nil
-		case a.Filename != b.Filename:
-			return a.Filename < b.Filename
-		case a.Start.Byte != b.Start.Byte:
-			return a.Start.Byte < b.Start.Byte
-		default:
-			return diags[i].Summary < diags[j].Summary
-		}
-	})
-	return diags
 }

@@ -8,6 +8,8 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/lhengine/lhengine/engine/internal/hcldecode"
 )
 
 // validate checks every step's expressions: first the references they make,
@@ -75,7 +77,7 @@ func (t *Task) checkRef(s *Step, attr string, tr hcl.Traversal) *hcl.Diagnostic 
 			return &hcl.Diagnostic{
 				Severity: hcl.DiagError,
 				Summary:  "Reference to undeclared variable",
-				Detail:   fmt.Sprintf("No variable named %q is declared in this task.%s", name, didYouMean(name, names)),
+				Detail:   fmt.Sprintf("No variable named %q is declared in this task.%s", name, hcldecode.DidYouMean(name, names)),
 				Subject:  upTo(1),
 			}
 		}
@@ -92,7 +94,7 @@ func (t *Task) checkRef(s *Step, attr string, tr hcl.Traversal) *hcl.Diagnostic 
 			return &hcl.Diagnostic{
 				Severity: hcl.DiagError,
 				Summary:  "Reference to undeclared prompt",
-				Detail:   fmt.Sprintf("No prompt named %q is declared in this task; declare it with prompt %q { file = \"...\" }.%s", name, name, didYouMean(name, names)),
+				Detail:   fmt.Sprintf("No prompt named %q is declared in this task; declare it with prompt %q { file = \"...\" }.%s", name, name, hcldecode.DidYouMean(name, names)),
 				Subject:  upTo(1),
 			}
 		}
@@ -107,7 +109,7 @@ func (t *Task) checkRef(s *Step, attr string, tr hcl.Traversal) *hcl.Diagnostic 
 			return &hcl.Diagnostic{
 				Severity: hcl.DiagError,
 				Summary:  "Reference to undeclared step",
-				Detail:   fmt.Sprintf("No step named %q is declared in this task.%s", name, didYouMean(name, stepNames(t.Steps[:s.Index]))),
+				Detail:   fmt.Sprintf("No step named %q is declared in this task.%s", name, hcldecode.DidYouMean(name, stepNames(t.Steps[:s.Index]))),
 				Subject:  upTo(1),
 			}
 		case target.Index == s.Index:
@@ -133,7 +135,7 @@ func (t *Task) checkRef(s *Step, attr string, tr hcl.Traversal) *hcl.Diagnostic 
 			return &hcl.Diagnostic{
 				Severity: hcl.DiagError,
 				Summary:  "Unsupported step attribute",
-				Detail:   fmt.Sprintf("A step has one attribute, output; %q is not one.%s", field, didYouMean(field, []string{"output"})),
+				Detail:   fmt.Sprintf("A step has one attribute, output; %q is not one.%s", field, hcldecode.DidYouMean(field, []string{"output"})),
 				Subject:  tr[2].SourceRange().Ptr(),
 			}
 		}
@@ -162,7 +164,7 @@ func (t *Task) checkRef(s *Step, attr string, tr hcl.Traversal) *hcl.Diagnostic 
 			return &hcl.Diagnostic{
 				Severity: hcl.DiagError,
 				Summary:  `Unsupported attribute of "each"`,
-				Detail:   fmt.Sprintf("each has the attributes key and value; %q is not one.%s", field, didYouMean(field, []string{"key", "value"})),
+				Detail:   fmt.Sprintf("each has the attributes key and value; %q is not one.%s", field, hcldecode.DidYouMean(field, []string{"key", "value"})),
 				Subject:  tr[1].SourceRange().Ptr(),
 			}
 		}
@@ -175,7 +177,7 @@ func (t *Task) checkRef(s *Step, attr string, tr hcl.Traversal) *hcl.Diagnostic 
 			return &hcl.Diagnostic{
 				Severity: hcl.DiagError,
 				Summary:  "Unsupported task attribute",
-				Detail:   fmt.Sprintf("task has the attributes id, name, objective and constraints; %q is not one.%s", field, didYouMean(field, taskAttributes)),
+				Detail:   fmt.Sprintf("task has the attributes id, name, objective and constraints; %q is not one.%s", field, hcldecode.DidYouMean(field, taskAttributes)),
 				Subject:  tr[1].SourceRange().Ptr(),
 			}
 		}
@@ -216,7 +218,7 @@ func (t *Task) checkTypes(s *Step) hcl.Diagnostics {
 	if s.ForEach != nil {
 		ctx := evalContext(vars, prompts, outputs, cty.UnknownVal(cty.String), t.info(), nil, s.ForEach)
 		v, d := s.ForEach.Value(ctx)
-		diags = append(diags, fillSubject(d, s.ForEach.Range())...)
+		diags = append(diags, hcldecode.FillSubject(d, s.ForEach.Range())...)
 		if d.HasErrors() {
 			return diags
 		}
@@ -231,7 +233,7 @@ func (t *Task) checkTypes(s *Step) hcl.Diagnostics {
 	if s.Input != nil {
 		ctx := evalContext(vars, prompts, outputs, cty.UnknownVal(cty.String), t.info(), each, s.Input)
 		_, d := s.Input.Value(ctx)
-		diags = append(diags, fillSubject(d, s.Input.Range())...)
+		diags = append(diags, hcldecode.FillSubject(d, s.Input.Range())...)
 	}
 	if s.Approval != nil {
 		diags = append(diags, checkApprovalTypes(s.Approval, func(expr hcl.Expression) *hcl.EvalContext {

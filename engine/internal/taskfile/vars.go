@@ -12,6 +12,7 @@ import (
 	"github.com/zclconf/go-cty/cty/convert"
 
 	"github.com/lhengine/lhengine/engine/internal/bounds"
+	"github.com/lhengine/lhengine/engine/internal/hcldecode"
 )
 
 // Vars resolves the value of every declared variable. given holds raw --var
@@ -44,7 +45,7 @@ func (t *Task) Vars(given map[string]string) (map[string]cty.Value, hcl.Diagnost
 		if len(names) == 0 {
 			detail += " It declares no variables."
 		} else {
-			detail += didYouMean(name, names)
+			detail += hcldecode.DidYouMean(name, names)
 		}
 		diags = append(diags, &hcl.Diagnostic{
 			Severity: hcl.DiagError,
@@ -112,7 +113,7 @@ func (v *Variable) parseValue(raw string) (cty.Value, hcl.Diagnostics) {
 	}
 	conv, err := convert.Convert(val, v.Type)
 	if err != nil {
-		return invalid(fmt.Sprintf("The value given for %q, %q, is not compatible with the type constraint %s: %s.", v.Name, raw, typeName, errorText(err)))
+		return invalid(fmt.Sprintf("The value given for %q, %q, is not compatible with the type constraint %s: %s.", v.Name, raw, typeName, hcldecode.ErrorText(err)))
 	}
 	if bounds.HoldsHugeNumber(conv) { // converted from a string
 		return invalid(fmt.Sprintf("The value given for %q holds a number with an exponent beyond %d, which is more than lhengine reads.", v.Name, bounds.MaxNumberExponent))
