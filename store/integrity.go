@@ -16,6 +16,8 @@ import (
 	"github.com/dgraph-io/badger/v4/options"
 	"github.com/dgraph-io/badger/v4/table"
 	"github.com/dgraph-io/ristretto/v2/z"
+
+	"github.com/lhengine/lhengine/store/internal/logsync"
 )
 
 // ErrDamaged: the store's files show that committed data is missing or
@@ -228,7 +230,7 @@ func setAside(dir string, found []Finding) (string, error) {
 			return "", err
 		}
 	}
-	return aside, syncDir(dir)
+	return aside, logsync.SyncDir(dir)
 }
 
 // ---- high-water mark ----
@@ -297,19 +299,7 @@ func writeMark(path string, n uint64) error {
 		_ = os.Remove(tmp)
 		return fmt.Errorf("write high-water mark %s: %w", path, err)
 	}
-	return syncDir(filepath.Dir(path))
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return logsync.SyncDir(filepath.Dir(path))
 }
 
 // marker writes the high-water mark after syncs, at most once per interval
@@ -458,7 +448,7 @@ func openEmptyLogs(dir string, readOnly bool) (hidden []string, err error) {
 		hidden = append(hidden, name+emptyLogSuffix)
 	}
 	slices.Sort(hidden)
-	return hidden, syncDir(dir)
+	return hidden, logsync.SyncDir(dir)
 }
 
 // checkHiddenLogs reads every value of the value log of the open store
@@ -503,7 +493,7 @@ func (s *Store) checkHiddenLogs(hidden []string, o Options) error {
 			return fmt.Errorf("open store %s: %w", s.dir, err)
 		}
 	}
-	return syncDir(s.dir)
+	return logsync.SyncDir(s.dir)
 }
 
 // unreadableValue returns why the first value of the value log that

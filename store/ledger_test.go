@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -492,49 +491,4 @@ func TestCommitAndClaimTakesTheNextUnitButNotABackingOffRetry(t *testing.T) {
 	require.Equal(t, 1, got.Leases, "the commit's task record counts the new lease")
 	got = b.done(t, c.Leases[0], `2`)
 	require.Equal(t, Succeeded, got.Status)
-}
-
-func TestSyncerCoalescesConcurrentSyncs(t *testing.T) {
-	t.Parallel()
-	var y syncer
-	release := make(chan struct{})
-	entered := make(chan struct{}, 1)
-	calls := 0
-	fn := func() error {
-		calls++
-		if calls == 1 {
-			entered <- struct{}{}
-			<-release
-		}
-		return nil
-	}
-	var wg sync.WaitGroup
-	const waiters = 8
-	errs := make(chan error, waiters+1)
-	wg.Add(1)
-	go func() { defer wg.Done(); errs <- y.sync(fn) }()
-	<-entered // the first sync is running: everyone arriving now shares the next one
-	for range waiters {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs <- y.sync(fn)
-		}()
-	}
-	for { // until every waiter is parked behind the running sync
-		y.mu.Lock()
-		n := y.waiting
-		y.mu.Unlock()
-		if n == waiters {
-			break
-		}
-		runtime.Gosched()
-	}
-	close(release)
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		require.NoError(t, err)
-	}
-	require.Equal(t, 2, calls, "eight callers that arrived during one sync share the next")
 }

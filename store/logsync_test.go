@@ -49,7 +49,7 @@ func TestSyncCoversEveryWrittenLog(t *testing.T) {
 		if err := sync(); err != nil {
 			return err
 		}
-		synced := s.logs.synced
+		synced := s.logs.Synced()
 		if last != nil { // the first sync syncs every log there is
 			for name, sum := range now {
 				if old, ok := last[name]; !ok || old != sum {
@@ -153,70 +153,21 @@ func TestLogSyncKnowsThisBadgersLogs(t *testing.T) {
 		}
 	}
 	require.Equal(t, badgerNamesChecked, version,
-		"go.mod moved to another Badger: check its log file names and how it creates and deletes logs against store/logsync.go and openEmptyLogs")
+		"go.mod moved to another Badger: check its log file names and how it creates and deletes logs against store/internal/logsync and openEmptyLogs")
 
 	f := newDiskFixture(t)
 	s := f.mustOpen(t, Options{})
 	defer s.Close()
 	f.commitTasks(t, s, 1)
-	for _, fam := range []*logFamily{&s.logs.mem, &s.logs.vlog} {
+	mem, vlog := s.logs.Newest()
+	for ext, known := range map[string]string{".mem": mem, ".vlog": vlog} {
 		var newest string
-		for _, p := range filesWithSuffix(t, f.dir, fam.ext) {
+		for _, p := range filesWithSuffix(t, f.dir, ext) {
 			newest = max(newest, filepath.Base(p))
 		}
-		require.NotEmpty(t, newest, "Badger keeps a %s log open", fam.ext)
-		require.Equal(t, newest, fam.name(fam.high), "the sync's newest %s log", fam.ext)
+		require.NotEmpty(t, newest, "Badger keeps a %s log open", ext)
+		require.Equal(t, newest, known, "the sync's newest %s log", ext)
 	}
 	// The commits' sync synced the memtable log they were written to.
-	require.Contains(t, s.logs.synced, filepath.Join(f.dir, s.logs.mem.name(s.logs.mem.high)))
-}
-
-// TestLogSyncRefusesLogsItCannotName: if the logs the sync relies on are
-// not where it looks, Open fails instead of opening a store whose syncs
-// would sync nothing.
-func TestLogSyncRefusesLogsItCannotName(t *testing.T) {
-	t.Parallel()
-	cases := map[string][]string{
-		"no logs":              {"MANIFEST"},
-		"no value log":         {"00001.mem"},
-		"no memtable log":      {"000001.vlog"},
-		"memtable log renamed": {"000001.mem", "000001.vlog"},
-		"value log renamed":    {"00001.mem", "1.vlog"},
-	}
-	for name, files := range cases {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			dir := t.TempDir()
-			for _, f := range files {
-				require.NoError(t, os.WriteFile(filepath.Join(dir, f), []byte("x"), 0o600))
-			}
-			l, err := newLogSync(dir)
-			if err == nil {
-				l.close()
-			}
-			require.ErrorContains(t, err, "names its logs differently")
-		})
-	}
-	l, err := newLogSync(func() string {
-		dir := t.TempDir()
-		for _, f := range []string{"00003.mem", "00004.mem", "000002.vlog"} {
-			require.NoError(t, os.WriteFile(filepath.Join(dir, f), []byte("x"), 0o600))
-		}
-		return dir
-	}())
-	require.NoError(t, err)
-	require.Equal(t, 4, l.mem.high)
-	require.Equal(t, 2, l.vlog.high)
-	l.close()
-}
-
-// TestDurabilityWarning: on Windows the store says at open that commits
-// are not crash-safe (Badger's msync does nothing there); elsewhere it
-// says nothing.
-func TestDurabilityWarning(t *testing.T) {
-	t.Parallel()
-	require.Contains(t, durabilityWarning("windows"), "not crash-safe")
-	for _, goos := range []string{"linux", "darwin", "freebsd"} {
-		require.Empty(t, durabilityWarning(goos))
-	}
+	require.Contains(t, s.logs.Synced(), filepath.Join(f.dir, mem))
 }

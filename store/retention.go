@@ -209,7 +209,7 @@ func (s *Store) valueLogGC(ctx context.Context) error {
 	defer txn.Discard()
 	defer it.Close()
 	err := s.db.RunValueLogGC(0.5)
-	s.logs.valuesWritten() // it may have moved values to the newest value log
+	s.logs.ValuesWritten() // it may have moved values to the newest value log
 	if err != nil {
 		return err
 	}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/lhengine/lhengine/internal/diskfree"
 	"github.com/lhengine/lhengine/internal/holdpoint"
+	"github.com/lhengine/lhengine/store/internal/logsync"
 )
 
 // Errors returned by the ledger.
@@ -126,13 +127,13 @@ type Store struct {
 	// to answer an early operation at once (updateEarly); Close waits.
 	completing sync.WaitGroup
 
-	syncer     syncer
+	syncer     logsync.Coalescer
 	durableOps atomic.Int64 // operations released only after a sync
 
 	dir      string
 	readOnly bool
-	syncFn   func() error  // the disk sync: logs.sync (db.Sync on Windows), wrapped by tests
-	logs     *logSync      // nil unless the store syncs
+	syncFn   func() error  // the disk sync: logs.Sync (db.Sync on Windows), wrapped by tests
+	logs     *logsync.Logs // nil unless the store syncs
 	seq      uint64        // number of the latest sync (only syncDisk changes it)
 	synced   atomic.Uint64 // number of the latest sync that succeeded
 	commits  syncedCommits // which commits are on disk (ReadSynced)
@@ -158,66 +159,7 @@ func (s *Store) failed() error {
 // SyncStats reports how many disk syncs the store performed and how many
 // operations waited for one: their ratio is how well commits are grouped.
 func (s *Store) SyncStats() (syncs, ops int64) {
-	s.syncer.mu.Lock()
-	defer s.syncer.mu.Unlock()
-	return s.syncer.calls, s.durableOps.Load()
-}
-
-// syncer coalesces disk syncs. A caller needs a sync that starts after its
-// transaction committed; while one sync runs, every batch that commits
-// meanwhile waits for it to end and then shares the next one. Without this,
-// overlapping batches each paid a sync of their own (two operations per sync
-// on a 10,000-unit fan-out).
-//
-// A failed sync is final: no sync runs after it, and it is the answer of
-// every caller whose sync is that one or a later one. A caller whose sync
-// succeeded before it hears success, whatever happened since.
-type syncer struct {
-	mu       sync.Mutex
-	cond     *sync.Cond
-	running  bool
-	started  uint64 // syncs started
-	done     uint64 // the latest sync that finished
-	failedAt uint64 // the sync that failed, 0 if none did
-	err      error  // its error
-	waiting  int    // callers waiting for a running sync (tests observe it)
-	calls    int64  // syncs performed
-}
-
-// sync returns once a call of fn that started after sync was called has
-// finished, calling fn itself if no such call is running. It returns the
-// error of that call, or of the failed call before it.
-func (y *syncer) sync(fn func() error) error {
-	y.mu.Lock()
-	defer y.mu.Unlock()
-	if y.cond == nil {
-		y.cond = sync.NewCond(&y.mu)
-	}
-	target := y.started + 1
-	for y.done < target && y.failedAt == 0 {
-		if y.running {
-			y.waiting++
-			y.cond.Wait()
-			y.waiting--
-			continue
-		}
-		y.running = true
-		y.started++
-		mine := y.started
-		y.calls++
-		y.mu.Unlock()
-		err := fn()
-		y.mu.Lock()
-		y.running, y.done = false, mine
-		if err != nil {
-			y.failedAt, y.err = mine, err
-		}
-		y.cond.Broadcast()
-	}
-	if y.failedAt != 0 && y.failedAt <= target {
-		return y.err
-	}
-	return nil
+	return s.syncer.Calls(), s.durableOps.Load()
 }
 
 // Open opens (creating if needed) the store in dir.
@@ -386,19 +328,19 @@ func Open(dir string, o Options) (*Store, error) {
 		}
 	}
 	s.syncFn = db.Sync
-	if w := durabilityWarning(runtime.GOOS); s.sync && w != "" {
+	if w := logsync.DurabilityWarning(runtime.GOOS); s.sync && w != "" {
 		o.Logger.Warn(w, "dir", dir)
 	}
 	// Windows: Badger syncs nothing there (its msync is a no-op), and a
 	// descriptor of ours would keep Badger from deleting a flushed log.
 	if s.sync && runtime.GOOS != "windows" {
-		logs, err := newLogSync(dir)
+		logs, err := logsync.New(dir)
 		if err != nil {
 			db.Close()
 			s.db = nil
 			return nil, fmt.Errorf("open store %s: %w", dir, err)
 		}
-		s.logs, s.syncFn = logs, logs.sync
+		s.logs, s.syncFn = logs, logs.Sync
 	}
 	if o.syncFn != nil {
 		fn := s.syncFn
@@ -561,7 +503,7 @@ func (s *Store) Close() error {
 	s.completing.Wait()
 	err := s.db.Close()
 	if s.logs != nil {
-		s.logs.close()
+		s.logs.Close()
 	}
 	if s.mark != nil {
 		if merr := s.mark.advance(s.synced.Load(), true); err == nil {
@@ -741,7 +683,7 @@ func (s *Store) writable() error {
 func (s *Store) complete(batch []*op, sync bool) {
 	if sync && s.sync {
 		s.durableOps.Add(int64(len(batch)))
-		if err := s.syncer.sync(s.syncDisk); err != nil {
+		if err := s.syncer.Sync(s.syncDisk); err != nil {
 			f := s.failStore(err)
 			for _, o := range batch {
 				switch {
@@ -1074,7 +1016,7 @@ func (t *tx) putJSON(key []byte, v any) error {
 
 func (t *tx) put(key, val []byte) error {
 	if len(val) >= valueThreshold {
-		t.s.logs.valuesWritten()
+		t.s.logs.ValuesWritten()
 	}
 	t.wrote = true
 	t.size += int64(len(key) + len(val))

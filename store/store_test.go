@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -392,51 +391,6 @@ func TestSyncFailureFailsTheStore(t *testing.T) {
 	c, err = s2.Claim(f.ctx, ClaimRequest{Owner: s2.Owner("w"), Max: 10})
 	require.NoError(t, err)
 	require.Len(t, c.Leases, 2)
-}
-
-func TestSyncerFailureIsFinalAndEachCallerGetsItsOwnSync(t *testing.T) {
-	t.Parallel()
-	var y syncer
-	boom := errors.New("boom")
-	ran := 0
-	ok := func() error { ran++; return nil }
-	require.NoError(t, y.sync(ok))
-	require.ErrorIs(t, y.sync(func() error { return boom }), boom)
-	require.ErrorIs(t, y.sync(ok), boom, "a sync after a failed one does not run")
-	require.Equal(t, 1, ran)
-
-	// A caller whose own sync succeeded hears success even if a later
-	// sync fails before it wakes up.
-	var z syncer
-	release := make(chan error)
-	inFirst := make(chan struct{})
-	first := make(chan error, 1)
-	go func() {
-		first <- z.sync(func() error { close(inFirst); return <-release })
-	}()
-	<-inFirst
-	second := make(chan error, 1)
-	go func() { second <- z.sync(func() error { return <-release }) }()
-	waitFor(t, func() bool { z.mu.Lock(); defer z.mu.Unlock(); return z.waiting == 1 })
-	release <- nil  // sync 1 succeeds
-	release <- boom // sync 2, run by the second caller, fails
-	require.NoError(t, <-first)
-	require.ErrorIs(t, <-second, boom)
-}
-
-// waitFor polls cond until it holds or the test's deadline nears.
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline, ok := t.Deadline()
-	if !ok {
-		deadline = time.Now().Add(time.Minute)
-	}
-	for !cond() {
-		if time.Now().After(deadline.Add(-time.Second)) {
-			require.FailNow(t, "condition not reached before the test deadline")
-		}
-		runtime.Gosched()
-	}
 }
 
 // ---- group commit on disk ----

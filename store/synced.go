@@ -61,7 +61,7 @@ func (s *Store) awaitSynced(n uint64) error {
 		holdpoint.Reached(holdpoint.StoreReadWaits, s.dir)
 		// A sync that starts from now on covers every commit done; one
 		// still committing is caught by the next round.
-		if err := s.syncer.sync(s.syncDisk); err != nil {
+		if err := s.syncer.Sync(s.syncDisk); err != nil {
 			return s.failStore(err)
 		}
 	}

@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/lhengine/lhengine/store/internal/logsync"
 )
 
 // BenchmarkSyncFloors: what making a small write durable costs on this
@@ -57,7 +59,7 @@ func BenchmarkSyncFloors(b *testing.B) {
 				off = 0
 			}
 			off += copy(m[off:], rec)
-			require.NoError(b, datasync(f))
+			require.NoError(b, logsync.Datasync(f))
 		}
 	})
 	durable := func(b *testing.B, s *Store, i int) {
@@ -99,7 +101,7 @@ func BenchmarkSyncFloors(b *testing.B) {
 		defer f.Close()
 		b.ResetTimer()
 		for range b.N {
-			require.NoError(b, datasync(f))
+			require.NoError(b, logsync.Datasync(f))
 		}
 	})
 }

@@ -1,4 +1,4 @@
-package store
+package logsync
 
 import (
 	"errors"
@@ -6,9 +6,9 @@ import (
 	"syscall"
 )
 
-// datasync writes the file's data and what is needed to read it back
+// Datasync writes the file's data and what is needed to read it back
 // (fdatasync), as Badger's msync of the file's mapping does.
-func datasync(f *os.File) error {
+func Datasync(f *os.File) error {
 	for {
 		err := syscall.Fdatasync(int(f.Fd()))
 		if !errors.Is(err, syscall.EINTR) {

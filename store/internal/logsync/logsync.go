@@ -1,4 +1,11 @@
-package store
+// Package logsync makes a Badger store's commits durable: Logs syncs the
+// logs Badger writes a transaction to, through descriptors of its own
+// (instead of badger.DB.Sync, which misses logs), and a Coalescer shares
+// one sync among every caller that arrives while one runs (the store's
+// group commit leaves each batch's sync to it). specs/RATIONALE.md, "Why
+// does the store sync Badger's logs itself?" and "Why group commit, and why
+// is leadership handed on before the sync?", says why.
+package logsync
 
 import (
 	"errors"
@@ -11,7 +18,7 @@ import (
 	"sync/atomic"
 )
 
-// logSync is the disk sync of a store on disk: it syncs Badger's logs
+// Logs is the disk sync of a store on disk: it syncs Badger's logs
 // itself instead of calling badger.DB.Sync (RATIONALE.md, "Why does the
 // store sync Badger's logs itself?").
 //
@@ -40,15 +47,15 @@ import (
 // looking for that one name; a log gone from the directory was flushed to
 // a table, which Badger synced before deleting it.
 //
-// logSync is used by one sync at a time (the syncer's); valuesWritten may
+// Logs is used by one sync at a time (the Coalescer's); ValuesWritten may
 // be called concurrently.
-type logSync struct {
+type Logs struct {
 	dir    string
 	mem    logFamily
 	vlog   logFamily
 	values atomic.Bool // a value may have gone to the value log since the last sync
 	// synced lists the files the latest sync synced, the directory last
-	// (tests read it).
+	// (Synced).
 	synced []string
 }
 
@@ -65,7 +72,7 @@ func (f *logFamily) name(fid int) string {
 	return fmt.Sprintf("%0*d%s", f.width, fid, f.ext)
 }
 
-// newLogSync finds the logs of the store in dir (Badger has opened it). The
+// New finds the logs of the store in dir (Badger has opened it). The
 // first sync syncs every memtable log there and the newest value log.
 //
 // The sync finds Badger's logs by the names Badger gives them (memtable.go
@@ -73,8 +80,8 @@ func (f *logFamily) name(fid int) string {
 // log and a value log at every open, so a store just opened has one of
 // each, named so: if not, Badger names its logs differently, the sync
 // would sync nothing, and the error keeps the store from opening.
-func newLogSync(dir string) (*logSync, error) {
-	l := &logSync{dir: dir,
+func New(dir string) (*Logs, error) {
+	l := &Logs{dir: dir,
 		mem:  logFamily{ext: ".mem", width: 5, low: -1, high: -1, open: map[int]*os.File{}},
 		vlog: logFamily{ext: ".vlog", width: 6, low: -1, high: -1, open: map[int]*os.File{}},
 	}
@@ -109,17 +116,17 @@ func newLogSync(dir string) (*logSync, error) {
 	return l, nil
 }
 
-// valuesWritten notes that a value may have gone to the value log: the next
-// sync syncs it. A nil logSync (a store that does not sync) ignores it.
-func (l *logSync) valuesWritten() {
+// ValuesWritten notes that a value may have gone to the value log: the next
+// sync syncs it. A nil Logs (a store that does not sync) ignores it.
+func (l *Logs) ValuesWritten() {
 	if l != nil {
 		l.values.Store(true)
 	}
 }
 
-// sync syncs what a transaction committed before it started may have
+// Sync syncs what a transaction committed before it started may have
 // written.
-func (l *logSync) sync() error {
+func (l *Logs) Sync() error {
 	l.synced = l.synced[:0]
 	created, err := l.syncFamily(&l.mem)
 	if err != nil {
@@ -136,7 +143,7 @@ func (l *logSync) sync() error {
 		created = created || vcreated
 	}
 	if created {
-		if err := syncDir(l.dir); err != nil {
+		if err := SyncDir(l.dir); err != nil {
 			return err
 		}
 		l.synced = append(l.synced, l.dir)
@@ -146,7 +153,7 @@ func (l *logSync) sync() error {
 
 // syncFamily syncs the family's logs from the newest at the previous sync
 // to the newest now, and reports whether a new one appeared.
-func (l *logSync) syncFamily(f *logFamily) (created bool, err error) {
+func (l *Logs) syncFamily(f *logFamily) (created bool, err error) {
 	for {
 		_, err := os.Lstat(filepath.Join(l.dir, f.name(f.high+1)))
 		if errors.Is(err, fs.ErrNotExist) {
@@ -173,7 +180,7 @@ func (l *logSync) syncFamily(f *logFamily) (created bool, err error) {
 			}
 			f.open[fid] = fd
 		}
-		if err := datasync(fd); err != nil {
+		if err := Datasync(fd); err != nil {
 			return created, fmt.Errorf("sync %s: %w", fd.Name(), err)
 		}
 		l.synced = append(l.synced, fd.Name())
@@ -189,8 +196,8 @@ func (l *logSync) syncFamily(f *logFamily) (created bool, err error) {
 	return created, nil
 }
 
-// close releases the descriptors.
-func (l *logSync) close() {
+// Close releases the descriptors.
+func (l *Logs) Close() {
 	for _, f := range []*logFamily{&l.mem, &l.vlog} {
 		for fid, fd := range f.open {
 			fd.Close()
@@ -199,7 +206,7 @@ func (l *logSync) close() {
 	}
 }
 
-// durabilityWarning is what Open logs about the disk sync on goos, "" where
+// DurabilityWarning is what the store's Open logs about the disk sync on goos, "" where
 // a commit reported done is on disk.
 //
 // On Windows Badger's msync does nothing (ristretto z/mmap_windows.go), and
@@ -207,10 +214,31 @@ func (l *logSync) close() {
 // mapped view reaches the disk with FlushViewOfFile on the view, then
 // FlushFileBuffers on the file; FlushFileBuffers alone leaves the view's
 // dirty pages, and the views are Badger's, out of the store's reach.
-func durabilityWarning(goos string) string {
+func DurabilityWarning(goos string) string {
 	if goos != "windows" {
 		return ""
 	}
 	return "on Windows commits are not crash-safe: Badger does not flush its files to disk there, so committed work " +
 		"may be lost if the machine stops (power loss, a system crash); a killed lhengine process loses nothing"
+}
+
+// Synced lists the files the latest Sync synced, the directory last.
+func (l *Logs) Synced() []string { return l.synced }
+
+// Newest names the newest memtable log and value log the latest Sync knew
+// (file names in the store's directory).
+func (l *Logs) Newest() (mem, vlog string) { return l.mem.name(l.mem.high), l.vlog.name(l.vlog.high) }
+
+// SyncDir syncs directory dir, so the names of the files created or
+// removed in it are on disk.
+func SyncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
