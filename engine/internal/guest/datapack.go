@@ -6,6 +6,8 @@ import (
 	"errors"
 
 	"github.com/tetratelabs/wazero"
+
+	"github.com/lhengine/lhengine/engine/internal/guest/linmem"
 )
 
 // Instantiating a module applies each of its active data segments one by
@@ -65,7 +67,7 @@ func packData(wasm []byte, memMin uint32) ([]byte, bool) {
 	if dataStart < 0 {
 		return nil, false
 	}
-	packed, err := packSegments(body, uint64(memMin)*wasmPage)
+	packed, err := packSegments(body, uint64(memMin)*linmem.PageSize)
 	if err != nil {
 		return nil, false
 	}

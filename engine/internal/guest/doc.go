@@ -38,7 +38,7 @@
 //
 // Instances are cheap to make (tens of microseconds for a small C plugin)
 // because the per-attempt work is kept small: linear memories come from a
-// process-wide pool of regions that are cleared before reuse (mempool.go),
+// process-wide pool of regions that are cleared before reuse (package linmem),
 // the module configuration is built once per Plugin, the guest's seeded
 // random source shares a precomputed prefix (rand.go), and Load packs the
 // many small data segments some toolchains emit into a few equivalent ones

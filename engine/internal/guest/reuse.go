@@ -16,6 +16,7 @@ import (
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 	"github.com/tetratelabs/wazero/sys"
 
+	"github.com/lhengine/lhengine/engine/internal/guest/linmem"
 	"github.com/lhengine/lhengine/fault"
 )
 
@@ -117,7 +118,7 @@ type poolKey struct {
 type instance struct {
 	key   poolKey
 	stop  context.CancelCauseFunc // closes the instance
-	mem   *memoryCap
+	mem   *linmem.Cap
 	nglob int
 
 	// Descriptors (instanceWASI): those below reserved are stdin,
@@ -320,7 +321,7 @@ func (in *instance) switchTo(att *attempt) {
 	if len(img.stdout) > 0 {
 		att.stdout.Write(img.stdout)
 	}
-	in.mem.beginAttempt()
+	in.mem.BeginAttempt()
 }
 
 // skipRand draws n bytes from r: the bytes a fresh instance's start-up
@@ -424,11 +425,11 @@ func (p *Plugin) runReused(ctx context.Context, req Request, env []byte, lim Lim
 	}
 	res.Log = cur.log.Bytes()
 	res.HostCalls = cur.calls
-	res.MemoryBytes = in.mem.peak
+	res.MemoryBytes = in.mem.Peak()
 	cerr := p.classify(ctx, runCtx, err, lim, cur, in.mem, cur.stdout, res)
 
 	keep = keep && cerr == nil && in.img != nil && in.img.mem != nil &&
-		!in.mem.hit && !att.overBudget && !in.tainted && in.mem.size() == uint64(len(in.img.mem))
+		!in.mem.Hit() && !att.overBudget && !in.tainted && in.mem.Size() == uint64(len(in.img.mem))
 	if keep {
 		p.r.pool.put(in)
 	} else if done {
@@ -447,7 +448,7 @@ func (p *Plugin) startInstance(key poolKey, lim Limits, fsCfg wazero.FSConfig, c
 	p.r.starts.Add(1)
 	in := &instance{
 		key:      key,
-		mem:      &memoryCap{pool: linearMemories, limit: lim.MemoryBytes},
+		mem:      linmem.New(lim.MemoryBytes),
 		nglob:    p.nglob,
 		reserved: 3 + int32(len(lim.Mounts)),
 		opened:   map[int32]bool{},
@@ -482,7 +483,7 @@ func (p *Plugin) startInstance(key poolKey, lim Limits, fsCfg wazero.FSConfig, c
 			mod.Close(context.Background())
 		}
 		// Nothing runs on the memory any more.
-		in.mem.done()
+		in.mem.Done()
 		stop(errInstanceClosed)
 		in.ended <- err
 	}()

@@ -15,6 +15,7 @@ import (
 	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/sys"
 
+	"github.com/lhengine/lhengine/engine/internal/guest/linmem"
 	"github.com/lhengine/lhengine/fault"
 )
 
@@ -317,10 +318,10 @@ func (p *Plugin) runFresh(ctx context.Context, req Request, env []byte, lim Limi
 		defer stop()
 	}
 	att := &attempt{host: host, log: newLogBuffer(lim.MaxStderr), maxCalls: lim.MaxHostCalls, cancel: cancel, rand: fakeRand{seed: Seed(req)}}
-	mem := &memoryCap{pool: linearMemories, limit: lim.MemoryBytes}
+	mem := linmem.New(lim.MemoryBytes)
 	// The memory goes back to the pool only once the instance is closed
 	// (or never made): nothing runs on it then.
-	defer mem.done()
+	defer mem.Done()
 	stdout := &stdoutBuffer{max: lim.MaxStdout, overflow: func() { cancel(errOutputTooLarge) }}
 	runCtx = experimental.WithMemoryAllocator(runCtx, mem)
 	// Last, so host calls find it first.
@@ -352,7 +353,7 @@ func (p *Plugin) runFresh(ctx context.Context, req Request, env []byte, lim Limi
 	}
 	res.Log = att.log.Bytes()
 	res.HostCalls = att.calls
-	res.MemoryBytes = mem.peak
+	res.MemoryBytes = mem.Peak()
 
 	if err := p.classify(ctx, runCtx, err, lim, att, mem, stdout, res); err != nil {
 		return res, err
@@ -363,7 +364,7 @@ func (p *Plugin) runFresh(ctx context.Context, req Request, env []byte, lim Limi
 // classify turns how the instance ended into a fault, or fills res from
 // its stdout. The order matters: a stopped instance is explained by why it
 // was stopped before anything else.
-func (p *Plugin) classify(ctx, runCtx context.Context, err error, lim Limits, att *attempt, mem *memoryCap, stdout *stdoutBuffer, res *Result) error {
+func (p *Plugin) classify(ctx, runCtx context.Context, err error, lim Limits, att *attempt, mem *linmem.Cap, stdout *stdoutBuffer, res *Result) error {
 	name := p.Name
 	if att.leaseErr != nil {
 		return fault.Wrap(fault.Internal, att.leaseErr, "plugin "+name+" stopped: lease lost: "+att.leaseErr.Error())
@@ -384,10 +385,10 @@ func (p *Plugin) classify(ctx, runCtx context.Context, err error, lim Limits, at
 		}
 	}
 	memMsg := func() string {
-		return fmt.Sprintf("plugin %s ran out of memory: growing to %s refused, limit %s", name, byteSize(mem.refused), byteSize(lim.MemoryBytes))
+		return fmt.Sprintf("plugin %s ran out of memory: growing to %s refused, limit %s", name, byteSize(mem.RefusedSize()), byteSize(lim.MemoryBytes))
 	}
 	if err != nil {
-		if mem.hit {
+		if mem.Hit() {
 			return fault.Wrap(fault.Memory, err, memMsg()+stderrSuffix(att))
 		}
 		var exit *sys.ExitError
@@ -409,7 +410,7 @@ func (p *Plugin) classify(ctx, runCtx context.Context, err error, lim Limits, at
 
 	out, serr := parseResult(stdout.buf.Bytes())
 	if serr != nil {
-		if serr.Kind == fault.BadResult && mem.hit {
+		if serr.Kind == fault.BadResult && mem.Hit() {
 			return fault.Wrap(fault.Memory, serr, memMsg()+stderrSuffix(att))
 		}
 		serr.Message = "plugin " + name + ": " + serr.Message

@@ -1,4 +1,4 @@
-package guest
+package linmem
 
 import (
 	"syscall"

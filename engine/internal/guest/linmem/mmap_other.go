@@ -1,6 +1,6 @@
 //go:build !linux
 
-package guest
+package linmem
 
 // mapRegion reports false: outside Linux, regions are Go slices.
 func mapRegion(uint64) ([]byte, bool) { return nil, false }

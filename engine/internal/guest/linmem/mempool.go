@@ -1,4 +1,4 @@
-package guest
+package linmem
 
 import (
 	"sync"
@@ -47,7 +47,7 @@ type memPool struct {
 }
 
 const (
-	wasmPage = 1 << 16
+	wasmPage = PageSize
 
 	// poolMaxRegions bounds the regions kept: enough for the attempts a
 	// process runs at once. The pool holds only as many as ran at once,
@@ -59,7 +59,7 @@ const (
 	// (on virtual machines a fault can cost 10 µs), so it is generous:
 	// 8 MiB covers the whole memory of most guests, a small Go guest's
 	// (about 3.5 MiB) included.
-	poolKeepResident = 8 << 20
+	poolKeepResident = KeepResident
 	// poolMaxHeapRegion is the largest Go-heap region kept: larger ones
 	// are left to the GC rather than held on to.
 	poolMaxHeapRegion = 16 << 20
@@ -176,3 +176,11 @@ func (p *memPool) drain() {
 		}
 	}
 }
+
+// PageSize is the size of a Wasm page.
+const PageSize = 1 << 16
+
+// KeepResident is how many leading bytes of a pooled memory are cleared by
+// writing zeros (kept warm for the next instance); past it pages go back
+// to the kernel.
+const KeepResident = 8 << 20
