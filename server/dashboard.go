@@ -259,8 +259,16 @@ func (s *Server) act(h http.HandlerFunc, body func(*http.Request) any) http.Hand
 			s.pageError(w, http.StatusBadRequest, "the form could not be read: "+err.Error(), back)
 			return
 		}
-		if r.PostForm.Get("back") == "/" { // a form of the task list
+		switch b := r.PostForm.Get("back"); {
+		case b == "/": // a form of the task list
 			back = "/"
+		case strings.HasPrefix(b, back+"?"):
+			// The task page as it was shown (its event filter, its page of
+			// units or events): the same page, its query read again, so
+			// the redirect never leaves the task's page.
+			if q, err := url.ParseQuery(strings.TrimPrefix(b, back+"?")); err == nil {
+				back += "?" + q.Encode()
+			}
 		}
 		b, err := json.Marshal(body(r))
 		if err != nil {

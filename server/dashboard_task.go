@@ -139,6 +139,9 @@ type taskView struct {
 	Raise, RaiseCommand string
 
 	CanCancel, CanResume, CanRetry, CanPause bool
+	// Back is the page's own address when it has a query (a filter, a
+	// page of events or units): its forms return there.
+	Back string
 }
 
 // AnyCompleted: some step completed (the outputs section has something).
@@ -238,6 +241,9 @@ func (s *Server) pageTask(w http.ResponseWriter, r *http.Request) {
 			return err
 		}
 		v.listRow = row(s.view(t), now)
+		if r.URL.RawQuery != "" {
+			v.Back = "/tasks/" + url.PathEscape(t.ID) + "?" + r.URL.RawQuery
+		}
 		v.Manifest = summary(m)
 		for _, name := range slices.Sorted(maps.Keys(m.Vars)) {
 			v.Vars = append(v.Vars, varView{Name: name, Value: clip(compactJSON(m.Vars[name]), pageVar)})
@@ -331,6 +337,7 @@ func (s *Server) pageTask(w http.ResponseWriter, r *http.Request) {
 		}
 		for _, a := range as {
 			av := viewApproval(a, t.Name)
+			av.Back = v.Back
 			if a.State == store.ApprovalPending {
 				v.Pending = append(v.Pending, av)
 			} else {

@@ -524,6 +524,25 @@ func TestDashboardPages(t *testing.T) {
 	require.Equal(t, store.Queued, stored.Status)
 
 	own := map[string]string{"Cookie": cookie["Cookie"], "Sec-Fetch-Site": "same-origin", "Origin": hs.URL}
+
+	// A button keeps the view it was pressed in (here all events): the
+	// page's forms carry its address, and the redirect returns there, but
+	// never to another page.
+	resp = send("GET", "/tasks/"+task.ID[:12]+"?events=all", nil, cookie)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	view := "/tasks/" + task.ID + "?events=all"
+	require.Contains(t, read(resp), `name="back" value="`+view+`"`)
+	resp = send("POST", "/tasks/"+task.ID+"/pause", url.Values{"back": {view}}, own)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	require.Equal(t, view, resp.Header.Get("Location"))
+	for _, elsewhere := range []string{"https://attacker.example/", "//attacker.example/x", "/tasks/OTHER?events=all", "/tasks/" + task.ID + "x?a=1"} {
+		resp = send("POST", "/tasks/"+task.ID+"/resume", url.Values{"back": {elsewhere}}, own)
+		require.Equal(t, http.StatusSeeOther, resp.StatusCode, elsewhere)
+		require.Equal(t, "/tasks/"+task.ID, resp.Header.Get("Location"), elsewhere)
+		resp = send("POST", "/tasks/"+task.ID+"/pause", nil, own)
+		require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	}
+
 	resp = send("POST", "/tasks/"+task.ID+"/cancel", nil, own)
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
 	require.Equal(t, "/tasks/"+task.ID, resp.Header.Get("Location"))
