@@ -9,7 +9,8 @@
 //     tokens before parsing; every evaluation's functions and for
 //     expressions charged to one budget)
 //  2. internal/plan      apply the run's harness policies (../policies, specs/
-//     policies.md: inserted steps, parameters, overrides) and pin a run
+//     policies.md: inserted steps, parameters, overrides; the policy
+//     language is internal/policylang) and pin a run
 //     manifest (source, variables, plugin sha256s, each policy's text);
 //     later, re-read it to plan fan-out items (evaluated outside any write,
 //     written in bounded batches by the store) and evaluate each unit's input

@@ -10,6 +10,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/lhengine/lhengine/engine/internal/plan"
+	"github.com/lhengine/lhengine/engine/internal/policylang"
 	"github.com/lhengine/lhengine/engine/internal/taskfile"
 )
 
@@ -139,7 +140,7 @@ func IsPolicyRef(s string) bool {
 	return err == nil
 }
 
-func policyInfo(p *taskfile.Policy) PolicyInfo {
+func policyInfo(p *policylang.Policy) PolicyInfo {
 	info := PolicyInfo{
 		Name: p.Name, Version: p.Version, File: p.Filename, Line: p.Start.Line, Column: p.Start.Column,
 		Text: string(p.Text), SHA256: p.SHA256, Assumption: p.Assumption,
@@ -173,7 +174,7 @@ func policyInfo(p *taskfile.Policy) PolicyInfo {
 
 // blockSources reads from the policy's text the plugin of each insert and
 // the fields each override sets, as written, in declaration order.
-func blockSources(p *taskfile.Policy) (plugins []string, overrides []map[string]string) {
+func blockSources(p *policylang.Policy) (plugins []string, overrides []map[string]string) {
 	file, diags := hclsyntax.ParseConfig(p.Text, p.Filename, p.Start)
 	if diags.HasErrors() {
 		return nil, nil

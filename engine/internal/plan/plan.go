@@ -27,6 +27,7 @@ import (
 
 	"github.com/lhengine/lhengine/engine/internal/bounds"
 	"github.com/lhengine/lhengine/engine/internal/guest"
+	"github.com/lhengine/lhengine/engine/internal/policylang"
 	"github.com/lhengine/lhengine/engine/internal/taskfile"
 	"github.com/lhengine/lhengine/fault"
 	"github.com/lhengine/lhengine/store"
@@ -258,7 +259,7 @@ func Validate(ctx context.Context, path string, check ModuleCheck) (*taskfile.Ta
 
 // ValidateWith is Validate with the policies chosen by po. It returns the
 // task with the policies applied, and the policies in the order they apply.
-func ValidateWith(ctx context.Context, path string, po PolicyOptions, check ModuleCheck) (*taskfile.Task, []*taskfile.Policy, map[string][]byte, hcl.Diagnostics) {
+func ValidateWith(ctx context.Context, path string, po PolicyOptions, check ModuleCheck) (*taskfile.Task, []*policylang.Policy, map[string][]byte, hcl.Diagnostics) {
 	t, diags := taskfile.ParseFile(path, taskfile.Options{CheckPlugins: true})
 	files := map[string][]byte{}
 	if t != nil {
@@ -275,10 +276,10 @@ func ValidateWith(ctx context.Context, path string, po PolicyOptions, check Modu
 	if diags.HasErrors() {
 		return nil, nil, files, diags
 	}
-	t, d = taskfile.ApplyPolicies(t, ps, true, po.Grant...)
+	t, d = policylang.ApplyPolicies(t, ps, true, po.Grant...)
 	diags = append(diags, d...)
 	for _, name := range po.Grant {
-		if !slices.ContainsFunc(ps, func(p *taskfile.Policy) bool { return p.Name == name }) {
+		if !slices.ContainsFunc(ps, func(p *policylang.Policy) bool { return p.Name == name }) {
 			diags = append(diags, &hcl.Diagnostic{
 				Severity: hcl.DiagWarning,
 				Summary:  "Granted policy not applied",
@@ -320,7 +321,7 @@ func FromManifest(m *store.Manifest) (*Spec, error) {
 			for i, p := range ps {
 				names[i] = p.Name
 			}
-			t, diags = taskfile.ApplyPolicies(t, ps, false, names...)
+			t, diags = policylang.ApplyPolicies(t, ps, false, names...)
 		}
 		if diags.HasErrors() {
 			return nil, &InvalidTaskError{Diagnostics: diags, Files: map[string][]byte{m.Filename: m.Source}}

@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/lhengine/lhengine/engine/internal/bounds"
+	"github.com/lhengine/lhengine/engine/internal/policylang"
 	"github.com/lhengine/lhengine/engine/internal/taskfile"
 	"github.com/lhengine/lhengine/store"
 )
@@ -27,7 +28,7 @@ type PolicyOptions struct {
 	// Without removes policies by name; a name not selected is no error.
 	Without []string
 	// Grant names policies whose inserted steps may reach what no step of
-	// the task does (--grant-policy; taskfile.ApplyPolicies).
+	// the task does (--grant-policy; policylang.ApplyPolicies).
 	Grant []string
 	// Dirs are searched after the policies/ directory beside the task file.
 	Dirs []string
@@ -88,9 +89,9 @@ func (o PolicyOptions) Selection(t *taskfile.Task) ([]taskfile.PolicyRef, hcl.Di
 // the sources the diagnostics refer to. A directory that does not exist is
 // skipped, unless it is in required. Every mistake of every file read is
 // reported.
-func LoadPolicies(dirs []string, required []string) ([]*taskfile.Policy, map[string][]byte, hcl.Diagnostics) {
+func LoadPolicies(dirs []string, required []string) ([]*policylang.Policy, map[string][]byte, hcl.Diagnostics) {
 	files := map[string][]byte{}
-	var all []*taskfile.Policy
+	var all []*policylang.Policy
 	var diags hcl.Diagnostics
 	for _, dir := range dirs {
 		names, err := filepath.Glob(filepath.Join(dir, "*.hcl"))
@@ -122,7 +123,7 @@ func LoadPolicies(dirs []string, required []string) ([]*taskfile.Policy, map[str
 				continue
 			}
 			files[name] = src
-			ps, d := taskfile.ParsePolicies(name, src)
+			ps, d := policylang.ParsePolicies(name, src)
 			diags = append(diags, d...)
 			all = append(all, ps...)
 		}
@@ -134,7 +135,7 @@ func LoadPolicies(dirs []string, required []string) ([]*taskfile.Policy, map[str
 // NAME@VERSION is the first block of that name and version in search order,
 // NAME alone the highest version found in any directory (the first found
 // among equal versions). Nothing is read when no policy is selected.
-func ResolvePolicies(t *taskfile.Task, o PolicyOptions) ([]*taskfile.Policy, map[string][]byte, hcl.Diagnostics) {
+func ResolvePolicies(t *taskfile.Task, o PolicyOptions) ([]*policylang.Policy, map[string][]byte, hcl.Diagnostics) {
 	refs, diags := o.Selection(t)
 	if len(refs) == 0 || diags.HasErrors() {
 		return nil, nil, diags
@@ -150,7 +151,7 @@ func ResolvePolicies(t *taskfile.Task, o PolicyOptions) ([]*taskfile.Policy, map
 	if diags.HasErrors() {
 		return nil, files, diags
 	}
-	var out []*taskfile.Policy
+	var out []*policylang.Policy
 	for _, r := range refs {
 		i, versions := r.Select(len(lib), func(i int) (string, int) { return lib[i].Name, lib[i].Version })
 		if i >= 0 {
@@ -176,7 +177,7 @@ func ResolvePolicies(t *taskfile.Task, o PolicyOptions) ([]*taskfile.Policy, map
 }
 
 // Pins returns the manifest records of the policies.
-func Pins(ps []*taskfile.Policy) []store.PolicyPin {
+func Pins(ps []*policylang.Policy) []store.PolicyPin {
 	pins := make([]store.PolicyPin, len(ps))
 	for i, p := range ps {
 		pins[i] = store.PolicyPin{
@@ -189,8 +190,8 @@ func Pins(ps []*taskfile.Policy) []store.PolicyPin {
 
 // pinnedPolicies reads back the policies a manifest pins, from their texts
 // alone, checking each text against its sha256.
-func pinnedPolicies(m *store.Manifest) ([]*taskfile.Policy, hcl.Diagnostics) {
-	var ps []*taskfile.Policy
+func pinnedPolicies(m *store.Manifest) ([]*policylang.Policy, hcl.Diagnostics) {
+	var ps []*policylang.Policy
 	var diags hcl.Diagnostics
 	for _, pin := range m.Policies {
 		sum := sha256.Sum256([]byte(pin.Text))
@@ -203,7 +204,7 @@ func pinnedPolicies(m *store.Manifest) ([]*taskfile.Policy, hcl.Diagnostics) {
 			continue
 		}
 		start := hcl.Pos{Line: pin.Line, Column: pin.Column, Byte: pin.Byte}
-		p, d := taskfile.ParsePinnedPolicy(pin.Filename, []byte(pin.Text), start)
+		p, d := policylang.ParsePinnedPolicy(pin.Filename, []byte(pin.Text), start)
 		diags = append(diags, d...)
 		if p != nil {
 			ps = append(ps, p)

@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/lhengine/lhengine/engine/internal/taskfile"
+	"github.com/lhengine/lhengine/engine/internal/policylang"
 	"github.com/lhengine/lhengine/store"
 )
 
@@ -73,5 +73,5 @@ task "t" {
 // refused by the store for it.
 func TestEveryBoundsAgree(t *testing.T) {
 	t.Parallel()
-	require.Equal(t, store.MaxEvery, taskfile.MaxEvery)
+	require.Equal(t, store.MaxEvery, policylang.MaxEvery)
 }

@@ -7,9 +7,10 @@ import (
 	"github.com/lhengine/lhengine/internal/bytesize"
 )
 
-// memory decodes a memory size: a whole number of bytes, or a string such
-// as "64MiB", from MinMemory to MaxMemory.
-func memory(attr *hcl.Attribute) (uint64, hcl.Diagnostics) {
+// DecodeMemory decodes a memory size, a step's or a policy override's: a
+// whole number of bytes, or a string such as "64MiB", from MinMemory to
+// MaxMemory.
+func DecodeMemory(attr *hcl.Attribute) (uint64, hcl.Diagnostics) {
 	return hcldecode.Size("Invalid memory size", "memory size", MinMemory, MaxMemory,
 		"memory must be between 64KiB (one WebAssembly page) and 4GiB; got %d bytes.")(attr)
 }

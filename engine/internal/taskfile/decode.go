@@ -192,7 +192,7 @@ func decodeTaskBlock(block *hcl.Block) (*Task, hcl.Diagnostics) {
 	)...)
 	if attr, ok := content.Attributes["policies"]; ok {
 		var d hcl.Diagnostics
-		task.Policies, d = decodePolicyRefs(attr) // policy.go
+		task.Policies, d = decodePolicyRefs(attr) // policyrefs.go
 		diags = append(diags, d...)
 	}
 
@@ -270,7 +270,7 @@ func decodeTaskBlock(block *hcl.Block) (*Task, hcl.Diagnostics) {
 			variables[v.Name] = v
 			task.Variables = append(task.Variables, v)
 		case "step":
-			s, d := decodeStepBlock(b)
+			s, d := DecodeStepBlock(b)
 			diags = append(diags, d...)
 			if prev, dup := steps[s.Name]; dup {
 				diags = append(diags, hcldecode.LabelError(b, "Duplicate step", fmt.Sprintf("A step named %q was already declared at %s. Step names must be unique within a task.", s.Name, prev.DeclRange)))
@@ -359,10 +359,12 @@ func decodeVariableBlock(block *hcl.Block) (*Variable, hcl.Diagnostics) {
 	return v, diags
 }
 
-// decodeStepBlock decodes a step block with its retry and repair blocks and
-// what the step may reach (decodeCapabilities).
-// Repair targets are resolved by decodeTaskBlock, which knows every step.
-func decodeStepBlock(block *hcl.Block) (*Step, hcl.Diagnostics) {
+// DecodeStepBlock decodes a step block with its retry and repair blocks and
+// what the step may reach (decodeCapabilities): a task's, or the step part
+// of a policy's insert, which Task.Adopt then makes a step of a task.
+// Repair targets are resolved by decodeTaskBlock, which knows every step
+// (for an insert, by the policy language).
+func DecodeStepBlock(block *hcl.Block) (*Step, hcl.Diagnostics) {
 	s := &Step{
 		Name:        block.Labels[0],
 		Timeout:     DefaultTimeout,
@@ -425,7 +427,7 @@ func decodeStepBlock(block *hcl.Block) (*Step, hcl.Diagnostics) {
 			return fmt.Sprintf("plugin_sha256 must be a SHA-256 digest: 64 hexadecimal digits. This value has %d characters.", len(sum))
 		})),
 		hcldecode.Set("timeout", &s.Timeout, hcldecode.Positive("timeout must be positive; got %q.")),
-		hcldecode.Set("memory", &s.Memory, memory),
+		hcldecode.Set("memory", &s.Memory, DecodeMemory),
 	)...)
 	s.PluginSHA256 = strings.ToLower(s.PluginSHA256)
 

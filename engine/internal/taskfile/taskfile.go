@@ -107,10 +107,10 @@ type Task struct {
 	// none.
 	Progress *Progress
 	// Policies are the policies the task selects (specs/policies.md), as
-	// written; ApplyPolicies applies the ones a run resolves.
+	// written; policylang.ApplyPolicies applies the ones a run resolves.
 	Policies []PolicyRef
-	// PolicyGrants, set by ApplyPolicies, are the capabilities of the
-	// steps the policies insert, in step order.
+	// PolicyGrants, set by policylang.ApplyPolicies, are the capabilities
+	// of the steps the policies insert, in step order.
 	PolicyGrants []PolicyGrant
 }
 
@@ -162,7 +162,7 @@ type Step struct {
 	Limits    *Limits                 // the task's limits; nil (a Step not from Parse) means DefaultLimits
 	Models    map[string]*Model       // the task's models the step may call, by name; nil when it may call none
 
-	// Set by ApplyPolicies (specs/policies.md): the policy parameters
+	// Set by policylang.ApplyPolicies (specs/policies.md): the policy parameters
 	// handed to the step's plugin (a JSON object; nil for none), and the
 	// policy versions of the run, NAME@VERSION.
 	Params   []byte
@@ -224,6 +224,10 @@ type Repair struct {
 
 	restartRange hcl.Range // the restart_from expression
 }
+
+// RestartRange is the range of the restart_from expression, for a
+// mistake in the target found later.
+func (r *Repair) RestartRange() hcl.Range { return r.restartRange }
 
 // HTTPGrant lets a step read through the http.fetch capability.
 type HTTPGrant struct {

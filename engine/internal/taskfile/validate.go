@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"path/filepath"
 	"slices"
 
 	"github.com/hashicorp/hcl/v2"
@@ -31,6 +32,42 @@ func (t *Task) validate() hcl.Diagnostics {
 			continue
 		}
 		diags = append(diags, t.checkTypes(s)...)
+	}
+	return diags
+}
+
+// Adopt makes steps that another file inserts into t steps of t, and
+// checks them as Parse checks t's own. The steps are a policy's inserts
+// (engine/internal/policylang), already in t.Steps and numbered: Adopt
+// gives their expressions t's task attributes and the steps t's limits,
+// resolves their plugin and mount paths against the directory of the file
+// that declares them and the models they name against t's, and reports the
+// references and types in their for_each and input that t cannot satisfy;
+// with checkPlugins it also reads their plugin files and mount sources.
+func (t *Task) Adopt(inserted []*Step, checkPlugins bool) hcl.Diagnostics {
+	for _, s := range inserted {
+		s.task = t.info()
+		s.Limits = &t.Limits
+		dir := filepath.Dir(s.DeclRange.Filename)
+		s.PluginPath = resolvePath(dir, s.Plugin)
+		for _, m := range s.Mounts {
+			m.SourcePath = resolvePath(dir, m.Source)
+		}
+	}
+	diags := resolveModels(&Task{Models: t.Models, Steps: inserted})
+	for _, s := range inserted {
+		fe := t.checkRefs(s, "for_each", s.ForEach)
+		ie := t.checkRefs(s, "input", s.Input)
+		diags = append(diags, fe...)
+		diags = append(diags, ie...)
+		if !fe.HasErrors() && !ie.HasErrors() {
+			diags = append(diags, t.checkTypes(s)...)
+		}
+	}
+	if checkPlugins && len(inserted) > 0 {
+		only := &Task{Steps: inserted}
+		diags = append(diags, only.checkPlugins()...)
+		diags = append(diags, only.checkMounts()...)
 	}
 	return diags
 }

@@ -1,4 +1,4 @@
-package taskfile
+package policylang
 
 import (
 	"strings"

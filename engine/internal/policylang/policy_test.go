@@ -1,6 +1,7 @@
-package taskfile
+package policylang
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -12,12 +13,26 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/stretchr/testify/require"
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/lhengine/lhengine/engine/internal/taskfile"
 )
 
 // policyTestdata is the repository's testdata/policies directory.
 const policyTestdata = "../../../testdata/policies"
 
 var policyErrorMarker = regexp.MustCompile(`#\s*ERROR:\s*(.+?)\s*$`)
+
+type expectedError struct {
+	Line    int
+	Summary string
+}
+
+func renderText(t *testing.T, filename string, src []byte, diags hcl.Diagnostics) string {
+	t.Helper()
+	var buf bytes.Buffer
+	require.NoError(t, taskfile.WriteDiagnostics(&buf, map[string][]byte{filename: src}, diags, 80, false))
+	return buf.String()
+}
 
 // TestPolicyErrorFixtures parses every testdata/policies/errors/*.hcl: each
 // error must start on a line marked "# ERROR: <summary>" ("|" between
@@ -121,9 +136,9 @@ func TestPinnedPolicyRoundTrip(t *testing.T) {
 	require.Equal(t, 21, diags.Errs()[0].(*hcl.Diagnostic).Subject.Start.Line)
 }
 
-func parseTask(t *testing.T, src string) *Task {
+func parseTask(t *testing.T, src string) *taskfile.Task {
 	t.Helper()
-	task, diags := Parse("task.hcl", []byte(src), Options{})
+	task, diags := taskfile.Parse("task.hcl", []byte(src), taskfile.Options{})
 	require.False(t, diags.HasErrors(), diags.Error())
 	return task
 }
@@ -136,7 +151,7 @@ func parsePolicy(t *testing.T, src string) *Policy {
 	return ps[0]
 }
 
-func stepNamesOf(task *Task) []string {
+func stepNamesOf(task *taskfile.Task) []string {
 	out := make([]string, len(task.Steps))
 	for i, s := range task.Steps {
 		out[i] = s.Name
@@ -224,16 +239,16 @@ policy "plan" {
 	require.Equal(t, 1, out.Steps[3].Repair.RestartIndex, "review still restarts from draft1, now at index 1")
 	require.Equal(t, 0, task.Steps[1].Repair.RestartIndex)
 
-	v, d := critic.EvalInput(Scope{TaskID: "id", Vars: map[string]cty.Value{"topic": cty.StringVal("y")},
+	v, d := critic.EvalInput(taskfile.Scope{TaskID: "id", Vars: map[string]cty.Value{"topic": cty.StringVal("y")},
 		Outputs: map[string]cty.Value{"draft2": cty.StringVal("text")}})
 	require.Empty(t, d)
-	b, err := ToJSON(v)
+	b, err := taskfile.ToJSON(v)
 	require.NoError(t, err)
 	require.JSONEq(t, `{"draft":"text","topic":"y","n":4}`, string(b))
 
-	v, d = out.Steps[0].EvalInput(Scope{TaskID: "id"})
+	v, d = out.Steps[0].EvalInput(taskfile.Scope{TaskID: "id"})
 	require.Empty(t, d)
-	b, _ = ToJSON(v)
+	b, _ = taskfile.ToJSON(v)
 	require.JSONEq(t, `{"task":"t"}`, string(b))
 }
 
@@ -361,9 +376,9 @@ policy "`+name+`" {
 	require.Equal(t, uint64(128<<20), d1.Memory)
 	require.Equal(t, 4, out.Steps[1].Repair.Max)
 	require.Equal(t, 50, out.Steps[1].HostCalls)
-	require.Equal(t, DefaultTimeout, out.Steps[1].Timeout)
+	require.Equal(t, taskfile.DefaultTimeout, out.Steps[1].Timeout)
 	require.Equal(t, 1, task.Steps[1].Repair.Max, "the task given is not changed")
-	require.Equal(t, DefaultTimeout, task.Steps[0].Timeout)
+	require.Equal(t, taskfile.DefaultTimeout, task.Steps[0].Timeout)
 
 	hasty := mk("hasty", `override {
     steps   = "draft2"
@@ -376,34 +391,6 @@ policy "`+name+`" {
 	require.Contains(t, diags[0].Detail, `timeout of step "draft2"`)
 }
 
-// TestTaskPolicyRefs decodes a task's policies attribute.
-func TestTaskPolicyRefs(t *testing.T) {
-	t.Parallel()
-	task := parseTask(t, `task "t" {
-  policies = ["critic-after-draft@2", "periodic-summary"]
-  step "a" {
-    plugin = "a.wasm"
-  }
-}`)
-	require.Len(t, task.Policies, 2)
-	require.Equal(t, "critic-after-draft@2", task.Policies[0].String())
-	require.Equal(t, 0, task.Policies[1].Version)
-	require.Equal(t, 2, task.Policies[0].Range.Start.Line)
-
-	_, diags := Parse("task.hcl", []byte(`task "t" {
-  policies = ["ok", "bad@x", "ok@2", "no name"]
-  step "a" {
-    plugin = "a.wasm"
-  }
-}`), Options{})
-	var got []string
-	for _, d := range diags {
-		got = append(got, d.Summary)
-	}
-	require.Equal(t, []string{"Invalid policy reference", "Duplicate policy", "Invalid policy reference"}, got)
-	require.Equal(t, 21, diags[0].Subject.Start.Column)
-}
-
 func FuzzParsePolicies(f *testing.F) {
 	paths, _ := filepath.Glob(filepath.Join(policyTestdata, "errors", "*.hcl"))
 	lib, _ := filepath.Glob("../../../policies/*.hcl")
@@ -414,7 +401,7 @@ func FuzzParsePolicies(f *testing.F) {
 		}
 		f.Add(src)
 	}
-	task, diags := Parse("task.hcl", []byte(threeSteps), Options{})
+	task, diags := taskfile.Parse("task.hcl", []byte(threeSteps), taskfile.Options{})
 	if diags.HasErrors() {
 		f.Fatal(diags)
 	}
@@ -490,14 +477,14 @@ policy "summary" {
 	require.Equal(t, 1, sum.Repair.RestartIndex, "restart_from = \"anchor\" is the anchor")
 	require.Equal(t, []string{"fetch"}, sum.InputReferences())
 
-	v, d := sum.EvalInput(Scope{TaskID: "id",
+	v, d := sum.EvalInput(taskfile.Scope{TaskID: "id",
 		Outputs: map[string]cty.Value{"fetch": cty.TupleVal([]cty.Value{cty.StringVal("a"), cty.StringVal("b")})},
-		Each: &Each{Key: cty.NumberIntVal(1), Value: cty.ObjectVal(map[string]cty.Value{
+		Each: &taskfile.Each{Key: cty.NumberIntVal(1), Value: cty.ObjectVal(map[string]cty.Value{
 			"from": cty.NumberIntVal(50), "to": cty.NumberIntVal(52),
 			"items": cty.ListVal([]cty.Value{cty.NumberIntVal(7), cty.NumberIntVal(3)}),
 		})}})
 	require.Empty(t, d)
-	b, err := ToJSON(v)
+	b, err := taskfile.ToJSON(v)
 	require.NoError(t, err)
 	require.JSONEq(t, `{"n":1,"from":50,"first":7,"outputs":["a","b"]}`, string(b))
 

@@ -1,4 +1,16 @@
-package taskfile
+// Package policylang reads and applies harness policies (specs/policies.md):
+// ParsePolicies reads a policy file into versioned Policy values,
+// ParsePinnedPolicy reads back the text of one a run manifest pinned, and
+// ApplyPolicies applies a run's policies to a parsed task
+// (engine/internal/taskfile): steps inserted next to the steps their globs
+// match (decoded as task steps, then adopted by the task and checked as
+// its own), parameters handed to plugins, and overrides of step limits.
+// The policies a task selects are the task language's (taskfile.PolicyRef);
+// finding them on the search path is the plan package's.
+//
+// As in taskfile, every mistake is an hcl.Diagnostic with a Subject range
+// in the policy file, sorted in file order; nothing here prints or panics.
+package policylang
 
 import (
 	"bytes"
@@ -7,11 +19,7 @@ import (
 	"fmt"
 	"math"
 	"path"
-	"path/filepath"
-	"slices"
-	"sort"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
@@ -20,6 +28,7 @@ import (
 
 	"github.com/lhengine/lhengine/engine/internal/bounds"
 	"github.com/lhengine/lhengine/engine/internal/hcldecode"
+	"github.com/lhengine/lhengine/engine/internal/taskfile"
 )
 
 // A Policy is one version of a harness policy (specs/policies.md): a
@@ -104,65 +113,6 @@ type Override struct {
 	RepairMax  *int
 	DeclRange  hcl.Range
 	ranges     map[string]hcl.Range // field -> its value's range
-}
-
-// PolicyRef is a policy selected by a task's policies attribute (or on the
-// command line): NAME or NAME@VERSION.
-type PolicyRef struct {
-	Name    string
-	Version int       // 0: the highest version found
-	Range   hcl.Range // the list element; zero when not from a file
-}
-
-// Select picks what a run selecting r applies among n policy versions in
-// search order, version(i) giving the i-th's name and version: NAME@VERSION
-// the first of that name and version, NAME the highest version, the first
-// among equal ones. It returns the index picked (-1 for none) and every
-// version of the name found, sorted, for the error that says so.
-func (r PolicyRef) Select(n int, version func(i int) (string, int)) (found int, versions []int) {
-	found = -1
-	best := 0
-	for i := range n {
-		name, v := version(i)
-		if name != r.Name {
-			continue
-		}
-		versions = append(versions, v)
-		switch {
-		case r.Version != 0:
-			if v == r.Version && found < 0 {
-				found = i
-			}
-		case found < 0 || v > best:
-			found, best = i, v
-		}
-	}
-	slices.Sort(versions)
-	return found, slices.Compact(versions)
-}
-
-func (r PolicyRef) String() string {
-	if r.Version == 0 {
-		return r.Name
-	}
-	return r.Name + "@" + strconv.Itoa(r.Version)
-}
-
-// ParsePolicyRef parses NAME or NAME@VERSION (VERSION a whole number >= 1).
-func ParsePolicyRef(s string) (PolicyRef, error) {
-	name, ver, hasVer := strings.Cut(s, "@")
-	if !hclsyntax.ValidIdentifier(name) {
-		return PolicyRef{}, fmt.Errorf("%q is not a policy name: a policy name starts with a letter or underscore and holds letters, digits, underscores and dashes", name)
-	}
-	r := PolicyRef{Name: name}
-	if hasVer {
-		n, err := strconv.Atoi(ver)
-		if err != nil || n < 1 {
-			return PolicyRef{}, fmt.Errorf("%q: the version after @ must be a whole number of at least 1", s)
-		}
-		r.Version = n
-	}
-	return r, nil
 }
 
 var policyFileSchema = &hcl.BodySchema{
@@ -415,7 +365,7 @@ func constParams(attr *hcl.Attribute) (map[string][]byte, map[string]hcl.Range, 
 	out := map[string][]byte{}
 	for it := v.ElementIterator(); it.Next(); {
 		k, e := it.Element()
-		b, err := ToJSON(e)
+		b, err := taskfile.ToJSON(e)
 		if err != nil {
 			return nil, nil, append(diags, hcldecode.WrongType(attr, fmt.Sprintf("parameter %q: %s", k.AsString(), hcldecode.ErrorText(err))))
 		}
@@ -489,9 +439,9 @@ func decodeInsertAnchor(b *hcl.Block) (*Insert, hcl.Diagnostics) {
 // would be, then points step.anchor at the anchor step: references become
 // step.<anchor>, and restart_from = "anchor" the anchor's name. With anchor
 // "" the references are left alone (for the diagnostics of the block).
-func decodeInsertStep(b *hcl.Block, anchor string) (*Step, hcl.Diagnostics) {
+func decodeInsertStep(b *hcl.Block, anchor string) (*taskfile.Step, hcl.Diagnostics) {
 	_, rest, _ := b.Body.PartialContent(insertAnchorSchema)
-	s, diags := decodeStepBlock(&hcl.Block{
+	s, diags := taskfile.DecodeStepBlock(&hcl.Block{
 		Type: b.Type, Labels: b.Labels, Body: rest,
 		DefRange: b.DefRange, TypeRange: b.TypeRange, LabelRanges: b.LabelRanges,
 	})
@@ -548,7 +498,7 @@ func decodeOverrideBlock(b *hcl.Block) (*Override, hcl.Diagnostics) {
 		duration("backoff", &o.Backoff, 0),
 		duration("max_backoff", &o.MaxBackoff, 0),
 		duration("timeout", &o.Timeout, 1),
-		hcldecode.SetPtr("memory", &o.Memory, memory),
+		hcldecode.SetPtr("memory", &o.Memory, taskfile.DecodeMemory),
 	)...)
 	if o.Backoff != nil && o.MaxBackoff != nil && *o.MaxBackoff < *o.Backoff {
 		diags = append(diags, &hcl.Diagnostic{
@@ -567,393 +517,4 @@ func decodeOverrideBlock(b *hcl.Block) (*Override, hcl.Diagnostics) {
 		})
 	}
 	return o, diags
-}
-
-// decodePolicyRefs decodes a task's policies attribute.
-func decodePolicyRefs(attr *hcl.Attribute) ([]PolicyRef, hcl.Diagnostics) {
-	names, diags := hcldecode.StringList(attr)
-	if diags.HasErrors() {
-		return nil, diags
-	}
-	elems := hcldecode.ElementRanges(attr, len(names))
-	var refs []PolicyRef
-	seen := map[string]hcl.Range{}
-	for i, s := range names {
-		rng := attr.Expr.Range()
-		if elems != nil {
-			rng = elems[i]
-		}
-		r, err := ParsePolicyRef(s)
-		if err != nil {
-			diags = append(diags, &hcl.Diagnostic{
-				Severity: hcl.DiagError,
-				Summary:  "Invalid policy reference",
-				Detail:   fmt.Sprintf("A policy is selected as NAME or NAME@VERSION: %v.", err),
-				Subject:  rng.Ptr(),
-				Context:  attr.Range.Ptr(),
-			})
-			continue
-		}
-		if prev, dup := seen[r.Name]; dup {
-			diags = append(diags, &hcl.Diagnostic{
-				Severity: hcl.DiagError,
-				Summary:  "Duplicate policy",
-				Detail:   fmt.Sprintf("Policy %q is already selected at %s; a task runs one version of a policy.", r.Name, prev),
-				Subject:  rng.Ptr(),
-				Context:  attr.Range.Ptr(),
-			})
-			continue
-		}
-		seen[r.Name] = rng
-		r.Range = rng
-		refs = append(refs, r)
-	}
-	return refs, diags
-}
-
-// ApplyPolicies returns a copy of t with the policies applied, in the order
-// given: their steps inserted (before, then the anchor, then after; several
-// policies' inserts next to one anchor in policy order), their parameters set
-// on the steps they match (Step.Params) and their overrides applied. Every
-// step gets the list of the policies (Step.Policies).
-//
-// Two policies that set the same parameter, or the same override field, of
-// one step are an error naming both; so are references and types in inserted
-// steps that the task cannot satisfy (a variable it does not declare, a
-// later step), reported in the policy's file. With checkPlugins the inserted
-// steps' plugin files and mount sources are checked as Parse checks a task's.
-// t is not changed.
-//
-// An inserted step may reach only what a step of t may (a mount of the same
-// source, hosts its patterns match, the file effect, as wide a workspace,
-// a model granted to a step): anything more is an error on its place in
-// the policy file, unless the policy's name is in grant (--grant-policy).
-// Every capability of an inserted step is listed in Task.PolicyGrants.
-func ApplyPolicies(t *Task, ps []*Policy, checkPlugins bool, grant ...string) (*Task, hcl.Diagnostics) {
-	if len(ps) == 0 {
-		return t, nil
-	}
-	out := *t
-	out.Steps, out.PolicyGrants = nil, nil
-	var diags hcl.Diagnostics
-	var inserted []*Step
-	from := map[*Step]*Policy{}
-	insertAt := func(p *Policy, where string, anchor *Step) {
-		for _, in := range p.Inserts {
-			w, glob := in.Anchor()
-			if in.Every > 0 {
-				w = "every"
-			}
-			if w != where {
-				continue
-			}
-			if ok, _ := path.Match(glob, anchor.Name); !ok {
-				continue
-			}
-			s, d := p.instantiate(in, anchor.Name)
-			diags = append(diags, d...)
-			if s == nil {
-				continue
-			}
-			s.Name = fmt.Sprintf("%s.%s@%s", p.Name, in.Name, anchor.Name)
-			if in.Every > 0 {
-				s.Every, s.Anchor = in.Every, anchor.Name
-			}
-			inserted = append(inserted, s)
-			from[s] = p
-			out.Steps = append(out.Steps, s)
-		}
-	}
-	for _, orig := range t.Steps {
-		s := *orig
-		if orig.Repair != nil {
-			r := *orig.Repair
-			s.Repair = &r
-		}
-		for _, p := range ps {
-			insertAt(p, "before", &s)
-		}
-		out.Steps = append(out.Steps, &s)
-		// Window steps go right after their anchor (the ledger finds them
-		// there), then the steps inserted after it.
-		for _, p := range ps {
-			insertAt(p, "every", &s)
-		}
-		for _, p := range ps {
-			insertAt(p, "after", &s)
-		}
-	}
-	for _, p := range ps {
-		for _, in := range p.Inserts {
-			_, glob := in.Anchor()
-			matched := false
-			for _, s := range t.Steps {
-				if ok, _ := path.Match(glob, s.Name); ok {
-					matched = true
-				}
-			}
-			if !matched {
-				diags = append(diags, &hcl.Diagnostic{
-					Severity: hcl.DiagWarning,
-					Summary:  "Insert matches no step",
-					Detail:   fmt.Sprintf("Policy %s inserts %q next to steps matching %q, and task %q has none.", p.Ref(), in.Name, glob, t.Name),
-					Subject:  in.anchorRng.Ptr(),
-				})
-			}
-		}
-	}
-
-	index := map[string]int{}
-	for i, s := range out.Steps {
-		s.Index = i
-		index[s.Name] = i
-		if s.Every > 0 {
-			out.Steps[index[s.Anchor]].Windows++
-		}
-	}
-	isInserted := map[*Step]bool{}
-	for _, s := range inserted {
-		isInserted[s] = true
-		s.task = t.info()
-		s.Limits = &out.Limits
-		s.PluginPath = resolvePath(filepath.Dir(s.DeclRange.Filename), s.Plugin)
-		for _, m := range s.Mounts {
-			m.SourcePath = resolvePath(filepath.Dir(s.DeclRange.Filename), m.Source)
-		}
-	}
-	for _, s := range out.Steps {
-		if s.Repair == nil || s.Repair.RestartFrom == "" {
-			continue
-		}
-		target, ok := index[s.Repair.RestartFrom]
-		switch {
-		case !ok:
-			diags = append(diags, &hcl.Diagnostic{
-				Severity: hcl.DiagError,
-				Summary:  "Reference to undeclared step",
-				Detail:   fmt.Sprintf("restart_from names step %q, but the task declares no such step; restart_from = \"anchor\" names the step an insert is next to.", s.Repair.RestartFrom),
-				Subject:  s.Repair.restartRange.Ptr(),
-			})
-		case target > s.Index:
-			diags = append(diags, &hcl.Diagnostic{
-				Severity: hcl.DiagError,
-				Summary:  "Invalid repair target",
-				Detail:   fmt.Sprintf("restart_from must name step %q or a step that runs before it; step %q comes later.", s.Name, s.Repair.RestartFrom),
-				Subject:  s.Repair.restartRange.Ptr(),
-			})
-		case out.Steps[target].Every > 0:
-			diags = append(diags, &hcl.Diagnostic{
-				Severity: hcl.DiagError,
-				Summary:  "Invalid repair target",
-				Detail:   fmt.Sprintf("Step %q is inserted with every: its windows exist only while its anchor %q runs, so a repair restarts from %q or earlier.", s.Repair.RestartFrom, out.Steps[target].Anchor, out.Steps[target].Anchor),
-				Subject:  s.Repair.restartRange.Ptr(),
-			})
-		default:
-			s.Repair.RestartIndex = target
-		}
-	}
-	diags = append(diags, resolveModels(&Task{Models: out.Models, Steps: inserted})...)
-	diags = append(diags, checkGrants(&out, t.Steps, inserted, from, grant)...)
-	for _, s := range inserted {
-		fe := out.checkRefs(s, "for_each", s.ForEach)
-		ie := out.checkRefs(s, "input", s.Input)
-		diags = append(diags, fe...)
-		diags = append(diags, ie...)
-		if !fe.HasErrors() && !ie.HasErrors() {
-			diags = append(diags, out.checkTypes(s)...)
-		}
-	}
-	if checkPlugins && len(inserted) > 0 {
-		only := &Task{Steps: inserted}
-		diags = append(diags, only.checkPlugins()...)
-		diags = append(diags, only.checkMounts()...)
-	}
-
-	refs := make([]string, len(ps))
-	for i, p := range ps {
-		refs[i] = p.Ref()
-	}
-	for _, s := range out.Steps {
-		s.Policies = refs
-	}
-	diags = append(diags, applyParams(out.Steps, ps)...)
-	diags = append(diags, applyOverrides(out.Steps, ps)...)
-	return &out, hcldecode.Sort(diags)
-}
-
-// instantiate decodes insert in afresh, pointed at anchor: every step it is
-// inserted next to gets its own expressions.
-func (p *Policy) instantiate(in *Insert, anchor string) (*Step, hcl.Diagnostics) {
-	file, diags := hclsyntax.ParseConfig(p.Text, p.Filename, p.Start)
-	if diags.HasErrors() {
-		return nil, diags
-	}
-	bounds.Instrument(file.Body)
-	content, _ := file.Body.Content(policyFileSchema)
-	if len(content.Blocks) != 1 {
-		return nil, diags
-	}
-	pc, _ := content.Blocks[0].Body.Content(policySchema)
-	i := 0
-	for _, b := range pc.Blocks {
-		if b.Type != "insert" {
-			continue
-		}
-		if i == p.blocks[in].index {
-			s, d := decodeInsertStep(b, anchor)
-			if d.HasErrors() {
-				return nil, d
-			}
-			return s, d
-		}
-		i++
-	}
-	return nil, diags
-}
-
-// applyParams sets Step.Params from the policies' params, reporting a
-// parameter two policies set for one step.
-func applyParams(steps []*Step, ps []*Policy) hcl.Diagnostics {
-	var diags hcl.Diagnostics
-	reported := map[string]bool{}
-	for _, s := range steps {
-		params := map[string][]byte{}
-		from := map[string]*Policy{}
-		for _, p := range ps {
-			if len(p.Params) == 0 {
-				continue
-			}
-			if ok, _ := path.Match(p.Steps, s.Name); !ok {
-				continue
-			}
-			for k, v := range p.Params {
-				if prev, dup := from[k]; dup {
-					key := prev.Ref() + "\x00" + p.Ref() + "\x00" + k
-					if !reported[key] {
-						reported[key] = true
-						r := p.paramRange[k]
-						diags = append(diags, &hcl.Diagnostic{
-							Severity: hcl.DiagError,
-							Summary:  "Conflicting policy parameter",
-							Detail:   fmt.Sprintf("Policies %s and %s both set parameter %q for step %q (%s at %s). Enable one of them, or narrow their steps patterns so that they do not overlap.", prev.Ref(), p.Ref(), k, s.Name, prev.Ref(), prev.paramRange[k]),
-							Subject:  &r,
-						})
-					}
-					continue
-				}
-				from[k] = p
-				params[k] = v
-			}
-		}
-		if len(params) > 0 {
-			s.Params = encodeParams(params)
-		} else {
-			s.Params = nil
-		}
-	}
-	return diags
-}
-
-// encodeParams writes params as one JSON object with sorted keys.
-func encodeParams(params map[string][]byte) []byte {
-	keys := make([]string, 0, len(params))
-	for k := range params {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var buf bytes.Buffer
-	buf.WriteByte('{')
-	for i, k := range keys {
-		if i > 0 {
-			buf.WriteByte(',')
-		}
-		_ = writeJSONString(&buf, k)
-		buf.WriteByte(':')
-		buf.Write(params[k])
-	}
-	buf.WriteByte('}')
-	return buf.Bytes()
-}
-
-// applyOverrides changes the limits of matching steps, reporting a field two
-// overrides set for one step.
-func applyOverrides(steps []*Step, ps []*Policy) hcl.Diagnostics {
-	var diags hcl.Diagnostics
-	reported := map[string]bool{}
-	type setBy struct {
-		p *Policy
-		o *Override
-	}
-	for _, s := range steps {
-		from := map[string]setBy{}
-		for _, p := range ps {
-			for _, o := range p.Overrides {
-				if ok, _ := path.Match(o.Steps, s.Name); !ok {
-					continue
-				}
-				fields := make([]string, 0, len(o.ranges))
-				for f := range o.ranges {
-					fields = append(fields, f)
-				}
-				sort.Strings(fields)
-				for _, f := range fields {
-					if prev, dup := from[f]; dup {
-						key := fmt.Sprintf("%p\x00%p\x00%s", prev.o, o, f)
-						if !reported[key] {
-							reported[key] = true
-							r := o.ranges[f]
-							diags = append(diags, &hcl.Diagnostic{
-								Severity: hcl.DiagError,
-								Summary:  "Conflicting policy override",
-								Detail:   fmt.Sprintf("Policies %s and %s both override %s of step %q (%s at %s). Enable one of them, or narrow their steps patterns so that they do not overlap.", prev.p.Ref(), p.Ref(), f, s.Name, prev.p.Ref(), prev.o.ranges[f]),
-								Subject:  &r,
-							})
-						}
-						continue
-					}
-					from[f] = setBy{p, o}
-					o.apply(s, f)
-				}
-			}
-		}
-	}
-	return diags
-}
-
-// apply sets one field of the override on s. repair_max changes only a step
-// that has a repair block.
-func (o *Override) apply(s *Step, field string) {
-	switch field {
-	case "attempts":
-		if o.Attempts != nil {
-			s.Retry.Attempts = *o.Attempts
-		}
-	case "backoff":
-		if o.Backoff != nil {
-			s.Retry.Backoff = *o.Backoff
-			if s.Retry.MaxBackoff < s.Retry.Backoff {
-				s.Retry.MaxBackoff = s.Retry.Backoff
-			}
-		}
-	case "max_backoff":
-		if o.MaxBackoff != nil {
-			s.Retry.MaxBackoff = max(*o.MaxBackoff, s.Retry.Backoff)
-		}
-	case "timeout":
-		if o.Timeout != nil {
-			s.Timeout = *o.Timeout
-		}
-	case "memory":
-		if o.Memory != nil {
-			s.Memory = *o.Memory
-		}
-	case "host_calls":
-		if o.HostCalls != nil {
-			s.HostCalls = *o.HostCalls
-		}
-	case "repair_max":
-		if o.RepairMax != nil && s.Repair != nil {
-			s.Repair.Max = *o.RepairMax
-		}
-	}
 }
