@@ -27,6 +27,7 @@ import (
 
 	"github.com/lhengine/lhengine/engine/internal/bounds"
 	"github.com/lhengine/lhengine/engine/internal/guest"
+	"github.com/lhengine/lhengine/engine/internal/jsonval"
 	"github.com/lhengine/lhengine/engine/internal/policylang"
 	"github.com/lhengine/lhengine/engine/internal/taskfile"
 	"github.com/lhengine/lhengine/fault"
@@ -104,7 +105,7 @@ func PrepareWith(ctx context.Context, path string, vars map[string]string, po Po
 	}
 	m.Prompts = PromptPins(t)
 	for name, v := range values {
-		b, err := taskfile.ToJSON(v)
+		b, err := jsonval.ToJSON(v)
 		if err != nil {
 			return nil, fmt.Errorf("variable %q: %w", name, err)
 		}
@@ -340,7 +341,7 @@ func specOf(t *taskfile.Task, m *store.Manifest) (*Spec, error) {
 		if !ok {
 			return nil, fmt.Errorf("manifest has no value for variable %q", v.Name)
 		}
-		val, err := taskfile.FromJSON(raw)
+		val, err := jsonval.FromJSON(raw)
 		if err != nil {
 			return nil, fmt.Errorf("variable %q: %w", v.Name, err)
 		}
@@ -518,7 +519,7 @@ func (c *Cache) scope(r *store.Reader, sp *Spec, task *store.Task, step *taskfil
 				return sc, err
 			}
 			read += int64(len(raw))
-			if v, err = taskfile.FromJSON(raw); err != nil {
+			if v, err = jsonval.FromJSON(raw); err != nil {
 				return sc, fmt.Errorf("output of step %q: %w", name, err)
 			}
 			size := heldSize(raw)
@@ -558,11 +559,11 @@ func (c *Cache) Planner() store.Planner {
 					return nil, err
 				}
 			}
-			k, err := taskfile.ToJSON(e.Key)
+			k, err := jsonval.ToJSON(e.Key)
 			if err != nil {
 				return nil, fault.New(fault.Input, "for_each key %d: %v", i, err)
 			}
-			v, err := taskfile.ToJSON(e.Value)
+			v, err := jsonval.ToJSON(e.Value)
 			if err != nil {
 				return nil, fault.New(fault.Input, "for_each value %d: %v", i, err)
 			}
@@ -601,7 +602,7 @@ func (c *Cache) Unit(r *store.Reader, task *store.Task, l store.Lease) (json.Raw
 	if diags.HasErrors() {
 		return nil, nil, fault.New(fault.Input, "%s", sp.renderDiags(diags))
 	}
-	b, err := taskfile.ToJSON(v)
+	b, err := jsonval.ToJSON(v)
 	if err != nil {
 		return nil, nil, fault.Wrap(fault.Input, err, "input: "+err.Error())
 	}
@@ -650,18 +651,18 @@ func (c *Cache) unitScope(r *store.Reader, sp *Spec, task *store.Task, step *tas
 		} else if err != nil {
 			return taskfile.Scope{}, fault.Wrap(fault.Internal, err, err.Error())
 		}
-		v, err := taskfile.FromJSON(raw)
+		v, err := jsonval.FromJSON(raw)
 		if err != nil {
 			return taskfile.Scope{}, fault.Wrap(fault.Input, err, fmt.Sprintf("outputs of step %q: %v", step.Anchor, err))
 		}
 		sc.Outputs[step.Anchor] = v
 	}
 	if step.ForEach != nil || window != nil {
-		k, err := taskfile.FromJSON(l.Unit.Key)
+		k, err := jsonval.FromJSON(l.Unit.Key)
 		if err != nil {
 			return taskfile.Scope{}, fault.Wrap(fault.Input, err, "each.key: "+err.Error())
 		}
-		v, err := taskfile.FromJSON(l.Unit.Value)
+		v, err := jsonval.FromJSON(l.Unit.Value)
 		if err != nil {
 			return taskfile.Scope{}, fault.Wrap(fault.Input, err, "each.value: "+err.Error())
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/lhengine/lhengine/engine/internal/bounds"
 	"github.com/lhengine/lhengine/engine/internal/hcldecode"
+	"github.com/lhengine/lhengine/engine/internal/jsonval"
 	"github.com/lhengine/lhengine/engine/internal/taskfile"
 )
 
@@ -278,7 +279,7 @@ func encodeParams(params map[string][]byte) []byte {
 		if i > 0 {
 			buf.WriteByte(',')
 		}
-		key, _ := taskfile.ToJSON(cty.StringVal(k))
+		key, _ := jsonval.ToJSON(cty.StringVal(k))
 		buf.Write(key)
 		buf.WriteByte(':')
 		buf.Write(params[k])

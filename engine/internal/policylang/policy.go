@@ -28,6 +28,7 @@ import (
 
 	"github.com/lhengine/lhengine/engine/internal/bounds"
 	"github.com/lhengine/lhengine/engine/internal/hcldecode"
+	"github.com/lhengine/lhengine/engine/internal/jsonval"
 	"github.com/lhengine/lhengine/engine/internal/taskfile"
 )
 
@@ -365,7 +366,7 @@ func constParams(attr *hcl.Attribute) (map[string][]byte, map[string]hcl.Range, 
 	out := map[string][]byte{}
 	for it := v.ElementIterator(); it.Next(); {
 		k, e := it.Element()
-		b, err := taskfile.ToJSON(e)
+		b, err := jsonval.ToJSON(e)
 		if err != nil {
 			return nil, nil, append(diags, hcldecode.WrongType(attr, fmt.Sprintf("parameter %q: %s", k.AsString(), hcldecode.ErrorText(err))))
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/lhengine/lhengine/engine/internal/jsonval"
 	"github.com/lhengine/lhengine/engine/internal/taskfile"
 )
 
@@ -242,13 +243,13 @@ policy "plan" {
 	v, d := critic.EvalInput(taskfile.Scope{TaskID: "id", Vars: map[string]cty.Value{"topic": cty.StringVal("y")},
 		Outputs: map[string]cty.Value{"draft2": cty.StringVal("text")}})
 	require.Empty(t, d)
-	b, err := taskfile.ToJSON(v)
+	b, err := jsonval.ToJSON(v)
 	require.NoError(t, err)
 	require.JSONEq(t, `{"draft":"text","topic":"y","n":4}`, string(b))
 
 	v, d = out.Steps[0].EvalInput(taskfile.Scope{TaskID: "id"})
 	require.Empty(t, d)
-	b, _ = taskfile.ToJSON(v)
+	b, _ = jsonval.ToJSON(v)
 	require.JSONEq(t, `{"task":"t"}`, string(b))
 }
 
@@ -484,7 +485,7 @@ policy "summary" {
 			"items": cty.ListVal([]cty.Value{cty.NumberIntVal(7), cty.NumberIntVal(3)}),
 		})}})
 	require.Empty(t, d)
-	b, err := taskfile.ToJSON(v)
+	b, err := jsonval.ToJSON(v)
 	require.NoError(t, err)
 	require.JSONEq(t, `{"n":1,"from":50,"first":7,"outputs":["a","b"]}`, string(b))
 

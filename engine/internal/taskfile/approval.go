@@ -9,6 +9,7 @@ import (
 	"github.com/zclconf/go-cty/cty/convert"
 
 	"github.com/lhengine/lhengine/engine/internal/hcldecode"
+	"github.com/lhengine/lhengine/engine/internal/jsonval"
 )
 
 // Approval is a step's approval block: before a unit of the step runs, a
@@ -183,7 +184,7 @@ func (s *Step) EvalApproval(scope Scope) (*ApprovalAsk, hcl.Diagnostics) {
 		if !v.IsWhollyKnown() {
 			return nil, bad(a.Subject, "approval subject has a part whose value is not known.")
 		}
-		b, err := ToJSON(v)
+		b, err := jsonval.ToJSON(v)
 		if err != nil {
 			return nil, bad(a.Subject, "approval subject: "+err.Error())
 		}

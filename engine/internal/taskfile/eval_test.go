@@ -5,6 +5,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/lhengine/lhengine/engine/internal/jsonval"
 )
 
 const evalTask = `
@@ -237,7 +239,7 @@ func TestEvalForEach(t *testing.T) {
 
 func mustJSON(t *testing.T, v cty.Value) []byte {
 	t.Helper()
-	b, err := ToJSON(v)
+	b, err := jsonval.ToJSON(v)
 	require.NoError(t, err)
 	return b
 }
@@ -258,7 +260,7 @@ task "audit" {
 `)
 	v, diags := task.Step("a").EvalInput(Scope{TaskID: "t-1"})
 	require.False(t, diags.HasErrors(), diags.Error())
-	b, err := ToJSON(v)
+	b, err := jsonval.ToJSON(v)
 	require.NoError(t, err)
 	require.JSONEq(t, `{"o":"Audit every page of the site","c":["never write to the site","ask before  emailing"],"n":2}`, string(b))
 }

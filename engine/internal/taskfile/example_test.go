@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/lhengine/lhengine/engine/internal/jsonval"
 	"github.com/lhengine/lhengine/engine/internal/taskfile"
-	"github.com/zclconf/go-cty/cty"
 )
 
 func Example() {
@@ -36,23 +36,11 @@ task "greet" {
 	items, _ := step.EvalForEach(taskfile.Scope{TaskID: "t1", Vars: vars})
 	for i := range items {
 		in, _ := step.EvalInput(taskfile.Scope{TaskID: "t1", Vars: vars, Each: &items[i]})
-		b, _ := taskfile.ToJSON(in)
+		b, _ := jsonval.ToJSON(in)
 		fmt.Println(string(b))
 	}
 	// Output:
 	// tasks/plugins/hello.wasm 16 1m0s
 	// {"greeting":"Hello, Ada!","n":0}
 	// {"greeting":"Hello, Alan!","n":1}
-}
-
-func ExampleFromJSON() {
-	v, _ := taskfile.FromJSON([]byte(`{"pages": ["a", "b"], "total": 12345678901234567890}`))
-	fmt.Println(v.GetAttr("pages").LengthInt(), v.GetAttr("total").AsBigFloat().Text('f', -1))
-	b, _ := taskfile.ToJSON(v)
-	fmt.Println(string(b))
-	fmt.Println(v.GetAttr("total").Type() == cty.Number)
-	// Output:
-	// 2 12345678901234567890
-	// {"pages":["a","b"],"total":12345678901234567890}
-	// true
 }

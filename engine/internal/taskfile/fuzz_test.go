@@ -11,6 +11,8 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/lhengine/lhengine/engine/internal/jsonval"
 )
 
 // FuzzParse feeds arbitrary sources to the parser (without the recover that
@@ -92,7 +94,7 @@ func FuzzParse(f *testing.F) {
 			}
 			in, _ := s.EvalInput(scope)
 			if in.IsWhollyKnown() {
-				_, _ = ToJSON(in)
+				_, _ = jsonval.ToJSON(in)
 			}
 			_ = s.References()
 			outputs[s.Name] = in

@@ -1,4 +1,4 @@
-package taskfile
+package jsonval
 
 import (
 	"bytes"

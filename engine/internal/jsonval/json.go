@@ -1,4 +1,16 @@
-package taskfile
+// Package jsonval converts between cty values and the plain JSON that
+// crosses the plugin boundary: ToJSON writes a step's input (numbers
+// exactly, keys sorted, no HTML escaping), and FromJSON reads a step's
+// output or a fan-out item back into a value of the type JSON implies,
+// within the limits of engine/internal/bounds.
+//
+// FromJSON is written by hand rather than built on go-cty's ctyjson:
+// it reads the text once and builds the values bottom up, several times
+// faster on large outputs, and accepts exactly what go-cty's decoder did
+// (a differential fuzz test holds it to that). specs/RATIONALE.md, "Why is
+// the JSON decoder written by hand?", and docs/BENCHMARKS.md, "Task
+// language: JSON to cty", give the figures.
+package jsonval
 
 import (
 	"bytes"
