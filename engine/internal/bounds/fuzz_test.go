@@ -1,6 +1,7 @@
 package bounds
 
 import (
+	"os"
 	"runtime"
 	"strings"
 	"testing"
@@ -15,30 +16,20 @@ import (
 // unbounded product takes (8.5GB for 27 million elements).
 const fuzzAllocLimit = 2 << 30
 
-// deepExprs are expressions that would crash or exhaust an unguarded
-// parser or evaluator: nesting of every kind far past MaxNestingDepth, and
-// products, loops and numbers far past the evaluation limits.
-func deepExprs() []string {
-	const n = 300 // far past MaxNestingDepth; small, so that the fuzzer mutates and minimizes them quickly
-	return []string{
-		strings.Repeat("[", n) + strings.Repeat("]", n),
-		strings.Repeat("{a=", n) + "1" + strings.Repeat("}", n),
-		strings.Repeat("(", n) + "1" + strings.Repeat(")", n),
-		strings.Repeat("!", n) + "true",
-		"1" + strings.Repeat("+1", n),
-		strings.Repeat("true ? 1 : ", n) + "2",
-		"[1]" + strings.Repeat("[*]", n),
-		strings.Repeat(`"${`, n) + "1" + strings.Repeat(`}"`, n),
-		`"` + strings.Repeat("%{ if true }", n) + strings.Repeat("%{ endif }", n) + `"`,
-		"setproduct(range(300), range(300), range(300))",
-		"[for a in setproduct(range(300), range(300), range(300)) : a]",
-		`format("%999999999d", 1)`,
-		`replace(format("%4000s", "x"), "", format("%5000s", "y"))`,
-		`jsondecode("` + strings.Repeat("[", n) + `")`,
-		`"x${1e100000000}"`,
-		`"x${"1e99999999" * 1}"`,
-		"try(" + strings.Repeat("try(", 90) + "1" + strings.Repeat(")", 91),
+// hostileExprs reads testdata/bounds/hostile.txt: expressions that would
+// crash or exhaust an unguarded parser or evaluator, one a line.
+func hostileExprs(f *testing.F) []string {
+	b, err := os.ReadFile("../../../testdata/bounds/hostile.txt")
+	if err != nil {
+		f.Fatal(err)
 	}
+	var exprs []string
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if line != "" && !strings.HasPrefix(line, "#") {
+			exprs = append(exprs, line)
+		}
+	}
+	return exprs
 }
 
 // FuzzCheckSource checks that CheckSource never panics, that a refusal
@@ -47,7 +38,7 @@ func deepExprs() []string {
 // Context), without a panic, a crash of the stack or more than
 // fuzzAllocLimit of allocations. The seeds alone run as a test.
 func FuzzCheckSource(f *testing.F) {
-	for _, expr := range deepExprs() {
+	for _, expr := range hostileExprs(f) {
 		f.Add([]byte("x = " + expr + "\n"))
 	}
 	f.Fuzz(func(t *testing.T, src []byte) {
@@ -86,7 +77,7 @@ func FuzzCheckSource(f *testing.F) {
 // FuzzCheckExpression checks that CheckExpression never panics and that
 // a standalone expression it accepts parses without a crash of the stack.
 func FuzzCheckExpression(f *testing.F) {
-	for _, expr := range append(deepExprs(), `["a", "b"]`, `{a = 1}`, strings.Repeat("-", 5000)+"1") {
+	for _, expr := range append(hostileExprs(f), `["a", "b"]`, `{a = 1}`, strings.Repeat("-", 5000)+"1") {
 		f.Add(expr)
 	}
 	f.Fuzz(func(t *testing.T, src string) {

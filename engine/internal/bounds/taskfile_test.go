@@ -159,21 +159,13 @@ func evalWith(t *testing.T, expr string, vars map[string]cty.Value) (cty.Value, 
 	return task.Steps[0].EvalInput(taskfile.Scope{TaskID: "t", Vars: vars})
 }
 
-func numbers(n int) cty.Value {
-	elems := make([]cty.Value, n)
-	for i := range elems {
-		elems[i] = cty.NumberIntVal(int64(i))
-	}
-	return cty.ListVal(elems)
-}
-
 // TestRunTimeLimits checks the limits on values known only at run time,
 // where Parse could not see the sizes: each call is refused before its
 // result is built.
 func TestRunTimeLimits(t *testing.T) {
 	t.Parallel()
 	big := cty.StringVal(strings.Repeat("ab,", 400_000)) // 1.2MB, 400,001 fields
-	vars := map[string]cty.Value{"n": numbers(300), "big": big, "m": numbers(1100)}
+	vars := map[string]cty.Value{"n": bounds.Numbers(300), "big": big, "m": bounds.Numbers(1100)}
 	for expr, want := range map[string]string{
 		"setproduct(var.n, var.n, var.n)":                   "setproduct would produce 27000000 elements; the limit is 1000000",
 		"flatten([var.m, [for x in var.m : var.m]])":        "flatten would produce 1211100 elements",
@@ -221,7 +213,7 @@ func TestFanOutOfManyItems(t *testing.T) {
 }
 `), taskfile.Options{})
 	require.False(t, diags.HasErrors(), "%v", diags)
-	scope := taskfile.Scope{TaskID: "t", Vars: map[string]cty.Value{"a": numbers(100), "b": numbers(1000)}}
+	scope := taskfile.Scope{TaskID: "t", Vars: map[string]cty.Value{"a": bounds.Numbers(100), "b": bounds.Numbers(1000)}}
 	for _, s := range task.Steps {
 		items, diags := s.EvalForEach(scope)
 		require.False(t, diags.HasErrors(), "%v", diags)
@@ -230,7 +222,7 @@ func TestFanOutOfManyItems(t *testing.T) {
 
 	// A product of 27 million items is refused, at run time as at
 	// validation: the planner evaluates for_each with the same functions.
-	scope.Vars = map[string]cty.Value{"a": numbers(3000), "b": numbers(9000)}
+	scope.Vars = map[string]cty.Value{"a": bounds.Numbers(3000), "b": bounds.Numbers(9000)}
 	_, diags = task.Steps[0].EvalForEach(scope)
 	require.True(t, diags.HasErrors())
 	require.Contains(t, diags.Error(), "setproduct would produce 27000000 elements")
@@ -331,7 +323,7 @@ func TestNumberLimits(t *testing.T) {
 // nested tries around a constant did not finish validating.
 func TestTryEvaluatesOnce(t *testing.T) {
 	t.Parallel()
-	vars := map[string]cty.Value{"l": numbers(300_000)}
+	vars := map[string]cty.Value{"l": bounds.Numbers(300_000)}
 	expr := "try(try(try(try([for x in var.l : x]))))"
 	v, diags := evalWith(t, expr, vars)
 	require.False(t, diags.HasErrors(), "%v", diags)

@@ -23,11 +23,17 @@ import (
 // that one input, parsed, validated and evaluated, allocates less than
 // fuzzAllocLimit in all (a crash of the stack cannot be caught: it ends the
 // fuzzer, which reports it). The seeds are the fixtures under
-// testdata/taskfile/valid and errors, and sources nested too deeply or
-// computing too much (deepSeeds).
+// testdata/taskfile/valid and errors, and a step whose input is each of
+// testdata/bounds/hostile.txt (nested too deeply or computing too much).
 func FuzzParse(f *testing.F) {
-	for _, src := range deepSeeds() {
-		f.Add(src)
+	hostile, err := os.ReadFile(filepath.Join(testdata, "..", "bounds", "hostile.txt"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	for expr := range strings.SplitSeq(string(hostile), "\n") {
+		if expr != "" && !strings.HasPrefix(expr, "#") {
+			f.Add([]byte("task \"t\" {\n  step \"a\" {\n    plugin = \"a.wasm\"\n    input  = " + expr + "\n  }\n}\n"))
+		}
 	}
 	for _, pattern := range []string{"valid/*.hcl", "errors/*.hcl"} {
 		paths, err := filepath.Glob(filepath.Join(testdata, pattern))
@@ -122,34 +128,6 @@ func FuzzParse(f *testing.F) {
 // garbage included) with room to spare, and far below what an unbounded
 // product takes (8.5GB for 27 million elements).
 const fuzzAllocLimit = 2 << 30
-
-// deepSeeds are task files that would crash or exhaust an unguarded parser
-// or evaluator: nesting of every kind far past MaxNestingDepth, and products
-// and loops far past the evaluation limits.
-func deepSeeds() [][]byte {
-	const n = 300 // far past bounds.MaxNestingDepth; small, so that the fuzzer mutates and minimizes them quickly
-	var seeds [][]byte
-	for _, expr := range []string{
-		strings.Repeat("[", n) + strings.Repeat("]", n),
-		strings.Repeat("{a=", n) + "1" + strings.Repeat("}", n),
-		strings.Repeat("(", n) + "1" + strings.Repeat(")", n),
-		strings.Repeat("!", n) + "true",
-		"1" + strings.Repeat("+1", n),
-		strings.Repeat("true ? 1 : ", n) + "2",
-		"[1]" + strings.Repeat("[*]", n),
-		strings.Repeat(`"${`, n) + "1" + strings.Repeat(`}"`, n),
-		`"` + strings.Repeat("%{ if true }", n) + strings.Repeat("%{ endif }", n) + `"`,
-		"setproduct(range(300), range(300), range(300))",
-		"[for a in setproduct(range(300), range(300), range(300)) : a]",
-		`format("%999999999d", 1)`,
-		`replace(format("%4000s", "x"), "", format("%5000s", "y"))`,
-		`jsondecode("` + strings.Repeat("[", n) + `")`,
-		`"x${1e100000000}"`,
-	} {
-		seeds = append(seeds, []byte("task \"t\" {\n  step \"a\" {\n    plugin = \"a.wasm\"\n    input  = "+expr+"\n  }\n}\n"))
-	}
-	return seeds
-}
 
 // FuzzVarValue checks that no --var value makes parsing it panic or
 // overflow the stack.

@@ -1,0 +1,4 @@
+package bounds
+
+// Numbers is numbers, for the tests of package bounds_test.
+var Numbers = numbers
