@@ -14,6 +14,8 @@
 //     manifest (source, variables, plugin sha256s, each policy's text);
 //     later, re-read it to plan fan-out items (evaluated outside any write,
 //     written in bounded batches by the store) and evaluate each unit's input
+//     (inputs written, and stored outputs read back, as JSON by
+//     internal/jsonval)
 //  3. ../store           the ledger: submit (with the module bytes), claim a unit
 //     (lease + fencing epoch; runnable tasks take turns), heartbeat, commit
 //     output + checkpoint + advance + event in one transaction
