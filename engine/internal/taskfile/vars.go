@@ -101,6 +101,9 @@ func (v *Variable) parseValue(raw string) (cty.Value, hcl.Diagnostics) {
 	if diags.HasErrors() {
 		return invalid(fmt.Sprintf("The value given for %q, %q, is not an HCL value: %s.", v.Name, raw, diagText(diags)))
 	}
+	if len(expr.Variables()) == 0 && !literal(expr) {
+		return invalid(fmt.Sprintf("The value given for %q, %q, is not a literal value of type %s: a --var value is read as written, with nothing computed in it (no operator, function call, for expression or interpolation).", v.Name, raw, typeName))
+	}
 	if len(expr.Variables()) > 0 {
 		if v.Type.IsPrimitiveType() {
 			return invalid(fmt.Sprintf("The value given for %q, %q, is not a %s.", v.Name, raw, typeName))
@@ -119,6 +122,44 @@ func (v *Variable) parseValue(raw string) (cty.Value, hcl.Diagnostics) {
 		return invalid(fmt.Sprintf("The value given for %q holds a number with an exponent beyond %d, which is more than lhengine reads.", v.Name, bounds.MaxNumberExponent))
 	}
 	return conv, nil
+}
+
+// literal reports whether a --var value is written as a literal: numbers,
+// bools, null, quoted strings without interpolation, a minus before a
+// number, and lists and objects of those. Nothing else is evaluated: an
+// operation or an interpolation could compute a value far larger than its
+// text ("${"1e99999999" * 1}" writes out a hundred million digits), and a
+// --var, which may come over the API, is not a task file's expression with
+// its evaluation budget.
+func literal(expr hclsyntax.Expression) bool {
+	switch e := expr.(type) {
+	case *hclsyntax.LiteralValueExpr:
+		return true
+	case *hclsyntax.TemplateExpr:
+		return e.IsStringLiteral()
+	case *hclsyntax.UnaryOpExpr:
+		_, ok := e.Val.(*hclsyntax.LiteralValueExpr)
+		return e.Op == hclsyntax.OpNegate && ok
+	case *hclsyntax.TupleConsExpr:
+		for _, x := range e.Exprs {
+			if !literal(x) {
+				return false
+			}
+		}
+		return true
+	case *hclsyntax.ObjectConsExpr:
+		for _, it := range e.Items {
+			key, ok := it.KeyExpr.(*hclsyntax.ObjectConsKeyExpr)
+			if !ok || !literal(it.ValueExpr) {
+				return false
+			}
+			if hcl.ExprAsKeyword(key.Wrapped) == "" && !literal(key.Wrapped) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }
 
 // diagText joins the summaries and details of error diagnostics from a

@@ -154,4 +154,18 @@ func TestVarsDetail(t *testing.T) {
 	_, diags = task.Vars(map[string]string{"site": "x", "any": "", "sit": ""})
 	require.Len(t, diags, 1)
 	require.Contains(t, diags[0].Detail, `Did you mean "site"?`)
+
+	// A typed value is a literal: nothing in it is computed, so a short
+	// value cannot compute a huge one (this one wrote out a hundred
+	// million digits, for hours, before it was refused).
+	for _, raw := range []string{`["${"1e99999999" * 1}"]`, `["a${"b"}"]`, `[1 + 1]`, `[upper("a")]`, `{ k = 1 * 2 }`, `[for x in [1] : x]`} {
+		_, diags = task.Vars(map[string]string{"site": "x", "any": "", "pages": raw})
+		require.Len(t, diags, 1, raw)
+		require.Contains(t, diags[0].Detail, "is not a literal value of type list(string): a --var value is read as written, with nothing computed in it", raw)
+	}
+	vals, diags := task.Vars(map[string]string{"site": "x", "any": "", "n": "-3", "pages": `["a", "b c", -1, 2.5e3, true]`,
+		"opts": `{ deep = false, tags = { "k-1" = "v", k2 = "w" } }`})
+	require.False(t, diags.HasErrors(), "%v", diags)
+	require.True(t, vals["n"].Equals(cty.NumberIntVal(-3)).True())
+	require.Equal(t, cty.StringVal("2500"), vals["pages"].Index(cty.NumberIntVal(3)))
 }
