@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -94,161 +95,193 @@ func countSuffix(dir, suffix string) int {
 	return n
 }
 
-// scrub reads and decodes every record and checks cross-references.
-func (s *Store) scrub(rep *Report) (findings []Finding) {
-	add := func(check, key, format string, a ...any) {
-		findings = append(findings, Finding{Check: check, File: key, Detail: fmt.Sprintf(format, a...)})
+// scrub reads and decodes every record and checks cross-references: the
+// runnable marks against the tasks, each task's step records, the records
+// that belong to a task, the blobs' chunks and the replay sets manifests
+// pin. Findings come in that order.
+func (s *Store) scrub(rep *Report) []Finding {
+	c := &scrubbed{
+		tasks: map[string]*Task{}, owned: map[string][]string{}, stepRecs: map[string]int{},
+		manifests: map[string]*Manifest{}, blobs: map[string]*blobMeta{}, chunks: map[string]int{},
 	}
-	tasks := map[string]*Task{}
-	var active []string
-	owned := map[string][]string{} // task id -> first key of each kind that names it
-	stepRecs := map[string]int{}   // task id -> step records
-	manifests := map[string]*Manifest{}
-	blobs := map[string]*blobMeta{} // sha256 -> its meta record
-	chunks := map[string]int{}      // sha256 -> chunk records
-	err := s.db.View(func(txn *badger.Txn) (err error) {
-		opts := badger.DefaultIteratorOptions
-		opts.PrefetchValues = false
-		it := txn.NewIterator(opts)
-		defer it.Close()
-		var key string
-		defer func() {
-			if r := recover(); r != nil {
-				err = fmt.Errorf("reading after %q: %s", key, strings.Join(strings.Fields(fmt.Sprint(r)), " "))
-			}
-		}()
-		for it.Rewind(); it.Valid(); it.Next() {
-			item := it.Item()
-			key = string(item.KeyCopy(nil))
-			var val []byte
-			err := itemValue(item, func(v []byte) error {
-				val = slices.Clone(v)
-				return nil
-			})
-			if err != nil {
-				add("checksum", key, "value unreadable: %s", firstLine(err))
-				continue
-			}
-			rep.Keys++
-			rep.Bytes += int64(len(val))
-			table, rest, _ := strings.Cut(key, "/")
-			id, _, _ := strings.Cut(rest, "/")
-			var v any
-			switch table {
-			case "t":
-				task := new(Task)
-				tasks[id] = task
-				if err := decodeTask(val, task); err != nil {
-					add("record", key, "does not decode: %v", err)
-				}
-			case "s":
-				v = new(StepState)
-				owned[id] = append(owned[id], key)
-				stepRecs[id]++
-			case "m":
-				m := new(Manifest)
-				manifests[id], v = m, m
-			case "u":
-				v = new(Unit)
-				owned[id] = append(owned[id], key)
-			case "o":
-				v = new(Attempt)
-			case "e":
-				v = new(Event)
-			case "j":
-				v = new(Effect)
-				owned[id] = append(owned[id], key)
-			case "g":
-				v = new(ModelCall)
-				owned[id] = append(owned[id], key)
-			case "n":
-				v = new(Note)
-			case "p":
-				v = new(Provenance)
-			case "B":
-				b := new(blobMeta)
-				blobs[id], v = b, b
-			case "b":
-				chunks[id]++
-			case "a":
-				active = append(active, id)
-			}
-			if v != nil {
-				if err := json.Unmarshal(val, v); err != nil {
-					add("record", key, "does not decode: %v", err)
-				}
-			}
+	if err := s.db.View(func(txn *badger.Txn) error { return c.read(txn, rep) }); err != nil {
+		c.add("checksum", "", "scan stopped: %s", firstLine(err))
+	}
+	rep.Tasks = len(c.tasks)
+	c.checkActive()
+	c.checkSteps()
+	c.checkOwned()
+	c.checkBlobs()
+	c.checkReplaySets(s)
+	return c.findings
+}
+
+// scrubbed is what a scrub read of the records, and what it found.
+type scrubbed struct {
+	tasks     map[string]*Task
+	active    []string
+	owned     map[string][]string // task id -> first key of each kind that names it
+	stepRecs  map[string]int      // task id -> step records
+	manifests map[string]*Manifest
+	blobs     map[string]*blobMeta // sha256 -> its meta record
+	chunks    map[string]int       // sha256 -> chunk records
+	findings  []Finding
+}
+
+func (c *scrubbed) add(check, key, format string, a ...any) {
+	c.findings = append(c.findings, Finding{Check: check, File: key, Detail: fmt.Sprintf(format, a...)})
+}
+
+// read decodes every record of txn, noting what the checks need. A panic
+// of Badger's reading a damaged file is an error naming the key after
+// which it came.
+func (c *scrubbed) read(txn *badger.Txn, rep *Report) (err error) {
+	opts := badger.DefaultIteratorOptions
+	opts.PrefetchValues = false
+	it := txn.NewIterator(opts)
+	defer it.Close()
+	var key string
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("reading after %q: %s", key, strings.Join(strings.Fields(fmt.Sprint(r)), " "))
 		}
-		return nil
-	})
-	if err != nil {
-		add("checksum", "", "scan stopped: %s", firstLine(err))
+	}()
+	for it.Rewind(); it.Valid(); it.Next() {
+		item := it.Item()
+		key = string(item.KeyCopy(nil))
+		var val []byte
+		err := itemValue(item, func(v []byte) error {
+			val = slices.Clone(v)
+			return nil
+		})
+		if err != nil {
+			c.add("checksum", key, "value unreadable: %s", firstLine(err))
+			continue
+		}
+		rep.Keys++
+		rep.Bytes += int64(len(val))
+		c.record(key, val)
 	}
-	rep.Tasks = len(tasks)
-	for _, id := range active {
-		t, ok := tasks[id]
+	return nil
+}
+
+// record decodes one record by its table, and notes it.
+func (c *scrubbed) record(key string, val []byte) {
+	table, rest, _ := strings.Cut(key, "/")
+	id, _, _ := strings.Cut(rest, "/")
+	var v any
+	switch table {
+	case "t":
+		task := new(Task)
+		c.tasks[id] = task
+		if err := decodeTask(val, task); err != nil {
+			c.add("record", key, "does not decode: %v", err)
+		}
+	case "s":
+		v = new(StepState)
+		c.owned[id] = append(c.owned[id], key)
+		c.stepRecs[id]++
+	case "m":
+		m := new(Manifest)
+		c.manifests[id], v = m, m
+	case "u":
+		v = new(Unit)
+		c.owned[id] = append(c.owned[id], key)
+	case "o":
+		v = new(Attempt)
+	case "e":
+		v = new(Event)
+	case "j":
+		v = new(Effect)
+		c.owned[id] = append(c.owned[id], key)
+	case "g":
+		v = new(ModelCall)
+		c.owned[id] = append(c.owned[id], key)
+	case "n":
+		v = new(Note)
+	case "p":
+		v = new(Provenance)
+	case "B":
+		b := new(blobMeta)
+		c.blobs[id], v = b, b
+	case "b":
+		c.chunks[id]++
+	case "a":
+		c.active = append(c.active, id)
+	}
+	if v != nil {
+		if err := json.Unmarshal(val, v); err != nil {
+			c.add("record", key, "does not decode: %v", err)
+		}
+	}
+}
+
+// checkActive: every task marked runnable has a record that says so.
+func (c *scrubbed) checkActive() {
+	for _, id := range c.active {
+		t, ok := c.tasks[id]
 		switch {
 		case !ok:
-			add("invariant", string(activeKey(id)), "task is marked runnable but has no task record")
+			c.add("invariant", string(activeKey(id)), "task is marked runnable but has no task record")
 		case !t.Status.runnable():
-			add("invariant", string(activeKey(id)), "task is marked runnable but its record says %s", t.Status)
+			c.add("invariant", string(activeKey(id)), "task is marked runnable but its record says %s", t.Status)
 		}
 	}
-	for id, t := range tasks {
-		if t.lazy != nil && stepRecs[id] != t.lazy.n {
-			add("invariant", string(taskKey(id)), "task has %d steps but %d step records", t.lazy.n, stepRecs[id])
+}
+
+// checkSteps: every task has as many step records as it has steps.
+func (c *scrubbed) checkSteps() {
+	for id, t := range c.tasks {
+		if t.lazy != nil && c.stepRecs[id] != t.lazy.n {
+			c.add("invariant", string(taskKey(id)), "task has %d steps but %d step records", t.lazy.n, c.stepRecs[id])
 		}
 	}
-	ids := make([]string, 0, len(owned))
-	for id := range owned {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	for _, id := range ids {
-		if _, ok := tasks[id]; !ok {
-			add("invariant", owned[id][0], "%d step, unit or effect journal records belong to task %s, which has no task record", len(owned[id]), id)
+}
+
+// checkOwned: every step, unit and journal record belongs to a task that
+// exists.
+func (c *scrubbed) checkOwned() {
+	for _, id := range slices.Sorted(maps.Keys(c.owned)) {
+		if _, ok := c.tasks[id]; !ok {
+			c.add("invariant", c.owned[id][0], "%d step, unit or effect journal records belong to task %s, which has no task record", len(c.owned[id]), id)
 		}
 	}
-	// Blobs (modules, artifacts, replay sets) are whole, and every replay
-	// set a manifest pins is there with all its recordings.
-	sums := make([]string, 0, len(blobs))
-	for sum := range blobs {
-		sums = append(sums, sum)
-	}
-	slices.Sort(sums)
-	for _, sum := range sums {
-		if n := chunks[sum]; n != blobs[sum].Chunks {
-			add("invariant", string(blobKey(sum)), "blob has %d of its %d chunks", n, blobs[sum].Chunks)
+}
+
+// checkBlobs: blobs (modules, artifacts, replay sets) are whole.
+func (c *scrubbed) checkBlobs() {
+	for _, sum := range slices.Sorted(maps.Keys(c.blobs)) {
+		if n := c.chunks[sum]; n != c.blobs[sum].Chunks {
+			c.add("invariant", string(blobKey(sum)), "blob has %d of its %d chunks", n, c.blobs[sum].Chunks)
 		}
 	}
-	mids := make([]string, 0, len(manifests))
-	for id := range manifests {
-		mids = append(mids, id)
-	}
-	slices.Sort(mids)
-	for _, id := range mids {
-		rp := manifests[id].ModelReplay
+}
+
+// checkReplaySets: every replay set a manifest pins is there with all its
+// recordings.
+func (c *scrubbed) checkReplaySets(s *Store) {
+	for _, id := range slices.Sorted(maps.Keys(c.manifests)) {
+		rp := c.manifests[id].ModelReplay
 		if rp == nil {
 			continue
 		}
-		if blobs[rp.SHA256] == nil {
-			add("invariant", string(manifestKey(id)), "the replay set %s the manifest pins is not in the store", rp.SHA256)
+		if c.blobs[rp.SHA256] == nil {
+			c.add("invariant", string(manifestKey(id)), "the replay set %s the manifest pins is not in the store", rp.SHA256)
 			continue
 		}
 		idx, err := s.ReplayIndex(rp.SHA256)
 		if err != nil {
-			add("invariant", string(manifestKey(id)), "the replay set %s the manifest pins: %s", rp.SHA256, firstLine(err))
+			c.add("invariant", string(manifestKey(id)), "the replay set %s the manifest pins: %s", rp.SHA256, firstLine(err))
 			continue
 		}
 		missing := 0
 		for _, file := range idx {
-			if blobs[file] == nil {
+			if c.blobs[file] == nil {
 				missing++
 			}
 		}
 		if missing > 0 {
-			add("invariant", string(manifestKey(id)), "%d of the %d recordings of replay set %s are not in the store", missing, len(idx), rp.SHA256)
+			c.add("invariant", string(manifestKey(id)), "%d of the %d recordings of replay set %s are not in the store", missing, len(idx), rp.SHA256)
 		}
 	}
-	return findings
 }
