@@ -162,22 +162,8 @@ func (s *Store) SyncStats() (syncs, ops int64) {
 	return s.syncer.Calls(), s.durableOps.Load()
 }
 
-// Open opens (creating if needed) the store in dir.
-//
-// It refuses, with a *DamagedError (ErrDamaged), a store whose files show
-// committed data missing: data files but no MANIFEST, a MANIFEST naming
-// missing tables, a table or log failing its checksum, or a sync sequence
-// behind the high-water mark kept beside the directory (dir + ".highwater").
-// Options.AllowDamaged opens it anyway. A log file of 0 bytes is what a
-// killed process leaves of a log Badger was creating or deleting: it is
-// not damage, unless values still point into it (openEmptyLogs). A store
-// on a file system with less free space than the floor is opened
-// read-only if it can be (writes fail with ErrNoSpace), so that it can
-// still be read; one that holds nothing yet is not created there.
-//
-// The store directory is owner-only (0700, its files 0600), whatever the
-// umask; Open makes it so, with a warning for a store open to others.
-func Open(dir string, o Options) (*Store, error) {
+// setDefaults fills the options left zero.
+func (o *Options) setDefaults() {
 	if o.Logger == nil {
 		o.Logger = hclog.NewNullLogger()
 	}
@@ -206,6 +192,88 @@ func Open(dir string, o Options) (*Store, error) {
 	if o.freeFn == nil {
 		o.freeFn = diskfree.Bytes
 	}
+}
+
+// checkFilesAtOpen checks the store's files before Badger opens them
+// (checkFiles): a damaged store is refused unless o.AllowDamaged, and then
+// its damaged files are set aside (unless read-only). It returns what it
+// found.
+func checkFilesAtOpen(dir string, o Options) ([]Finding, error) {
+	if o.InMemory || o.filesChecked {
+		return nil, nil
+	}
+	found, orphans, err := checkFiles(dir)
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: %w", dir, err)
+	}
+	if len(found) > 0 && !o.AllowDamaged {
+		return nil, &DamagedError{Dir: dir, Findings: found}
+	}
+	for _, f := range found {
+		o.Logger.Warn("opening a damaged store", "dir", dir, "finding", f.String())
+	}
+	if len(found) > 0 && !o.ReadOnly {
+		aside, err := setAside(dir, found)
+		if err != nil {
+			return nil, fmt.Errorf("open store %s: setting damaged files aside: %w", dir, err)
+		}
+		if aside != "" {
+			o.Logger.Warn("damaged files set aside; the store opens without them", "dir", aside)
+		}
+	}
+	if len(orphans) > 0 {
+		o.Logger.Warn("tables not named in the MANIFEST (left by an interrupted flush or compaction) will be deleted",
+			"dir", dir, "tables", abbreviate(orphans))
+	}
+	return found, nil
+}
+
+// badgerOptions are the Badger options of a store in dir.
+func badgerOptions(dir string, o Options) badger.Options {
+	bo := badger.DefaultOptions(dir).
+		WithLogger(badgerLogger{o.Logger.Named("badger")}).
+		// Durability is by an explicit Sync after each transaction that
+		// needs it (see update), not Badger's per-write sync.
+		WithSyncWrites(false).
+		WithNumVersionsToKeep(1).
+		WithMemTableSize(o.memTable).
+		WithValueThreshold(valueThreshold).
+		WithNumCompactors(2).
+		WithValueLogFileSize(o.vlogFile).
+		// Badger caches decompressed table blocks in the Go heap, 256 MiB
+		// by default, which the garbage collector's headroom adds to
+		// resident memory; a fan-out's reads are of recent keys, mostly
+		// still in memtables (docs/BENCHMARKS.md, "Memory").
+		WithBlockCacheSize(8 << 20).
+		// Every block is checked when read from disk, values in the value
+		// log too. Whole tables are checked before Badger opens them
+		// (checkFiles), where a damaged one cannot make Badger skip it.
+		WithChecksumVerificationMode(options.OnBlockRead).
+		WithVerifyValueChecksum(true).
+		WithReadOnly(o.ReadOnly)
+	if o.InMemory {
+		bo = bo.WithInMemory(true).WithDir("").WithValueDir("")
+	}
+	return bo
+}
+
+// Open opens (creating if needed) the store in dir.
+//
+// It refuses, with a *DamagedError (ErrDamaged), a store whose files show
+// committed data missing: data files but no MANIFEST, a MANIFEST naming
+// missing tables, a table or log failing its checksum, or a sync sequence
+// behind the high-water mark kept beside the directory (dir + ".highwater").
+// Options.AllowDamaged opens it anyway. A log file of 0 bytes is what a
+// killed process leaves of a log Badger was creating or deleting: it is
+// not damage, unless values still point into it (openEmptyLogs). A store
+// on a file system with less free space than the floor is opened
+// read-only if it can be (writes fail with ErrNoSpace), so that it can
+// still be read; one that holds nothing yet is not created there.
+//
+// The store directory is owner-only (0700, its files 0600), whatever the
+// umask; Open makes it so, with a warning for a store open to others.
+func Open(dir string, o Options) (*Store, error) {
+	o.setDefaults()
 	s := &Store{now: o.Now, session: newSessionID(), maxBatch: o.MaxBatch, log: o.Logger,
 		plan: o.Planner, idx: newIndex(), sync: !o.NoSync && !o.InMemory && !o.ReadOnly,
 		dir: dir, readOnly: o.ReadOnly}
@@ -221,33 +289,9 @@ func Open(dir string, o Options) (*Store, error) {
 			}
 		}()
 	}
-	var found []Finding
-	if !o.InMemory && !o.filesChecked {
-		var orphans []string
-		var err error
-		found, orphans, err = checkFiles(dir)
-		if err != nil {
-			return nil, fmt.Errorf("open store %s: %w", dir, err)
-		}
-		if len(found) > 0 && !o.AllowDamaged {
-			return nil, &DamagedError{Dir: dir, Findings: found}
-		}
-		for _, f := range found {
-			o.Logger.Warn("opening a damaged store", "dir", dir, "finding", f.String())
-		}
-		if len(found) > 0 && !o.ReadOnly {
-			aside, err := setAside(dir, found)
-			if err != nil {
-				return nil, fmt.Errorf("open store %s: setting damaged files aside: %w", dir, err)
-			}
-			if aside != "" {
-				o.Logger.Warn("damaged files set aside; the store opens without them", "dir", aside)
-			}
-		}
-		if len(orphans) > 0 {
-			o.Logger.Warn("tables not named in the MANIFEST (left by an interrupted flush or compaction) will be deleted",
-				"dir", dir, "tables", abbreviate(orphans))
-		}
+	found, err := checkFilesAtOpen(dir, o)
+	if err != nil {
+		return nil, err
 	}
 	var hidden []string // value logs a kill left empty: see openEmptyLogs
 	if !o.InMemory {
@@ -278,30 +322,7 @@ func Open(dir string, o Options) (*Store, error) {
 			return nil, fmt.Errorf("open store %s read-only: it holds no tasks yet (it has no MANIFEST)", dir)
 		}
 	}
-	bo := badger.DefaultOptions(dir).
-		WithLogger(badgerLogger{o.Logger.Named("badger")}).
-		// Durability is by an explicit Sync after each transaction that
-		// needs it (see update), not Badger's per-write sync.
-		WithSyncWrites(false).
-		WithNumVersionsToKeep(1).
-		WithMemTableSize(o.memTable).
-		WithValueThreshold(valueThreshold).
-		WithNumCompactors(2).
-		WithValueLogFileSize(o.vlogFile).
-		// Badger caches decompressed table blocks in the Go heap, 256 MiB
-		// by default, which the garbage collector's headroom adds to
-		// resident memory; a fan-out's reads are of recent keys, mostly
-		// still in memtables (docs/BENCHMARKS.md, "Memory").
-		WithBlockCacheSize(8 << 20).
-		// Every block is checked when read from disk, values in the value
-		// log too. Whole tables are checked before Badger opens them
-		// (checkFiles), where a damaged one cannot make Badger skip it.
-		WithChecksumVerificationMode(options.OnBlockRead).
-		WithVerifyValueChecksum(true).
-		WithReadOnly(o.ReadOnly)
-	if o.InMemory {
-		bo = bo.WithInMemory(true).WithDir("").WithValueDir("")
-	}
+	bo := badgerOptions(dir, o)
 	db, err := openBadger(bo)
 	if err != nil {
 		switch {
