@@ -898,23 +898,28 @@ func (s *Store) commitOutput(c *unitCommit, r Result) error {
 // commit claimed none. The commit stands whatever happens here: a failure
 // is logged, and planning goes on at the next claim.
 func (s *Store) planAfterCommit(ctx context.Context, out *Task, claimed Claimed, next ClaimRequest) (*Task, Claimed) {
+	// A stop (ctx done) cutting these short is expected, not a problem.
+	logFailure := s.log.Warn
+	if ctx.Err() != nil {
+		logFailure = s.log.Debug
+	}
 	ran, err := s.planPending(ctx, out.ID)
 	if err != nil {
-		s.log.Warn("planning after a commit failed; the next claim plans again", "task", out.ID, "error", err)
+		logFailure("planning after a commit failed; the next claim plans again", "task", out.ID, "error", err)
 		return out, claimed
 	}
 	if !ran {
 		return out, claimed
 	}
 	if t, err := s.Task(ctx, out.ID); err != nil {
-		s.log.Warn("reading the task after planning failed", "task", out.ID, "error", err)
+		logFailure("reading the task after planning failed", "task", out.ID, "error", err)
 	} else {
 		out = t
 	}
 	if next.Max > 0 && len(claimed.Leases) == 0 {
 		c, err := s.Claim(ctx, next)
 		if err != nil {
-			s.log.Warn("claiming after planning failed; the worker claims again", "task", out.ID, "error", err)
+			logFailure("claiming after planning failed; the worker claims again", "task", out.ID, "error", err)
 		} else {
 			claimed = c
 		}
