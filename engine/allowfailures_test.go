@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/store"
@@ -43,7 +45,7 @@ func TestAllowFailuresToleratesFailedItems(t *testing.T) {
 	b := setup(t, allowTask("5"))
 	task := b.submit(t, nil)
 	got := b.work(t, task.ID)
-	require.Equal(t, store.Succeeded, got.Status, got.Reason)
+	require.Equal(t, ledger.Succeeded, got.Status, got.Reason)
 	require.Equal(t, 3, got.Steps[0].Failed)
 	require.Equal(t, 97, got.Steps[0].Done)
 	var out struct {
@@ -56,7 +58,7 @@ func TestAllowFailuresToleratesFailedItems(t *testing.T) {
 	require.NotContains(t, out.Pages, 50)
 	require.Contains(t, out.Pages, 51)
 
-	var failed []store.FailedItem
+	var failed []ledger.FailedItem
 	require.NoError(t, b.e.Read(func(r *store.Reader) error {
 		var err error
 		failed, err = r.FailedItems(task.ID)
@@ -78,7 +80,7 @@ func TestAllowFailuresToleratesFailedItems(t *testing.T) {
 	_, err := b.e.Retry(b.ctx, task.ID, "", "ana")
 	require.NoError(t, err)
 	got = b.work(t, task.ID)
-	require.Equal(t, store.Succeeded, got.Status, got.Reason)
+	require.Equal(t, ledger.Succeeded, got.Status, got.Reason)
 	require.Equal(t, attemptsBefore+3+1, got.Attempts, "the retry ran the 3 failed items and the step after them, nothing else")
 	require.Zero(t, got.Steps[0].Failed)
 	require.NoError(t, json.Unmarshal(got.Output, &out))
@@ -98,7 +100,7 @@ func TestAllowFailuresPercentRoundsDown(t *testing.T) {
 	b := setup(t, allowTask(`"2%"`))
 	task := b.submit(t, nil)
 	got := b.work(t, task.ID)
-	require.Equal(t, store.Failed, got.Status)
+	require.Equal(t, ledger.Failed, got.Status)
 	require.Contains(t, got.Reason, "(3 items failed, 2 allowed)")
 	require.Equal(t, 2, got.Steps[0].Failed)
 }

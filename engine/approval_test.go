@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/engine"
@@ -35,9 +37,9 @@ task "approve" {
 }
 `
 
-func (b *testBundle) approvals(t *testing.T, id string) []store.Approval {
+func (b *testBundle) approvals(t *testing.T, id string) []ledger.Approval {
 	t.Helper()
-	var out []store.Approval
+	var out []ledger.Approval
 	require.NoError(t, b.e.Read(func(r *store.Reader) error {
 		var err error
 		out, err = r.Approvals(id)
@@ -56,7 +58,7 @@ func TestApprovalInAFanOutWaitsAlone(t *testing.T) {
 	require.NoError(t, b.e.Work(b.ctx, engine.WorkOptions{Task: task.ID, Concurrency: 8, ExitWhenIdle: true}))
 	got, err := b.e.Task(b.ctx, task.ID)
 	require.NoError(t, err)
-	require.Equal(t, store.WaitingApproval, got.Status, got.Reason)
+	require.Equal(t, ledger.WaitingApproval, got.Status, got.Reason)
 	require.Equal(t, 99, got.Steps[0].Done, "every other item committed while one waits")
 	as := b.approvals(t, task.ID)
 	require.Len(t, as, 1)
@@ -69,10 +71,10 @@ func TestApprovalInAFanOutWaitsAlone(t *testing.T) {
 	require.NoError(t, b.e.Work(b.ctx, engine.WorkOptions{Task: task.ID, Concurrency: 8, ExitWhenIdle: true}))
 	got, err = b.e.Task(b.ctx, task.ID)
 	require.NoError(t, err)
-	require.Equal(t, store.Succeeded, got.Status, got.Reason)
+	require.Equal(t, ledger.Succeeded, got.Status, got.Reason)
 	require.Equal(t, 100, got.Attempts, "every item ran once: the wait cost no attempt")
 	as = b.approvals(t, task.ID)
-	require.Equal(t, store.ApprovalApproved, as[0].State)
+	require.Equal(t, ledger.ApprovalApproved, as[0].State)
 	require.NotZero(t, as[0].UsedBy)
 }
 
@@ -88,7 +90,7 @@ func TestRejectionFailsTheUnitWithTheNote(t *testing.T) {
 	require.NoError(t, b.e.Work(b.ctx, engine.WorkOptions{Task: task.ID, Concurrency: 8, ExitWhenIdle: true}))
 	got, err := b.e.Task(b.ctx, task.ID)
 	require.NoError(t, err)
-	require.Equal(t, store.Failed, got.Status)
+	require.Equal(t, ledger.Failed, got.Status)
 	require.Equal(t, fault.Rejected, got.Failure.Kind)
 	require.Contains(t, got.Failure.Message, "rejected by bob: not on a Friday")
 	require.Equal(t, 42, got.Failure.Item)
@@ -113,35 +115,35 @@ task "one" {
 	require.NoError(t, os.Mkdir(filepath.Join(b.dir, "cfg"), 0o755))
 	writeFile(t, filepath.Join(b.dir, "cfg", "deploy.yaml"), "replicas: 2")
 	task := b.submit(t, nil)
-	work := func() *store.Task {
+	work := func() *ledger.Task {
 		require.NoError(t, b.e.Work(b.ctx, engine.WorkOptions{Task: task.ID, ExitWhenIdle: true}))
 		got, err := b.e.Task(b.ctx, task.ID)
 		require.NoError(t, err)
 		return got
 	}
 	got := work()
-	require.Equal(t, store.WaitingApproval, got.Status, got.Reason)
+	require.Equal(t, ledger.WaitingApproval, got.Status, got.Reason)
 	require.Zero(t, got.Attempts, "asking costs no attempt")
 	as := b.approvals(t, task.ID)
 	require.Len(t, as, 1)
-	require.Equal(t, store.ApprovalFromPlugin, as[0].Source)
+	require.Equal(t, ledger.ApprovalFromPlugin, as[0].Source)
 	require.JSONEq(t, `"replicas: 2"`, string(as[0].Subject))
 
 	_, _, err := b.e.Decide(b.ctx, task.ID, as[0].ID, true, "alice", "")
 	require.NoError(t, err)
 	writeFile(t, filepath.Join(b.dir, "cfg", "deploy.yaml"), "replicas: 200")
 	got = work()
-	require.Equal(t, store.WaitingApproval, got.Status, "the approval was for another subject")
+	require.Equal(t, ledger.WaitingApproval, got.Status, "the approval was for another subject")
 	as = b.approvals(t, task.ID)
 	require.Len(t, as, 2)
-	require.Equal(t, store.ApprovalVoided, as[0].State)
+	require.Equal(t, ledger.ApprovalVoided, as[0].State)
 	require.Contains(t, as[0].Void, "the subject changed")
 	require.JSONEq(t, `"replicas: 200"`, string(as[1].Subject))
-	var voided []store.Event
+	var voided []ledger.Event
 	require.NoError(t, b.e.Read(func(r *store.Reader) error {
 		evs, err := r.Events(task.ID, 0, 0)
 		for _, e := range evs {
-			if e.Type == store.EvApprovalVoided {
+			if e.Type == ledger.EvApprovalVoided {
 				voided = append(voided, e)
 			}
 		}
@@ -153,6 +155,6 @@ task "one" {
 	_, _, err = b.e.Decide(b.ctx, task.ID, as[1].ID, true, "bob", "ok at 200")
 	require.NoError(t, err)
 	got = work()
-	require.Equal(t, store.Succeeded, got.Status, got.Reason)
+	require.Equal(t, ledger.Succeeded, got.Status, got.Reason)
 	require.JSONEq(t, `{"approval":"2","decision":"approved","by":"bob","note":"ok at 200"}`, b.output(t, task.ID, "apply"))
 }

@@ -8,11 +8,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/engine"
 	"github.com/lhengine/lhengine/internal/testwasm"
-	"github.com/lhengine/lhengine/store"
 )
 
 // benchEngine opens an engine on disk (fsync on every commit unless noSync)
@@ -56,7 +57,7 @@ func runSerialN(b *testing.B, wasm, input string, noSync bool, steps int) {
 		require.NoError(b, e.Work(ctx, engine.WorkOptions{Task: t.ID, ExitWhenIdle: true}))
 		got, err := e.Task(ctx, t.ID)
 		require.NoError(b, err)
-		require.Equal(b, store.Succeeded, got.Status, got.Reason)
+		require.Equal(b, ledger.Succeeded, got.Status, got.Reason)
 	}
 	one() // compile the plugin (once per process) outside the timing
 	b.ReportAllocs()
@@ -125,7 +126,7 @@ task "fan" {
 				require.NoError(b, e.Work(ctx, engine.WorkOptions{Task: t.ID, Concurrency: 16, ExitWhenIdle: true}))
 				got, err := e.Task(ctx, t.ID)
 				require.NoError(b, err)
-				require.Equal(b, store.Succeeded, got.Status, got.Reason)
+				require.Equal(b, ledger.Succeeded, got.Status, got.Reason)
 			}
 			cpu := cpuTime(b) - cpu0
 			b.StopTimer()
@@ -168,7 +169,7 @@ task "fan" {
 				require.NoError(b, e.Work(ctx, engine.WorkOptions{Task: t.ID, Concurrency: 16, ExitWhenIdle: true}))
 				got, err := e.Task(ctx, t.ID)
 				require.NoError(b, err)
-				require.Equal(b, store.Succeeded, got.Status, got.Reason)
+				require.Equal(b, ledger.Succeeded, got.Status, got.Reason)
 			}
 			one() // compile the plugin outside the timing
 			b.ResetTimer()

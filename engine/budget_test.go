@@ -3,9 +3,9 @@ package engine_test
 import (
 	"testing"
 
-	"github.com/stretchr/testify/require"
+	"github.com/lhengine/lhengine/ledger"
 
-	"github.com/lhengine/lhengine/store"
+	"github.com/stretchr/testify/require"
 )
 
 // TestUnitsBudgetPausesWorkAndARaiseFinishes: a fan-out of 20 under
@@ -29,8 +29,8 @@ task "audit" {
 }`)
 	task := b.submit(t, nil)
 	got := b.work(t, task.ID)
-	require.Equal(t, store.Paused, got.Status)
-	require.Equal(t, store.PauseBudget, got.Pause.Kind)
+	require.Equal(t, ledger.Paused, got.Status)
+	require.Equal(t, ledger.PauseBudget, got.Pause.Kind)
 	require.Equal(t, "units", got.Pause.Name)
 	done, _ := got.Progress()
 	require.Equal(t, 7, done, "exactly the budget's units committed")
@@ -41,14 +41,14 @@ task "audit" {
 	require.NoError(t, err)
 	require.Equal(t, int64(7), got.Budget.Units, "the usage is in the ledger")
 	_, err = b.e.Resume(b.ctx, task.ID)
-	require.ErrorIs(t, err, store.ErrBudgetReached)
+	require.ErrorIs(t, err, ledger.ErrBudgetReached)
 
 	_, err = b.e.RaiseBudgets(b.ctx, task.ID, []string{"units=+20"}, "alice")
 	require.NoError(t, err)
 	_, err = b.e.Resume(b.ctx, task.ID)
 	require.NoError(t, err)
 	got = b.work(t, task.ID)
-	require.Equal(t, store.Succeeded, got.Status)
+	require.Equal(t, ledger.Succeeded, got.Status)
 	require.Equal(t, 20, got.Attempts, "each unit ran once")
 	require.Equal(t, int64(20), got.Budget.Units)
 }
@@ -74,7 +74,7 @@ task "flaky" {
 }`)
 	task := b.submit(t, nil)
 	got := b.work(t, task.ID)
-	require.Equal(t, store.Paused, got.Status)
+	require.Equal(t, ledger.Paused, got.Status)
 	require.Equal(t, "consecutive_failures", got.Pause.Name)
 	require.Equal(t, 3, got.Failures)
 }

@@ -6,12 +6,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/engine"
 	"github.com/lhengine/lhengine/internal/testgate"
 	"github.com/lhengine/lhengine/internal/testwasm"
-	"github.com/lhengine/lhengine/store"
 )
 
 // TestCancelStopsRunningAttemptsAtOnce: attempts blocked in a fetch that
@@ -45,7 +46,7 @@ func TestCancelStopsRunningAttemptsAtOnce(t *testing.T) {
 	require.NoError(t, <-worked, "Work returns without waiting for the hour-long leases")
 	got, err := b.e.Task(b.ctx, task.ID)
 	require.NoError(t, err)
-	require.Equal(t, store.Cancelled, got.Status)
+	require.Equal(t, ledger.Cancelled, got.Status)
 	done, _ := got.Progress()
 	require.Zero(t, done, "no attempt held by the gate committed")
 }

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/store"
@@ -26,7 +28,7 @@ task "clock" {
 	task := b.submit(t, nil)
 	got := b.work(t, task.ID)
 	after := time.Now()
-	require.Equal(t, store.Succeeded, got.Status, got.Reason)
+	require.Equal(t, ledger.Succeeded, got.Status, got.Reason)
 	var out struct {
 		Now  string `json:"now"`
 		Wall int64  `json:"wall"`
@@ -37,7 +39,7 @@ task "clock" {
 	require.False(t, stamp.Before(before) || stamp.After(after), "now %s is the real time (between %s and %s)", stamp, before, after)
 	require.Equal(t, stamp.Unix(), out.Wall, "the guest's wall clock starts at now")
 
-	var units []*store.Unit
+	var units []*ledger.Unit
 	require.NoError(t, b.e.Read(func(r *store.Reader) error {
 		units, err = r.Units(task.ID, 0)
 		return err

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/engine"
@@ -58,11 +60,11 @@ func TestCompactionKeepsProtectedFactsVerbatim(t *testing.T) {
 	copyFile(t, testwasm.BuildGo(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/go/handoff")), filepath.Join(b.dir, "handoff.wasm"))
 	task := b.submit(t, nil)
 	got := b.work(t, task.ID)
-	require.Equal(t, store.Succeeded, got.Status, got.Reason)
+	require.Equal(t, ledger.Succeeded, got.Status, got.Reason)
 
 	var h *handoff.Bundle
-	var notes []store.Note
-	var failed []*store.Attempt
+	var notes []ledger.Note
+	var failed []*ledger.Attempt
 	require.NoError(t, b.e.Read(func(r *store.Reader) error {
 		var err error
 		if h, err = handoff.Build(r, task.ID, time.Now()); err != nil {
@@ -124,14 +126,14 @@ func TestCompactionKeepsProtectedFactsVerbatim(t *testing.T) {
 	}
 	summaries, open := 0, 0
 	for _, n := range notes {
-		if n.Kind == store.NoteSummary {
+		if n.Kind == ledger.NoteSummary {
 			summaries++
 			require.NotEmpty(t, n.Replaces)
 		}
-		if !store.Protected(n.Kind) && n.ReplacedBy == 0 {
+		if !ledger.Protected(n.Kind) && n.ReplacedBy == 0 {
 			open++
 		}
-		if n.Kind == store.NoteFinding {
+		if n.Kind == ledger.NoteFinding {
 			require.NotZero(t, n.ReplacedBy, "the record says which summary replaced finding %d", n.Seq)
 		}
 	}
@@ -164,9 +166,9 @@ task "audit" {
 	task, _, err := b.e.Submit(b.ctx, filepath.Join(b.dir, "task.hcl"), engine.SubmitOptions{Policies: []string{"compact-notes"}})
 	require.NoError(t, err)
 	got := b.work(t, task.ID)
-	require.Equal(t, store.Succeeded, got.Status, got.Reason)
+	require.Equal(t, ledger.Succeeded, got.Status, got.Reason)
 	var h *handoff.Bundle
-	var open []store.Note
+	var open []ledger.Note
 	require.NoError(t, b.e.Read(func(r *store.Reader) error {
 		var err error
 		if h, err = handoff.Build(r, task.ID, time.Now()); err != nil {
@@ -181,12 +183,12 @@ task "audit" {
 	require.Len(t, h.Decisions, 1)
 	require.Equal(t, "pages under /old are out of scope", h.Decisions[0].Text)
 	last := open[len(open)-1]
-	if last.Kind == store.NoteSummary {
+	if last.Kind == ledger.NoteSummary {
 		require.Contains(t, last.Text, "findings of step pages")
 	}
 	var summarised bool
 	for _, n := range open {
-		if n.Kind == store.NoteSummary && strings.HasPrefix(n.Text, "300 findings") {
+		if n.Kind == ledger.NoteSummary && strings.HasPrefix(n.Text, "300 findings") {
 			summarised = true
 		}
 	}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/lhengine/lhengine/engine/internal/taskfile"
 	"github.com/lhengine/lhengine/store"
 )
@@ -26,8 +28,8 @@ func (e *Engine) Read(fn func(r *store.Reader) error) error { return e.store.Rea
 func (e *Engine) Changed() <-chan struct{} { return e.store.Changed() }
 
 // Task returns one task record.
-func (e *Engine) Task(_ context.Context, id string) (*store.Task, error) {
-	var t *store.Task
+func (e *Engine) Task(_ context.Context, id string) (*ledger.Task, error) {
+	var t *ledger.Task
 	err := e.Read(func(r *store.Reader) error {
 		var err error
 		t, err = r.Task(id)
@@ -39,7 +41,7 @@ func (e *Engine) Task(_ context.Context, id string) (*store.Task, error) {
 // Cancel cancels a task that has not finished; attempts in flight lose
 // their leases, and those of this engine's workers stop at once. It
 // returns store.ErrTerminal for a finished task.
-func (e *Engine) Cancel(ctx context.Context, id, reason string) (*store.Task, error) {
+func (e *Engine) Cancel(ctx context.Context, id, reason string) (*ledger.Task, error) {
 	t, err := e.store.Cancel(ctx, id, reason)
 	if err == nil {
 		// The store refuses their commits now; stop them without waiting
@@ -59,7 +61,7 @@ func (e *Engine) Cancel(ctx context.Context, id, reason string) (*store.Task, er
 // own bound have passed; ctx ending gives the units back at once. A
 // finished task is store.ErrTerminal; pausing a paused task waits the
 // same way and keeps its first reason.
-func (e *Engine) Pause(ctx context.Context, id string, why store.PauseReason, grace time.Duration) (*store.Task, error) {
+func (e *Engine) Pause(ctx context.Context, id string, why ledger.PauseReason, grace time.Duration) (*ledger.Task, error) {
 	if _, err := e.store.PauseTask(ctx, id, why); err != nil {
 		return nil, err
 	}
@@ -72,7 +74,7 @@ func (e *Engine) Pause(ctx context.Context, id string, why store.PauseReason, gr
 		if err != nil {
 			return nil, err
 		}
-		if t.Leases == 0 || t.Status != store.Paused {
+		if t.Leases == 0 || t.Status != ledger.Paused {
 			return t, nil
 		}
 		select {
@@ -98,21 +100,21 @@ func (e *Engine) Pause(ctx context.Context, id string, why store.PauseReason, gr
 const giveBackBound = 10 * time.Second
 
 // budgetLimits are the limits of a task's budget block (none for nil).
-func budgetLimits(b *taskfile.Budget) store.BudgetLimits {
+func budgetLimits(b *taskfile.Budget) ledger.BudgetLimits {
 	if b == nil {
-		return store.BudgetLimits{}
+		return ledger.BudgetLimits{}
 	}
-	return store.BudgetLimits{WallTime: b.WallTime, Cost: b.Cost, Units: b.Units,
+	return ledger.BudgetLimits{WallTime: b.WallTime, Cost: b.Cost, Units: b.Units,
 		Repairs: b.Repairs, ConsecutiveFailures: b.ConsecutiveFailures}
 }
 
 // RaiseBudgets raises budgets of task id (store.Store.RaiseBudgets): each
 // raise is NAME=VALUE or NAME=+DELTA (store.ParseBudgetRaise), recorded
 // with by. It does not resume the task: Resume does.
-func (e *Engine) RaiseBudgets(ctx context.Context, id string, raises []string, by string) (*store.Task, error) {
-	rs := make([]store.BudgetRaise, 0, len(raises))
+func (e *Engine) RaiseBudgets(ctx context.Context, id string, raises []string, by string) (*ledger.Task, error) {
+	rs := make([]ledger.BudgetRaise, 0, len(raises))
 	for _, s := range raises {
-		r, err := store.ParseBudgetRaise(s)
+		r, err := ledger.ParseBudgetRaise(s)
 		if err != nil {
 			return nil, &BudgetRaiseError{Err: err}
 		}
@@ -128,21 +130,21 @@ func (e *BudgetRaiseError) Error() string { return e.Err.Error() }
 func (e *BudgetRaiseError) Unwrap() error { return e.Err }
 
 // Resume makes a paused task runnable again.
-func (e *Engine) Resume(ctx context.Context, id string) (*store.Task, error) {
+func (e *Engine) Resume(ctx context.Context, id string) (*ledger.Task, error) {
 	return e.store.Resume(ctx, id)
 }
 
 // ResumeAs is Resume by a person: by is who, where the host and process
 // they resumed from; a "resumed" event records them, also for a task that
 // was not paused (one whose process died).
-func (e *Engine) ResumeAs(ctx context.Context, id, by, where string) (*store.Task, error) {
+func (e *Engine) ResumeAs(ctx context.Context, id, by, where string) (*ledger.Task, error) {
 	return e.store.ResumeAs(ctx, id, by, where)
 }
 
 // ResolveEffect settles, as a human decided, an effect whose outcome is
 // unknown: confirmed (it happened) or not (send it again on the next
 // attempt). note is recorded with the decision.
-func (e *Engine) ResolveEffect(ctx context.Context, task string, step, item int, key string, confirmed bool, note string) (*store.Effect, error) {
+func (e *Engine) ResolveEffect(ctx context.Context, task string, step, item int, key string, confirmed bool, note string) (*ledger.Effect, error) {
 	return e.store.ResolveEffect(ctx, task, step, item, key, confirmed, note)
 }
 
@@ -164,7 +166,7 @@ func (e *Engine) ReclaimSpace(ctx context.Context) (files int, err error) {
 // name, that step and the ones after it run again from the start, keeping
 // every output committed before it (store.Store.Retry). by is recorded in
 // the event log as who retried it.
-func (e *Engine) Retry(ctx context.Context, id, from, by string) (*store.Task, error) {
+func (e *Engine) Retry(ctx context.Context, id, from, by string) (*ledger.Task, error) {
 	t, err := e.store.Task(ctx, id)
 	if err != nil {
 		return nil, err
@@ -185,6 +187,6 @@ func (e *Engine) Retry(ctx context.Context, id, from, by string) (*store.Task, e
 // (store.Store.DecideApproval): approve or reject, by whom (the OS user,
 // or a token's name over TCP), with a note. The unit waiting for it runs
 // next, on an approval, or fails (or goes to its repair) on a rejection.
-func (e *Engine) Decide(ctx context.Context, id, approval string, approve bool, by, note string) (*store.Approval, *store.Task, error) {
+func (e *Engine) Decide(ctx context.Context, id, approval string, approve bool, by, note string) (*ledger.Approval, *ledger.Task, error) {
 	return e.store.DecideApproval(ctx, id, approval, approve, by, note)
 }

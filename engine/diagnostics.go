@@ -4,12 +4,13 @@ import (
 	"context"
 	"io"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/lhengine/lhengine/engine/internal/guest"
 	"github.com/lhengine/lhengine/engine/internal/plan"
 	"github.com/lhengine/lhengine/engine/internal/taskfile"
-	"github.com/lhengine/lhengine/store"
 )
 
 // Diagnostics are the problems found in a task file, with the sources they
@@ -119,7 +120,7 @@ func ValidatePolicies(ctx context.Context, path string, o ValidateOptions) (*Dia
 // ManifestGrants returns the capabilities of the steps the policies pinned
 // in m insert, read back from the pinned task and policy texts; nil when
 // they do not parse.
-func ManifestGrants(m *store.Manifest) []PolicyGrant {
+func ManifestGrants(m *ledger.Manifest) []PolicyGrant {
 	spec, err := plan.FromManifest(m)
 	if err != nil {
 		return nil

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/lhengine/lhengine/engine/internal/guest"
@@ -172,7 +174,7 @@ type SubmitOptions struct {
 // it. It returns the task and whether it was created (false when the
 // idempotency key names an earlier submission). A task file that does not
 // validate gives an *InvalidTaskError.
-func (e *Engine) Submit(ctx context.Context, path string, o SubmitOptions) (*store.Task, bool, error) {
+func (e *Engine) Submit(ctx context.Context, path string, o SubmitOptions) (*ledger.Task, bool, error) {
 	// Loading through the runtime compiles each module once per process
 	// (and once per machine, with the on-disk cache); the worker reuses it.
 	// The bytes checked are the bytes kept: the task runs from them. The
@@ -215,7 +217,7 @@ func (e *Engine) Submit(ctx context.Context, path string, o SubmitOptions) (*sto
 			return nil, false, fmt.Errorf("step %q: plugin %s changed while the task was being submitted; submit again", step, pin.Path)
 		}
 	}
-	var replay *store.ReplaySet
+	var replay *ledger.ReplaySet
 	if o.ModelReplay != "" {
 		if replay, err = hostcall.ReadReplayDir(o.ModelReplay); err != nil {
 			return nil, false, err
@@ -239,7 +241,7 @@ func (e *Engine) Submit(ctx context.Context, path string, o SubmitOptions) (*sto
 	// The output quota is kept with the task; the other limits reach the
 	// store with each write they bound.
 	quota := int64(sub.Task.Limits.OutputBytes)
-	t, created, err := e.store.Submit(ctx, store.NewTask{
+	t, created, err := e.store.Submit(ctx, ledger.NewTask{
 		Name: sub.Task.Name, Steps: sub.Steps, Manifest: sub.Manifest, IdempotencyKey: o.IdempotencyKey,
 		OutputQuota: &quota, Facts: facts, Budget: budgetLimits(sub.Task.Budget), Notify: notifySpec(sub.Task.Notify),
 		Progress: progressSpec(sub, o.Vars), Modules: modules, Replay: replay,
@@ -262,7 +264,7 @@ type WorkOptions struct {
 	ExitWhenIdle bool          // return when no work is left
 	LeaseFor     time.Duration // 0 = 30s
 	PollEvery    time.Duration // longest idle wait before looking for work again; 0 = 1s
-	OnCommit     func(*store.Task)
+	OnCommit     func(*ledger.Task)
 	// ModelRecord records every live model response of the tasks these
 	// workers run in this folder (--model-record), for a later
 	// submission's SubmitOptions.ModelReplay; "" for none.
@@ -350,7 +352,7 @@ var ErrPluginChanged = errors.New("plugin changed since the task was submitted")
 // resume that skipped this would fail the task at its next step; checking
 // first lets the user restore the file and resume again.
 func (e *Engine) CheckPlugins(id string) error {
-	var m *store.Manifest
+	var m *ledger.Manifest
 	if err := e.store.Read(func(r *store.Reader) error {
 		var err error
 		m, err = r.Manifest(id)
@@ -369,7 +371,7 @@ func (e *Engine) CheckPlugins(id string) error {
 		if err == nil {
 			continue
 		}
-		if !errors.Is(err, store.ErrNotFound) {
+		if !errors.Is(err, ledger.ErrNotFound) {
 			errs = append(errs, fmt.Errorf("%w: step %q: %v", ErrPluginChanged, step, err))
 			continue
 		}

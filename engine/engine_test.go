@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
@@ -61,7 +63,7 @@ func (b *testBundle) reopen(t *testing.T) {
 	b.open(t)
 }
 
-func (b *testBundle) submit(t *testing.T, vars map[string]string) *store.Task {
+func (b *testBundle) submit(t *testing.T, vars map[string]string) *ledger.Task {
 	t.Helper()
 	task, created, err := b.e.Submit(b.ctx, filepath.Join(b.dir, "task.hcl"), engine.SubmitOptions{Vars: vars})
 	require.NoError(t, err)
@@ -69,7 +71,7 @@ func (b *testBundle) submit(t *testing.T, vars map[string]string) *store.Task {
 	return task
 }
 
-func (b *testBundle) work(t *testing.T, id string) *store.Task {
+func (b *testBundle) work(t *testing.T, id string) *ledger.Task {
 	t.Helper()
 	require.NoError(t, b.e.Work(b.ctx, engine.WorkOptions{Task: id, Concurrency: 4, ExitWhenIdle: true}))
 	task, err := b.e.Task(b.ctx, id)
@@ -111,7 +113,7 @@ task "chain" {
 }`)
 	task := b.submit(t, map[string]string{"who": "world"})
 	got := b.work(t, task.ID)
-	require.Equal(t, store.Succeeded, got.Status, got.Reason)
+	require.Equal(t, ledger.Succeeded, got.Status, got.Reason)
 	require.JSONEq(t, `{"mode":"echo","upper":"HELLO WORLD"}`, string(got.Output))
 	require.JSONEq(t, `{"mode":"echo","greeting":"hello world","id":"`+task.ID+`"}`, b.output(t, task.ID, "a"))
 }
@@ -137,7 +139,7 @@ task "fan" {
 }`)
 	task := b.submit(t, nil)
 	got := b.work(t, task.ID)
-	require.Equal(t, store.Succeeded, got.Status, got.Reason)
+	require.Equal(t, ledger.Succeeded, got.Status, got.Reason)
 	require.JSONEq(t, `{"mode":"echo","n":25,"last":"page-24"}`, string(got.Output))
 	var items []struct {
 		Item struct {
@@ -179,7 +181,7 @@ task "flaky" {
 }`)
 	task := b.submit(t, nil)
 	got := b.work(t, task.ID)
-	require.Equal(t, store.Failed, got.Status)
+	require.Equal(t, ledger.Failed, got.Status)
 	require.Equal(t, fault.PluginError, got.Failure.Kind)
 	require.Equal(t, "b", got.Failure.Step)
 	require.Equal(t, 2, got.Failure.Attempt)
@@ -211,7 +213,7 @@ task "draft-verify" {
 }`)
 	task := b.submit(t, nil)
 	got := b.work(t, task.ID)
-	require.Equal(t, store.Succeeded, got.Status, got.Reason)
+	require.Equal(t, ledger.Succeeded, got.Status, got.Reason)
 	require.Equal(t, 1, got.Repairs)
 	require.Equal(t, 2, got.Steps[0].Pass, "draft ran twice")
 	require.JSONEq(t, `{"mode":"echo","verdict":{"repaired":{"count":1,"reason":"first pass is never good enough"}}}`, string(got.Output))
@@ -236,8 +238,8 @@ task "never" {
 }`)
 	task := b.submit(t, nil)
 	got := b.work(t, task.ID)
-	require.Equal(t, store.Paused, got.Status, "repair.max reached pauses the task, never fails it")
-	require.Equal(t, store.PauseRepairs, got.Pause.Kind)
+	require.Equal(t, ledger.Paused, got.Status, "repair.max reached pauses the task, never fails it")
+	require.Equal(t, ledger.PauseRepairs, got.Pause.Kind)
 	require.Equal(t, "verify", got.Pause.Name)
 	require.Equal(t, 3, got.Steps[0].Pass)
 }
@@ -257,7 +259,7 @@ task "trap" {
 }`)
 	task := b.submit(t, nil)
 	got := b.work(t, task.ID)
-	require.Equal(t, store.Failed, got.Status)
+	require.Equal(t, ledger.Failed, got.Status)
 	require.Equal(t, fault.Trap, got.Failure.Kind)
 	require.Equal(t, 2, got.Attempts)
 }
@@ -285,7 +287,7 @@ task "long" {
 	// Stop the engine after its fifth commit, as a deploy would.
 	ctx, cancel := context.WithCancel(b.ctx)
 	var commits atomic.Int32
-	err := b.e.Work(ctx, engine.WorkOptions{Task: task.ID, Concurrency: 1, OnCommit: func(*store.Task) {
+	err := b.e.Work(ctx, engine.WorkOptions{Task: task.ID, Concurrency: 1, OnCommit: func(*ledger.Task) {
 		if commits.Add(1) == 5 {
 			cancel()
 		}
@@ -298,7 +300,7 @@ task "long" {
 
 	b.reopen(t)
 	got := b.work(t, task.ID)
-	require.Equal(t, store.Succeeded, got.Status, got.Reason)
+	require.Equal(t, ledger.Succeeded, got.Status, got.Reason)
 	require.JSONEq(t, `{"mode":"echo","n":12}`, string(got.Output))
 	// Every unit committed exactly once: 1 + 12 + 1 attempts that succeeded,
 	// and no committed unit ran again.
@@ -350,7 +352,7 @@ task "pinned" {
 			require.NoError(t, b.e.CheckPlugins(task.ID))
 			b.reopen(t) // a fresh process: nothing compiled yet
 			got := b.work(t, task.ID)
-			require.Equal(t, store.Succeeded, got.Status, got.Reason)
+			require.Equal(t, ledger.Succeeded, got.Status, got.Reason)
 			require.JSONEq(t, `{"mode":"echo","n":2}`, string(got.Output))
 			require.NoError(t, b.e.Read(func(r *store.Reader) error {
 				m, err := r.Manifest(task.ID)
@@ -423,7 +425,7 @@ task "files" {
 }`), 0o644))
 	task := b.submit(t, nil)
 	got := b.work(t, task.ID)
-	require.Equal(t, store.Succeeded, got.Status, got.Reason)
+	require.Equal(t, ledger.Succeeded, got.Status, got.Reason)
 	require.JSONEq(t, `{"ok":true,"data":"kept"}`, b.output(t, task.ID, "read"), "a later step sees an earlier step's files")
 	require.Contains(t, b.output(t, task.ID, "readonly"), `"ok":false`)
 	require.JSONEq(t, `{"ok":true,"data":"a b c"}`, b.output(t, task.ID, "mount"))

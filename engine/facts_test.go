@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/engine"
@@ -57,7 +59,7 @@ func TestPluginFact(t *testing.T) {
 	require.NoError(t, e.Read(func(r *store.Reader) error {
 		got, err := r.Task(tk.ID)
 		require.NoError(t, err)
-		require.Equal(t, store.Succeeded, got.Status, got.Reason)
+		require.Equal(t, ledger.Succeeded, got.Status, got.Reason)
 		require.Nil(t, got.Drift, "the same plugin gives the same value")
 		facts, err := r.Facts(tk.ID)
 		require.NoError(t, err)

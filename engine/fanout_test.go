@@ -9,11 +9,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/engine"
 	"github.com/lhengine/lhengine/internal/testwasm"
-	"github.com/lhengine/lhengine/store"
 )
 
 // runTimeFanOut lists n items in its first step; the second fans out over
@@ -51,7 +52,7 @@ func TestFanOutPlannedAtRunTimeInBatches(t *testing.T) {
 	require.NoError(t, b.e.Work(b.ctx, engine.WorkOptions{Task: task.ID, Concurrency: 16, ExitWhenIdle: true}))
 	got, err := b.e.Task(b.ctx, task.ID)
 	require.NoError(t, err)
-	require.Equal(t, store.Succeeded, got.Status, got.Reason)
+	require.Equal(t, ledger.Succeeded, got.Status, got.Reason)
 	require.Equal(t, items, got.Steps[1].Units)
 	require.Equal(t, items, got.Steps[1].Done)
 	require.Zero(t, got.Reclaims, "no unit ran twice")
@@ -100,7 +101,7 @@ func benchFanOutPlanned(b *testing.B, items int) {
 		// must have for the fan-out.
 		n := 0
 		require.NoError(b, e.Work(ctx, engine.WorkOptions{Task: t.ID, Concurrency: 16, ExitWhenIdle: true,
-			OnCommit: func(*store.Task) {
+			OnCommit: func(*ledger.Task) {
 				if n++; n%1000 == 0 {
 					rssPeak = max(rssPeak, rssAnon(b))
 				}
@@ -108,7 +109,7 @@ func benchFanOutPlanned(b *testing.B, items int) {
 		rssPeak = max(rssPeak, rssAnon(b))
 		got, err := e.Task(ctx, t.ID)
 		require.NoError(b, err)
-		require.Equal(b, store.Succeeded, got.Status, got.Reason)
+		require.Equal(b, ledger.Succeeded, got.Status, got.Reason)
 		require.Equal(b, items, got.Steps[1].Done)
 		require.JSONEq(b, fmt.Sprintf(`{"mode":"echo","n":%d}`, items), string(got.Output))
 	}

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/engine/handoff"
@@ -47,7 +49,7 @@ func TestHandoffAfterAContextReset(t *testing.T) {
 	b := setup(t, handoffTask)
 	copyFile(t, testwasm.BuildGo(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/go/handoff")), filepath.Join(b.dir, "handoff.wasm"))
 	task := b.submit(t, nil)
-	require.Equal(t, store.WaitingApproval, b.work(t, task.ID).Status)
+	require.Equal(t, ledger.WaitingApproval, b.work(t, task.ID).Status)
 
 	b.reopen(t) // nothing survives but the store
 	var h *handoff.Bundle
@@ -58,7 +60,7 @@ func TestHandoffAfterAContextReset(t *testing.T) {
 	}))
 	require.Equal(t, "Rename OldClient to NewClient everywhere", h.Objective)
 	require.Equal(t, []string{"never push to main", "keep  the public API", "ask before deploying"}, h.Constraints)
-	require.Equal(t, store.WaitingApproval, h.Task.Status)
+	require.Equal(t, ledger.WaitingApproval, h.Task.Status)
 	require.Len(t, h.Completed, 1)
 	require.Equal(t, "decide", h.Completed[0].Name)
 	require.Len(t, h.Completed[0].Evidence, 1)
@@ -74,7 +76,7 @@ func TestHandoffAfterAContextReset(t *testing.T) {
 
 	_, _, err := b.e.Decide(b.ctx, task.ID, "1", true, "alice", "")
 	require.NoError(t, err)
-	require.Equal(t, store.Succeeded, b.work(t, task.ID).Status)
+	require.Equal(t, ledger.Succeeded, b.work(t, task.ID).Status)
 	var v struct {
 		Objective      string   `json:"objective"`
 		Constraints    []string `json:"constraints"`

@@ -6,11 +6,12 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/engine"
 	"github.com/lhengine/lhengine/internal/testwasm"
-	"github.com/lhengine/lhengine/store"
 )
 
 // BenchmarkFanOutLanguages: the per-unit cost of a plugin in each SDK's
@@ -55,7 +56,7 @@ task "fan" {
 				require.NoError(b, e.Work(ctx, engine.WorkOptions{Task: t.ID, Concurrency: 16, ExitWhenIdle: true}))
 				got, err := e.Task(ctx, t.ID)
 				require.NoError(b, err)
-				require.Equal(b, store.Succeeded, got.Status, got.Reason)
+				require.Equal(b, ledger.Succeeded, got.Status, got.Reason)
 			}
 			one() // compile the plugin outside the timing
 			b.ResetTimer()

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/dgraph-io/badger/v4"
 	"github.com/hashicorp/go-hclog"
 	"github.com/stretchr/testify/require"
@@ -104,7 +106,7 @@ task "ask" {
 			require.NoError(t, e.Work(ctx, engine.WorkOptions{Task: task.ID, Concurrency: 1, ExitWhenIdle: true}))
 			task, err = e.Task(ctx, task.ID)
 			require.NoError(t, err)
-			require.Equal(t, store.Succeeded, task.Status, task.Reason)
+			require.Equal(t, ledger.Succeeded, task.Status, task.Reason)
 
 			var ask, plain struct {
 				Text         string
@@ -116,8 +118,8 @@ task "ask" {
 				Status       int32
 				Message      string
 			}
-			var events []store.Event
-			var attempts []*store.Attempt
+			var events []ledger.Event
+			var attempts []*ledger.Attempt
 			require.NoError(t, e.Read(func(r *store.Reader) error {
 				out, err := r.StepOutput(task.ID, 0)
 				require.NoError(t, err)
@@ -145,12 +147,12 @@ task "ask" {
 			require.InDelta(t, ask.Cost, u.Cost, 1e-12)
 			require.InDelta(t, (float64(u.InputTokens)*2+float64(u.OutputTokens)*10)/1e6, u.Cost, 1e-12)
 
-			var m *store.Manifest
+			var m *ledger.Manifest
 			require.NoError(t, e.Read(func(r *store.Reader) error {
 				m, err = r.Manifest(task.ID)
 				return err
 			}))
-			require.Equal(t, []store.ModelPin{{Name: "m", Provider: proto, BaseURL: base, ID: "test-model", APIKeyEnv: envVar,
+			require.Equal(t, []ledger.ModelPin{{Name: "m", Provider: proto, BaseURL: base, ID: "test-model", APIKeyEnv: envVar,
 				InputPrice: 2, OutputPrice: 10}}, m.Models, "the run manifest lists the models")
 
 			require.EqualValues(t, -4, plain.Status, "DENIED without a grant")
@@ -158,7 +160,7 @@ task "ask" {
 
 			var billed, replayed int
 			for _, ev := range events {
-				if ev.Type != store.EvModelCall {
+				if ev.Type != ledger.EvModelCall {
 					continue
 				}
 				require.Equal(t, "m", ev.Model.Model)
@@ -234,7 +236,7 @@ task "c" {
 	tb.open(t)
 	task := tb.submit(t, nil)
 	task = tb.work(t, task.ID)
-	require.Equal(t, store.Succeeded, task.Status, task.Reason)
+	require.Equal(t, ledger.Succeeded, task.Status, task.Reason)
 	require.JSONEq(t, `{"text":"echo: hello from C","tool_calls":[],"stop_reason":"end","usage":{"input_tokens":3,"output_tokens":4},"cost":4,"replayed":false}`,
 		tb.output(t, task.ID, "ask"))
 	require.JSONEq(t, `{"status":-4,"message_length":`+fmt.Sprint(len(`call model.generate: step "denied" may call no model (grant it some with models = [...])`))+`}`,

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/lhengine/lhengine/engine/internal/taskfile"
@@ -38,13 +40,13 @@ const (
 )
 
 // notifySpec is a task's notify block as the ledger keeps it; nil for none.
-func notifySpec(n *taskfile.Notify) *store.NotifySpec {
+func notifySpec(n *taskfile.Notify) *ledger.NotifySpec {
 	if n == nil {
 		return nil
 	}
-	spec := &store.NotifySpec{URL: n.URL}
+	spec := &ledger.NotifySpec{URL: n.URL}
 	for _, e := range n.Events {
-		spec.Events = append(spec.Events, store.EventType(e))
+		spec.Events = append(spec.Events, ledger.EventType(e))
 	}
 	return spec
 }
@@ -222,9 +224,9 @@ func (n *notifier) release(task string) {
 // whether it tried (false: the notification was delivered meanwhile, or
 // its task is being removed). Only a failure of the store is an error: the
 // receiver's answers, whatever they are, are recorded.
-func (n *notifier) deliver(ctx context.Context, nt *store.Notification) (tried bool, err error) {
+func (n *notifier) deliver(ctx context.Context, nt *ledger.Notification) (tried bool, err error) {
 	log := n.log.With("task", nt.Task, "event", nt.Event.Type, "seq", nt.Event.Seq)
-	if _, err := n.store.NotifyIntent(ctx, nt); errors.Is(err, store.ErrNotFound) {
+	if _, err := n.store.NotifyIntent(ctx, nt); errors.Is(err, ledger.ErrNotFound) {
 		return false, nil
 	} else if err != nil {
 		return false, err
@@ -285,7 +287,7 @@ func (n *notifier) delay(attempts int) time.Duration {
 // ignoreGone is err, except that a notification gone from the outbox
 // (delivered, or its task removed) is no error.
 func ignoreGone(err error) error {
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, ledger.ErrNotFound) {
 		return nil
 	}
 	return err
@@ -294,7 +296,7 @@ func ignoreGone(err error) error {
 // post sends nt and returns the answer's status and, as an http effect
 // outcome, its status, headers and body (at most maxNotifyAnswer bytes).
 // err is a failure to send or to read the answer.
-func (n *notifier) post(ctx context.Context, nt *store.Notification) (int, json.RawMessage, error) {
+func (n *notifier) post(ctx context.Context, nt *ledger.Notification) (int, json.RawMessage, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, nt.URL, bytes.NewReader(nt.Body()))
 	if err != nil {
 		return 0, nil, err

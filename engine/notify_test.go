@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/engine"
@@ -20,11 +22,11 @@ import (
 type delivery struct {
 	Key, ContentType string
 	Body             struct {
-		Task   string      `json:"task"`
-		Name   string      `json:"name"`
-		Event  store.Event `json:"event"`
-		Status string      `json:"status"`
-		Reason string      `json:"reason"`
+		Task   string       `json:"task"`
+		Name   string       `json:"name"`
+		Event  ledger.Event `json:"event"`
+		Status string       `json:"status"`
+		Reason string       `json:"reason"`
 	}
 }
 
@@ -90,7 +92,7 @@ task "notified" {
 }
 
 // journal returns the task's outbox and its notifications' journal entries.
-func (b *testBundle) journal(t *testing.T, id string) (outbox []store.Notification, effects []store.Effect) {
+func (b *testBundle) journal(t *testing.T, id string) (outbox []ledger.Notification, effects []ledger.Effect) {
 	t.Helper()
 	require.NoError(t, b.e.Read(func(r *store.Reader) error {
 		var err error
@@ -99,7 +101,7 @@ func (b *testBundle) journal(t *testing.T, id string) (outbox []store.Notificati
 		}
 		all, err := r.Effects(id)
 		for _, e := range all {
-			if e.StepName == store.NotifyStep {
+			if e.StepName == ledger.NotifyStep {
 				effects = append(effects, e)
 			}
 		}
@@ -118,14 +120,14 @@ func TestNotifySucceededOnce(t *testing.T) {
 	rcv := newReceiver(t)
 	b := setup(t, notifyTask(rcv.srv.URL+"/hook", `["succeeded", "failed"]`))
 	task := b.submit(t, nil)
-	require.Equal(t, &store.NotifySpec{URL: rcv.srv.URL + "/hook", Events: []store.EventType{store.EvSucceeded, store.EvFailed}}, task.Notify)
+	require.Equal(t, &ledger.NotifySpec{URL: rcv.srv.URL + "/hook", Events: []ledger.EventType{ledger.EvSucceeded, ledger.EvFailed}}, task.Notify)
 	got := b.work(t, task.ID)
-	require.Equal(t, store.Succeeded, got.Status, got.Reason)
+	require.Equal(t, ledger.Succeeded, got.Status, got.Reason)
 
 	ds := rcv.deliveries()
 	require.Len(t, ds, 1, "one event listed happened, one notification")
 	d := ds[0]
-	require.Equal(t, store.EvSucceeded, d.Body.Event.Type)
+	require.Equal(t, ledger.EvSucceeded, d.Body.Event.Type)
 	require.Equal(t, task.ID, d.Body.Task)
 	require.Equal(t, "notified", d.Body.Name)
 	require.Equal(t, "succeeded", d.Body.Status)
@@ -135,7 +137,7 @@ func TestNotifySucceededOnce(t *testing.T) {
 	outbox, effects := b.journal(t, task.ID)
 	require.Empty(t, outbox)
 	require.Len(t, effects, 1)
-	require.Equal(t, store.EffectDone, effects[0].State)
+	require.Equal(t, ledger.EffectDone, effects[0].State)
 	require.Equal(t, d.Key, effects[0].IdempotencyKey)
 	require.Equal(t, 1, effects[0].Performs)
 	require.Contains(t, string(effects[0].Outcome), `"status":200`)
@@ -186,7 +188,7 @@ func TestNotifyRetriesUnderTheSameKey(t *testing.T) {
 
 			got, err := b.e.Task(b.ctx, task.ID)
 			require.NoError(t, err)
-			require.Equal(t, store.Succeeded, got.Status, got.Reason)
+			require.Equal(t, ledger.Succeeded, got.Status, got.Reason)
 			ds := rcv.deliveries()
 			require.Len(t, ds, tc.requests)
 			for _, d := range ds {
@@ -196,7 +198,7 @@ func TestNotifyRetriesUnderTheSameKey(t *testing.T) {
 			outbox, effects := b.journal(t, task.ID)
 			require.Empty(t, outbox, "the entry is gone once answered for good")
 			require.Len(t, effects, 1)
-			require.Equal(t, store.EffectDone, effects[0].State)
+			require.Equal(t, ledger.EffectDone, effects[0].State)
 			require.Equal(t, tc.requests, effects[0].Performs)
 			require.Equal(t, tc.note, effects[0].Note)
 		})

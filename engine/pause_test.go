@@ -6,12 +6,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/engine"
 	"github.com/lhengine/lhengine/internal/testgate"
 	"github.com/lhengine/lhengine/internal/testwasm"
-	"github.com/lhengine/lhengine/store"
 )
 
 // pauseBundle is a task of 10 gated units with four of them in flight.
@@ -42,7 +43,7 @@ func setupPause(t *testing.T) pauseBundle {
 }
 
 // waitStatus waits for the task to be in status st.
-func (b pauseBundle) waitStatus(t *testing.T, st store.Status) {
+func (b pauseBundle) waitStatus(t *testing.T, st ledger.Status) {
 	for {
 		changed := b.e.Changed()
 		got, err := b.e.Task(b.ctx, b.id)
@@ -63,7 +64,7 @@ func (b pauseBundle) resumeToEnd(t *testing.T) {
 	require.NoError(t, b.e.Work(b.ctx, engine.WorkOptions{Task: b.id, Concurrency: 4, ExitWhenIdle: true}))
 	got, err := b.e.Task(b.ctx, b.id)
 	require.NoError(t, err)
-	require.Equal(t, store.Succeeded, got.Status)
+	require.Equal(t, ledger.Succeeded, got.Status)
 	require.Equal(t, 10, got.Attempts, "each unit ran once to its commit: none twice")
 }
 
@@ -74,19 +75,19 @@ func (b pauseBundle) resumeToEnd(t *testing.T) {
 func TestPauseLetsInFlightFinish(t *testing.T) {
 	t.Parallel()
 	b := setupPause(t)
-	paused := make(chan *store.Task, 1)
+	paused := make(chan *ledger.Task, 1)
 	go func() {
-		p, err := b.e.Pause(b.ctx, b.id, store.PauseReason{Kind: store.PauseOperator, By: "alice", Note: "lunch"}, time.Hour)
+		p, err := b.e.Pause(b.ctx, b.id, ledger.PauseReason{Kind: ledger.PauseOperator, By: "alice", Note: "lunch"}, time.Hour)
 		if err != nil {
 			t.Error(err)
 		}
 		paused <- p
 	}()
-	b.waitStatus(t, store.Paused)
+	b.waitStatus(t, ledger.Paused)
 	b.g.Release(4)
 	p := <-paused
 	require.NotNil(t, p)
-	require.Equal(t, store.Paused, p.Status)
+	require.Equal(t, ledger.Paused, p.Status)
 	require.Zero(t, p.Leases)
 	done, _ := p.Progress()
 	require.Equal(t, 4, done, "the attempts in flight committed")
@@ -107,9 +108,9 @@ func TestPauseLetsInFlightFinish(t *testing.T) {
 func TestPauseGivesBackWhenTheGraceRunsOut(t *testing.T) {
 	t.Parallel()
 	b := setupPause(t)
-	p, err := b.e.Pause(b.ctx, b.id, store.PauseReason{Kind: store.PauseOperator, By: "bob"}, 0)
+	p, err := b.e.Pause(b.ctx, b.id, ledger.PauseReason{Kind: ledger.PauseOperator, By: "bob"}, 0)
 	require.NoError(t, err)
-	require.Equal(t, store.Paused, p.Status)
+	require.Equal(t, ledger.Paused, p.Status)
 	require.Zero(t, p.Leases, "every unit in flight is given back")
 	done, _ := p.Progress()
 	require.Zero(t, done)

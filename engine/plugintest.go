@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/lhengine/lhengine/engine/internal/guest"
@@ -128,10 +130,10 @@ func TestPlugin(ctx context.Context, wasm []byte, t PluginTest) (*PluginTestResu
 		return nil, fmt.Errorf("throwaway store: %w", err)
 	}
 	defer s.Close()
-	if _, _, err := s.Submit(ctx, store.NewTask{Name: req.TaskName, Steps: []store.StepState{{Name: step.Name}}}); err != nil {
+	if _, _, err := s.Submit(ctx, ledger.NewTask{Name: req.TaskName, Steps: []ledger.StepState{{Name: step.Name}}}); err != nil {
 		return nil, fmt.Errorf("throwaway store: %w", err)
 	}
-	c, err := s.Claim(ctx, store.ClaimRequest{Owner: s.Owner("plugin-test"), Max: 1, LeaseFor: 24 * time.Hour})
+	c, err := s.Claim(ctx, ledger.ClaimRequest{Owner: s.Owner("plugin-test"), Max: 1, LeaseFor: 24 * time.Hour})
 	if err != nil {
 		return nil, fmt.Errorf("throwaway store: %w", err)
 	}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/engine"
@@ -74,7 +76,7 @@ policy "few-shot" {
 
 	task := b.submit(t, nil)
 	task = b.work(t, task.ID)
-	require.Equal(t, store.Succeeded, task.Status, task.Reason)
+	require.Equal(t, ledger.Succeeded, task.Status, task.Reason)
 	require.JSONEq(t, `{"single_tool":true,"few_shot":null,"reset_every":20,"markers":null}`, b.output(t, task.ID, "c"))
 
 	// --policy adds one the task does not list; --without drops one.
@@ -84,7 +86,7 @@ policy "few-shot" {
 	require.NoError(t, err)
 	require.True(t, created)
 	got = b.work(t, got.ID)
-	require.Equal(t, store.Succeeded, got.Status, got.Reason)
+	require.Equal(t, ledger.Succeeded, got.Status, got.Reason)
 	require.JSONEq(t, `{"single_tool":false,"few_shot":"examples/v2","reset_every":20,"markers":null}`, b.output(t, got.ID, "c"))
 
 	// Two enabled policies setting one parameter of one step are an error
@@ -132,7 +134,7 @@ task "report" {
 		library(t, "critic-after-draft", map[string]string{"../plugins/examples/critic/critic.wasm": "../critic.wasm"}))
 
 	plain := b.work(t, b.submit(t, nil).ID)
-	require.Equal(t, store.Succeeded, plain.Status)
+	require.Equal(t, ledger.Succeeded, plain.Status)
 	require.Contains(t, b.output(t, plain.ID, "publish"), "TODO", "without the policy the defect ships")
 	require.Len(t, plain.Steps, 2)
 
@@ -143,7 +145,7 @@ task "report" {
 		task, _, err := b.e.Submit(b.ctx, filepath.Join(b.dir, "task.hcl"), engine.SubmitOptions{Policies: []string{tc.ref}})
 		require.NoError(t, err)
 		task = b.work(t, task.ID)
-		require.Equal(t, store.Succeeded, task.Status, task.Reason)
+		require.Equal(t, ledger.Succeeded, task.Status, task.Reason)
 		require.Equal(t, []string{"draft", "critic-after-draft.critic@draft", "publish"}, []string{task.Steps[0].Name, task.Steps[1].Name, task.Steps[2].Name})
 		require.Equal(t, 1, task.Repairs)
 		require.Contains(t, task.RepairReason, `"TODO"`)
@@ -196,12 +198,12 @@ policy "mark" {
 
 	b.reopen(t)
 	first, second = b.work(t, first.ID), b.work(t, second.ID)
-	require.Equal(t, store.Succeeded, first.Status, first.Reason)
-	require.Equal(t, store.Succeeded, second.Status, second.Reason)
+	require.Equal(t, ledger.Succeeded, first.Status, first.Reason)
+	require.Equal(t, ledger.Succeeded, second.Status, second.Reason)
 	require.JSONEq(t, `{"mode":"echo","mark":"old","from":{"mode":"echo","n":1}}`, string(first.Output))
 	require.JSONEq(t, `{"mode":"echo","mark":"new","from":{"mode":"echo","n":1}}`, string(second.Output))
 
-	var m1, m2 *store.Manifest
+	var m1, m2 *ledger.Manifest
 	require.NoError(t, b.e.Read(func(r *store.Reader) error {
 		var err error
 		if m1, err = r.Manifest(first.ID); err != nil {
@@ -235,8 +237,8 @@ task "art" {
 	writeFile(t, filepath.Join(b.dir, "policies", "single.hcl"), library(t, "single-tool-at-a-time", nil))
 	writeFile(t, filepath.Join(b.dir, "policies", "reset.hcl"), library(t, "context-reset-every-n", nil))
 	task := b.work(t, b.submit(t, nil).ID)
-	require.Equal(t, store.Succeeded, task.Status, task.Reason)
-	var arts []store.Provenance
+	require.Equal(t, ledger.Succeeded, task.Status, task.Reason)
+	var arts []ledger.Provenance
 	require.NoError(t, b.e.Read(func(r *store.Reader) error {
 		var err error
 		arts, err = r.Artifacts(task.ID)
@@ -272,7 +274,7 @@ task "report" {
 		task, _, err := b.e.Submit(b.ctx, filepath.Join(b.dir, "task.hcl"), engine.SubmitOptions{Policies: []string{ref}})
 		require.NoError(t, err)
 		task = b.work(t, task.ID)
-		require.Equal(t, store.Succeeded, task.Status, task.Reason)
+		require.Equal(t, ledger.Succeeded, task.Status, task.Reason)
 		plans[ref] = b.output(t, task.ID, "plan-before-execute.plan@draft")
 	}
 	require.NotContains(t, plans["plan-before-execute@1"], "Write a short report on ledgers")

@@ -3,7 +3,7 @@ package engine
 import (
 	"github.com/lhengine/lhengine/engine/internal/plan"
 	"github.com/lhengine/lhengine/engine/internal/taskfile"
-	"github.com/lhengine/lhengine/store"
+	"github.com/lhengine/lhengine/ledger"
 )
 
 // progressSpec is the progress the task of sub pins at submit
@@ -12,8 +12,8 @@ import (
 // submit (a for_each that reads no step's output), else its first
 // fan-out, else every step's units. vars are the task's --var values. A
 // task without a progress block counts "units".
-func progressSpec(sub *plan.Submission, vars map[string]string) *store.ProgressSpec {
-	spec := &store.ProgressSpec{Unit: "units", StepIndex: -1}
+func progressSpec(sub *plan.Submission, vars map[string]string) *ledger.ProgressSpec {
+	spec := &ledger.ProgressSpec{Unit: "units", StepIndex: -1}
 	p := sub.Task.Progress
 	if p != nil {
 		spec.Unit, spec.Labels = p.Unit, p.Labels

@@ -3,6 +3,8 @@ package engine_test
 import (
 	"testing"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/fault"
@@ -34,12 +36,12 @@ task "outputs" {
 }`)
 	task := b.submit(t, nil)
 	got := b.work(t, task.ID)
-	require.Equal(t, store.Failed, got.Status)
+	require.Equal(t, ledger.Failed, got.Status)
 	require.Equal(t, fault.Budget, got.Failure.Kind)
 	require.Equal(t, "b", got.Failure.Step)
 	require.Contains(t, got.Failure.Message, "output_bytes quota is exhausted")
 	require.Equal(t, 2, got.Attempts, "a quota refusal is not retried")
-	var u store.Usage
+	var u ledger.Usage
 	require.NoError(t, b.e.Read(func(r *store.Reader) (err error) { u, err = r.Usage(task.ID); return err }))
 	require.Equal(t, int64(len(`{"mode":"echo","text":"0123456789012345678901234567890123456789"}`)), u.Outputs)
 }

@@ -9,12 +9,12 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/lhengine/lhengine/store"
+	"github.com/lhengine/lhengine/ledger"
 )
 
 // NotFinishedError is returned by Remove for a task that is queued, running
 // or paused: cancel it first.
-type NotFinishedError = store.NotFinishedError
+type NotFinishedError = ledger.NotFinishedError
 
 // Remove deletes a finished (succeeded, failed or cancelled) task: every
 // record of it in the store, then its workspace folder. The artifacts and
@@ -51,7 +51,7 @@ type GCOptions struct {
 
 // GCReport says what GC freed.
 type GCReport struct {
-	store.GCStats
+	ledger.GCStats
 	// Workspaces is the number of workspace folders removed;
 	// WorkspaceBytes the size of the files they held.
 	Workspaces     int   `json:"workspaces"`
@@ -92,7 +92,7 @@ func (e *Engine) gcWorkspaces(o GCOptions, rep *GCReport) error {
 		id := ent.Name()
 		task, err := e.store.Task(context.Background(), id)
 		switch {
-		case errors.Is(err, store.ErrNotFound):
+		case errors.Is(err, ledger.ErrNotFound):
 			info, err := ent.Info()
 			if err != nil || info.ModTime().After(cutoff) {
 				continue

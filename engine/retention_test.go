@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/engine"
@@ -63,10 +65,10 @@ func TestRemoveRefusesATaskThatIsNotFinished(t *testing.T) {
 	err := b.e.Remove(b.ctx, task.ID)
 	var nf *engine.NotFinishedError
 	require.ErrorAs(t, err, &nf)
-	require.Equal(t, store.Queued, nf.Status)
+	require.Equal(t, ledger.Queued, nf.Status)
 	got, err := b.e.Task(b.ctx, task.ID)
 	require.NoError(t, err)
-	require.Equal(t, store.Queued, got.Status)
+	require.Equal(t, ledger.Queued, got.Status)
 }
 
 // TestGCWorkspaces keeps the workspace of a finished task unless asked, and
@@ -76,7 +78,7 @@ func TestGCWorkspaces(t *testing.T) {
 	b := setup(t, workspaceTask)
 	home := filepath.Join(b.dir, "home")
 	done := b.submit(t, nil)
-	require.Equal(t, store.Succeeded, b.work(t, done.ID).Status)
+	require.Equal(t, ledger.Succeeded, b.work(t, done.ID).Status)
 	live := b.submit(t, nil)
 	for _, id := range []string{live.ID, "01GONE0000000000000000000A"} {
 		require.NoError(t, os.MkdirAll(filepath.Join(home, "workspaces", id), 0o755))
@@ -105,15 +107,15 @@ func TestTaskOfAnOlderEngineRunsFromItsPath(t *testing.T) {
 	t.Parallel()
 	b := setup(t, workspaceTask)
 	first := b.submit(t, nil)
-	var m *store.Manifest
-	var steps []store.StepState
+	var m *ledger.Manifest
+	var steps []ledger.StepState
 	require.NoError(t, b.e.Read(func(r *store.Reader) error {
 		var err error
 		m, err = r.Manifest(first.ID)
 		return err
 	}))
 	for _, s := range first.Steps {
-		steps = append(steps, store.StepState{Name: s.Name, Limit: s.Limit})
+		steps = append(steps, ledger.StepState{Name: s.Name, Limit: s.Limit})
 	}
 	_, err := b.e.Cancel(b.ctx, first.ID, "")
 	require.NoError(t, err)
@@ -122,10 +124,10 @@ func TestTaskOfAnOlderEngineRunsFromItsPath(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, rep.Blobs)
 
-	old, _, err := engine.StoreOf(b.e).Submit(b.ctx, store.NewTask{Name: "old", Steps: steps, Manifest: *m})
+	old, _, err := engine.StoreOf(b.e).Submit(b.ctx, ledger.NewTask{Name: "old", Steps: steps, Manifest: *m})
 	require.NoError(t, err)
 	_, err = engine.StoreOf(b.e).Module(m.Plugins["a"].SHA256)
-	require.ErrorIs(t, err, store.ErrNotFound)
+	require.ErrorIs(t, err, ledger.ErrNotFound)
 	require.NoError(t, b.e.CheckPlugins(old.ID))
 
 	f, err := os.OpenFile(filepath.Join(b.dir, "step.wasm"), os.O_APPEND|os.O_WRONLY, 0)
@@ -138,7 +140,7 @@ func TestTaskOfAnOlderEngineRunsFromItsPath(t *testing.T) {
 	require.ErrorContains(t, err, `step "a"`)
 	b.reopen(t) // a fresh process, which has not compiled the module
 	got := b.work(t, old.ID)
-	require.Equal(t, store.Failed, got.Status)
+	require.Equal(t, ledger.Failed, got.Status)
 	require.Equal(t, fault.HashMismatch, got.Failure.Kind)
 	require.Equal(t, 1, got.Attempts, "a hash mismatch is not retried")
 }
@@ -183,7 +185,7 @@ task "artifacts" {
 	got := b.work(t, task.ID)
 	close(stop)
 	require.NoError(t, <-gcDone)
-	require.Equal(t, store.Succeeded, got.Status, got.Reason)
+	require.Equal(t, ledger.Succeeded, got.Status, got.Reason)
 	var items []struct {
 		Same bool   `json:"same"`
 		Ref  string `json:"ref"`

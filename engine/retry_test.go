@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/engine"
@@ -42,12 +44,12 @@ task "audit" {
 	require.NoError(t, os.WriteFile(filepath.Join(b.dir, "gate.wasm"), wasm, 0o644))
 	task := b.submit(t, nil)
 
-	commits := make(chan *store.Task, items*2)
+	commits := make(chan *ledger.Task, items*2)
 	work := func(ctx context.Context) <-chan error {
 		worked := make(chan error, 1)
 		go func() {
 			worked <- b.e.Work(ctx, engine.WorkOptions{Task: task.ID, Concurrency: 3, ExitWhenIdle: true, LeaseFor: time.Hour,
-				OnCommit: func(t *store.Task) { commits <- t }})
+				OnCommit: func(t *ledger.Task) { commits <- t }})
 		}()
 		return worked
 	}
@@ -65,7 +67,7 @@ task "audit" {
 	require.NoError(t, <-worked)
 	got, err := b.e.Task(b.ctx, task.ID)
 	require.NoError(t, err)
-	require.Equal(t, store.Cancelled, got.Status)
+	require.Equal(t, ledger.Cancelled, got.Status)
 	require.Equal(t, before, got.Steps[0].Done)
 	require.Equal(t, int64(before), got.Counters["pages_audited"])
 	// attempts counts each item's attempt records, and those that
@@ -93,7 +95,7 @@ task "audit" {
 	require.NoError(t, <-work(b.ctx))
 	got, err = b.e.Task(b.ctx, task.ID)
 	require.NoError(t, err)
-	require.Equal(t, store.Succeeded, got.Status, got.Reason)
+	require.Equal(t, ledger.Succeeded, got.Status, got.Reason)
 	require.Equal(t, map[string]int64{"pages_audited": items}, got.Counters, "every item counted once")
 	all, committed := attempts()
 	require.Len(t, committed, items)
@@ -122,12 +124,12 @@ task "flaky" {
 }`)
 	task := b.submit(t, nil)
 	got := b.work(t, task.ID)
-	require.Equal(t, store.Failed, got.Status)
+	require.Equal(t, ledger.Failed, got.Status)
 	require.Equal(t, 2, got.Attempts)
 	_, err := b.e.Retry(b.ctx, task.ID, "", "ana")
 	require.NoError(t, err)
 	got = b.work(t, task.ID)
-	require.Equal(t, store.Failed, got.Status)
+	require.Equal(t, ledger.Failed, got.Status)
 	require.Equal(t, fault.PluginError, got.Failure.Kind)
 	require.Equal(t, 4, got.Attempts, "two attempts before the retry, two after")
 	require.Equal(t, 4, got.Failure.Attempt, "attempt numbers go on")

@@ -8,10 +8,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/engine"
-	"github.com/lhengine/lhengine/store"
 )
 
 // rssAnon reads the process's anonymous resident memory (heap, stacks,
@@ -53,7 +54,7 @@ func BenchmarkSequentialTasksRSS(b *testing.B) {
 		require.NoError(b, e.Work(ctx, engine.WorkOptions{Task: t.ID, ExitWhenIdle: true}))
 		got, err := e.Task(ctx, t.ID)
 		require.NoError(b, err)
-		require.Equal(b, store.Succeeded, got.Status, got.Reason)
+		require.Equal(b, ledger.Succeeded, got.Status, got.Reason)
 		if i+1 == warm {
 			runtime.GC()
 			base = rssAnon(b)

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/engine"
@@ -61,7 +63,7 @@ policy "tally" {
 			}
 		}
 	}
-	steps := func() []store.StepState {
+	steps := func() []ledger.StepState {
 		t.Helper()
 		got, err := b.e.Task(b.ctx, task.ID)
 		require.NoError(t, err)
@@ -90,7 +92,7 @@ policy "tally" {
 	require.NoError(t, <-worked)
 	got, err := b.e.Task(b.ctx, task.ID)
 	require.NoError(t, err)
-	require.Equal(t, store.Succeeded, got.Status, got.Reason)
+	require.Equal(t, ledger.Succeeded, got.Status, got.Reason)
 
 	var windows []struct {
 		Window, From, To int
@@ -142,7 +144,7 @@ task "long" {
 	task, _, err := b.e.Submit(b.ctx, filepath.Join(b.dir, "task.hcl"), engine.SubmitOptions{Policies: []string{"periodic-summary@2"}})
 	require.NoError(t, err)
 	task = b.work(t, task.ID)
-	require.Equal(t, store.Succeeded, task.Status, task.Reason)
+	require.Equal(t, ledger.Succeeded, task.Status, task.Reason)
 	var names []string
 	for _, s := range task.Steps {
 		names = append(names, s.Name)
@@ -155,7 +157,7 @@ task "long" {
 		"units 101-120 of step each produced a list of 20 items"
 	]`, b.output(t, task.ID, "periodic-summary.summary@each"))
 	require.JSONEq(t, `["unit 1 of step done produced a list of 1 item"]`, b.output(t, task.ID, "periodic-summary.summary@done"))
-	var notes []store.Note
+	var notes []ledger.Note
 	require.NoError(t, b.e.Read(func(r *store.Reader) error {
 		notes, err = r.Notes(task.ID)
 		return err

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/store"
@@ -52,7 +54,7 @@ task "fill" {
 }`), 0o644))
 	task := b.submit(t, nil)
 	got := b.work(t, task.ID)
-	require.Equal(t, store.Succeeded, got.Status, got.Reason)
+	require.Equal(t, ledger.Succeeded, got.Status, got.Reason)
 	var res fillResult
 	require.NoError(t, json.Unmarshal([]byte(b.output(t, task.ID, "fill")), &res))
 	require.False(t, res.OK)

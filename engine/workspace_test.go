@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/internal/testwasm"
@@ -74,7 +76,7 @@ task "quota" {
 }`), 0o644))
 	task := b.submit(t, nil)
 	got := b.work(t, task.ID)
-	require.Equal(t, store.Succeeded, got.Status, got.Reason)
+	require.Equal(t, ledger.Succeeded, got.Status, got.Reason)
 	var res fillResult
 	require.NoError(t, json.Unmarshal([]byte(b.output(t, task.ID, "fill")), &res))
 	require.False(t, res.OK)

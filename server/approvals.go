@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/lhengine/lhengine/api"
 	"github.com/lhengine/lhengine/engine/handoff"
 	"github.com/lhengine/lhengine/store"
@@ -15,7 +17,7 @@ import (
 // approvalsOf answers GET /v1/tasks/{id}/approvals: every approval of
 // the task, oldest first.
 func (s *Server) approvalsOf(w http.ResponseWriter, req *http.Request) {
-	answerRead(s, w, req, func(r *store.Reader, t *store.Task) ([]api.Approval, error) {
+	answerRead(s, w, req, func(r *store.Reader, t *ledger.Task) ([]api.Approval, error) {
 		as, err := r.Approvals(t.ID)
 		return nonNil(wireList(as, wireApproval)), err
 	})
@@ -24,7 +26,7 @@ func (s *Server) approvalsOf(w http.ResponseWriter, req *http.Request) {
 // pendingApprovals answers GET /v1/approvals: the pending approvals of
 // every task that has not finished, oldest task first.
 func (s *Server) pendingApprovals(w http.ResponseWriter, req *http.Request) {
-	var out []store.Approval
+	var out []ledger.Approval
 	err := s.e.Read(func(r *store.Reader) error {
 		var err error
 		out, err = pending(r)
@@ -38,12 +40,12 @@ func (s *Server) pendingApprovals(w http.ResponseWriter, req *http.Request) {
 }
 
 // pending lists the pending approvals of the tasks that have not finished.
-func pending(r *store.Reader) ([]store.Approval, error) {
+func pending(r *store.Reader) ([]ledger.Approval, error) {
 	ts, err := r.Tasks()
 	if err != nil {
 		return nil, err
 	}
-	var out []store.Approval
+	var out []ledger.Approval
 	for _, t := range ts {
 		if t.NextApproval == 0 || t.Status.Terminal() {
 			continue
@@ -53,7 +55,7 @@ func pending(r *store.Reader) ([]store.Approval, error) {
 			return nil, err
 		}
 		for _, a := range as {
-			if a.State == store.ApprovalPending {
+			if a.State == ledger.ApprovalPending {
 				out = append(out, a)
 			}
 		}
@@ -86,7 +88,7 @@ func (s *Server) decideApproval(req *http.Request, approve bool, in api.DecideRe
 	}
 	by := s.who(req, in.By)
 	a, task, err := s.e.Decide(req.Context(), t.ID, req.PathValue("approval"), approve, by, in.Note)
-	if errors.Is(err, store.ErrApprovalClosed) {
+	if errors.Is(err, ledger.ErrApprovalClosed) {
 		err = fmt.Errorf("%w: %v", errConflict, err)
 	}
 	if err != nil {
@@ -114,10 +116,10 @@ func (s *Server) partialOutputs(w http.ResponseWriter, req *http.Request) {
 		s.fail(w, req, err)
 		return
 	}
-	answerRead(s, w, req, func(r *store.Reader, t *store.Task) (*api.Committed, error) {
+	answerRead(s, w, req, func(r *store.Reader, t *ledger.Task) (*api.Committed, error) {
 		i := t.StepIndex(req.PathValue("step"))
 		if i < 0 {
-			return nil, fmt.Errorf("%w: task %s has no step %q", store.ErrNotFound, t.ID, req.PathValue("step"))
+			return nil, fmt.Errorf("%w: task %s has no step %q", ledger.ErrNotFound, t.ID, req.PathValue("step"))
 		}
 		st := t.Steps[i]
 		if item >= 0 {
@@ -141,7 +143,7 @@ func (s *Server) partialOutputs(w http.ResponseWriter, req *http.Request) {
 // handoff answers GET /v1/tasks/{id}/handoff: the bundle a fresh context
 // resumes the task from (package handoff).
 func (s *Server) handoff(w http.ResponseWriter, req *http.Request) {
-	answerRead(s, w, req, func(r *store.Reader, t *store.Task) (*api.Handoff, error) {
+	answerRead(s, w, req, func(r *store.Reader, t *ledger.Task) (*api.Handoff, error) {
 		b, err := handoff.Build(r, t.ID, s.o.Now())
 		if err != nil {
 			return nil, err

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
@@ -150,7 +152,7 @@ func TestDashboardAgentControls(t *testing.T) {
 		require.NoError(t, e.Close(context.Background()))
 	}()
 
-	submit := func(name, src string) *store.Task {
+	submit := func(name, src string) *ledger.Task {
 		t.Helper()
 		file := filepath.Join(dir, name+".hcl")
 		require.NoError(t, os.WriteFile(file, []byte(src), 0o644))
@@ -159,7 +161,7 @@ func TestDashboardAgentControls(t *testing.T) {
 		return task
 	}
 	// until waits for cond to hold of the task in the store.
-	until := func(id, what string, cond func(*store.Task) bool) *store.Task {
+	until := func(id, what string, cond func(*ledger.Task) bool) *ledger.Task {
 		t.Helper()
 		for {
 			changed := e.Changed()
@@ -175,8 +177,8 @@ func TestDashboardAgentControls(t *testing.T) {
 			}
 		}
 	}
-	status := func(st store.Status) func(*store.Task) bool {
-		return func(t *store.Task) bool { return t.Status == st }
+	status := func(st ledger.Status) func(*ledger.Task) bool {
+		return func(t *ledger.Task) bool { return t.Status == st }
 	}
 
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chrome), chromedp.NoSandbox,
@@ -198,8 +200,8 @@ func TestDashboardAgentControls(t *testing.T) {
 	// the tasks' status is waiting_approval, in its own colour.
 	ship := submit("ship", controlTask("ship", 5, true, "budget {\n    units = 5\n  }"))
 	hold := submit("hold", controlTask("hold", 3, true, ""))
-	until(ship.ID, "waiting_approval", status(store.WaitingApproval))
-	until(hold.ID, "waiting_approval", status(store.WaitingApproval))
+	until(ship.ID, "waiting_approval", status(ledger.WaitingApproval))
+	until(hold.ID, "waiting_approval", status(ledger.WaitingApproval))
 	shipRow := fmt.Sprintf(`#waiting tr[data-task="%s"][data-approval="1"]`, ship.ID)
 	holdRow := fmt.Sprintf(`#waiting tr[data-task="%s"][data-approval="1"]`, hold.ID)
 	b.poll("both approvals waiting", `!document.getElementById('waiting').hidden && document.querySelector('`+shipRow+`') !== null && document.querySelector('`+holdRow+`') !== null`)
@@ -229,11 +231,11 @@ func TestDashboardAgentControls(t *testing.T) {
 	require.Equal(t, "/", b.navigate("approve from the list",
 		chromedp.SendKeys(chromedp.CSS(shipRow+` input[name="note"]`), "checked the diff"),
 		chromedp.Click(chromedp.CSS(shipRow+` button.approve`))))
-	got := until(ship.ID, "success", status(store.Succeeded))
+	got := until(ship.ID, "success", status(ledger.Succeeded))
 	require.Equal(t, 5, got.Attempts, "every item ran once")
 	as := approvalsOf(t, e, ship.ID)
 	require.Len(t, as, 1)
-	require.Equal(t, store.ApprovalApproved, as[0].State)
+	require.Equal(t, ledger.ApprovalApproved, as[0].State)
 	require.Equal(t, "alice via dashboard", as[0].DecidedBy)
 	require.Equal(t, "checked the diff", as[0].Note)
 	b.poll("ship's approval gone from the list", `document.querySelector('`+shipRow+`') === null && document.querySelector('`+holdRow+`') !== null`)
@@ -257,12 +259,12 @@ func TestDashboardAgentControls(t *testing.T) {
 	require.Equal(t, "/tasks/"+hold.ID, b.navigate("reject",
 		chromedp.SendKeys(chromedp.CSS(pendingRow+` input[name="note"]`), "not on a Friday"),
 		chromedp.Click(chromedp.CSS(pendingRow+` button.reject`))))
-	got = until(hold.ID, "failure", status(store.Failed))
+	got = until(hold.ID, "failure", status(ledger.Failed))
 	require.NotNil(t, got.Failure)
 	require.Equal(t, 1, got.Failure.Item)
 	require.Contains(t, got.Failure.Message, "rejected by alice via dashboard: not on a Friday")
 	as = approvalsOf(t, e, hold.ID)
-	require.Equal(t, store.ApprovalRejected, as[0].State)
+	require.Equal(t, ledger.ApprovalRejected, as[0].State)
 	require.Equal(t, "alice via dashboard", as[0].DecidedBy)
 	b.poll("the rejection shown", `document.getElementById('status').textContent === "failed" && document.querySelector('#approvals tr.a-rejected[data-approval="1"]') !== null`)
 
@@ -279,7 +281,7 @@ func TestDashboardAgentControls(t *testing.T) {
 	released := make(chan struct{})
 	go func() { // the unit in flight may finish once the pause is recorded
 		defer close(released)
-		until(gated.ID, "pause", status(store.Paused))
+		until(gated.ID, "pause", status(ledger.Paused))
 		g.Release(1)
 	}()
 	require.Equal(t, "/tasks/"+gated.ID, b.navigate("pause",
@@ -288,20 +290,20 @@ func TestDashboardAgentControls(t *testing.T) {
 	<-released
 	got, err = e.Task(ctx, gated.ID)
 	require.NoError(t, err)
-	require.Equal(t, store.Paused, got.Status)
-	require.Equal(t, store.PauseOperator, got.Pause.Kind)
+	require.Equal(t, ledger.Paused, got.Status)
+	require.Equal(t, ledger.PauseOperator, got.Pause.Kind)
 	require.Equal(t, "alice via dashboard", got.Pause.By)
 	require.Equal(t, "maintenance window", got.Pause.Note)
 	require.Equal(t, 1, got.Steps[0].Done, "the unit in flight committed")
 	b.poll("paused, with its reason and Resume", `document.getElementById('status').textContent === "paused" && document.getElementById('reason').textContent === "paused by alice via dashboard: maintenance window" && document.getElementById('resume') !== null && document.getElementById('pause') === null`)
 	require.Equal(t, "/tasks/"+gated.ID, b.navigate("resume", chromedp.Click(chromedp.ID("resume"))))
 	g.Open()
-	until(gated.ID, "success", status(store.Succeeded))
+	until(gated.ID, "success", status(ledger.Succeeded))
 
 	// 7. A budget reached: the task pauses; its page says which budget,
 	// the command that raises it, and raises it and resumes with a button.
 	capped := submit("capped", controlTask("capped", 3, false, "budget {\n    units = 2\n  }"))
-	until(capped.ID, "budget pause", status(store.Paused))
+	until(capped.ID, "budget pause", status(ledger.Paused))
 	require.Equal(t, "/tasks/"+capped.ID, b.navigate("open capped", chromedp.Navigate(base+"/tasks/"+capped.ID)))
 	b.poll("the raise hint", `document.getElementById('raise-command') !== null`)
 	require.Equal(t, "lhengine resume "+capped.ID+" --budget units=+2", b.eval(`document.getElementById('raise-command').textContent`))
@@ -310,12 +312,12 @@ func TestDashboardAgentControls(t *testing.T) {
 	require.Equal(t, "true", b.eval(`String(document.querySelector('#budgets tr[data-budget="units"]').classList.contains('b-reached'))`))
 	require.Equal(t, "units=+2", b.eval(`document.querySelector('#actions input[name="budget"]').value`))
 	require.Equal(t, "/tasks/"+capped.ID, b.navigate("raise and resume", chromedp.Click(chromedp.ID("resume"))))
-	got = until(capped.ID, "success", status(store.Succeeded))
+	got = until(capped.ID, "success", status(ledger.Succeeded))
 	require.Equal(t, int64(4), got.Budget.Limits.Units)
 	evs := eventsOf(t, e, capped.ID)
 	raised := 0
 	for _, ev := range evs {
-		if ev.Type == store.EvBudgetRaised {
+		if ev.Type == ledger.EvBudgetRaised {
 			raised++
 			require.Equal(t, "alice via dashboard", ev.Owner)
 		}
@@ -325,9 +327,9 @@ func TestDashboardAgentControls(t *testing.T) {
 	require.False(t, strings.Contains(b.eval(`document.body.innerText`), "raise it and resume"), "no raise hint once it runs")
 }
 
-func eventsOf(t *testing.T, e *engine.Engine, id string) []store.Event {
+func eventsOf(t *testing.T, e *engine.Engine, id string) []ledger.Event {
 	t.Helper()
-	var out []store.Event
+	var out []ledger.Event
 	require.NoError(t, e.Read(func(r *store.Reader) error {
 		var err error
 		out, err = r.Events(id, 0, 0)

@@ -16,8 +16,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/lhengine/lhengine/api"
-	"github.com/lhengine/lhengine/store"
 )
 
 // The web dashboard: server-rendered pages (html/template, which escapes
@@ -158,7 +159,7 @@ func (s *Server) page(title string, data any) page {
 
 // approvalView is one approval as the pages show it.
 type approvalView struct {
-	store.Approval
+	ledger.Approval
 	TaskName    string
 	SubjectText string // the subject, pretty, clipped to pageSubject
 	// Back is where the decision's form returns: "/" on the task list
@@ -166,7 +167,7 @@ type approvalView struct {
 	Back string
 }
 
-func viewApproval(a store.Approval, taskName string) approvalView {
+func viewApproval(a ledger.Approval, taskName string) approvalView {
 	return approvalView{Approval: a, TaskName: taskName, SubjectText: clip(prettyJSON(a.Subject), pageSubject)}
 }
 

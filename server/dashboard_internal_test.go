@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/require"
+	"github.com/lhengine/lhengine/ledger"
 
-	"github.com/lhengine/lhengine/store"
+	"github.com/stretchr/testify/require"
 )
 
 // TestPrettyJSONShowsHTMLCharacters: the escapes Go's encoder writes for
@@ -54,24 +54,24 @@ func TestTimeline(t *testing.T) {
 	t.Parallel()
 	t0 := time.Date(2026, 3, 4, 12, 0, 0, 0, time.UTC)
 	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
-	task := &store.Task{Steps: []store.StepState{{Name: "draft"}, {Name: "verify"}, {Name: "ship"}}}
+	task := &ledger.Task{Steps: []ledger.StepState{{Name: "draft"}, {Name: "verify"}, {Name: "ship"}}}
 	tl := newTimeline(task)
-	for _, e := range []store.Event{
-		{Type: store.EvSubmitted, Time: at(0)},
-		{Type: store.EvStepStarted, Step: "draft", Message: "pass 1, 1 units", Time: at(0)},
-		{Type: store.EvUnitDone, Step: "draft", Time: at(10)},
-		{Type: store.EvStepDone, Step: "draft", Time: at(10)},
-		{Type: store.EvStepStarted, Step: "verify", Message: "pass 1, 1 units", Time: at(10)},
-		{Type: store.EvRepair, Step: "verify", Message: `repair 1 of 2: back to "draft": no risks`, Time: at(20)},
-		{Type: store.EvStepStarted, Step: "draft", Message: "pass 2, 1 units", Time: at(20)},
-		{Type: store.EvStepDone, Step: "draft", Time: at(30)},
-		{Type: store.EvStepStarted, Step: "verify", Message: "pass 2, 1 units", Time: at(30)},
-		{Type: store.EvRepair, Step: "verify", Message: "repair 3 refused (max 2): still no risks", Time: at(40)},
-		{Type: store.EvRetried, Time: at(50)},
-		{Type: store.EvStepStarted, Step: "verify", Message: "pass 3, 1 units", Time: at(50)},
-		{Type: store.EvStepDone, Step: "verify", Time: at(60)},
-		{Type: store.EvStepStarted, Step: "ship", Message: "pass 1, 1 units", Time: at(60)},
-		{Type: store.EvStepStarted, Step: "no such step", Time: at(61)},
+	for _, e := range []ledger.Event{
+		{Type: ledger.EvSubmitted, Time: at(0)},
+		{Type: ledger.EvStepStarted, Step: "draft", Message: "pass 1, 1 units", Time: at(0)},
+		{Type: ledger.EvUnitDone, Step: "draft", Time: at(10)},
+		{Type: ledger.EvStepDone, Step: "draft", Time: at(10)},
+		{Type: ledger.EvStepStarted, Step: "verify", Message: "pass 1, 1 units", Time: at(10)},
+		{Type: ledger.EvRepair, Step: "verify", Message: `repair 1 of 2: back to "draft": no risks`, Time: at(20)},
+		{Type: ledger.EvStepStarted, Step: "draft", Message: "pass 2, 1 units", Time: at(20)},
+		{Type: ledger.EvStepDone, Step: "draft", Time: at(30)},
+		{Type: ledger.EvStepStarted, Step: "verify", Message: "pass 2, 1 units", Time: at(30)},
+		{Type: ledger.EvRepair, Step: "verify", Message: "repair 3 refused (max 2): still no risks", Time: at(40)},
+		{Type: ledger.EvRetried, Time: at(50)},
+		{Type: ledger.EvStepStarted, Step: "verify", Message: "pass 3, 1 units", Time: at(50)},
+		{Type: ledger.EvStepDone, Step: "verify", Time: at(60)},
+		{Type: ledger.EvStepStarted, Step: "ship", Message: "pass 1, 1 units", Time: at(60)},
+		{Type: ledger.EvStepStarted, Step: "no such step", Time: at(61)},
 	} {
 		tl.add(&e)
 	}

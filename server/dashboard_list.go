@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/lhengine/lhengine/api"
 	"github.com/lhengine/lhengine/store"
 )
@@ -184,7 +186,7 @@ func (s *Server) pageList(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ts, err := s.taskList()
-	var pend []store.Approval
+	var pend []ledger.Approval
 	if err == nil {
 		err = s.e.Read(func(rd *store.Reader) error {
 			var err error

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/lhengine/lhengine/api"
 	"github.com/lhengine/lhengine/store"
 )
@@ -43,11 +45,11 @@ const (
 // page leaves out unless asked (?events=all): what is left is what a
 // person looks for (failures, retries, repairs, pauses, approvals,
 // drift, budgets, resumes, cancellations, effects, takeovers, the end).
-var routineEvents = []store.EventType{store.EvSubmitted, store.EvStarted, store.EvStepStarted, store.EvUnitDone,
-	store.EvStepDone, store.EvModelCall, store.EvNotesCompacted}
+var routineEvents = []ledger.EventType{ledger.EvSubmitted, ledger.EvStarted, ledger.EvStepStarted, ledger.EvUnitDone,
+	ledger.EvStepDone, ledger.EvModelCall, ledger.EvNotesCompacted}
 
 // routine reports whether the task page hides e unless asked.
-func routine(e store.EventType) bool { return slices.Contains(routineEvents, e) }
+func routine(e ledger.EventType) bool { return slices.Contains(routineEvents, e) }
 
 // taskPageQuery is what a task page shows of its longer lists.
 type taskPageQuery struct {
@@ -128,10 +130,10 @@ type taskView struct {
 	TimelineTo          time.Time
 	Failure             *failureView
 	Counters            []counter
-	Notes               []store.Note // newest first
-	NotesMore           uint64       // older notes not shown
+	Notes               []ledger.Note // newest first
+	NotesMore           uint64        // older notes not shown
 	Events              eventsView
-	Artifacts           []store.Provenance
+	Artifacts           []ledger.Provenance
 	Effects             []effectView
 	Waiting             int // effects waiting for a person
 	Pending, Closed     []approvalView
@@ -154,8 +156,8 @@ func (taskView) UnitsPage() int { return pageUnits }
 
 // eventsView is the page of events the task page shows.
 type eventsView struct {
-	List []store.Event // newest first
-	All  bool          // routine events are shown too
+	List []ledger.Event // newest first
+	All  bool           // routine events are shown too
 	// Live: the page shows the newest events, so the script adds new ones.
 	Live bool
 	// Routine are the event types left out unless All, for the script.
@@ -175,7 +177,7 @@ type varView struct {
 
 // stepView is one step of the task page.
 type stepView struct {
-	store.StepState
+	ledger.StepState
 	Index     int
 	Number    int // as lhengine status numbers it: from 1
 	Completed bool
@@ -188,7 +190,7 @@ type stepView struct {
 	// UnitList is a page of a fan-out step's units, from item UnitsFrom;
 	// UnitsOpen: it is the page the query asked for. UnitsPrev and
 	// UnitsNext link to the neighbouring pages ("" for none).
-	UnitList             []*store.Unit
+	UnitList             []*ledger.Unit
 	UnitsFrom, UnitsLast int
 	UnitsOpen            bool
 	UnitsPrev, UnitsNext string
@@ -197,7 +199,7 @@ type stepView struct {
 // failureView is why the task failed (or the failure it last recorded),
 // with the failed attempt's record.
 type failureView struct {
-	store.Failure
+	ledger.Failure
 	Number     int    // the step's number, from 1; 0 for a failure of no step
 	Final      bool   // the task failed of it
 	Log        string // the attempt's log, clipped to pageLog
@@ -214,7 +216,7 @@ type counter struct {
 }
 
 type effectView struct {
-	store.Effect
+	ledger.Effect
 	Request string
 	Outcome string
 	// Waiting: its outcome is unknown and a person must confirm it or ask
@@ -287,9 +289,9 @@ func (s *Server) pageTask(w http.ResponseWriter, r *http.Request) {
 			if sv.Completed {
 				out, err := rd.StepOutputLimited(t, i, pageOutput)
 				switch {
-				case errors.Is(err, store.ErrTooLarge):
+				case errors.Is(err, ledger.ErrTooLarge):
 					sv.OutputErr = fmt.Sprintf("more than %s: read it with GET /v1/tasks/%s/outputs?step=%s", humanSize(pageOutput), t.ID, url.QueryEscape(st.Name))
-				case err != nil && !errors.Is(err, store.ErrNotFound):
+				case err != nil && !errors.Is(err, ledger.ErrNotFound):
 					return err
 				case err == nil:
 					sv.Output = prettyJSON(out)
@@ -325,7 +327,7 @@ func (s *Server) pageTask(w http.ResponseWriter, r *http.Request) {
 		}
 		for _, e := range effs {
 			ev := effectView{Effect: e, Request: clip(prettyJSON(e.Request), 2000), Outcome: clip(prettyJSON(e.Outcome), 2000),
-				Waiting: e.State == store.EffectUnknown && e.Mode == "manual"}
+				Waiting: e.State == ledger.EffectUnknown && e.Mode == "manual"}
 			if ev.Waiting {
 				v.Waiting++
 			}
@@ -338,7 +340,7 @@ func (s *Server) pageTask(w http.ResponseWriter, r *http.Request) {
 		for _, a := range as {
 			av := viewApproval(a, t.Name)
 			av.Back = v.Back
-			if a.State == store.ApprovalPending {
+			if a.State == ledger.ApprovalPending {
 				v.Pending = append(v.Pending, av)
 			} else {
 				v.Closed = append(v.Closed, av)
@@ -372,7 +374,7 @@ func (s *Server) pageTask(w http.ResponseWriter, r *http.Request) {
 // event goes to tl, and the page of events q asks for is returned (the
 // newest pageEvents before q.EventsBefore, routine ones left out unless
 // q.AllEvents).
-func readEvents(rd *store.Reader, t *store.Task, q taskPageQuery, tl *timeline) (eventsView, error) {
+func readEvents(rd *store.Reader, t *ledger.Task, q taskPageQuery, tl *timeline) (eventsView, error) {
 	ev := eventsView{All: q.AllEvents, Live: q.EventsBefore == 0}
 	names := make([]string, len(routineEvents))
 	for i, e := range routineEvents {
@@ -385,9 +387,9 @@ func readEvents(rd *store.Reader, t *store.Task, q taskPageQuery, tl *timeline) 
 	}
 	// The newest pageEvents+1 that match, in a ring: one more than shown
 	// says whether there are older ones.
-	ring := make([]store.Event, pageEvents+1)
+	ring := make([]ledger.Event, pageEvents+1)
 	n := 0
-	err := rd.EachEvent(t.ID, 0, func(e *store.Event) bool {
+	err := rd.EachEvent(t.ID, 0, func(e *ledger.Event) bool {
 		tl.add(e)
 		if e.Seq >= before {
 			return true
@@ -425,7 +427,7 @@ func readEvents(rd *store.Reader, t *store.Task, q taskPageQuery, tl *timeline) 
 
 // pageUnitsOf reads the page of units of fan-out step i the page shows:
 // the one q asks for, or its first.
-func pageUnitsOf(rd *store.Reader, t *store.Task, i int, q taskPageQuery, sv *stepView) error {
+func pageUnitsOf(rd *store.Reader, t *ledger.Task, i int, q taskPageQuery, sv *stepView) error {
 	st := t.Steps[i]
 	from := 0
 	if q.UnitsStep == i {
@@ -465,12 +467,12 @@ func pageUnitsOf(rd *store.Reader, t *store.Task, i int, q taskPageQuery, sv *st
 
 // readFailure reads the task's failure with its failed attempt's record;
 // nil when the task recorded none.
-func readFailure(rd *store.Reader, t *store.Task) (*failureView, error) {
+func readFailure(rd *store.Reader, t *ledger.Task) (*failureView, error) {
 	if t.Failure == nil {
 		return nil, nil
 	}
-	f := &failureView{Failure: *t.Failure, Final: t.Status == store.Failed}
-	idx := slices.IndexFunc(t.Steps, func(s store.StepState) bool { return s.Name == f.Step })
+	f := &failureView{Failure: *t.Failure, Final: t.Status == ledger.Failed}
+	idx := slices.IndexFunc(t.Steps, func(s ledger.StepState) bool { return s.Name == f.Step })
 	if idx < 0 {
 		return f, nil
 	}
@@ -481,7 +483,7 @@ func readFailure(rd *store.Reader, t *store.Task) (*failureView, error) {
 	f.Command = fmt.Sprintf("lhengine outputs %s %s --attempts --item %d", t.ID, f.Step, f.Item)
 	a, err := rd.Attempt(t.ID, idx, f.Item, f.Attempt)
 	switch {
-	case errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, ledger.ErrNotFound):
 		return f, nil
 	case err != nil:
 		return nil, err
@@ -513,12 +515,12 @@ const budgetWarn = 0.8
 
 // budgets lists the budgets of t that have a limit, in the budget
 // block's order.
-func budgets(t *store.Task) []budgetView {
+func budgets(t *ledger.Task) []budgetView {
 	if t.Budget == nil {
 		return nil
 	}
 	var out []budgetView
-	for _, name := range store.BudgetOrder {
+	for _, name := range ledger.BudgetOrder {
 		limit := budgetLimit(t.Budget.Limits, name)
 		if limit <= 0 {
 			continue
@@ -532,17 +534,17 @@ func budgets(t *store.Task) []budgetView {
 }
 
 // budgetLimit is the limit of budget name (wall_time in seconds), 0 for none.
-func budgetLimit(l store.BudgetLimits, name string) float64 {
+func budgetLimit(l ledger.BudgetLimits, name string) float64 {
 	switch name {
-	case store.BudgetWallTime:
+	case ledger.BudgetWallTime:
 		return l.WallTime.Seconds()
-	case store.BudgetCost:
+	case ledger.BudgetCost:
 		return l.Cost
-	case store.BudgetUnits:
+	case ledger.BudgetUnits:
 		return float64(l.Units)
-	case store.BudgetRepairs:
+	case ledger.BudgetRepairs:
 		return float64(l.Repairs)
-	case store.BudgetConsecutiveFailures:
+	case ledger.BudgetConsecutiveFailures:
 		return float64(l.ConsecutiveFailures)
 	}
 	return 0
@@ -551,7 +553,7 @@ func budgetLimit(l store.BudgetLimits, name string) float64 {
 // budgetAmount writes an amount of budget name as the CLI reads it back
 // (lhengine resume --budget): wall_time as a duration, others as numbers.
 func budgetAmount(name string, v float64) string {
-	if name == store.BudgetWallTime {
+	if name == ledger.BudgetWallTime {
 		return (time.Duration(v * float64(time.Second))).Round(time.Second).String()
 	}
 	return strconv.FormatFloat(math.Round(v*1e6)/1e6, 'f', -1, 64)
@@ -560,16 +562,16 @@ func budgetAmount(name string, v float64) string {
 // raise is what raises the budget that paused t by its own limit again,
 // or a step's repair.max by one repair (as lhengine pause and resume
 // print it); "" when neither paused it.
-func raise(t *store.Task) string {
+func raise(t *ledger.Task) string {
 	p := t.Pause
-	if t.Status != store.Paused || p == nil {
+	if t.Status != ledger.Paused || p == nil {
 		return ""
 	}
 	switch p.Kind {
-	case store.PauseBudget:
+	case ledger.PauseBudget:
 		return p.Name + "=+" + budgetAmount(p.Name, p.Limit)
-	case store.PauseRepairs:
-		return store.BudgetRepairs + "=+1"
+	case ledger.PauseRepairs:
+		return ledger.BudgetRepairs + "=+1"
 	}
 	return ""
 }

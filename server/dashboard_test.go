@@ -20,6 +20,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/chromedp/chromedp"
 	"github.com/hashicorp/go-hclog"
 	"github.com/stretchr/testify/require"
@@ -124,7 +126,7 @@ func TestDashboardInABrowser(t *testing.T) {
 		require.NoError(t, e.Close(context.Background()))
 	}()
 
-	submit := func(name, path string, pages int) *store.Task {
+	submit := func(name, path string, pages int) *ledger.Task {
 		t.Helper()
 		file := filepath.Join(t.TempDir(), "task.hcl")
 		require.NoError(t, os.WriteFile(file, []byte(dashTask(name, wasm, world.URL, pages, path)), 0o644))
@@ -132,7 +134,7 @@ func TestDashboardInABrowser(t *testing.T) {
 		require.NoError(t, err)
 		return task
 	}
-	stored := func(id string) *store.Task {
+	stored := func(id string) *ledger.Task {
 		t.Helper()
 		task, err := e.Task(ctx, id)
 		require.NoError(t, err)
@@ -248,7 +250,7 @@ func TestDashboardInABrowser(t *testing.T) {
 			// Nothing else lets a unit through: the store says the same.
 			got := stored(a.ID)
 			require.Equal(t, done, got.Steps[0].Done)
-			require.Equal(t, store.Running, got.Status)
+			require.Equal(t, ledger.Running, got.Status)
 			poll("the step row", fmt.Sprintf(`document.querySelector('#step-0 .done').textContent === "%d"`, done))
 		}
 	}
@@ -264,10 +266,10 @@ func TestDashboardInABrowser(t *testing.T) {
 	// The events that need a look came in live; the routine ones did not.
 	poll("the pause in the events", `document.querySelector('#events tr.new .ev-paused') !== null && document.querySelector('#events tr.new .ev-effect_unknown') !== null`)
 	require.Equal(t, "[]", eval(`JSON.stringify([...document.querySelectorAll('#events .ev')].map(e => e.textContent).filter(t => t === "unit_done" || t === "step_done" || t === "step_started"))`))
-	require.Equal(t, store.Paused, stored(a.ID).Status)
+	require.Equal(t, ledger.Paused, stored(a.ID).Status)
 	effs := effects(t, e, a.ID)
 	require.Len(t, effs, 1)
-	require.Equal(t, store.EffectUnknown, effs[0].State)
+	require.Equal(t, ledger.EffectUnknown, effs[0].State)
 	require.Equal(t, "manual", effs[0].Mode)
 	sent := rv.notified()
 	require.Positive(t, sent)
@@ -285,14 +287,14 @@ func TestDashboardInABrowser(t *testing.T) {
 		chromedp.Click(chromedp.CSS(confirm))))
 	poll("the effect done", `document.querySelector('#effects tr.e-done[data-key="notify-team"]') !== null`)
 	effs = effects(t, e, a.ID)
-	require.Equal(t, store.EffectDone, effs[0].State)
+	require.Equal(t, ledger.EffectDone, effs[0].State)
 	require.Equal(t, "seen in the team's inbox", effs[0].Note)
 	poll("the task succeeded", `document.getElementById('status').textContent === "succeeded"`)
 	poll("the progress line at the end", `(l => l.startsWith(`+jsString(name+" · succeeded ")+`) && l.includes(" units (100%)"))(document.getElementById('progress-line').textContent)`)
 	poll("the output of notify", `document.getElementById('outputs').textContent.includes('"reconciled": "confirmed"')`)
 	poll("the note", `document.getElementById('progress-notes').textContent.includes('told the team <script>')`)
 	require.Equal(t, "0", eval(`String(document.querySelectorAll('#progress-notes script').length)`), "a note is text, not markup")
-	require.Equal(t, store.Succeeded, stored(a.ID).Status)
+	require.Equal(t, ledger.Succeeded, stored(a.ID).Status)
 	require.Equal(t, sent, rv.notified(), "a confirmed effect is not sent again")
 
 	// 6. Cancel: a task whose unit is running. A post from another site is
@@ -316,12 +318,12 @@ func TestDashboardInABrowser(t *testing.T) {
 	require.NoError(t, err)
 	resp.Body.Close()
 	require.Equal(t, http.StatusForbidden, resp.StatusCode, "a cross-site post")
-	require.Equal(t, store.Running, stored(c.ID).Status, "a cross-site post changes nothing")
+	require.Equal(t, ledger.Running, stored(c.ID).Status, "a cross-site post changes nothing")
 
 	require.Equal(t, "/tasks/"+c.ID, navigate("cancel", chromedp.Click(chromedp.ID("cancel"))))
 	poll("cancelled", `document.getElementById('status').textContent === "cancelled" && document.getElementById('retry') !== null`)
 	got := stored(c.ID)
-	require.Equal(t, store.Cancelled, got.Status)
+	require.Equal(t, ledger.Cancelled, got.Status)
 	require.Equal(t, "cancelled from the dashboard", got.Reason)
 }
 
@@ -337,9 +339,9 @@ func (w testWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func effects(t *testing.T, e *engine.Engine, id string) []store.Effect {
+func effects(t *testing.T, e *engine.Engine, id string) []ledger.Effect {
 	t.Helper()
-	var out []store.Effect
+	var out []ledger.Effect
 	require.NoError(t, e.Read(func(r *store.Reader) error {
 		var err error
 		out, err = r.Effects(id)
@@ -505,7 +507,7 @@ func TestDashboardPages(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &list))
 	require.Len(t, list, 1)
 	require.Equal(t, task.ID, list[0].ID)
-	require.Equal(t, string(store.Queued), list[0].ShownStatus)
+	require.Equal(t, string(ledger.Queued), list[0].ShownStatus)
 
 	// Posts from elsewhere are refused, by Sec-Fetch-Site or by Origin;
 	// the dashboard's own act, and a failed act shows the API's error.
@@ -521,7 +523,7 @@ func TestDashboardPages(t *testing.T) {
 	}
 	stored, err := e.Task(ctx, task.ID)
 	require.NoError(t, err)
-	require.Equal(t, store.Queued, stored.Status)
+	require.Equal(t, ledger.Queued, stored.Status)
 
 	own := map[string]string{"Cookie": cookie["Cookie"], "Sec-Fetch-Site": "same-origin", "Origin": hs.URL}
 
@@ -548,7 +550,7 @@ func TestDashboardPages(t *testing.T) {
 	require.Equal(t, "/tasks/"+task.ID, resp.Header.Get("Location"))
 	stored, err = e.Task(ctx, task.ID)
 	require.NoError(t, err)
-	require.Equal(t, store.Cancelled, stored.Status)
+	require.Equal(t, ledger.Cancelled, stored.Status)
 
 	resp = send("POST", "/tasks/"+task.ID+"/effects/confirm", url.Values{"step": {"notify"}, "item": {"0"}, "key": {"nope"}}, own)
 	require.Equal(t, http.StatusNotFound, resp.StatusCode)

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lhengine/lhengine/store"
+	"github.com/lhengine/lhengine/ledger"
 )
 
 // The task page's timeline: one bar per pass of a step, from its
@@ -68,7 +68,7 @@ type timeline struct {
 	count map[int]int      // passes seen of each step
 }
 
-func newTimeline(t *store.Task) *timeline {
+func newTimeline(t *ledger.Task) *timeline {
 	tl := &timeline{steps: make(map[string]int, len(t.Steps)), open: map[int]*passBar{}, count: map[int]int{}}
 	for i, s := range t.Steps {
 		tl.steps[s.Name] = i
@@ -85,10 +85,10 @@ func (tl *timeline) closeAll(at time.Time, outcome string) {
 }
 
 // add reads one event.
-func (tl *timeline) add(e *store.Event) {
+func (tl *timeline) add(e *ledger.Event) {
 	idx, known := tl.steps[e.Step]
 	switch e.Type {
-	case store.EvStepStarted:
+	case ledger.EvStepStarted:
 		if !known {
 			return
 		}
@@ -104,12 +104,12 @@ func (tl *timeline) add(e *store.Event) {
 		b := &passBar{Step: idx, Number: idx + 1, Name: e.Step, Pass: pass, Start: e.Time, Open: true, Outcome: "running"}
 		tl.open[idx] = b
 		tl.bars = append(tl.bars, b)
-	case store.EvStepDone:
+	case ledger.EvStepDone:
 		if b := tl.open[idx]; known && b != nil {
 			b.End, b.Open, b.Outcome = e.Time, false, "done"
 			delete(tl.open, idx)
 		}
-	case store.EvRepair:
+	case ledger.EvRepair:
 		if !known {
 			return
 		}
@@ -125,13 +125,13 @@ func (tl *timeline) add(e *store.Event) {
 			tl.closeAll(e.Time, "sent back")
 		}
 		tl.bars = append(tl.bars, r)
-	case store.EvRetried:
+	case ledger.EvRetried:
 		tl.closeAll(e.Time, "retried")
-	case store.EvFailed:
+	case ledger.EvFailed:
 		tl.closeAll(e.Time, "failed")
-	case store.EvCancelled:
+	case ledger.EvCancelled:
 		tl.closeAll(e.Time, "cancelled")
-	case store.EvSucceeded:
+	case ledger.EvSucceeded:
 		tl.closeAll(e.Time, "done")
 	}
 }

@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/chromedp/chromedp"
 	"github.com/hashicorp/go-hclog"
 	"github.com/stretchr/testify/require"
@@ -24,7 +26,6 @@ import (
 	"github.com/lhengine/lhengine/engine"
 	"github.com/lhengine/lhengine/internal/testwasm"
 	"github.com/lhengine/lhengine/server"
-	"github.com/lhengine/lhengine/store"
 )
 
 // viewGuestC is the guest of the task page and list tests. Its input's
@@ -285,7 +286,7 @@ func (d *dash) submit(src string) string {
 }
 
 // run works task id until nothing of it is left to do.
-func (d *dash) run(id string) *store.Task {
+func (d *dash) run(id string) *ledger.Task {
 	d.t.Helper()
 	require.NoError(d.t, d.e.Work(d.ctx, engine.WorkOptions{Task: id, ExitWhenIdle: true, Concurrency: 4, PollEvery: 10 * time.Millisecond}))
 	task, err := d.e.Task(d.ctx, id)
@@ -343,11 +344,11 @@ func TestDashboardTaskList(t *testing.T) {
 	var docs []string
 	for range 3 {
 		id := d.submit(plainTask("audit docs", wasm, "ok", ""))
-		require.Equal(t, store.Succeeded, d.run(id).Status)
+		require.Equal(t, ledger.Succeeded, d.run(id).Status)
 		docs = append(docs, id)
 	}
 	shop := d.submit(plainTask("audit shop", wasm, "fail", `, message = "the shop answered 503"`))
-	require.Equal(t, store.Failed, d.run(shop).Status)
+	require.Equal(t, ledger.Failed, d.run(shop).Status)
 	weekly := d.submit(plainTask("report weekly", wasm, "ok", ""))
 	_, err := d.e.Cancel(d.ctx, weekly, "not needed this week")
 	require.NoError(t, err)
@@ -458,7 +459,7 @@ func TestDashboardTaskPage(t *testing.T) {
 	const pages = 230
 	id := d.submit(showcaseTask(wasm, pages))
 	task := d.run(id)
-	require.Equal(t, store.Failed, task.Status)
+	require.Equal(t, ledger.Failed, task.Status)
 	require.NotNil(t, task.Failure)
 	d.login()
 	require.Equal(t, "/tasks/"+id, d.open("/tasks/"+id))

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/lhengine/lhengine/api"
 	"github.com/lhengine/lhengine/store"
 )
@@ -34,7 +36,7 @@ func (s *Server) taskList() ([]api.Task, error) {
 // was read at.
 type taskCache struct {
 	version map[string]uint64
-	task    map[string]*store.Task
+	task    map[string]*ledger.Task
 }
 
 // taskListFrom is taskList reading again only the tasks whose record
@@ -49,7 +51,7 @@ func (s *Server) taskListFrom(c *taskCache) ([]api.Task, error) {
 			return err
 		}
 		version := make(map[string]uint64, len(vs))
-		task := make(map[string]*store.Task, len(vs))
+		task := make(map[string]*ledger.Task, len(vs))
 		for _, v := range vs {
 			t, ok := c.task[v.ID]
 			if !ok || c.version[v.ID] != v.Version {

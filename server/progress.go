@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/lhengine/lhengine/api"
 	"github.com/lhengine/lhengine/store"
 )
@@ -26,7 +28,7 @@ const (
 // come from. It reads the task record, the newest notes and the newest
 // approvals by point reads, so its cost does not grow with the units
 // committed (specs/ledger.md, "Progress").
-func ReadProgress(r *store.Reader, t *store.Task, shown string, now time.Time) (*api.Progress, error) {
+func ReadProgress(r *store.Reader, t *ledger.Task, shown string, now time.Time) (*api.Progress, error) {
 	// The newest notes until every kind the record counts has its newest
 	// few (or the walk reaches progressNotes).
 	notes, err := r.RecentNotes(t, progressNotes, enoughNotes(t.Meter))
@@ -42,12 +44,12 @@ func ReadProgress(r *store.Reader, t *store.Task, shown string, now time.Time) (
 
 // enoughNotes says when the newest notes read hold progressNewest of each
 // kind m counts (a kind with fewer: all of them); nil when m counts none.
-func enoughNotes(m *store.Progress) func([]store.Note) bool {
+func enoughNotes(m *ledger.Progress) func([]ledger.Note) bool {
 	if m == nil || m.Kinds == nil {
 		return nil
 	}
 	seen := map[string]int64{}
-	return func(read []store.Note) bool {
+	return func(read []ledger.Note) bool {
 		if n := read[len(read)-1]; n.ReplacedBy == 0 {
 			seen[n.Kind]++
 		}
@@ -62,7 +64,7 @@ func enoughNotes(m *store.Progress) func([]store.Note) bool {
 
 // computeProgress is ReadProgress on what it read: notes and approvals are
 // the newest, newest first.
-func computeProgress(t *store.Task, shown string, notes []store.Note, approvals []store.Approval, now time.Time) *api.Progress {
+func computeProgress(t *ledger.Task, shown string, notes []ledger.Note, approvals []ledger.Approval, now time.Time) *api.Progress {
 	p := &api.Progress{Name: t.Name, Status: shown, Unit: "units", ElapsedS: t.Elapsed(now).Seconds(),
 		Counters: []api.Counter{}, Notes: []api.NoteGroup{}, Budget: []api.BudgetUse{},
 		Waiting: api.Waiting{Pending: []api.PendingApproval{}}}
@@ -100,7 +102,7 @@ func computeProgress(t *store.Task, shown string, notes []store.Note, approvals 
 	}
 
 	// The rate and the time left, only where they can be told.
-	if rate, ok := m.Rate(now); ok && t.Status == store.Running && shown == string(store.Running) {
+	if rate, ok := m.Rate(now); ok && t.Status == ledger.Running && shown == string(ledger.Running) {
 		r := math.Round(rate*100) / 100
 		p.RatePerS = &r
 		if known {
@@ -126,7 +128,7 @@ func computeProgress(t *store.Task, shown string, notes []store.Note, approvals 
 
 	pending := 0
 	for _, a := range approvals {
-		if a.State != store.ApprovalPending {
+		if a.State != ledger.ApprovalPending {
 			continue
 		}
 		pending++
@@ -136,18 +138,18 @@ func computeProgress(t *store.Task, shown string, notes []store.Note, approvals 
 	}
 	p.Waiting.Approvals = pending
 	p.Waiting.Effects = max(t.Waiting-pending, 0)
-	if t.Status == store.Paused && t.Pause != nil {
+	if t.Status == ledger.Paused && t.Pause != nil {
 		p.Waiting.Paused = t.Pause.String()
 	}
 
 	if b := t.Budget; b != nil {
-		for _, n := range store.BudgetOrder {
+		for _, n := range ledger.BudgetOrder {
 			l := b.Limits.Limit(n)
 			if l <= 0 {
 				continue
 			}
 			used := t.BudgetUsage(n)
-			if n == store.BudgetWallTime {
+			if n == ledger.BudgetWallTime {
 				used = p.ElapsedS
 			}
 			p.Budget = append(p.Budget, api.BudgetUse{Name: n, Used: used, Limit: l, Percent: math.Round(used*1000/l) / 10})
@@ -160,7 +162,7 @@ func computeProgress(t *store.Task, shown string, notes []store.Note, approvals 
 // findings first, then the other kinds by name. Counts come from the
 // record (m.Kinds) when it keeps them, else from the newest notes, which
 // the group then says. Notes a summary replaced are left out.
-func noteGroups(m *store.Progress, recorded uint64, newest []store.Note) []api.NoteGroup {
+func noteGroups(m *ledger.Progress, recorded uint64, newest []ledger.Note) []api.NoteGroup {
 	byKind := map[string]*api.NoteGroup{}
 	var kinds []string
 	group := func(kind string) *api.NoteGroup {
@@ -186,13 +188,13 @@ func noteGroups(m *store.Progress, recorded uint64, newest []store.Note) []api.N
 		if len(g.Newest) < progressNewest {
 			g.Newest = append(g.Newest, wireNote(n))
 		}
-		if !counted || n.Kind == store.NoteSummary {
+		if !counted || n.Kind == ledger.NoteSummary {
 			g.Count++
 		}
 	}
 	estimated := !counted && recorded > uint64(len(newest))
 	rank := func(k string) int {
-		if i := slices.Index([]string{store.NoteBlocker, store.NoteDecision, store.NoteFinding}, k); i >= 0 {
+		if i := slices.Index([]string{ledger.NoteBlocker, ledger.NoteDecision, ledger.NoteFinding}, k); i >= 0 {
 			return i
 		}
 		return 3
@@ -217,7 +219,7 @@ func noteGroups(m *store.Progress, recorded uint64, newest []store.Note) []api.N
 
 // reportNotes is the notes of a report: the newest api.ReportNotes, oldest
 // first.
-func reportNotes(r *store.Reader, t *store.Task) ([]store.Note, error) {
+func reportNotes(r *store.Reader, t *ledger.Task) ([]ledger.Note, error) {
 	notes, err := r.RecentNotes(t, api.ReportNotes, nil)
 	slices.Reverse(notes)
 	return notes, err
@@ -228,11 +230,11 @@ func reportNotes(r *store.Reader, t *store.Task) ([]store.Note, error) {
 // page starts (api.NotesPage).
 func (s *Server) notes(w http.ResponseWriter, req *http.Request) {
 	q := req.URL.Query()
-	nq := store.NoteQuery{Kind: q.Get("kind"), Step: q.Get("step"), Grep: q.Get("grep")}
+	nq := ledger.NoteQuery{Kind: q.Get("kind"), Step: q.Get("step"), Grep: q.Get("grep")}
 	for _, p := range []struct {
 		name string
 		to   func(uint64)
-	}{{"from", func(v uint64) { nq.From = v }}, {"limit", func(v uint64) { nq.Limit = int(min(v, store.MaxNotesPage)) }}} {
+	}{{"from", func(v uint64) { nq.From = v }}, {"limit", func(v uint64) { nq.Limit = int(min(v, ledger.MaxNotesPage)) }}} {
 		if raw := q.Get(p.name); raw != "" {
 			v, err := strconv.ParseUint(raw, 10, 64)
 			if err != nil {
@@ -242,7 +244,7 @@ func (s *Server) notes(w http.ResponseWriter, req *http.Request) {
 			p.to(v)
 		}
 	}
-	answerRead(s, w, req, func(r *store.Reader, t *store.Task) (api.NotesPage, error) {
+	answerRead(s, w, req, func(r *store.Reader, t *ledger.Task) (api.NotesPage, error) {
 		notes, next, err := r.NotesPage(t.ID, nq)
 		return api.NotesPage{Task: t.ID, Notes: wireList(notes, wireNote), Next: next, Total: t.Notes}, err
 	})

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/server"
@@ -57,27 +59,27 @@ func committedTask(b *testing.B, n int) (*store.Store, string) {
 	ctx := context.Background()
 	var clock atomic.Int64
 	start := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	items := make([]store.Item, n)
+	items := make([]ledger.Item, n)
 	for i := range items {
-		items[i] = store.Item{Key: json.RawMessage(fmt.Sprint(i)), Value: json.RawMessage(`1`)}
+		items[i] = ledger.Item{Key: json.RawMessage(fmt.Sprint(i)), Value: json.RawMessage(`1`)}
 	}
 	s, err := store.Open(b.TempDir(), store.Options{NoSync: true,
 		Now:     func() time.Time { return start.Add(time.Duration(clock.Load()) * 10 * time.Millisecond) },
-		Planner: func(context.Context, *store.Reader, *store.Task, int) ([]store.Item, error) { return items, nil }})
+		Planner: func(context.Context, *store.Reader, *ledger.Task, int) ([]ledger.Item, error) { return items, nil }})
 	require.NoError(b, err)
 	b.Cleanup(func() { require.NoError(b, s.Close()) })
-	t, _, err := s.Submit(ctx, store.NewTask{Name: "audit", Steps: []store.StepState{{Name: "pages", FanOut: true, Limit: 64}},
-		Progress: &store.ProgressSpec{Unit: "pages", Step: "pages", StepIndex: 0}})
+	t, _, err := s.Submit(ctx, ledger.NewTask{Name: "audit", Steps: []ledger.StepState{{Name: "pages", FanOut: true, Limit: 64}},
+		Progress: &ledger.ProgressSpec{Unit: "pages", Step: "pages", StepIndex: 0}})
 	require.NoError(b, err)
-	req := store.ClaimRequest{Owner: s.Owner("bench"), Max: 64, LeaseFor: time.Hour}
+	req := ledger.ClaimRequest{Owner: s.Owner("bench"), Max: 64, LeaseFor: time.Hour}
 	done := 0
 	for done < n {
 		c, err := s.Claim(ctx, req)
 		require.NoError(b, err)
 		require.NotEmpty(b, c.Leases)
 		for _, l := range c.Leases {
-			r := store.Result{Lease: l, Output: json.RawMessage(`1`), HeaderOnly: true}
-			r.Notes = []store.Note{{Kind: store.NoteFinding, Text: fmt.Sprintf("page %d has no title", l.Item)}}
+			r := ledger.Result{Lease: l, Output: json.RawMessage(`1`), HeaderOnly: true}
+			r.Notes = []ledger.Note{{Kind: ledger.NoteFinding, Text: fmt.Sprintf("page %d has no title", l.Item)}}
 			clock.Add(1)
 			_, err := s.Commit(ctx, r)
 			require.NoError(b, err)

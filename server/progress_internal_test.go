@@ -6,26 +6,26 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/require"
+	"github.com/lhengine/lhengine/ledger"
 
-	"github.com/lhengine/lhengine/store"
+	"github.com/stretchr/testify/require"
 )
 
 var progressNow = time.Date(2026, 3, 4, 12, 0, 0, 0, time.UTC)
 
 // fanOutTask is a running task whose step "check" (index 1) has done of
 // units committed, one a second for the last 30s, after 2h of work.
-func fanOutTask(done, units int) *store.Task {
-	m := &store.Progress{ProgressSpec: store.ProgressSpec{Unit: "pages", Step: "check", StepIndex: 1,
+func fanOutTask(done, units int) *ledger.Task {
+	m := &ledger.Progress{ProgressSpec: ledger.ProgressSpec{Unit: "pages", Step: "check", StepIndex: 1,
 		Labels: map[string]string{"missing_title": "pages without a title"}}, Committed: int64(done)}
-	for i := 0; i < store.ProgressSamples; i++ {
-		m.Samples = append(m.Samples, store.ProgressSample{At: progressNow.Add(time.Duration(i*3-30) * time.Second), Committed: int64(done - 30 + 3*i)})
+	for i := 0; i < ledger.ProgressSamples; i++ {
+		m.Samples = append(m.Samples, ledger.ProgressSample{At: progressNow.Add(time.Duration(i*3-30) * time.Second), Committed: int64(done - 30 + 3*i)})
 	}
-	m.Last = store.ProgressSample{At: progressNow, Committed: int64(done)}
-	return &store.Task{ID: "t1", Name: "site-audit", Status: store.Running, Cursor: 1, Meter: m,
-		Budget:   &store.Budget{Limits: store.BudgetLimits{Units: 4000, WallTime: 4 * time.Hour}, Units: int64(done + 1), WallTime: 2 * time.Hour},
+	m.Last = ledger.ProgressSample{At: progressNow, Committed: int64(done)}
+	return &ledger.Task{ID: "t1", Name: "site-audit", Status: ledger.Running, Cursor: 1, Meter: m,
+		Budget:   &ledger.Budget{Limits: ledger.BudgetLimits{Units: 4000, WallTime: 4 * time.Hour}, Units: int64(done + 1), WallTime: 2 * time.Hour},
 		Counters: map[string]int64{"missing_title": 112, "broken_links": 40},
-		Steps: []store.StepState{{Name: "list", Planned: true, Units: 1, Done: 1, Pass: 1},
+		Steps: []ledger.StepState{{Name: "list", Planned: true, Units: 1, Done: 1, Pass: 1},
 			{Name: "check", FanOut: true, Planned: true, Units: units, Done: done, Pass: 1}}}
 }
 
@@ -70,20 +70,20 @@ func TestProgressNumbers(t *testing.T) {
 func TestProgressTimeLeftUnknown(t *testing.T) {
 	t.Parallel()
 	cases := map[string]struct {
-		change func(*store.Task)
+		change func(*ledger.Task)
 		shown  string
 		now    time.Time
 		rate   bool // the rate is known though the time left is not
 	}{
-		"one sample":                     {change: func(t *store.Task) { t.Meter.Samples = t.Meter.Samples[9:] }},
+		"one sample":                     {change: func(t *ledger.Task) { t.Meter.Samples = t.Meter.Samples[9:] }},
 		"nothing committed for a minute": {now: progressNow.Add(61 * time.Second)},
-		"paused": {change: func(t *store.Task) {
-			t.Status = store.Paused
-			t.Pause = &store.PauseReason{Kind: store.PauseOperator, By: "alice"}
+		"paused": {change: func(t *ledger.Task) {
+			t.Status = ledger.Paused
+			t.Pause = &ledger.PauseReason{Kind: ledger.PauseOperator, By: "alice"}
 		}, shown: "paused"},
 		"interrupted":         {shown: "interrupted"},
-		"waiting for people":  {change: func(t *store.Task) { t.Status = store.WaitingApproval }, shown: "waiting_approval"},
-		"total not known yet": {change: func(t *store.Task) { t.Steps[1].Planned, t.Steps[1].Units = false, 0 }, rate: true},
+		"waiting for people":  {change: func(t *ledger.Task) { t.Status = ledger.WaitingApproval }, shown: "waiting_approval"},
+		"total not known yet": {change: func(t *ledger.Task) { t.Steps[1].Planned, t.Steps[1].Units = false, 0 }, rate: true},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -147,13 +147,13 @@ func TestProgressNeverBackwardsOverARepair(t *testing.T) {
 func TestProgressNotesAndWaiting(t *testing.T) {
 	t.Parallel()
 	task := fanOutTask(10, 100)
-	var notes []store.Note // newest first
+	var notes []ledger.Note // newest first
 	for i := 9; i >= 0; i-- {
-		notes = append(notes, store.Note{Seq: uint64(i), Kind: []string{"finding", "decision", "blocker", "idea"}[i%4], Text: fmt.Sprint("note ", i)})
+		notes = append(notes, ledger.Note{Seq: uint64(i), Kind: []string{"finding", "decision", "blocker", "idea"}[i%4], Text: fmt.Sprint("note ", i)})
 	}
 	task.Notes = 10
 	task.Meter.Kinds = map[string]int64{"finding": 381, "decision": 12, "blocker": 2, "idea": 2}
-	approvals := []store.Approval{{ID: "3", State: store.ApprovalPending, Step: "deploy", Prompt: "Deploy?"}, {ID: "2", State: store.ApprovalApproved}}
+	approvals := []ledger.Approval{{ID: "3", State: ledger.ApprovalPending, Step: "deploy", Prompt: "Deploy?"}, {ID: "2", State: ledger.ApprovalApproved}}
 	task.Waiting = 3
 	p := computeProgress(task, "running", notes, approvals, progressNow)
 	var kinds []string

@@ -21,11 +21,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/lhengine/lhengine/api"
 	"github.com/lhengine/lhengine/engine"
-	"github.com/lhengine/lhengine/store"
 )
 
 // Options configure a Server.
@@ -343,11 +344,11 @@ func toAPIError(err error) *api.Error {
 	}
 	e := &api.Error{HTTPStatus: http.StatusInternalServerError, Code: api.CodeInternal, Message: err.Error()}
 	switch {
-	case errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, ledger.ErrNotFound):
 		e.HTTPStatus, e.Code = http.StatusNotFound, api.CodeNotFound
-	case errors.Is(err, store.ErrTerminal):
+	case errors.Is(err, ledger.ErrTerminal):
 		e.HTTPStatus, e.Code = http.StatusConflict, api.CodeConflict
-	case errors.Is(err, store.ErrNoSpace), errors.Is(err, store.ErrStoreFailed), errors.Is(err, store.ErrReadOnly):
+	case errors.Is(err, ledger.ErrNoSpace), errors.Is(err, ledger.ErrStoreFailed), errors.Is(err, ledger.ErrReadOnly):
 		e.HTTPStatus, e.Code = http.StatusServiceUnavailable, api.CodeUnavailable
 	case errors.Is(err, errBadRequest):
 		e.HTTPStatus, e.Code = http.StatusBadRequest, api.CodeInvalid

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/lhengine/lhengine/api"
 	"github.com/lhengine/lhengine/store"
 )
@@ -77,8 +79,8 @@ func (s *Server) stream(w http.ResponseWriter, req *http.Request, from uint64) {
 	for {
 		changed := s.e.Changed() // before reading: a commit during the read wakes the next wait
 		var (
-			t   *store.Task
-			evs []store.Event
+			t   *ledger.Task
+			evs []ledger.Event
 		)
 		err := s.e.Read(func(r *store.Reader) error {
 			var err error

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/lhengine/lhengine/api"
 	"github.com/lhengine/lhengine/engine"
 	"github.com/lhengine/lhengine/store"
@@ -20,24 +22,24 @@ import (
 
 // view is a task as the owner sees it: a running task that none of its
 // workers may work is interrupted (its process is gone).
-func (s *Server) view(t *store.Task) api.Task {
+func (s *Server) view(t *ledger.Task) api.Task {
 	v := wireTask(t)
 	v.ShownStatus, v.Worked = string(t.Status), s.e.Working(t.ID)
-	if t.Status == store.Running && !v.Worked {
+	if t.Status == ledger.Running && !v.Worked {
 		v.ShownStatus = api.Interrupted
 	}
 	return v
 }
 
 // find resolves the {id} of a request (an id or a unique prefix) in r.
-func find(r *store.Reader, req *http.Request) (*store.Task, error) {
+func find(r *store.Reader, req *http.Request) (*ledger.Task, error) {
 	return r.FindTask(req.PathValue("id"))
 }
 
 // answerRead answers a GET about the request's task: fn reads what it
 // needs in the same snapshot the task was found in, and its result is the
 // answer (a failure, an API error).
-func answerRead[T any](s *Server, w http.ResponseWriter, req *http.Request, fn func(*store.Reader, *store.Task) (T, error)) {
+func answerRead[T any](s *Server, w http.ResponseWriter, req *http.Request, fn func(*store.Reader, *ledger.Task) (T, error)) {
 	var out T
 	err := s.e.Read(func(r *store.Reader) error {
 		t, err := find(r, req)
@@ -63,8 +65,8 @@ func nonNil[T any](l []T) []T {
 }
 
 // findTask resolves the request's task in its own snapshot.
-func (s *Server) findTask(req *http.Request) (*store.Task, error) {
-	var t *store.Task
+func (s *Server) findTask(req *http.Request) (*ledger.Task, error) {
+	var t *ledger.Task
 	err := s.e.Read(func(r *store.Reader) error {
 		var err error
 		t, err = find(r, req)
@@ -91,7 +93,7 @@ func (s *Server) tasks(w http.ResponseWriter, req *http.Request) {
 		s.fail(w, req, err)
 		return
 	}
-	var ts []*store.Task
+	var ts []*ledger.Task
 	if err := s.e.Read(func(r *store.Reader) error {
 		var err error
 		ts, err = r.Tasks()
@@ -127,8 +129,8 @@ type taskQuery struct {
 }
 
 // shownStatuses are the statuses a task is shown with.
-var shownStatuses = []string{string(store.Queued), string(store.Running), api.Interrupted, string(store.WaitingApproval),
-	string(store.Paused), string(store.Succeeded), string(store.Failed), string(store.Cancelled)}
+var shownStatuses = []string{string(ledger.Queued), string(ledger.Running), api.Interrupted, string(ledger.WaitingApproval),
+	string(ledger.Paused), string(ledger.Succeeded), string(ledger.Failed), string(ledger.Cancelled)}
 
 func parseTaskQuery(req *http.Request) (taskQuery, error) {
 	v := req.URL.Query()
@@ -217,7 +219,7 @@ func (s *Server) readReport(req *http.Request) (*api.Report, error) {
 	return &rep, err
 }
 
-func summary(m *store.Manifest) api.ManifestSummary {
+func summary(m *ledger.Manifest) api.ManifestSummary {
 	sum := sha256.Sum256(m.Source)
 	s := api.ManifestSummary{
 		Objective: m.Objective, Constraints: m.Constraints, Filename: m.Filename,
@@ -237,7 +239,7 @@ func summary(m *store.Manifest) api.ManifestSummary {
 // manifest answers GET /v1/tasks/{id}/manifest: the whole run manifest as
 // pinned at submit, policy texts included.
 func (s *Server) manifest(w http.ResponseWriter, req *http.Request) {
-	answerRead(s, w, req, func(r *store.Reader, t *store.Task) (api.Manifest, error) {
+	answerRead(s, w, req, func(r *store.Reader, t *ledger.Task) (api.Manifest, error) {
 		m, err := r.Manifest(t.ID)
 		if err != nil {
 			return api.Manifest{}, err
@@ -294,7 +296,7 @@ func (s *Server) submit(w http.ResponseWriter, req *http.Request) {
 // isStoreError tells failures of the store (disk full, failed) from
 // failures of the request.
 func isStoreError(err error) bool {
-	return errors.Is(err, store.ErrNoSpace) || errors.Is(err, store.ErrStoreFailed) || errors.Is(err, store.ErrReadOnly)
+	return errors.Is(err, ledger.ErrNoSpace) || errors.Is(err, ledger.ErrStoreFailed) || errors.Is(err, ledger.ErrReadOnly)
 }
 
 func (s *Server) cancel(w http.ResponseWriter, req *http.Request) {
@@ -327,7 +329,7 @@ func (s *Server) resume(w http.ResponseWriter, req *http.Request) {
 	}
 	if t.Status.Terminal() {
 		hint := ""
-		if t.Status != store.Succeeded {
+		if t.Status != ledger.Succeeded {
 			hint = fmt.Sprintf("; to run it again from where it stopped: lhengine retry %s", t.ID)
 		}
 		s.fail(w, req, fmt.Errorf("%w: task %s is %s; nothing to resume%s%s", errConflict, t.ID, t.Status, reasonSuffix(t), hint))
@@ -342,16 +344,16 @@ func (s *Server) resume(w http.ResponseWriter, req *http.Request) {
 			var bad *engine.BudgetRaiseError
 			if errors.As(err, &bad) {
 				err = badRequest("%v", err)
-			} else if errors.Is(err, store.ErrBudgetReached) {
+			} else if errors.Is(err, ledger.ErrBudgetReached) {
 				err = fmt.Errorf("%w: %v", errConflict, err)
 			}
 			s.fail(w, req, err)
 			return
 		}
 	}
-	if by := s.who(req, in.By); t.Status == store.Paused || by != "" {
+	if by := s.who(req, in.By); t.Status == ledger.Paused || by != "" {
 		if t, err = s.e.ResumeAs(req.Context(), t.ID, by, in.Where); err != nil {
-			if errors.Is(err, store.ErrBudgetReached) {
+			if errors.Is(err, ledger.ErrBudgetReached) {
 				err = fmt.Errorf("%w: %v", errConflict, err)
 			}
 			s.fail(w, req, err)
@@ -381,7 +383,7 @@ func (s *Server) pause(w http.ResponseWriter, req *http.Request) {
 	}
 	t, err := s.findTask(req)
 	if err == nil {
-		why := store.PauseReason{Kind: store.PauseOperator, By: s.who(req, in.By), Note: in.Reason}
+		why := ledger.PauseReason{Kind: ledger.PauseOperator, By: s.who(req, in.By), Note: in.Reason}
 		t, err = s.e.Pause(req.Context(), t.ID, why, grace)
 	}
 	if err != nil {
@@ -391,7 +393,7 @@ func (s *Server) pause(w http.ResponseWriter, req *http.Request) {
 	writeJSON(w, http.StatusOK, s.view(t))
 }
 
-func reasonSuffix(t *store.Task) string {
+func reasonSuffix(t *ledger.Task) string {
 	if t.Reason == "" {
 		return ""
 	}
@@ -441,7 +443,7 @@ func (s *Server) remove(w http.ResponseWriter, req *http.Request) {
 
 // steps returns the indexes of the task's steps the ?step= query names
 // (all when it is absent).
-func steps(t *store.Task, req *http.Request) ([]int, error) {
+func steps(t *ledger.Task, req *http.Request) ([]int, error) {
 	name := req.URL.Query().Get("step")
 	var out []int
 	for i, st := range t.Steps {
@@ -450,13 +452,13 @@ func steps(t *store.Task, req *http.Request) ([]int, error) {
 		}
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("task %s has no step %q: %w", t.ID, name, store.ErrNotFound)
+		return nil, fmt.Errorf("task %s has no step %q: %w", t.ID, name, ledger.ErrNotFound)
 	}
 	return out, nil
 }
 
 func (s *Server) outputs(w http.ResponseWriter, req *http.Request) {
-	answerRead(s, w, req, func(r *store.Reader, t *store.Task) (map[string]json.RawMessage, error) {
+	answerRead(s, w, req, func(r *store.Reader, t *ledger.Task) (map[string]json.RawMessage, error) {
 		idx, err := steps(t, req)
 		if err != nil {
 			return nil, err
@@ -464,7 +466,7 @@ func (s *Server) outputs(w http.ResponseWriter, req *http.Request) {
 		outs := map[string]json.RawMessage{}
 		for _, i := range idx {
 			out, err := r.StepOutputOf(t, i)
-			if errors.Is(err, store.ErrNotFound) {
+			if errors.Is(err, ledger.ErrNotFound) {
 				continue // not completed in its current pass
 			}
 			if err != nil {
@@ -491,7 +493,7 @@ func (s *Server) attempts(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	total := 0
-	answerRead(s, w, req, func(r *store.Reader, t *store.Task) ([]*api.Attempt, error) {
+	answerRead(s, w, req, func(r *store.Reader, t *ledger.Task) ([]*api.Attempt, error) {
 		idx, err := steps(t, req)
 		if err != nil {
 			return nil, err
@@ -515,7 +517,7 @@ func (s *Server) attempts(w http.ResponseWriter, req *http.Request) {
 }
 
 func (s *Server) artifacts(w http.ResponseWriter, req *http.Request) {
-	answerRead(s, w, req, func(r *store.Reader, t *store.Task) ([]api.Provenance, error) {
+	answerRead(s, w, req, func(r *store.Reader, t *ledger.Task) ([]api.Provenance, error) {
 		ps, err := r.Artifacts(t.ID)
 		return nonNil(wireList(ps, wireProvenance)), err
 	})
@@ -524,7 +526,7 @@ func (s *Server) artifacts(w http.ResponseWriter, req *http.Request) {
 // artifact streams an artifact's bytes, a chunk at a time.
 func (s *Server) artifact(w http.ResponseWriter, req *http.Request) {
 	ref := req.PathValue("ref")
-	buf := make([]byte, store.ArtifactChunk)
+	buf := make([]byte, ledger.ArtifactChunk)
 	n, size, err := s.e.ReadArtifact(ref, 0, buf)
 	if err != nil {
 		s.fail(w, req, err)
@@ -549,14 +551,14 @@ func (s *Server) artifact(w http.ResponseWriter, req *http.Request) {
 }
 
 func (s *Server) effects(w http.ResponseWriter, req *http.Request) {
-	answerRead(s, w, req, func(r *store.Reader, t *store.Task) ([]api.Effect, error) {
+	answerRead(s, w, req, func(r *store.Reader, t *ledger.Task) ([]api.Effect, error) {
 		es, err := r.Effects(t.ID)
 		return nonNil(wireList(es, wireEffect)), err
 	})
 }
 
 func (s *Server) failures(w http.ResponseWriter, req *http.Request) {
-	answerRead(s, w, req, func(r *store.Reader, t *store.Task) ([]api.FailedItem, error) {
+	answerRead(s, w, req, func(r *store.Reader, t *ledger.Task) ([]api.FailedItem, error) {
 		fs, err := r.FailedItems(t.ID)
 		return wireList(fs, wireFailedItem), err
 	})
@@ -578,7 +580,7 @@ func (s *Server) settle(confirmed bool) http.HandlerFunc {
 	}
 }
 
-func (s *Server) settleEffect(req *http.Request, confirmed bool, in api.SettleRequest) (*store.Effect, error) {
+func (s *Server) settleEffect(req *http.Request, confirmed bool, in api.SettleRequest) (*ledger.Effect, error) {
 	t, err := s.findTask(req)
 	if err != nil {
 		return nil, err
@@ -629,7 +631,7 @@ func (s *Server) reclaim(w http.ResponseWriter, req *http.Request) {
 // how many match.
 func (s *Server) eventPage(w http.ResponseWriter, req *http.Request, from uint64) {
 	v := req.URL.Query()
-	var types map[store.EventType]bool
+	var types map[ledger.EventType]bool
 	for _, ty := range strings.Split(v.Get("type"), ",") {
 		if ty = strings.TrimSpace(ty); ty == "" {
 			continue
@@ -639,9 +641,9 @@ func (s *Server) eventPage(w http.ResponseWriter, req *http.Request, from uint64
 			return
 		}
 		if types == nil {
-			types = map[store.EventType]bool{}
+			types = map[ledger.EventType]bool{}
 		}
-		types[store.EventType(ty)] = true
+		types[ledger.EventType(ty)] = true
 	}
 	var since time.Time
 	if sv := v.Get("since"); sv != "" {
@@ -656,10 +658,10 @@ func (s *Server) eventPage(w http.ResponseWriter, req *http.Request, from uint64
 		s.fail(w, req, err)
 		return
 	}
-	answerRead(s, w, req, func(r *store.Reader, t *store.Task) ([]api.Event, error) {
+	answerRead(s, w, req, func(r *store.Reader, t *ledger.Task) ([]api.Event, error) {
 		out := []api.Event{}
 		total := 0
-		err := r.EachEvent(t.ID, from, func(e *store.Event) bool {
+		err := r.EachEvent(t.ID, from, func(e *ledger.Event) bool {
 			if (types == nil || types[e.Type]) && !e.Time.Before(since) {
 				total++
 				if limit == 0 || len(out) < limit {

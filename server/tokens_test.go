@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/api"
@@ -40,7 +42,7 @@ task "approve" {
 
 // submitApprovals submits approvalTask from dir (which gets the pipeline
 // guest) and works it until its two approvals wait.
-func submitApprovals(t *testing.T, e *engine.Engine, dir string) *store.Task {
+func submitApprovals(t *testing.T, e *engine.Engine, dir string) *ledger.Task {
 	t.Helper()
 	ctx := context.Background()
 	wasm, err := os.ReadFile(testwasm.BuildC(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/c/pipeline.c")))
@@ -53,7 +55,7 @@ func submitApprovals(t *testing.T, e *engine.Engine, dir string) *store.Task {
 	require.NoError(t, e.Work(ctx, engine.WorkOptions{Task: task.ID, Concurrency: 2, ExitWhenIdle: true}))
 	got, err := e.Task(ctx, task.ID)
 	require.NoError(t, err)
-	require.Equal(t, store.WaitingApproval, got.Status, got.Reason)
+	require.Equal(t, ledger.WaitingApproval, got.Status, got.Reason)
 	return got
 }
 
@@ -106,7 +108,7 @@ func TestNamedTokensOverTCP(t *testing.T) {
 	_, err = wrong.Pause(ctx, task.ID, api.PauseRequest{By: "mallory", Grace: "0s"})
 	require.ErrorAs(t, err, &ae)
 	require.Equal(t, http.StatusUnauthorized, ae.HTTPStatus)
-	require.Equal(t, store.ApprovalPending, approvalsOf(t, e, task.ID)[0].State)
+	require.Equal(t, ledger.ApprovalPending, approvalsOf(t, e, task.ID)[0].State)
 
 	// alice decides one, owner the other; both bodies claim mallory.
 	d, err := asAlice.Decide(ctx, task.ID, as[0].ID, true, api.DecideRequest{By: "mallory", Note: "fine"})
@@ -116,9 +118,9 @@ func TestNamedTokensOverTCP(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "owner", d.Approval.DecidedBy)
 	as = approvalsOf(t, e, task.ID)
-	require.Equal(t, store.ApprovalApproved, as[0].State)
+	require.Equal(t, ledger.ApprovalApproved, as[0].State)
 	require.Equal(t, "alice", as[0].DecidedBy, "the record, not only the answer")
-	require.Equal(t, store.ApprovalRejected, as[1].State)
+	require.Equal(t, ledger.ApprovalRejected, as[1].State)
 	require.Equal(t, "owner", as[1].DecidedBy)
 
 	// Pauses: alice's, then the owner's.
@@ -198,9 +200,9 @@ func TestTokenFiles(t *testing.T) {
 	require.Empty(t, names)
 }
 
-func approvalsOf(t *testing.T, e *engine.Engine, id string) []store.Approval {
+func approvalsOf(t *testing.T, e *engine.Engine, id string) []ledger.Approval {
 	t.Helper()
-	var out []store.Approval
+	var out []ledger.Approval
 	require.NoError(t, e.Read(func(r *store.Reader) error {
 		var err error
 		out, err = r.Approvals(id)

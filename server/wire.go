@@ -4,7 +4,7 @@ import (
 	"github.com/lhengine/lhengine/api"
 	"github.com/lhengine/lhengine/engine"
 	"github.com/lhengine/lhengine/engine/handoff"
-	"github.com/lhengine/lhengine/store"
+	"github.com/lhengine/lhengine/ledger"
 )
 
 // The conversions of the store's records into the API's own (api's
@@ -13,7 +13,7 @@ import (
 // wire. Plain records convert as Go conversions (their fields must be
 // the same, names and types); the others field by field.
 
-func wireTask(t *store.Task) api.Task {
+func wireTask(t *ledger.Task) api.Task {
 	w := api.Task{
 		ID: t.ID, Name: t.Name, Status: api.Status(t.Status), Reason: t.Reason,
 		Failure: wireFailure(t.Failure), Pause: wirePause(t.Pause), Budget: wireBudget(t.Budget),
@@ -30,23 +30,23 @@ func wireTask(t *store.Task) api.Task {
 	return w
 }
 
-func wireStep(s store.StepState) api.StepState { return api.StepState(s) }
+func wireStep(s ledger.StepState) api.StepState { return api.StepState(s) }
 
-func wireFailure(f *store.Failure) *api.Failure {
+func wireFailure(f *ledger.Failure) *api.Failure {
 	if f == nil {
 		return nil
 	}
 	return &api.Failure{Kind: string(f.Kind), Message: f.Message, Step: f.Step, Item: f.Item, Attempt: f.Attempt, Single: f.Single}
 }
 
-func wirePause(p *store.PauseReason) *api.PauseReason {
+func wirePause(p *ledger.PauseReason) *api.PauseReason {
 	if p == nil {
 		return nil
 	}
 	return &api.PauseReason{Kind: api.PauseKind(p.Kind), Name: p.Name, By: p.By, At: p.At, Note: p.Note, Used: p.Used, Limit: p.Limit}
 }
 
-func wireBudget(b *store.Budget) *api.Budget {
+func wireBudget(b *ledger.Budget) *api.Budget {
 	if b == nil {
 		return nil
 	}
@@ -54,7 +54,7 @@ func wireBudget(b *store.Budget) *api.Budget {
 		WallSince: b.WallSince, Warned: b.Warned, RepairGrace: b.RepairGrace}
 }
 
-func wireFact(f *store.FactChange) *api.FactChange {
+func wireFact(f *ledger.FactChange) *api.FactChange {
 	if f == nil {
 		return nil
 	}
@@ -62,7 +62,7 @@ func wireFact(f *store.FactChange) *api.FactChange {
 	return &w
 }
 
-func wireNotify(n *store.NotifySpec) *api.NotifySpec {
+func wireNotify(n *ledger.NotifySpec) *api.NotifySpec {
 	if n == nil {
 		return nil
 	}
@@ -73,7 +73,7 @@ func wireNotify(n *store.NotifySpec) *api.NotifySpec {
 	return w
 }
 
-func wireMeter(p *store.Progress) *api.Meter {
+func wireMeter(p *ledger.Progress) *api.Meter {
 	if p == nil {
 		return nil
 	}
@@ -81,14 +81,14 @@ func wireMeter(p *store.Progress) *api.Meter {
 		Committed: p.Committed, Samples: wireList(p.Samples, wireSample), Last: wireSample(p.Last), Kinds: p.Kinds}
 }
 
-func wireSample(s store.ProgressSample) api.MeterSample { return api.MeterSample(s) }
+func wireSample(s ledger.ProgressSample) api.MeterSample { return api.MeterSample(s) }
 
-func wireModelUsage(u store.ModelUsage) api.ModelUsage {
+func wireModelUsage(u ledger.ModelUsage) api.ModelUsage {
 	return api.ModelUsage{Calls: u.Calls, InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, Cost: u.Cost,
 		PossiblyBilled: api.ModelPossiblyBilled(u.PossiblyBilled)}
 }
 
-func wireEvent(e store.Event) api.Event {
+func wireEvent(e ledger.Event) api.Event {
 	w := api.Event{Seq: e.Seq, Time: e.Time, Type: api.EventType(e.Type), Step: e.Step, Item: e.Item,
 		Attempt: e.Attempt, Epoch: e.Epoch, Owner: e.Owner, Kind: string(e.Kind), Message: e.Message,
 		Pause: wirePause(e.Pause), Fact: wireFact(e.Fact), Approval: e.Approval}
@@ -99,37 +99,37 @@ func wireEvent(e store.Event) api.Event {
 	return w
 }
 
-func wireAttempt(a *store.Attempt) *api.Attempt {
+func wireAttempt(a *ledger.Attempt) *api.Attempt {
 	return &api.Attempt{Step: a.Step, Item: a.Item, Attempt: a.Attempt, Epoch: a.Epoch, Owner: a.Owner,
 		Output: a.Output, Failure: wireFailure(a.Failure), Repair: a.Repair, Log: a.Log,
 		Started: a.Started, Finished: a.Finished, Pass: a.Pass, Try: a.Try, Environment: a.Environment}
 }
 
-func wireItemOutput(o store.ItemOutput) api.ItemOutput { return api.ItemOutput(o) }
+func wireItemOutput(o ledger.ItemOutput) api.ItemOutput { return api.ItemOutput(o) }
 
-func wireFailedItem(f store.FailedItem) api.FailedItem {
+func wireFailedItem(f ledger.FailedItem) api.FailedItem {
 	return api.FailedItem{Step: f.Step, Item: f.Item, Key: f.Key, Value: f.Value, Attempt: f.Attempt, Failure: wireFailure(f.Failure)}
 }
 
-func wireNote(n store.Note) api.Note { return api.Note(n) }
+func wireNote(n ledger.Note) api.Note { return api.Note(n) }
 
-func wireApproval(a store.Approval) api.Approval {
+func wireApproval(a ledger.Approval) api.Approval {
 	return api.Approval{ID: a.ID, Task: a.Task, Step: a.Step, StepIndex: a.StepIndex, Item: a.Item, Pass: a.Pass,
 		Source: a.Source, Prompt: a.Prompt, Subject: a.Subject, SubjectSHA256: a.SubjectSHA256, Created: a.Created,
 		Expires: a.Expires, OnExpiry: a.OnExpiry, State: api.ApprovalState(a.State), DecidedBy: a.DecidedBy,
 		DecidedAt: a.DecidedAt, Note: a.Note, UsedBy: a.UsedBy, Void: a.Void}
 }
 
-func wireEffect(e store.Effect) api.Effect {
+func wireEffect(e ledger.Effect) api.Effect {
 	return api.Effect{Task: e.Task, Step: e.Step, StepName: e.StepName, Item: e.Item, Key: e.Key, Kind: e.Kind,
 		Mode: e.Mode, IdempotencyKey: e.IdempotencyKey, Request: e.Request, State: api.EffectState(e.State),
 		Outcome: e.Outcome, Attempt: e.Attempt, Performs: e.Performs, Resend: e.Resend, Note: e.Note,
 		IntentAt: e.IntentAt, DoneAt: e.DoneAt}
 }
 
-func wireProvenance(p store.Provenance) api.Provenance { return api.Provenance(p) }
+func wireProvenance(p ledger.Provenance) api.Provenance { return api.Provenance(p) }
 
-func wirePluginPins(m map[string]store.PluginPin) map[string]api.PluginPin {
+func wirePluginPins(m map[string]ledger.PluginPin) map[string]api.PluginPin {
 	w := make(map[string]api.PluginPin, len(m))
 	for k, p := range m {
 		w[k] = api.PluginPin(p)
@@ -137,11 +137,11 @@ func wirePluginPins(m map[string]store.PluginPin) map[string]api.PluginPin {
 	return w
 }
 
-func wireModelPin(p store.ModelPin) api.ModelPin    { return api.ModelPin(p) }
-func wirePolicyPin(p store.PolicyPin) api.PolicyPin { return api.PolicyPin(p) }
-func wirePromptPin(p store.PromptPin) api.PromptPin { return api.PromptPin(p) }
+func wireModelPin(p ledger.ModelPin) api.ModelPin    { return api.ModelPin(p) }
+func wirePolicyPin(p ledger.PolicyPin) api.PolicyPin { return api.PolicyPin(p) }
+func wirePromptPin(p ledger.PromptPin) api.PromptPin { return api.PromptPin(p) }
 
-func wireReplayPin(p *store.ReplayPin) *api.ReplayPin {
+func wireReplayPin(p *ledger.ReplayPin) *api.ReplayPin {
 	if p == nil {
 		return nil
 	}

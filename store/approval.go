@@ -2,13 +2,13 @@ package store
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/lhengine/lhengine/ledger"
 )
 
 // Approvals: a unit that needs a person's decision before it runs (a
@@ -22,95 +22,22 @@ import (
 // "Approvals"). A pending approval that expires makes its unit claimable
 // at the expiry, so that whichever worker claims it applies on_expiry.
 
-// ApprovalState is where an approval stands. The string value is
-// persisted. Append only.
-type ApprovalState string
-
-// Approval states.
-const (
-	ApprovalPending  ApprovalState = "pending"
-	ApprovalApproved ApprovalState = "approved"
-	ApprovalRejected ApprovalState = "rejected"
-	// ApprovalExpired: no decision came before Expires.
-	ApprovalExpired ApprovalState = "expired"
-	// ApprovalVoided: the subject changed after the approval was asked
-	// for (or decided), or the unit it was for will not run again; Void
-	// says why.
-	ApprovalVoided ApprovalState = "voided"
-)
-
-// Approval sources: what asked for it.
-const (
-	ApprovalFromStep   = "step"   // the step's approval block
-	ApprovalFromPlugin = "plugin" // the approval.request host call
-)
-
-// Approval is one request for a person's decision about one unit.
-type Approval struct {
-	ID   string `json:"id"`
-	Task string `json:"task"`
-	// Step and Item are the unit: the step's name and index, the fan-out
-	// item (0 for a plain step); Pass is the step's pass it was asked in.
-	Step      string `json:"step"`
-	StepIndex int    `json:"step_index"`
-	Item      int    `json:"item"`
-	Pass      int    `json:"pass"`
-	Source    string `json:"source"`
-	Prompt    string `json:"prompt"`
-	// Subject is what the decision is about, as JSON; SubjectSHA256 its
-	// sha256 (of these bytes), checked again before the unit runs.
-	Subject       json.RawMessage `json:"subject"`
-	SubjectSHA256 string          `json:"subject_sha256"`
-	Created       time.Time       `json:"created"`
-	// Expires is when a pending approval stops accepting a decision (zero:
-	// never); OnExpiry is what happens then: "reject" or "pause".
-	Expires  time.Time     `json:"expires,omitzero"`
-	OnExpiry string        `json:"on_expiry,omitempty"`
-	State    ApprovalState `json:"state"`
-	// DecidedBy (the OS user, or a token's name over TCP), DecidedAt and
-	// Note record the decision.
-	DecidedBy string    `json:"decided_by,omitempty"`
-	DecidedAt time.Time `json:"decided_at,omitzero"`
-	Note      string    `json:"note,omitempty"`
-	// UsedBy is the first attempt of the unit that ran on the decision
-	// (0: none yet). An approval covers the pass it was asked in: retries
-	// and takeovers of that pass run on it, a later pass asks again.
-	UsedBy int `json:"used_by,omitempty"`
-	// Void says why an approval was voided.
-	Void string `json:"void,omitempty"`
-}
-
-// Decided reports whether a person decided the approval.
-func (a *Approval) Decided() bool {
-	return a.State == ApprovalApproved || a.State == ApprovalRejected
-}
-
-// SubjectSum returns the sha256 of a subject, as Approval.SubjectSHA256.
-func SubjectSum(subject []byte) string {
-	sum := sha256.Sum256(subject)
-	return hex.EncodeToString(sum[:])
-}
-
-// ErrApprovalClosed refuses a decision on an approval that is no longer
-// pending: decided, expired or voided.
-var ErrApprovalClosed = errors.New("approval is not pending")
-
 func approvalKey(task string, n uint64) []byte { return fmt.Appendf(nil, "r/%s/%016x", task, n) }
 
 // approvalSeq parses an approval id ("3") into its sequence number.
 func approvalSeq(id string) (uint64, error) {
 	n, err := strconv.ParseUint(id, 10, 64)
 	if err != nil || n == 0 {
-		return 0, fmt.Errorf("%w: approval %q (approval ids are numbers, as lhengine approvals lists them)", ErrNotFound, id)
+		return 0, fmt.Errorf("%w: approval %q (approval ids are numbers, as lhengine approvals lists them)", ledger.ErrNotFound, id)
 	}
 	return n, nil
 }
 
 // Approvals lists a task's approvals in the order they were asked for.
-func (r *Reader) Approvals(id string) ([]Approval, error) {
-	var out []Approval
+func (r *Reader) Approvals(id string) ([]ledger.Approval, error) {
+	var out []ledger.Approval
 	err := r.t.scan([]byte("r/"+id+"/"), func(_, val []byte) (bool, error) {
-		var a Approval
+		var a ledger.Approval
 		if err := json.Unmarshal(val, &a); err != nil {
 			return false, err
 		}
@@ -121,15 +48,15 @@ func (r *Reader) Approvals(id string) ([]Approval, error) {
 }
 
 // Approval returns approval id of task; ErrNotFound when there is none.
-func (r *Reader) Approval(task, id string) (*Approval, error) {
+func (r *Reader) Approval(task, id string) (*ledger.Approval, error) {
 	n, err := approvalSeq(id)
 	if err != nil {
 		return nil, err
 	}
-	a := new(Approval)
+	a := new(ledger.Approval)
 	if err := r.t.getJSON(approvalKey(task, n), a); err != nil {
-		if errors.Is(err, ErrNotFound) {
-			return nil, fmt.Errorf("%w: task %s has no approval %s", ErrNotFound, task, id)
+		if errors.Is(err, ledger.ErrNotFound) {
+			return nil, fmt.Errorf("%w: task %s has no approval %s", ledger.ErrNotFound, task, id)
 		}
 		return nil, err
 	}
@@ -142,9 +69,9 @@ func (r *Reader) Approval(task, id string) (*Approval, error) {
 // the claim queue until the approval is decided or, if it has an expiry,
 // until then. The task shows WaitingApproval when nothing else of it can
 // run. It returns the task and the approval as recorded.
-func (s *Store) RequestApproval(ctx context.Context, l Lease, a Approval) (*Task, *Approval, error) {
-	var out *Task
-	var rec *Approval
+func (s *Store) RequestApproval(ctx context.Context, l ledger.Lease, a ledger.Approval) (*ledger.Task, *ledger.Approval, error) {
+	var out *ledger.Task
+	var rec *ledger.Approval
 	err := s.update(ctx, func(t *tx) error {
 		u, task, err := s.leased(t, l)
 		if err != nil {
@@ -156,11 +83,11 @@ func (s *Store) RequestApproval(ctx context.Context, l Lease, a Approval) (*Task
 		task.NextApproval++
 		a.ID = strconv.FormatUint(task.NextApproval, 10)
 		a.Task, a.Step, a.StepIndex, a.Item, a.Pass = task.ID, st.Name, l.Step, l.Item, st.Pass
-		a.State, a.Created = ApprovalPending, now
+		a.State, a.Created = ledger.ApprovalPending, now
 		if a.Subject == nil {
 			a.Subject = json.RawMessage("null")
 		}
-		a.SubjectSHA256 = SubjectSum(a.Subject)
+		a.SubjectSHA256 = ledger.SubjectSum(a.Subject)
 		a.DecidedBy, a.DecidedAt, a.Note, a.UsedBy, a.Void = "", time.Time{}, "", 0, ""
 		if err := t.putJSON(approvalKey(task.ID, task.NextApproval), &a); err != nil {
 			return err
@@ -168,7 +95,7 @@ func (s *Store) RequestApproval(ctx context.Context, l Lease, a Approval) (*Task
 		// The unit waits; its attempt is given back as a stopping worker's
 		// is (Release): the attempt that runs on the decision has the same
 		// number.
-		u.State, u.Owner, u.LeaseUntil = UnitWaiting, "", time.Time{}
+		u.State, u.Owner, u.LeaseUntil = ledger.UnitWaiting, "", time.Time{}
 		u.Approval, u.NotBefore = a.ID, a.Expires
 		u.Attempt = max(u.Attempt-1, 0)
 		task.Attempts = max(task.Attempts-1, 0)
@@ -189,7 +116,7 @@ func (s *Store) RequestApproval(ctx context.Context, l Lease, a Approval) (*Task
 			}
 		})
 		item := l.Item
-		if err := s.event(t, task, Event{Type: EvApprovalRequested, Step: st.Name, Item: &item, Attempt: l.Attempt,
+		if err := s.event(t, task, ledger.Event{Type: ledger.EvApprovalRequested, Step: st.Name, Item: &item, Attempt: l.Attempt,
 			Approval: a.ID, Message: fmt.Sprintf("approval %s: %s", a.ID, a.Prompt)}); err != nil {
 			return err
 		}
@@ -212,22 +139,22 @@ func (s *Store) RequestApproval(ctx context.Context, l Lease, a Approval) (*Task
 // finished task's approvals take none (ErrTerminal). The unit waiting for
 // it becomes ready: its next attempt runs on an approval, and fails (or
 // goes to its step's repair) on a rejection.
-func (s *Store) DecideApproval(ctx context.Context, task, id string, approve bool, by, note string) (*Approval, *Task, error) {
-	var out *Approval
-	var outTask *Task
+func (s *Store) DecideApproval(ctx context.Context, task, id string, approve bool, by, note string) (*ledger.Approval, *ledger.Task, error) {
+	var out *ledger.Approval
+	var outTask *ledger.Task
 	err := s.update(ctx, func(t *tx) error {
 		n, err := approvalSeq(id)
 		if err != nil {
 			return err
 		}
-		tk := new(Task)
+		tk := new(ledger.Task)
 		if err := t.getJSON(taskKey(task), tk); err != nil {
 			return err
 		}
-		a := new(Approval)
+		a := new(ledger.Approval)
 		if err := t.getJSON(approvalKey(task, n), a); err != nil {
-			if errors.Is(err, ErrNotFound) {
-				return fmt.Errorf("%w: task %s has no approval %s (lhengine approvals %s lists them)", ErrNotFound, task, id, task)
+			if errors.Is(err, ledger.ErrNotFound) {
+				return fmt.Errorf("%w: task %s has no approval %s (lhengine approvals %s lists them)", ledger.ErrNotFound, task, id, task)
 			}
 			return err
 		}
@@ -236,11 +163,11 @@ func (s *Store) DecideApproval(ctx context.Context, task, id string, approve boo
 			verb = "approve"
 		}
 		now := s.now()
-		if a.State == ApprovalPending && !a.Expires.IsZero() && !now.Before(a.Expires) {
+		if a.State == ledger.ApprovalPending && !a.Expires.IsZero() && !now.Before(a.Expires) {
 			return fmt.Errorf("%w: approval %s of task %s expired at %s (on_expiry = %q applies)",
-				ErrApprovalClosed, id, task, a.Expires.UTC().Format(time.RFC3339), a.OnExpiry)
+				ledger.ErrApprovalClosed, id, task, a.Expires.UTC().Format(time.RFC3339), a.OnExpiry)
 		}
-		if a.State != ApprovalPending {
+		if a.State != ledger.ApprovalPending {
 			what := string(a.State)
 			if a.Decided() {
 				what += " by " + a.DecidedBy
@@ -248,15 +175,15 @@ func (s *Store) DecideApproval(ctx context.Context, task, id string, approve boo
 			if a.Void != "" {
 				what += ": " + a.Void
 			}
-			return fmt.Errorf("%w: approval %s of task %s is %s", ErrApprovalClosed, id, task, what)
+			return fmt.Errorf("%w: approval %s of task %s is %s", ledger.ErrApprovalClosed, id, task, what)
 		}
 		if tk.Status.Terminal() {
 			return &finishedError{id: task, status: tk.Status, verb: verb + " (approval " + id + " is void)"}
 		}
 		t.durable = true
-		a.State, a.DecidedBy, a.DecidedAt, a.Note = ApprovalRejected, by, now, note
+		a.State, a.DecidedBy, a.DecidedAt, a.Note = ledger.ApprovalRejected, by, now, note
 		if approve {
-			a.State = ApprovalApproved
+			a.State = ledger.ApprovalApproved
 		}
 		if err := t.putJSON(approvalKey(task, n), a); err != nil {
 			return err
@@ -266,7 +193,7 @@ func (s *Store) DecideApproval(ctx context.Context, task, id string, approve boo
 		if note != "" {
 			msg += ": " + note
 		}
-		if err := s.event(t, tk, Event{Type: EvApprovalDecided, Step: a.Step, Item: &item, Owner: by, Approval: id, Message: msg}); err != nil {
+		if err := s.event(t, tk, ledger.Event{Type: ledger.EvApprovalDecided, Step: a.Step, Item: &item, Owner: by, Approval: id, Message: msg}); err != nil {
 			return err
 		}
 		if err := s.wake(t, tk, a); err != nil {
@@ -284,41 +211,41 @@ func (s *Store) DecideApproval(ctx context.Context, task, id string, approve boo
 
 // wake makes the unit that waits for approval a ready again, if it still
 // does (a repair may have replaced it since).
-func (s *Store) wake(t *tx, task *Task, a *Approval) error {
-	return s.wakeUnit(t, task, a.StepIndex, a.Item, func(u *Unit) bool {
+func (s *Store) wake(t *tx, task *ledger.Task, a *ledger.Approval) error {
+	return s.wakeUnit(t, task, a.StepIndex, a.Item, func(u *ledger.Unit) bool {
 		return u.Approval == a.ID && u.Pass == a.Pass && u.Effect == ""
 	})
 }
 
 // wakeUnit makes unit (step, item) of task ready again if it waits and
 // waits for what is (a decision, an effect settled).
-func (s *Store) wakeUnit(t *tx, task *Task, step, item int, is func(*Unit) bool) error {
-	u := new(Unit)
+func (s *Store) wakeUnit(t *tx, task *ledger.Task, step, item int, is func(*ledger.Unit) bool) error {
+	u := new(ledger.Unit)
 	if err := t.getJSON(unitKey(task.ID, step, item), u); err != nil {
-		if errors.Is(err, ErrNotFound) {
+		if errors.Is(err, ledger.ErrNotFound) {
 			return nil
 		}
 		return err
 	}
-	if u.State != UnitWaiting || !is(u) {
+	if u.State != ledger.UnitWaiting || !is(u) {
 		return nil
 	}
-	u.State, u.NotBefore, u.Effect, u.WaitReason = UnitReady, time.Time{}, "", ""
+	u.State, u.NotBefore, u.Effect, u.WaitReason = ledger.UnitReady, time.Time{}, "", ""
 	if err := t.putJSON(unitKey(task.ID, step, item), u); err != nil {
 		return err
 	}
-	if step < task.stepCount() {
+	if step < task.StepCount() {
 		if st := t.step(task, step); st.Pass == u.Pass && st.Waiting > 0 {
 			st.Waiting--
 		}
 	}
 	task.Waiting = max(task.Waiting-1, 0)
 	ref := unitRef{task.ID, step, item}
-	if task.Status == WaitingApproval {
-		task.Status, task.Reason = Running, ""
+	if task.Status == ledger.WaitingApproval {
+		task.Status, task.Reason = ledger.Running, ""
 		tickWall(task, s.now())
 	}
-	if task.Status.runnable() {
+	if task.Status.Runnable() {
 		b := t.batch()
 		b.ready = append(b.ready, ref)
 		t.after(func(x *index) { x.addReady(ref, time.Time{}, false) })
@@ -331,8 +258,8 @@ func (s *Store) wakeUnit(t *tx, task *Task, step, item int, is func(*Unit) bool)
 // (its subject changed: why says how). The unit stays leased for the
 // caller to commit, ask again or give back. A voided approval's event
 // names why.
-func (s *Store) CloseApproval(ctx context.Context, l Lease, id string, state ApprovalState, why string) (*Approval, error) {
-	var out *Approval
+func (s *Store) CloseApproval(ctx context.Context, l ledger.Lease, id string, state ledger.ApprovalState, why string) (*ledger.Approval, error) {
+	var out *ledger.Approval
 	err := s.update(ctx, func(t *tx) error {
 		_, task, err := s.leased(t, l)
 		if err != nil {
@@ -342,7 +269,7 @@ func (s *Store) CloseApproval(ctx context.Context, l Lease, id string, state App
 		if err != nil {
 			return err
 		}
-		a := new(Approval)
+		a := new(ledger.Approval)
 		if err := t.getJSON(approvalKey(task.ID, n), a); err != nil {
 			return err
 		}
@@ -352,9 +279,9 @@ func (s *Store) CloseApproval(ctx context.Context, l Lease, id string, state App
 		}
 		t.durable = true
 		a.State = state
-		typ := EvApprovalExpired
-		if state == ApprovalVoided {
-			a.Void, typ = why, EvApprovalVoided
+		typ := ledger.EvApprovalExpired
+		if state == ledger.ApprovalVoided {
+			a.Void, typ = why, ledger.EvApprovalVoided
 		}
 		if err := t.putJSON(approvalKey(task.ID, n), a); err != nil {
 			return err
@@ -364,7 +291,7 @@ func (s *Store) CloseApproval(ctx context.Context, l Lease, id string, state App
 		if why != "" {
 			msg += ": " + why
 		}
-		if err := s.event(t, task, Event{Type: typ, Step: a.Step, Item: &item, Attempt: l.Attempt, Approval: id, Message: msg}); err != nil {
+		if err := s.event(t, task, ledger.Event{Type: typ, Step: a.Step, Item: &item, Attempt: l.Attempt, Approval: id, Message: msg}); err != nil {
 			return err
 		}
 		out = a
@@ -375,7 +302,7 @@ func (s *Store) CloseApproval(ctx context.Context, l Lease, id string, state App
 
 // UseApproval records that the attempt of lease l runs on approval id
 // (Approval.UsedBy), once: the first attempt to run on it.
-func (s *Store) UseApproval(ctx context.Context, l Lease, id string) error {
+func (s *Store) UseApproval(ctx context.Context, l ledger.Lease, id string) error {
 	return s.update(ctx, func(t *tx) error {
 		_, task, err := s.leased(t, l)
 		if err != nil {
@@ -385,7 +312,7 @@ func (s *Store) UseApproval(ctx context.Context, l Lease, id string) error {
 		if err != nil {
 			return err
 		}
-		a := new(Approval)
+		a := new(ledger.Approval)
 		if err := t.getJSON(approvalKey(task.ID, n), a); err != nil {
 			return err
 		}
@@ -404,21 +331,21 @@ func (s *Store) UseApproval(ctx context.Context, l Lease, id string) error {
 // them waits for an effect to be settled instead, the task pauses
 // (PauseEffect) with that unit's reason, as a task did before its other
 // units could run on.
-func (s *Store) settleWaiting(t *tx, task *Task) error {
-	if task.Waiting <= 0 || !task.Status.runnable() || task.Status == WaitingApproval || task.Leases > 0 {
+func (s *Store) settleWaiting(t *tx, task *ledger.Task) error {
+	if task.Waiting <= 0 || !task.Status.Runnable() || task.Status == ledger.WaitingApproval || task.Leases > 0 {
 		return nil
 	}
 	st := t.step(task, task.Cursor)
 	if !st.Planned || st.Units-st.Done-st.Failed-st.Leased-st.Waiting > 0 {
 		return nil
 	}
-	var effect *Unit
+	var effect *ledger.Unit
 	err := t.scan(unitStepPrefix(task.ID, task.Cursor), func(_, val []byte) (bool, error) {
-		u := new(Unit)
+		u := new(ledger.Unit)
 		if err := json.Unmarshal(val, u); err != nil {
 			return false, err
 		}
-		if u.State == UnitWaiting && u.Effect != "" && u.Pass == st.Pass {
+		if u.State == ledger.UnitWaiting && u.Effect != "" && u.Pass == st.Pass {
 			effect = u
 			return false, nil
 		}
@@ -428,19 +355,19 @@ func (s *Store) settleWaiting(t *tx, task *Task) error {
 		return err
 	}
 	if effect != nil {
-		return s.pauseInTx(t, task, PauseReason{Kind: PauseEffect, Name: st.Name, Note: effect.WaitReason})
+		return s.pauseInTx(t, task, ledger.PauseReason{Kind: ledger.PauseEffect, Name: st.Name, Note: effect.WaitReason})
 	}
-	task.Status = WaitingApproval
+	task.Status = ledger.WaitingApproval
 	task.Reason = fmt.Sprintf("%d units wait for approval: lhengine approvals %s", task.Waiting, task.ID)
 	if task.Waiting == 1 {
 		// Say what the one approval is, and the command that decides it.
-		var last *Approval
+		var last *ledger.Approval
 		err := t.scan([]byte("r/"+task.ID+"/"), func(_, val []byte) (bool, error) {
-			a := new(Approval)
+			a := new(ledger.Approval)
 			if err := json.Unmarshal(val, a); err != nil {
 				return false, err
 			}
-			if a.State == ApprovalPending {
+			if a.State == ledger.ApprovalPending {
 				last = a
 			}
 			return true, nil
@@ -454,23 +381,23 @@ func (s *Store) settleWaiting(t *tx, task *Task) error {
 		}
 	}
 	tickWall(task, s.now())
-	return s.event(t, task, Event{Type: EvWaitingApproval, Message: task.Reason})
+	return s.event(t, task, ledger.Event{Type: ledger.EvWaitingApproval, Message: task.Reason})
 }
 
 // voidApprovals voids the pending approvals of pass pass of a step, whose
 // units will not run again.
-func (s *Store) voidApprovals(t *tx, task *Task, step, pass int, why string) error {
+func (s *Store) voidApprovals(t *tx, task *ledger.Task, step, pass int, why string) error {
 	type found struct {
 		key []byte
-		a   Approval
+		a   ledger.Approval
 	}
 	var void []found
 	err := t.scan([]byte("r/"+task.ID+"/"), func(key, val []byte) (bool, error) {
-		var a Approval
+		var a ledger.Approval
 		if err := json.Unmarshal(val, &a); err != nil {
 			return false, err
 		}
-		if a.StepIndex == step && a.Pass == pass && a.State == ApprovalPending {
+		if a.StepIndex == step && a.Pass == pass && a.State == ledger.ApprovalPending {
 			void = append(void, found{append([]byte(nil), key...), a})
 		}
 		return true, nil
@@ -479,12 +406,12 @@ func (s *Store) voidApprovals(t *tx, task *Task, step, pass int, why string) err
 		return err
 	}
 	for _, f := range void {
-		f.a.State, f.a.Void = ApprovalVoided, why
+		f.a.State, f.a.Void = ledger.ApprovalVoided, why
 		if err := t.putJSON(f.key, &f.a); err != nil {
 			return err
 		}
 		item := f.a.Item
-		if err := s.event(t, task, Event{Type: EvApprovalVoided, Step: f.a.Step, Item: &item, Approval: f.a.ID,
+		if err := s.event(t, task, ledger.Event{Type: ledger.EvApprovalVoided, Step: f.a.Step, Item: &item, Approval: f.a.ID,
 			Message: fmt.Sprintf("approval %s voided: %s", f.a.ID, why)}); err != nil {
 			return err
 		}
@@ -498,8 +425,8 @@ func (s *Store) voidApprovals(t *tx, task *Task, step, pass int, why string) err
 // settles the effect, and the task's other units run on. reason says so,
 // with the commands that settle it. When nothing else of the task can
 // run, the task pauses (PauseEffect) with that reason.
-func (s *Store) WaitEffect(ctx context.Context, l Lease, key, reason string) (*Task, error) {
-	var out *Task
+func (s *Store) WaitEffect(ctx context.Context, l ledger.Lease, key, reason string) (*ledger.Task, error) {
+	var out *ledger.Task
 	err := s.update(ctx, func(t *tx) error {
 		u, task, err := s.leased(t, l)
 		if err != nil {
@@ -508,7 +435,7 @@ func (s *Store) WaitEffect(ctx context.Context, l Lease, key, reason string) (*T
 		t.durable = true
 		now := s.now()
 		st := t.step(task, l.Step)
-		u.State, u.Owner, u.LeaseUntil, u.NotBefore = UnitWaiting, "", time.Time{}, time.Time{}
+		u.State, u.Owner, u.LeaseUntil, u.NotBefore = ledger.UnitWaiting, "", time.Time{}, time.Time{}
 		u.Effect, u.WaitReason = key, reason
 		u.Attempt = max(u.Attempt-1, 0)
 		task.Attempts = max(task.Attempts-1, 0)
@@ -523,7 +450,7 @@ func (s *Store) WaitEffect(ctx context.Context, l Lease, key, reason string) (*T
 		ref := unitRef{l.Task, l.Step, l.Item}
 		t.after(func(x *index) { delete(x.leases, ref) })
 		item := l.Item
-		if err := s.event(t, task, Event{Type: EvEffectUnknown, Step: st.Name, Item: &item, Attempt: l.Attempt, Message: reason}); err != nil {
+		if err := s.event(t, task, ledger.Event{Type: ledger.EvEffectUnknown, Step: st.Name, Item: &item, Attempt: l.Attempt, Message: reason}); err != nil {
 			return err
 		}
 		if err := s.settleWaiting(t, task); err != nil {

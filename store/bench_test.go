@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/stretchr/testify/require"
 )
 
@@ -23,20 +25,20 @@ func BenchmarkClaimCommit(b *testing.B) {
 			s, err := Open(b.TempDir(), Options{NoSync: !sync})
 			require.NoError(b, err)
 			defer s.Close()
-			steps := make([]StepState, 5)
+			steps := make([]ledger.StepState, 5)
 			for i := range steps {
-				steps[i] = StepState{Name: "s"}
+				steps[i] = ledger.StepState{Name: "s"}
 			}
 			b.ResetTimer()
 			for i := range b.N {
 				if i%5 == 0 {
-					_, _, err := s.Submit(ctx, NewTask{Name: "t", Steps: steps})
+					_, _, err := s.Submit(ctx, ledger.NewTask{Name: "t", Steps: steps})
 					require.NoError(b, err)
 				}
-				c, err := s.Claim(ctx, ClaimRequest{Owner: s.Owner("w"), Max: 1})
+				c, err := s.Claim(ctx, ledger.ClaimRequest{Owner: s.Owner("w"), Max: 1})
 				require.NoError(b, err)
 				require.Len(b, c.Leases, 1)
-				_, err = s.Commit(ctx, Result{Lease: c.Leases[0], Output: json.RawMessage(`{"ok":true}`)})
+				_, err = s.Commit(ctx, ledger.Result{Lease: c.Leases[0], Output: json.RawMessage(`{"ok":true}`)})
 				require.NoError(b, err)
 			}
 		})
@@ -77,24 +79,24 @@ func serialCommitLength(b *testing.B, headerOnly bool) {
 			s, err := Open(b.TempDir(), Options{NoSync: true})
 			require.NoError(b, err)
 			defer s.Close()
-			steps := make([]StepState, n)
+			steps := make([]ledger.StepState, n)
 			for i := range steps {
-				steps[i] = StepState{Name: fmt.Sprint("s", i)}
+				steps[i] = ledger.StepState{Name: fmt.Sprint("s", i)}
 			}
-			next := ClaimRequest{Owner: s.Owner("w"), Max: 1}
-			var l *Lease
+			next := ledger.ClaimRequest{Owner: s.Owner("w"), Max: 1}
+			var l *ledger.Lease
 			b.ResetTimer()
 			for range b.N {
 				if l == nil {
 					b.StopTimer()
-					_, _, err := s.Submit(ctx, NewTask{Name: "t", Steps: steps})
+					_, _, err := s.Submit(ctx, ledger.NewTask{Name: "t", Steps: steps})
 					require.NoError(b, err)
 					c, err := s.Claim(ctx, next)
 					require.NoError(b, err)
 					l = &c.Leases[0]
 					b.StartTimer()
 				}
-				_, c, err := s.CommitAndClaim(ctx, Result{Lease: *l, Output: json.RawMessage(`{"ok":true}`), HeaderOnly: headerOnly}, next)
+				_, c, err := s.CommitAndClaim(ctx, ledger.Result{Lease: *l, Output: json.RawMessage(`{"ok":true}`), HeaderOnly: headerOnly}, next)
 				require.NoError(b, err)
 				l = nil
 				if len(c.Leases) > 0 {
@@ -114,16 +116,16 @@ func BenchmarkStepOutputFanOut(b *testing.B) {
 	s, err := Open(b.TempDir(), Options{NoSync: true, Planner: fanOutPlanner(items)})
 	require.NoError(b, err)
 	defer s.Close()
-	task, _, err := s.Submit(ctx, NewTask{Name: "fan", Steps: []StepState{{Name: "each", FanOut: true, Limit: 256}}})
+	task, _, err := s.Submit(ctx, ledger.NewTask{Name: "fan", Steps: []ledger.StepState{{Name: "each", FanOut: true, Limit: 256}}})
 	require.NoError(b, err)
 	for {
-		c, err := s.Claim(ctx, ClaimRequest{Owner: s.Owner("w"), Max: 256})
+		c, err := s.Claim(ctx, ledger.ClaimRequest{Owner: s.Owner("w"), Max: 256})
 		require.NoError(b, err)
 		if len(c.Leases) == 0 {
 			break
 		}
 		for _, l := range c.Leases {
-			_, err := s.Commit(ctx, Result{Lease: l, Output: json.RawMessage(fmt.Sprintf(`{"item":%d,"mode":"item"}`, l.Item))})
+			_, err := s.Commit(ctx, ledger.Result{Lease: l, Output: json.RawMessage(fmt.Sprintf(`{"item":%d,"mode":"item"}`, l.Item))})
 			require.NoError(b, err)
 		}
 	}

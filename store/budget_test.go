@@ -5,19 +5,21 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/stretchr/testify/require"
 )
 
-func (b *testBundle) submitBudget(t *testing.T, steps []StepState, l BudgetLimits) *Task {
+func (b *testBundle) submitBudget(t *testing.T, steps []ledger.StepState, l ledger.BudgetLimits) *ledger.Task {
 	t.Helper()
-	task, _, err := b.s.Submit(b.ctx, NewTask{Name: "t", Steps: steps, Budget: l})
+	task, _, err := b.s.Submit(b.ctx, ledger.NewTask{Name: "t", Steps: steps, Budget: l})
 	require.NoError(t, err)
 	return task
 }
 
-func (b *testBundle) claimN(t *testing.T, n int) []Lease {
+func (b *testBundle) claimN(t *testing.T, n int) []ledger.Lease {
 	t.Helper()
-	c, err := b.s.Claim(b.ctx, ClaimRequest{Owner: b.s.Owner("w"), Max: n, LeaseFor: 30 * time.Second})
+	c, err := b.s.Claim(b.ctx, ledger.ClaimRequest{Owner: b.s.Owner("w"), Max: n, LeaseFor: 30 * time.Second})
 	require.NoError(t, err)
 	return c.Leases
 }
@@ -29,41 +31,41 @@ func (b *testBundle) claimN(t *testing.T, n int) []Lease {
 func TestUnitsBudgetPausesAtItsLimit(t *testing.T) {
 	t.Parallel()
 	b := setup(t, fanOutPlanner(10))
-	task := b.submitBudget(t, []StepState{{Name: "each", FanOut: true, Limit: 10}}, BudgetLimits{Units: 5})
+	task := b.submitBudget(t, []ledger.StepState{{Name: "each", FanOut: true, Limit: 10}}, ledger.BudgetLimits{Units: 5})
 	ls := b.claimN(t, 10)
 	require.Len(t, ls, 5, "the units budget bounds the claim")
 	for _, l := range ls {
 		task = b.done(t, l, `1`)
 	}
-	require.Equal(t, Paused, task.Status)
-	require.Equal(t, PauseBudget, task.Pause.Kind)
-	require.Equal(t, BudgetUnits, task.Pause.Name)
+	require.Equal(t, ledger.Paused, task.Status)
+	require.Equal(t, ledger.PauseBudget, task.Pause.Kind)
+	require.Equal(t, ledger.BudgetUnits, task.Pause.Name)
 	require.Equal(t, 5.0, task.Pause.Used)
 	require.Equal(t, 5.0, task.Pause.Limit)
 	require.Equal(t, "budget units reached: 5 of 5", task.Reason)
-	require.Len(t, b.events(t, task.ID, EvBudgetWarning), 1, "one warning at 80%")
+	require.Len(t, b.events(t, task.ID, ledger.EvBudgetWarning), 1, "one warning at 80%")
 	require.Empty(t, b.claimN(t, 10))
 
 	_, err := b.s.Resume(b.ctx, task.ID)
-	require.ErrorIs(t, err, ErrBudgetReached, "a resume without a raise would pause again at once")
+	require.ErrorIs(t, err, ledger.ErrBudgetReached, "a resume without a raise would pause again at once")
 
-	r, err := ParseBudgetRaise("units=+3")
+	r, err := ledger.ParseBudgetRaise("units=+3")
 	require.NoError(t, err)
-	_, err = b.s.RaiseBudgets(b.ctx, task.ID, []BudgetRaise{r}, "alice")
+	_, err = b.s.RaiseBudgets(b.ctx, task.ID, []ledger.BudgetRaise{r}, "alice")
 	require.NoError(t, err)
-	raised := b.events(t, task.ID, EvBudgetRaised)
+	raised := b.events(t, task.ID, ledger.EvBudgetRaised)
 	require.Len(t, raised, 1)
 	require.Equal(t, "alice", raised[0].Owner)
 	require.Contains(t, raised[0].Message, "budget units raised by alice from 5 to 8")
 	task, err = b.s.Resume(b.ctx, task.ID)
 	require.NoError(t, err)
-	require.Equal(t, Running, task.Status)
+	require.Equal(t, ledger.Running, task.Status)
 	ls = b.claimN(t, 10)
 	require.Len(t, ls, 3)
 	for _, l := range ls {
 		task = b.done(t, l, `1`)
 	}
-	require.Equal(t, Paused, task.Status)
+	require.Equal(t, ledger.Paused, task.Status)
 	require.Equal(t, int64(8), task.Budget.Units)
 }
 
@@ -74,22 +76,22 @@ func TestUnitsBudgetPausesAtItsLimit(t *testing.T) {
 func TestConsecutiveFailuresBudget(t *testing.T) {
 	t.Parallel()
 	b := setup(t, fanOutPlanner(4))
-	b.submitBudget(t, []StepState{{Name: "each", FanOut: true, Limit: 4}}, BudgetLimits{ConsecutiveFailures: 2})
+	b.submitBudget(t, []ledger.StepState{{Name: "each", FanOut: true, Limit: 4}}, ledger.BudgetLimits{ConsecutiveFailures: 2})
 	ls := b.claimN(t, 4)
 	require.Len(t, ls, 4)
-	fail := func(l Lease) (*Task, error) {
-		return b.s.Commit(b.ctx, Result{Lease: l, Failure: &Failure{Kind: "trap", Message: "boom"}, RetryAt: b.clock.Now().Add(time.Minute)})
+	fail := func(l ledger.Lease) (*ledger.Task, error) {
+		return b.s.Commit(b.ctx, ledger.Result{Lease: l, Failure: &ledger.Failure{Kind: "trap", Message: "boom"}, RetryAt: b.clock.Now().Add(time.Minute)})
 	}
 	_, err := fail(ls[0])
 	require.NoError(t, err)
 	task, err := fail(ls[1])
 	require.NoError(t, err)
-	require.Equal(t, Paused, task.Status)
-	require.Equal(t, BudgetConsecutiveFailures, task.Pause.Name)
+	require.Equal(t, ledger.Paused, task.Status)
+	require.Equal(t, ledger.BudgetConsecutiveFailures, task.Pause.Name)
 	_, err = fail(ls[2])
-	require.True(t, errors.Is(err, ErrBudgetReached), "%v", err)
+	require.True(t, errors.Is(err, ledger.ErrBudgetReached), "%v", err)
 	require.NoError(t, b.s.Release(b.ctx, ls[2]))
-	task, err = b.s.Commit(b.ctx, Result{Lease: ls[3], Output: []byte(`1`)})
+	task, err = b.s.Commit(b.ctx, ledger.Result{Lease: ls[3], Output: []byte(`1`)})
 	require.NoError(t, err, "a success in flight still commits")
 	require.Equal(t, 2, task.Failures, "the refused failure is not counted")
 }
@@ -104,24 +106,24 @@ func TestRepairMaxPauses(t *testing.T) {
 	l := b.claim1(t, "w")
 	b.done(t, l, `1`)
 	l = b.claim1(t, "w")
-	task, err := b.s.Commit(b.ctx, Result{Lease: l, Repair: &Repair{RestartFrom: 0, Max: 0, Reason: "bad"}})
+	task, err := b.s.Commit(b.ctx, ledger.Result{Lease: l, Repair: &ledger.Repair{RestartFrom: 0, Max: 0, Reason: "bad"}})
 	require.NoError(t, err)
-	require.Equal(t, Paused, task.Status, "repair.max reached pauses, never fails")
-	require.Equal(t, PauseRepairs, task.Pause.Kind)
+	require.Equal(t, ledger.Paused, task.Status, "repair.max reached pauses, never fails")
+	require.Equal(t, ledger.PauseRepairs, task.Pause.Kind)
 	require.Equal(t, "b", task.Pause.Name)
 	require.Zero(t, task.Repairs)
 
-	r, err := ParseBudgetRaise("repairs=+1")
+	r, err := ledger.ParseBudgetRaise("repairs=+1")
 	require.NoError(t, err)
-	_, err = b.s.RaiseBudgets(b.ctx, task.ID, []BudgetRaise{r}, "bob")
+	_, err = b.s.RaiseBudgets(b.ctx, task.ID, []ledger.BudgetRaise{r}, "bob")
 	require.NoError(t, err)
 	_, err = b.s.Resume(b.ctx, task.ID)
 	require.NoError(t, err)
 	l = b.claim1(t, "w")
 	require.Equal(t, 1, l.Step, "the unit that asked is ready again")
-	task, err = b.s.Commit(b.ctx, Result{Lease: l, Repair: &Repair{RestartFrom: 0, Max: 0, Reason: "bad"}})
+	task, err = b.s.Commit(b.ctx, ledger.Result{Lease: l, Repair: &ledger.Repair{RestartFrom: 0, Max: 0, Reason: "bad"}})
 	require.NoError(t, err)
-	require.Equal(t, Running, task.Status, "the raise let one repair through")
+	require.Equal(t, ledger.Running, task.Status, "the raise let one repair through")
 	require.Equal(t, 1, task.Repairs)
 	require.Equal(t, 0, task.Cursor)
 }
@@ -132,7 +134,7 @@ func TestRepairMaxPauses(t *testing.T) {
 func TestWallTimeBudget(t *testing.T) {
 	t.Parallel()
 	b := setup(t, fanOutPlanner(5))
-	b.submitBudget(t, []StepState{{Name: "each", FanOut: true, Limit: 1}}, BudgetLimits{WallTime: 10 * time.Minute})
+	b.submitBudget(t, []ledger.StepState{{Name: "each", FanOut: true, Limit: 1}}, ledger.BudgetLimits{WallTime: 10 * time.Minute})
 	b.clock.Add(time.Hour) // queued, nothing leased: not counted
 	l := b.claimN(t, 1)[0]
 	b.clock.Add(4 * time.Minute)
@@ -141,7 +143,7 @@ func TestWallTimeBudget(t *testing.T) {
 	b.clock.Add(time.Hour) // nothing leased
 	l = b.claimN(t, 1)[0]
 	b.clock.Add(5 * time.Minute)
-	_, err := b.s.PauseTask(b.ctx, task.ID, PauseReason{Kind: PauseOperator})
+	_, err := b.s.PauseTask(b.ctx, task.ID, ledger.PauseReason{Kind: ledger.PauseOperator})
 	require.NoError(t, err)
 	b.clock.Add(time.Hour) // paused: not counted, the unit in flight neither
 	task = b.done(t, l, `1`)
@@ -151,19 +153,19 @@ func TestWallTimeBudget(t *testing.T) {
 	l = b.claimN(t, 1)[0]
 	b.clock.Add(2 * time.Minute)
 	task = b.done(t, l, `1`)
-	require.Equal(t, Paused, task.Status)
-	require.Equal(t, BudgetWallTime, task.Pause.Name)
+	require.Equal(t, ledger.Paused, task.Status)
+	require.Equal(t, ledger.BudgetWallTime, task.Pause.Name)
 	require.Equal(t, "budget wall_time reached: 11m0s of 10m0s", task.Reason)
 }
 
 func TestParseBudgetRaise(t *testing.T) {
 	t.Parallel()
-	for in, want := range map[string]BudgetRaise{
-		"units=60000":   {Name: BudgetUnits, Value: 60000},
-		"wall_time=+2h": {Name: BudgetWallTime, Value: 7200, Delta: true},
-		"cost=2.5":      {Name: BudgetCost, Value: 2.5},
+	for in, want := range map[string]ledger.BudgetRaise{
+		"units=60000":   {Name: ledger.BudgetUnits, Value: 60000},
+		"wall_time=+2h": {Name: ledger.BudgetWallTime, Value: 7200, Delta: true},
+		"cost=2.5":      {Name: ledger.BudgetCost, Value: 2.5},
 	} {
-		got, err := ParseBudgetRaise(in)
+		got, err := ledger.ParseBudgetRaise(in)
 		require.NoError(t, err, in)
 		require.Equal(t, want, got, in)
 	}
@@ -174,7 +176,7 @@ func TestParseBudgetRaise(t *testing.T) {
 		"wall_time=+2x": "duration",
 		"units=0":       "above 0",
 	} {
-		_, err := ParseBudgetRaise(in)
+		_, err := ledger.ParseBudgetRaise(in)
 		require.ErrorContains(t, err, msg, in)
 	}
 }
@@ -185,11 +187,11 @@ func TestParseBudgetRaise(t *testing.T) {
 func TestCostBudgetPausesAtTheCallThatReachesIt(t *testing.T) {
 	t.Parallel()
 	b := setup(t, fanOutPlanner(4))
-	task := b.submitBudget(t, []StepState{{Name: "each", FanOut: true, Limit: 4}}, BudgetLimits{Cost: 1})
+	task := b.submitBudget(t, []ledger.StepState{{Name: "each", FanOut: true, Limit: 4}}, ledger.BudgetLimits{Cost: 1})
 	ls := b.claimN(t, 2)
 	require.Len(t, ls, 2)
-	call := func(l Lease, cost float64) {
-		_, recorded, err := b.s.RecordModelCall(b.ctx, l, &ModelCall{Task: l.Task, Step: l.Step, Item: l.Item, Key: "k",
+	call := func(l ledger.Lease, cost float64) {
+		_, recorded, err := b.s.RecordModelCall(b.ctx, l, &ledger.ModelCall{Task: l.Task, Step: l.Step, Item: l.Item, Key: "k",
 			RequestSHA256: "sum", Model: "m", Response: []byte(`{}`), Cost: cost, Attempt: l.Attempt})
 		require.NoError(t, err)
 		require.True(t, recorded)
@@ -197,14 +199,14 @@ func TestCostBudgetPausesAtTheCallThatReachesIt(t *testing.T) {
 	call(ls[0], 0.6)
 	got, err := b.s.Task(b.ctx, task.ID)
 	require.NoError(t, err)
-	require.Equal(t, Running, got.Status)
+	require.Equal(t, ledger.Running, got.Status)
 	call(ls[1], 0.5)
 	got, err = b.s.Task(b.ctx, task.ID)
 	require.NoError(t, err)
-	require.Equal(t, Paused, got.Status)
-	require.Equal(t, BudgetCost, got.Pause.Name)
+	require.Equal(t, ledger.Paused, got.Status)
+	require.Equal(t, ledger.BudgetCost, got.Pause.Name)
 	require.InDelta(t, 1.1, got.Pause.Used, 1e-9)
-	require.Len(t, b.events(t, task.ID, EvBudgetWarning), 0, "reached at once: the pause says it")
+	require.Len(t, b.events(t, task.ID, ledger.EvBudgetWarning), 0, "reached at once: the pause says it")
 	for _, l := range ls {
 		got = b.done(t, l, `1`)
 	}

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/lhengine/lhengine/ledger"
 )
 
 // Host capabilities keep their durable records here: artifacts (content-
@@ -25,28 +27,6 @@ import (
 //	n/<task>/<seq>                                progress note
 //	q/<task>/...                                  storage usage and quota marks (quota.go)
 
-// ArtifactChunk is the size of one stored piece of an artifact. Big
-// artifacts are written chunk by chunk, each in its own transaction, and never
-// pass through the task record.
-const ArtifactChunk = 1 << 20
-
-// Provenance says where an artifact came from.
-type Provenance struct {
-	Ref          string            `json:"ref"` // "sha256:<hex>"
-	Name         string            `json:"name"`
-	MediaType    string            `json:"media_type,omitempty"`
-	Size         int64             `json:"size"`
-	Task         string            `json:"task"`
-	Step         string            `json:"step"`
-	Item         int               `json:"item"`
-	Attempt      int               `json:"attempt"`
-	PluginSHA256 string            `json:"plugin_sha256"`
-	InputSHA256  string            `json:"input_sha256"`
-	Policies     []string          `json:"policies"`              // the run's policy versions, NAME@VERSION (specs/policies.md)
-	Environment  map[string]string `json:"environment,omitempty"` // the environment facts the attempt ran under, by name
-	Time         time.Time         `json:"time"`
-}
-
 type blobMeta struct {
 	Size   int64 `json:"size"`
 	Chunks int   `json:"chunks"`
@@ -60,7 +40,7 @@ type blobMeta struct {
 // Each distinct content counts once against the task's artifact quota of
 // limit bytes (artifact_bytes); content that does not fit is refused with a
 // *QuotaError before anything is written.
-func (s *Store) PutArtifact(ctx context.Context, p Provenance, data []byte, limit int64) (string, error) {
+func (s *Store) PutArtifact(ctx context.Context, p ledger.Provenance, data []byte, limit int64) (string, error) {
 	sum := sha256.Sum256(data)
 	hexSum := hex.EncodeToString(sum[:])
 	p.Ref, p.Size = "sha256:"+hexSum, int64(len(data))
@@ -102,7 +82,7 @@ func (s *Store) PutArtifact(ctx context.Context, p Provenance, data []byte, limi
 func (s *Store) ReadArtifact(ref string, offset int64, buf []byte) (int, int64, error) {
 	hexSum, ok := strings.CutPrefix(ref, "sha256:")
 	if !ok || len(hexSum) != 64 {
-		return 0, 0, fmt.Errorf("artifact ref %q: want sha256:<64 hex digits>: %w", ref, ErrNotFound)
+		return 0, 0, fmt.Errorf("artifact ref %q: want sha256:<64 hex digits>: %w", ref, ledger.ErrNotFound)
 	}
 	var n int
 	var size int64
@@ -114,11 +94,11 @@ func (s *Store) ReadArtifact(ref string, offset int64, buf []byte) (int, int64, 
 		size = m.Size
 		for n < len(buf) && offset+int64(n) < m.Size {
 			pos := offset + int64(n)
-			chunk, err := t.getRaw(chunkKey(hexSum, int(pos/ArtifactChunk)))
+			chunk, err := t.getRaw(chunkKey(hexSum, int(pos/ledger.ArtifactChunk)))
 			if err != nil {
-				return fmt.Errorf("artifact %s chunk %d: %w", ref, pos/ArtifactChunk, err)
+				return fmt.Errorf("artifact %s chunk %d: %w", ref, pos/ledger.ArtifactChunk, err)
 			}
-			n += copy(buf[n:], chunk[pos%ArtifactChunk:])
+			n += copy(buf[n:], chunk[pos%ledger.ArtifactChunk:])
 		}
 		return nil
 	})
@@ -126,10 +106,10 @@ func (s *Store) ReadArtifact(ref string, offset int64, buf []byte) (int, int64, 
 }
 
 // Artifacts lists the provenance records of a task's artifacts.
-func (r *Reader) Artifacts(id string) ([]Provenance, error) {
-	var out []Provenance
+func (r *Reader) Artifacts(id string) ([]ledger.Provenance, error) {
+	var out []ledger.Provenance
 	err := r.t.scan([]byte("p/"+id+"/"), func(_, val []byte) (bool, error) {
-		var p Provenance
+		var p ledger.Provenance
 		if err := json.Unmarshal(val, &p); err != nil {
 			return false, err
 		}
@@ -150,7 +130,7 @@ func (s *Store) KVGet(task string, step, item int, key string) (json.RawMessage,
 		out = b
 		return nil
 	})
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, ledger.ErrNotFound) {
 		return nil, false, nil
 	}
 	return out, err == nil, err
@@ -162,7 +142,7 @@ func (s *Store) KVGet(task string, step, item int, key string) (json.RawMessage,
 // quota of limit bytes (kv_bytes; an overwrite counts the difference); an
 // entry that does not fit is refused with a *QuotaError and nothing is
 // written.
-func (s *Store) KVPut(ctx context.Context, l Lease, key string, value json.RawMessage, limit int64) error {
+func (s *Store) KVPut(ctx context.Context, l ledger.Lease, key string, value json.RawMessage, limit int64) error {
 	return s.update(ctx, func(t *tx) error {
 		if _, _, err := s.leased(t, l); err != nil {
 			return err
@@ -170,7 +150,7 @@ func (s *Store) KVPut(ctx context.Context, l Lease, key string, value json.RawMe
 		k := kvKey(l.Task, l.Step, l.Item, key)
 		size := kvSize(key, value)
 		if size > limit {
-			return &QuotaError{What: "kv_bytes", Add: size, Limit: limit}
+			return &ledger.QuotaError{What: "kv_bytes", Add: size, Limit: limit}
 		}
 		u, err := t.usage(l.Task)
 		if err != nil {
@@ -179,7 +159,7 @@ func (s *Store) KVPut(ctx context.Context, l Lease, key string, value json.RawMe
 		delta := size
 		if old, err := t.getRaw(k); err == nil {
 			delta -= kvSize(key, old)
-		} else if !errors.Is(err, ErrNotFound) {
+		} else if !errors.Is(err, ledger.ErrNotFound) {
 			return err
 		}
 		if err := charge("kv_bytes", &u.KV, delta, limit); err != nil {
@@ -193,27 +173,11 @@ func (s *Store) KVPut(ctx context.Context, l Lease, key string, value json.RawMe
 	})
 }
 
-// Note is a progress note a unit reported: a finding, a decision or a blocker.
-type Note struct {
-	Seq     uint64    `json:"seq"`
-	Kind    string    `json:"kind"`
-	Text    string    `json:"text"`
-	Step    string    `json:"step"`
-	Item    int       `json:"item"`
-	Attempt int       `json:"attempt"`
-	Time    time.Time `json:"time"`
-	// Replaces, on a summary (kind "summary", CompactNotes), lists the
-	// notes it stands for; ReplacedBy, on a note a summary replaced, is
-	// that summary's seq (0: none). Replaced notes stay on record.
-	Replaces   []uint64 `json:"replaces,omitempty"`
-	ReplacedBy uint64   `json:"replaced_by,omitempty"`
-}
-
 // Notes returns a task's progress notes, oldest first.
-func (r *Reader) Notes(id string) ([]Note, error) {
-	var out []Note
+func (r *Reader) Notes(id string) ([]ledger.Note, error) {
+	var out []ledger.Note
 	err := r.t.scan([]byte("n/"+id+"/"), func(_, val []byte) (bool, error) {
-		var n Note
+		var n ledger.Note
 		if err := json.Unmarshal(val, &n); err != nil {
 			return false, err
 		}
@@ -223,88 +187,9 @@ func (r *Reader) Notes(id string) ([]Note, error) {
 	return out, err
 }
 
-// EffectState is the state of an effect journal entry. Append only.
-type EffectState string
-
-// Effect states.
-const (
-	// EffectIntent: recorded before the effect is performed; an intent with
-	// no outcome means a crash may have happened in between.
-	EffectIntent EffectState = "intent"
-	// EffectDone: the outcome is recorded; it is returned, never re-performed.
-	EffectDone EffectState = "done"
-	// EffectUnknown: an intent without outcome under mode manual; the task is
-	// paused until a human confirms or asks for a retry.
-	EffectUnknown EffectState = "unknown"
-)
-
-// Effect is an effect journal entry.
-type Effect struct {
-	Task           string          `json:"task"`
-	Step           int             `json:"step"`
-	StepName       string          `json:"step_name"`
-	Item           int             `json:"item"`
-	Key            string          `json:"key"`
-	Kind           string          `json:"kind"`
-	Mode           string          `json:"mode"`
-	IdempotencyKey string          `json:"idempotency_key"`
-	Request        json.RawMessage `json:"request"`
-	State          EffectState     `json:"state"`
-	Outcome        json.RawMessage `json:"outcome,omitempty"`
-	Attempt        int             `json:"attempt"`
-	Performs       int             `json:"performs"` // times this engine performed it
-	// Resend, on an intent, says why the next attempt sends the effect again
-	// without reconciling it first: ResendRetryable or ResendRetry.
-	Resend   string    `json:"resend,omitempty"`
-	Note     string    `json:"note,omitempty"`
-	IntentAt time.Time `json:"intent_at"`
-	DoneAt   time.Time `json:"done_at,omitzero"`
-}
-
-// Reasons an intent is sent again as it is (Effect.Resend).
-const (
-	// ResendRetryable: the receiver's last answer was one that leaves the
-	// effect open (5xx, 408, 429): it did not apply it for good.
-	ResendRetryable = "retryable"
-	// ResendRetry: a person asked for the effect to be performed again.
-	ResendRetry = "retry"
-)
-
-// ConfirmedOutcome is the outcome recorded for an effect a person confirmed
-// (or a receiver's check_url reported applied) when its own response was
-// lost: the kind's documented result shape (specs/abi.md), with
-// "reconciled" set to how. An http effect reports status 200, no headers and
-// an empty body; a file effect reports the path, size and sha256 of the
-// content its request wrote.
-func ConfirmedOutcome(kind string, request json.RawMessage, how string) json.RawMessage {
-	var out map[string]any
-	switch kind {
-	case "file":
-		var r struct {
-			Path    string `json:"path"`
-			Content string `json:"content"`
-		}
-		_ = json.Unmarshal(request, &r) // a bad request was refused before its intent was recorded
-		sum := sha256.Sum256([]byte(r.Content))
-		out = map[string]any{"path": r.Path, "bytes": len(r.Content), "sha256": hex.EncodeToString(sum[:])}
-	default:
-		out = map[string]any{"status": 200, "headers": map[string]string{}, "body": ""}
-	}
-	out["reconciled"] = how
-	b, _ := json.Marshal(out) // strings, numbers and maps of strings: cannot fail
-	return b
-}
-
-// IdempotencyKey is the stable key sent with an effect: derived from
-// (task, step, item, key), so every replay of the same effect carries it.
-func IdempotencyKey(task, step string, item int, key string) string {
-	sum := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%s\x00%d\x00%s", task, step, item, key)))
-	return hex.EncodeToString(sum[:16])
-}
-
 // Effect reads one journal entry.
-func (s *Store) Effect(task string, step, item int, key string) (*Effect, error) {
-	e := new(Effect)
+func (s *Store) Effect(task string, step, item int, key string) (*ledger.Effect, error) {
+	e := new(ledger.Effect)
 	err := s.view(func(t *tx) error { return t.getJSON(effectKey(task, step, item, key), e) })
 	if err != nil {
 		return nil, err
@@ -315,7 +200,7 @@ func (s *Store) Effect(task string, step, item int, key string) (*Effect, error)
 // RecordEffect writes a journal entry durably, under the unit's lease (so a
 // zombie cannot record an intent or outcome in the journal of a unit someone
 // else now owns).
-func (s *Store) RecordEffect(ctx context.Context, l Lease, e *Effect) error {
+func (s *Store) RecordEffect(ctx context.Context, l ledger.Lease, e *ledger.Effect) error {
 	return s.update(ctx, func(t *tx) error {
 		if _, _, err := s.leased(t, l); err != nil {
 			return err
@@ -326,10 +211,10 @@ func (s *Store) RecordEffect(ctx context.Context, l Lease, e *Effect) error {
 }
 
 // Effects lists a task's journal entries.
-func (r *Reader) Effects(id string) ([]Effect, error) {
-	var out []Effect
+func (r *Reader) Effects(id string) ([]ledger.Effect, error) {
+	var out []ledger.Effect
 	err := r.t.scan([]byte("j/"+id+"/"), func(_, val []byte) (bool, error) {
-		var e Effect
+		var e ledger.Effect
 		if err := json.Unmarshal(val, &e); err != nil {
 			return false, err
 		}
@@ -345,28 +230,28 @@ func (r *Reader) Effects(id string) ([]Effect, error) {
 // (the intent stays, marked ResendRetry: the next attempt performs it again
 // under the same idempotency key). A task paused for it becomes runnable
 // again.
-func (s *Store) ResolveEffect(ctx context.Context, task string, step, item int, key string, confirmed bool, note string) (*Effect, error) {
-	var out *Effect
+func (s *Store) ResolveEffect(ctx context.Context, task string, step, item int, key string, confirmed bool, note string) (*ledger.Effect, error) {
+	var out *ledger.Effect
 	err := s.update(ctx, func(t *tx) error {
-		e := new(Effect)
+		e := new(ledger.Effect)
 		if err := t.getJSON(effectKey(task, step, item, key), e); err != nil {
 			return err
 		}
-		if e.State == EffectDone {
+		if e.State == ledger.EffectDone {
 			return fmt.Errorf("effect %q already has an outcome", key)
 		}
 		t.durable = true
 		if confirmed {
-			e.State, e.DoneAt, e.Note = EffectDone, s.now(), note
-			e.Outcome = ConfirmedOutcome(e.Kind, e.Request, "confirmed")
+			e.State, e.DoneAt, e.Note = ledger.EffectDone, s.now(), note
+			e.Outcome = ledger.ConfirmedOutcome(e.Kind, e.Request, "confirmed")
 		} else {
-			e.State, e.Resend, e.Note = EffectIntent, ResendRetry, note
+			e.State, e.Resend, e.Note = ledger.EffectIntent, ledger.ResendRetry, note
 		}
 		if err := t.putJSON(effectKey(task, step, item, key), e); err != nil {
 			return err
 		}
 		out = e
-		tk := new(Task)
+		tk := new(ledger.Task)
 		if err := t.getJSON(taskKey(task), tk); err != nil {
 			return err
 		}
@@ -374,18 +259,18 @@ func (s *Store) ResolveEffect(ctx context.Context, task string, step, item int, 
 		if confirmed {
 			verb = "confirmed"
 		}
-		if err := s.event(t, tk, Event{Type: EvEffectResolved, Step: e.StepName, Item: &e.Item,
+		if err := s.event(t, tk, ledger.Event{Type: ledger.EvEffectResolved, Step: e.StepName, Item: &e.Item,
 			Message: fmt.Sprintf("effect %q %s: %s", key, verb, note)}); err != nil {
 			return err
 		}
 		// The unit that waits for it runs again.
-		if err := s.wakeUnit(t, tk, step, item, func(u *Unit) bool { return u.Effect == key }); err != nil {
+		if err := s.wakeUnit(t, tk, step, item, func(u *ledger.Unit) bool { return u.Effect == key }); err != nil {
 			return err
 		}
-		if tk.Status == Paused && (tk.Pause == nil || tk.Pause.Kind == PauseEffect) {
+		if tk.Status == ledger.Paused && (tk.Pause == nil || tk.Pause.Kind == ledger.PauseEffect) {
 			// Only a pause the effect caused ends with it; a person's, a
 			// budget's or a drift's stands until resumed.
-			if err := s.unpause(t, tk, Event{Type: EvResumed, Message: "the effect it waited for was settled"}); err != nil {
+			if err := s.unpause(t, tk, ledger.Event{Type: ledger.EvResumed, Message: "the effect it waited for was settled"}); err != nil {
 				return err
 			}
 		}
@@ -397,21 +282,21 @@ func (s *Store) ResolveEffect(ctx context.Context, task string, step, item int, 
 // Pause gives up the lease l without consuming its attempt and pauses the
 // task with reason: nothing of it runs until it is resumed (or an effect it
 // waits on is resolved).
-func (s *Store) Pause(ctx context.Context, l Lease, reason string) (*Task, error) {
-	return s.PauseUnit(ctx, l, PauseReason{Kind: PauseEffect, Note: reason})
+func (s *Store) Pause(ctx context.Context, l ledger.Lease, reason string) (*ledger.Task, error) {
+	return s.PauseUnit(ctx, l, ledger.PauseReason{Kind: ledger.PauseEffect, Note: reason})
 }
 
 // PauseUnit is Pause with the structured reason why (a PauseEffect's Name
 // is set to the unit's step; At defaults to now).
-func (s *Store) PauseUnit(ctx context.Context, l Lease, why PauseReason) (*Task, error) {
-	var out *Task
+func (s *Store) PauseUnit(ctx context.Context, l ledger.Lease, why ledger.PauseReason) (*ledger.Task, error) {
+	var out *ledger.Task
 	err := s.update(ctx, func(t *tx) error {
 		u, task, err := s.leased(t, l)
 		if err != nil {
 			return err
 		}
 		t.durable = true
-		u.State, u.Owner, u.LeaseUntil = UnitReady, "", time.Time{}
+		u.State, u.Owner, u.LeaseUntil = ledger.UnitReady, "", time.Time{}
 		u.Base++ // the pause is not a try: it spends no retry budget
 		if err := t.putJSON(unitKey(l.Task, l.Step, l.Item), u); err != nil {
 			return err
@@ -420,20 +305,20 @@ func (s *Store) PauseUnit(ctx context.Context, l Lease, why PauseReason) (*Task,
 		t.after(func(x *index) { delete(x.leases, ref) })
 		task.Leases--
 		t.step(task, l.Step).Leased--
-		if why.Kind == PauseEffect {
+		if why.Kind == ledger.PauseEffect {
 			why.Name = t.step(task, l.Step).Name
 		}
 		if why.At.IsZero() {
 			why.At = s.now()
 		}
 		reason := why.String()
-		if why.Kind == PauseEffect {
+		if why.Kind == ledger.PauseEffect {
 			reason = why.Note
 		}
-		task.Status, task.Reason, task.Pause = Paused, reason, &why
+		task.Status, task.Reason, task.Pause = ledger.Paused, reason, &why
 		tickWall(task, why.At)
 		item := l.Item
-		if err := s.event(t, task, Event{Type: EvPaused, Step: t.step(task, l.Step).Name, Item: &item, Attempt: l.Attempt, Message: reason, Pause: &why}); err != nil {
+		if err := s.event(t, task, ledger.Event{Type: ledger.EvPaused, Step: t.step(task, l.Step).Name, Item: &item, Attempt: l.Attempt, Message: reason, Pause: &why}); err != nil {
 			return err
 		}
 		if err := t.del(activeKey(task.ID)); err != nil {
@@ -457,17 +342,17 @@ func (s *Store) PauseUnit(ctx context.Context, l Lease, why PauseReason) (*Task,
 // first reason and is returned unchanged. why.At defaults to now. A
 // finished task gets an error matching ErrTerminal; an unknown id
 // ErrNotFound.
-func (s *Store) PauseTask(ctx context.Context, id string, why PauseReason) (*Task, error) {
-	var out *Task
+func (s *Store) PauseTask(ctx context.Context, id string, why ledger.PauseReason) (*ledger.Task, error) {
+	var out *ledger.Task
 	err := s.update(ctx, func(t *tx) error {
-		task := new(Task)
+		task := new(ledger.Task)
 		if err := t.getJSON(taskKey(id), task); err != nil {
 			return err
 		}
 		if task.Status.Terminal() {
 			return &finishedError{id: id, status: task.Status, verb: "pause"}
 		}
-		if task.Status == Paused {
+		if task.Status == ledger.Paused {
 			out = task
 			return t.fill(out)
 		}
@@ -475,9 +360,9 @@ func (s *Store) PauseTask(ctx context.Context, id string, why PauseReason) (*Tas
 		if why.At.IsZero() {
 			why.At = s.now()
 		}
-		task.Status, task.Reason, task.Pause = Paused, why.String(), &why
+		task.Status, task.Reason, task.Pause = ledger.Paused, why.String(), &why
 		tickWall(task, why.At) // the wall-time budget stops counting
-		if err := s.event(t, task, Event{Type: EvPaused, Message: task.Reason, Pause: &why}); err != nil {
+		if err := s.event(t, task, ledger.Event{Type: ledger.EvPaused, Message: task.Reason, Pause: &why}); err != nil {
 			return err
 		}
 		if err := t.del(activeKey(task.ID)); err != nil {
@@ -494,7 +379,7 @@ func (s *Store) PauseTask(ctx context.Context, id string, why PauseReason) (*Tas
 }
 
 // Resume makes a paused task runnable again.
-func (s *Store) Resume(ctx context.Context, id string) (*Task, error) {
+func (s *Store) Resume(ctx context.Context, id string) (*ledger.Task, error) {
 	return s.ResumeAs(ctx, id, "", "")
 }
 
@@ -502,18 +387,18 @@ func (s *Store) Resume(ctx context.Context, id string) (*Task, error) {
 // process), recorded in a "resumed" event; a task that is not paused (one
 // whose process died, continued by `lhengine resume`) gets the event too,
 // when by is set, and is otherwise unchanged.
-func (s *Store) ResumeAs(ctx context.Context, id, by, where string) (*Task, error) {
-	var out *Task
+func (s *Store) ResumeAs(ctx context.Context, id, by, where string) (*ledger.Task, error) {
+	var out *ledger.Task
 	err := s.update(ctx, func(t *tx) error {
-		task := new(Task)
+		task := new(ledger.Task)
 		if err := t.getJSON(taskKey(id), task); err != nil {
 			return err
 		}
 		msg := resumedBy(by, where)
-		if task.Status != Paused {
+		if task.Status != ledger.Paused {
 			if by != "" && !task.Status.Terminal() {
 				t.durable = true
-				if err := s.event(t, task, Event{Type: EvResumed, Owner: by, Message: msg}); err != nil {
+				if err := s.event(t, task, ledger.Event{Type: ledger.EvResumed, Owner: by, Message: msg}); err != nil {
 					return err
 				}
 				if err := t.saveTask(task); err != nil {
@@ -523,14 +408,14 @@ func (s *Store) ResumeAs(ctx context.Context, id, by, where string) (*Task, erro
 			out = task
 			return t.fill(out)
 		}
-		if p := task.Pause; p != nil && p.Kind == PauseBudget {
-			if name, used, limit := task.reached(); name != "" {
+		if p := task.Pause; p != nil && p.Kind == ledger.PauseBudget {
+			if name, used, limit := task.Reached(); name != "" {
 				return fmt.Errorf("%w: task %s: budget %s is still reached (%s of %s); raise it, e.g. lhengine resume %s --budget %s=+N",
-					ErrBudgetReached, id, name, formatUsage(name, used), formatUsage(name, limit), id, name)
+					ledger.ErrBudgetReached, id, name, ledger.FormatUsage(name, used), ledger.FormatUsage(name, limit), id, name)
 			}
 		}
 		t.durable = true
-		if err := s.unpause(t, task, Event{Type: EvResumed, Owner: by, Message: msg}); err != nil {
+		if err := s.unpause(t, task, ledger.Event{Type: ledger.EvResumed, Owner: by, Message: msg}); err != nil {
 			return err
 		}
 		if err := t.saveTask(task); err != nil {
@@ -555,8 +440,8 @@ func resumedBy(by, where string) string {
 
 // unpause puts a paused task back to running and its ready units back in
 // the claim index. The caller saves the task.
-func (s *Store) unpause(t *tx, task *Task, ev Event) error {
-	task.Status, task.Reason, task.Pause = Running, "", nil
+func (s *Store) unpause(t *tx, task *ledger.Task, ev ledger.Event) error {
+	task.Status, task.Reason, task.Pause = ledger.Running, "", nil
 	tickWall(task, s.now()) // units still in flight count again
 	if err := t.put(activeKey(task.ID), nil); err != nil {
 		return err
@@ -568,20 +453,20 @@ func (s *Store) unpause(t *tx, task *Task, ev Event) error {
 	for _, step := range t.liveSteps(task) {
 		window := t.step(task, step).Every > 0
 		err := t.scan(unitStepPrefix(task.ID, step), func(_, val []byte) (bool, error) {
-			u := new(Unit)
+			u := new(ledger.Unit)
 			if err := json.Unmarshal(val, u); err != nil {
 				return false, err
 			}
 			r := unitRef{task.ID, u.Step, u.Item}
 			switch u.State {
-			case UnitReady:
+			case ledger.UnitReady:
 				refs = append(refs, r)
 				first[r] = window
-			case UnitWaiting:
+			case ledger.UnitWaiting:
 				if !u.NotBefore.IsZero() {
 					waits[r] = u.NotBefore // claimed at its approval's expiry
 				}
-			case UnitLeased:
+			case ledger.UnitLeased:
 				// Still in flight, or left by a process that died while the
 				// task was paused: either way the lease must be reclaimable.
 				leases[r] = leaseRec{owner: u.Owner, until: u.LeaseUntil}

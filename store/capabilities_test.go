@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/fault"
@@ -18,8 +20,8 @@ func TestArtifactsAreContentAddressedChunkedAndDeduplicated(t *testing.T) {
 	defer s.Close()
 	b := &testBundle{s: s, ctx: t.Context()}
 	task := b.submit(t, plainSteps("a"))
-	big := bytes.Repeat([]byte("0123456789abcdef"), 3*ArtifactChunk/16+7) // 3 chunks and a bit
-	p := Provenance{Name: "big.bin", Task: task.ID, Step: "a", Attempt: 1}
+	big := bytes.Repeat([]byte("0123456789abcdef"), 3*ledger.ArtifactChunk/16+7) // 3 chunks and a bit
+	p := ledger.Provenance{Name: "big.bin", Task: task.ID, Step: "a", Attempt: 1}
 	ref, err := s.PutArtifact(b.ctx, p, big, 1<<30)
 	require.NoError(t, err)
 	require.Len(t, ref, 71)
@@ -28,7 +30,7 @@ func TestArtifactsAreContentAddressedChunkedAndDeduplicated(t *testing.T) {
 	ref2, err := s.PutArtifact(b.ctx, p, big, 1<<30)
 	require.NoError(t, err)
 	require.Equal(t, ref, ref2)
-	_, err = s.PutArtifact(b.ctx, Provenance{Name: "small.txt", Task: task.ID, Step: "a"}, []byte("hi"), 1<<30)
+	_, err = s.PutArtifact(b.ctx, ledger.Provenance{Name: "small.txt", Task: task.ID, Step: "a"}, []byte("hi"), 1<<30)
 	require.NoError(t, err)
 
 	got := make([]byte, 0, len(big))
@@ -45,7 +47,7 @@ func TestArtifactsAreContentAddressedChunkedAndDeduplicated(t *testing.T) {
 	}
 	require.Equal(t, big, got)
 	_, _, err = s.ReadArtifact("sha256:"+string(bytes.Repeat([]byte("0"), 64)), 0, buf)
-	require.ErrorIs(t, err, ErrNotFound)
+	require.ErrorIs(t, err, ledger.ErrNotFound)
 
 	require.NoError(t, s.Read(func(r *Reader) error {
 		ps, err := r.Artifacts(task.ID)
@@ -69,7 +71,7 @@ func TestKVPutNeedsTheCurrentLease(t *testing.T) {
 	require.NoError(t, b.s.KVPut(b.ctx, zombie, "cursor", json.RawMessage(`5`), 64<<20))
 	b.clock.Add(time.Minute)
 	fresh := b.claim1(t, "b")
-	require.ErrorIs(t, b.s.KVPut(b.ctx, zombie, "cursor", json.RawMessage(`9`), 64<<20), ErrLeaseLost)
+	require.ErrorIs(t, b.s.KVPut(b.ctx, zombie, "cursor", json.RawMessage(`9`), 64<<20), ledger.ErrLeaseLost)
 	v, ok, err := b.s.KVGet(fresh.Task, 0, 0, "cursor")
 	require.NoError(t, err)
 	require.True(t, ok)
@@ -81,12 +83,12 @@ func TestCountsAndNotesCommitOnlyWithASuccessfulAttempt(t *testing.T) {
 	b := setup(t)
 	task := b.submit(t, plainSteps("a"))
 	l := b.claim1(t, "w")
-	_, err := b.s.Commit(b.ctx, Result{Lease: l, Failure: &Failure{Kind: fault.Trap, Message: "x"}, RetryAt: b.clock.Now(),
-		Counts: map[string]int64{"pages": 5}, Notes: []Note{{Kind: "finding", Text: "lost"}}})
+	_, err := b.s.Commit(b.ctx, ledger.Result{Lease: l, Failure: &ledger.Failure{Kind: fault.Trap, Message: "x"}, RetryAt: b.clock.Now(),
+		Counts: map[string]int64{"pages": 5}, Notes: []ledger.Note{{Kind: "finding", Text: "lost"}}})
 	require.NoError(t, err)
 	l = b.claim1(t, "w")
-	got, err := b.s.Commit(b.ctx, Result{Lease: l, Output: json.RawMessage(`1`),
-		Counts: map[string]int64{"pages": 5}, Notes: []Note{{Kind: "decision", Text: "kept"}}})
+	got, err := b.s.Commit(b.ctx, ledger.Result{Lease: l, Output: json.RawMessage(`1`),
+		Counts: map[string]int64{"pages": 5}, Notes: []ledger.Note{{Kind: "decision", Text: "kept"}}})
 	require.NoError(t, err)
 	require.Equal(t, map[string]int64{"pages": 5}, got.Counters)
 	require.NoError(t, b.s.Read(func(r *Reader) error {
@@ -104,19 +106,19 @@ func TestPausedTaskIsNotClaimedUntilItsEffectIsResolved(t *testing.T) {
 	b := setup(t)
 	task := b.submit(t, plainSteps("send"))
 	l := b.claim1(t, "w")
-	e := &Effect{Task: task.ID, Step: 0, StepName: "send", Key: "mail-1", Kind: "http", Mode: "manual",
-		IdempotencyKey: IdempotencyKey(task.ID, "send", 0, "mail-1"), State: EffectUnknown, Attempt: 1}
+	e := &ledger.Effect{Task: task.ID, Step: 0, StepName: "send", Key: "mail-1", Kind: "http", Mode: "manual",
+		IdempotencyKey: ledger.IdempotencyKey(task.ID, "send", 0, "mail-1"), State: ledger.EffectUnknown, Attempt: 1}
 	require.NoError(t, b.s.RecordEffect(b.ctx, l, e))
 	got, err := b.s.Pause(b.ctx, l, "effect mail-1: outcome unknown")
 	require.NoError(t, err)
-	require.Equal(t, Paused, got.Status)
-	c, err := b.s.Claim(b.ctx, ClaimRequest{Owner: b.s.Owner("w"), Max: 5})
+	require.Equal(t, ledger.Paused, got.Status)
+	c, err := b.s.Claim(b.ctx, ledger.ClaimRequest{Owner: b.s.Owner("w"), Max: 5})
 	require.NoError(t, err)
 	require.Empty(t, c.Leases)
 
 	resolved, err := b.s.ResolveEffect(b.ctx, task.ID, 0, 0, "mail-1", true, "saw it in the outbox")
 	require.NoError(t, err)
-	require.Equal(t, EffectDone, resolved.State)
+	require.Equal(t, ledger.EffectDone, resolved.State)
 	l = b.claim1(t, "w")
 	require.Equal(t, 2, l.Attempt, "pausing gave the attempt back without counting it as failed")
 	e2, err := b.s.Effect(task.ID, 0, 0, "mail-1")
@@ -127,17 +129,17 @@ func TestPausedTaskIsNotClaimedUntilItsEffectIsResolved(t *testing.T) {
 
 func TestIdempotencyKeyIsStable(t *testing.T) {
 	t.Parallel()
-	a := IdempotencyKey("T", "send", 3, "mail")
-	require.Equal(t, a, IdempotencyKey("T", "send", 3, "mail"))
-	require.NotEqual(t, a, IdempotencyKey("T", "send", 4, "mail"))
+	a := ledger.IdempotencyKey("T", "send", 3, "mail")
+	require.Equal(t, a, ledger.IdempotencyKey("T", "send", 3, "mail"))
+	require.NotEqual(t, a, ledger.IdempotencyKey("T", "send", 4, "mail"))
 	require.Len(t, a, 32)
 }
 
 func TestLeaseOfAUnitInFlightWhenPausedIsReclaimedAfterResume(t *testing.T) {
 	t.Parallel()
 	b := setup(t, fanOutPlanner(2))
-	task := b.submit(t, []StepState{{Name: "each", FanOut: true, Limit: 2}})
-	c, err := b.s.Claim(b.ctx, ClaimRequest{Owner: b.s.Owner("w"), Max: 2, LeaseFor: 30 * time.Second})
+	task := b.submit(t, []ledger.StepState{{Name: "each", FanOut: true, Limit: 2}})
+	c, err := b.s.Claim(b.ctx, ledger.ClaimRequest{Owner: b.s.Owner("w"), Max: 2, LeaseFor: 30 * time.Second})
 	require.NoError(t, err)
 	require.Len(t, c.Leases, 2)
 	_, err = b.s.Pause(b.ctx, c.Leases[0], "waiting for a human")
@@ -146,7 +148,7 @@ func TestLeaseOfAUnitInFlightWhenPausedIsReclaimedAfterResume(t *testing.T) {
 	_, err = b.s.Resume(b.ctx, task.ID)
 	require.NoError(t, err)
 	b.clock.Add(time.Minute)
-	c, err = b.s.Claim(b.ctx, ClaimRequest{Owner: b.s.Owner("w2"), Max: 2})
+	c, err = b.s.Claim(b.ctx, ledger.ClaimRequest{Owner: b.s.Owner("w2"), Max: 2})
 	require.NoError(t, err)
 	require.Len(t, c.Leases, 2, "the paused unit and the dead worker's unit both run again")
 }

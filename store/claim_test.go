@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/fault"
@@ -15,9 +17,9 @@ import (
 
 // claimOps runs claims as the operations of one group-commit batch, the way
 // concurrent callers of Claim share a transaction.
-func claimOps(t *testing.T, s *Store, reqs ...ClaimRequest) []Claimed {
+func claimOps(t *testing.T, s *Store, reqs ...ledger.ClaimRequest) []ledger.Claimed {
 	t.Helper()
-	out := make([]Claimed, len(reqs))
+	out := make([]ledger.Claimed, len(reqs))
 	batch := make([]*op, len(reqs))
 	for i, req := range reqs {
 		i, req := i, req
@@ -42,8 +44,8 @@ func TestClaimsInOneBatchNeverShareAnExpiredUnit(t *testing.T) {
 	first := b.claim1(t, "worker-a")
 	b.clock.Add(31 * time.Second)
 
-	req := func(w string) ClaimRequest {
-		return ClaimRequest{Owner: b.s.Owner(w), Max: 1, LeaseFor: 30 * time.Second}
+	req := func(w string) ledger.ClaimRequest {
+		return ledger.ClaimRequest{Owner: b.s.Owner(w), Max: 1, LeaseFor: 30 * time.Second}
 	}
 	got := claimOps(t, b.s, req("worker-b"), req("worker-c"))
 	leases := append(got[0].Leases, got[1].Leases...)
@@ -61,10 +63,10 @@ func TestClaimsInOneBatchNeverShareAnExpiredUnit(t *testing.T) {
 func TestClaimsInOneBatchTakeDifferentUnits(t *testing.T) {
 	t.Parallel()
 	b := setup(t, fanOutPlanner(10))
-	b.submit(t, []StepState{{Name: "each", FanOut: true, Limit: 16}})
-	var reqs []ClaimRequest
+	b.submit(t, []ledger.StepState{{Name: "each", FanOut: true, Limit: 16}})
+	var reqs []ledger.ClaimRequest
 	for i := range 4 {
-		reqs = append(reqs, ClaimRequest{Owner: b.s.Owner(fmt.Sprint("w", i)), Max: 1, LeaseFor: time.Minute})
+		reqs = append(reqs, ledger.ClaimRequest{Owner: b.s.Owner(fmt.Sprint("w", i)), Max: 1, LeaseFor: time.Minute})
 	}
 	got := claimOps(t, b.s, reqs...)
 	seen := map[int]bool{}
@@ -78,9 +80,9 @@ func TestClaimsInOneBatchTakeDifferentUnits(t *testing.T) {
 func TestRunnableTasksTakeTurns(t *testing.T) {
 	t.Parallel()
 	b := setup(t, fanOutPlanner(100))
-	long := b.submit(t, []StepState{{Name: "each", FanOut: true, Limit: 16}})
+	long := b.submit(t, []ledger.StepState{{Name: "each", FanOut: true, Limit: 16}})
 	b.clock.Add(time.Millisecond)
-	short := b.submit(t, []StepState{{Name: "each", FanOut: true, Limit: 16}})
+	short := b.submit(t, []ledger.StepState{{Name: "each", FanOut: true, Limit: 16}})
 
 	perTask := map[string]int{}
 	for range 10 {
@@ -90,7 +92,7 @@ func TestRunnableTasksTakeTurns(t *testing.T) {
 	require.Equal(t, 5, perTask[long.ID])
 	require.Equal(t, 5, perTask[short.ID], "a task submitted later is not starved by a long fan-out")
 
-	c, err := b.s.Claim(b.ctx, ClaimRequest{Owner: b.s.Owner("w"), Max: 8, LeaseFor: time.Minute})
+	c, err := b.s.Claim(b.ctx, ledger.ClaimRequest{Owner: b.s.Owner("w"), Max: 8, LeaseFor: time.Minute})
 	require.NoError(t, err)
 	perTask = map[string]int{}
 	for _, l := range c.Leases {
@@ -102,14 +104,14 @@ func TestRunnableTasksTakeTurns(t *testing.T) {
 func TestStaticFanOutOf40000ItemsIsPlannedInBatches(t *testing.T) {
 	t.Parallel()
 	b := setup(t, fanOutPlanner(40_000))
-	task := b.submit(t, []StepState{{Name: "each", FanOut: true, Limit: 4}, {Name: "after"}})
+	task := b.submit(t, []ledger.StepState{{Name: "each", FanOut: true, Limit: 4}, {Name: "after"}})
 	st := task.Steps[0]
 	require.True(t, st.Planned)
 	require.Equal(t, 40_000, st.Units)
 	require.Equal(t, 40_000, st.Written)
-	require.Equal(t, Queued, task.Status)
+	require.Equal(t, ledger.Queued, task.Status)
 
-	c, err := b.s.Claim(b.ctx, ClaimRequest{Owner: b.s.Owner("w"), Max: 4, LeaseFor: time.Minute})
+	c, err := b.s.Claim(b.ctx, ledger.ClaimRequest{Owner: b.s.Owner("w"), Max: 4, LeaseFor: time.Minute})
 	require.NoError(t, err)
 	require.Len(t, c.Leases, 4)
 	var units int
@@ -123,11 +125,11 @@ func TestStaticFanOutOf40000ItemsIsPlannedInBatches(t *testing.T) {
 
 // bigItems plans n items whose values are size bytes each.
 func bigItems(n, size int) Planner {
-	return func(context.Context, *Reader, *Task, int) ([]Item, error) {
-		items := make([]Item, n)
+	return func(context.Context, *Reader, *ledger.Task, int) ([]ledger.Item, error) {
+		items := make([]ledger.Item, n)
 		v, _ := json.Marshal(strings.Repeat("x", size))
 		for i := range items {
-			items[i] = Item{Key: json.RawMessage(fmt.Sprint(i)), Value: v}
+			items[i] = ledger.Item{Key: json.RawMessage(fmt.Sprint(i)), Value: v}
 		}
 		return items, nil
 	}
@@ -136,12 +138,12 @@ func bigItems(n, size int) Planner {
 func TestFanOutPlannedAtRunTimeAfterACommit(t *testing.T) {
 	t.Parallel()
 	b := setup(t, bigItems(2_000, 3<<10))
-	task := b.submit(t, []StepState{{Name: "list"}, {Name: "each", FanOut: true, Limit: 2}})
+	task := b.submit(t, []ledger.StepState{{Name: "list"}, {Name: "each", FanOut: true, Limit: 2}})
 	l := b.claim1(t, "w")
-	got, claimed, err := b.s.CommitAndClaim(b.ctx, Result{Lease: l, Output: json.RawMessage(`"listed"`)},
-		ClaimRequest{Owner: b.s.Owner("w"), Max: 1, LeaseFor: time.Minute})
+	got, claimed, err := b.s.CommitAndClaim(b.ctx, ledger.Result{Lease: l, Output: json.RawMessage(`"listed"`)},
+		ledger.ClaimRequest{Owner: b.s.Owner("w"), Max: 1, LeaseFor: time.Minute})
 	require.NoError(t, err)
-	require.Equal(t, Running, got.Status)
+	require.Equal(t, ledger.Running, got.Status)
 	require.Equal(t, 1, got.Cursor)
 	require.True(t, got.Steps[1].Planned, "the committing caller planned the next step")
 	require.Equal(t, 2_000, got.Steps[1].Units)
@@ -153,9 +155,9 @@ func TestFanOutPlannedAtRunTimeAfterACommit(t *testing.T) {
 func TestPlanningOversizedItemFailsTheTask(t *testing.T) {
 	t.Parallel()
 	b := setup(t, bigItems(1, 2<<20))
-	task, _, err := b.s.Submit(b.ctx, NewTask{Name: "t", Steps: []StepState{{Name: "each", FanOut: true}}})
+	task, _, err := b.s.Submit(b.ctx, ledger.NewTask{Name: "t", Steps: []ledger.StepState{{Name: "each", FanOut: true}}})
 	require.NoError(t, err)
-	require.Equal(t, Failed, task.Status)
+	require.Equal(t, ledger.Failed, task.Status)
 	require.Equal(t, fault.TooLarge, task.Failure.Kind)
 	require.Contains(t, task.Reason, "an item may have at most")
 }
@@ -165,13 +167,13 @@ func TestCommitTooLargeForATransactionFailsTheUnit(t *testing.T) {
 	b := setup(t)
 	b.submit(t, plainSteps("a"))
 	l := b.claim1(t, "w")
-	notes := make([]Note, 60_000)
+	notes := make([]ledger.Note, 60_000)
 	for i := range notes {
-		notes[i] = Note{Kind: "finding", Text: fmt.Sprint("note ", i)}
+		notes[i] = ledger.Note{Kind: "finding", Text: fmt.Sprint("note ", i)}
 	}
-	got, err := b.s.Commit(b.ctx, Result{Lease: l, Output: json.RawMessage(`1`), Notes: notes})
+	got, err := b.s.Commit(b.ctx, ledger.Result{Lease: l, Output: json.RawMessage(`1`), Notes: notes})
 	require.NoError(t, err, "a commit that can never fit is a failed unit, not an error the worker retries forever")
-	require.Equal(t, Failed, got.Status)
+	require.Equal(t, ledger.Failed, got.Status)
 	require.Equal(t, fault.TooLarge, got.Failure.Kind)
 	require.Zero(t, got.Leases)
 }
@@ -180,10 +182,10 @@ func TestPlanningResumesAfterACrash(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	items := 2_500
-	planner := func(context.Context, *Reader, *Task, int) ([]Item, error) {
-		out := make([]Item, items)
+	planner := func(context.Context, *Reader, *ledger.Task, int) ([]ledger.Item, error) {
+		out := make([]ledger.Item, items)
 		for i := range out {
-			out[i] = Item{Key: json.RawMessage(fmt.Sprint(i)), Value: json.RawMessage(fmt.Sprintf(`"v%d"`, i))}
+			out[i] = ledger.Item{Key: json.RawMessage(fmt.Sprint(i)), Value: json.RawMessage(fmt.Sprintf(`"v%d"`, i))}
 		}
 		return out, nil
 	}
@@ -195,7 +197,7 @@ func TestPlanningResumesAfterACrash(t *testing.T) {
 		batches++
 		cancel() // the process stops after the first batch
 	}
-	task, _, err := s.Submit(ctx, NewTask{Name: "t", Steps: []StepState{{Name: "each", FanOut: true, Limit: 8}}})
+	task, _, err := s.Submit(ctx, ledger.NewTask{Name: "t", Steps: []ledger.StepState{{Name: "each", FanOut: true, Limit: 8}}})
 	require.NoError(t, err)
 	require.Equal(t, 1, batches)
 	require.False(t, task.Steps[0].Planned)
@@ -206,7 +208,7 @@ func TestPlanningResumesAfterACrash(t *testing.T) {
 	s, err = Open(dir, Options{Planner: planner})
 	require.NoError(t, err)
 	defer s.Close()
-	c, err := s.Claim(context.Background(), ClaimRequest{Owner: s.Owner("w"), Max: 8, LeaseFor: time.Minute})
+	c, err := s.Claim(context.Background(), ledger.ClaimRequest{Owner: s.Owner("w"), Max: 8, LeaseFor: time.Minute})
 	require.NoError(t, err)
 	require.Len(t, c.Leases, 8)
 	got, err := s.Task(context.Background(), task.ID)
@@ -232,19 +234,19 @@ func TestPlanningResumedWithADifferentListFailsTheTask(t *testing.T) {
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	s.planHook = cancel
-	task, _, err := s.Submit(ctx, NewTask{Name: "t", Steps: []StepState{{Name: "each", FanOut: true}}})
+	task, _, err := s.Submit(ctx, ledger.NewTask{Name: "t", Steps: []ledger.StepState{{Name: "each", FanOut: true}}})
 	require.NoError(t, err)
 	require.NoError(t, s.Close())
 
 	s, err = Open(dir, Options{Planner: fanOutPlanner(2_400)})
 	require.NoError(t, err)
 	defer s.Close()
-	c, err := s.Claim(context.Background(), ClaimRequest{Owner: s.Owner("w"), Max: 1, LeaseFor: time.Minute})
+	c, err := s.Claim(context.Background(), ledger.ClaimRequest{Owner: s.Owner("w"), Max: 1, LeaseFor: time.Minute})
 	require.NoError(t, err)
 	require.Empty(t, c.Leases)
 	got, err := s.Task(context.Background(), task.ID)
 	require.NoError(t, err)
-	require.Equal(t, Failed, got.Status)
+	require.Equal(t, ledger.Failed, got.Status)
 	require.Contains(t, got.Reason, "different list")
 }
 
@@ -254,7 +256,7 @@ func TestPlanningResumedWithADifferentListFailsTheTask(t *testing.T) {
 func TestTaskCacheMatchesTheRecords(t *testing.T) {
 	t.Parallel()
 	b := setup(t, fanOutPlanner(20))
-	task := b.submit(t, []StepState{{Name: "list"}, {Name: "each", FanOut: true, Limit: 4}, {Name: "end"}})
+	task := b.submit(t, []ledger.StepState{{Name: "list"}, {Name: "each", FanOut: true, Limit: 4}, {Name: "end"}})
 	check := func() {
 		t.Helper()
 		require.NoError(t, b.s.Read(func(r *Reader) error {
@@ -274,32 +276,32 @@ func TestTaskCacheMatchesTheRecords(t *testing.T) {
 	check()
 	b.done(t, l, `"listed"`)
 	check()
-	var reqs []ClaimRequest
+	var reqs []ledger.ClaimRequest
 	for i := range 3 {
-		reqs = append(reqs, ClaimRequest{Owner: b.s.Owner(fmt.Sprint("w", i)), Max: 1, LeaseFor: time.Minute})
+		reqs = append(reqs, ledger.ClaimRequest{Owner: b.s.Owner(fmt.Sprint("w", i)), Max: 1, LeaseFor: time.Minute})
 	}
 	for _, c := range claimOps(t, b.s, reqs...) {
 		check()
-		_, claimed, err := b.s.CommitAndClaim(b.ctx, Result{Lease: c.Leases[0], Output: json.RawMessage(`1`)},
-			ClaimRequest{Owner: c.Leases[0].Owner, Max: 1, LeaseFor: time.Minute})
+		_, claimed, err := b.s.CommitAndClaim(b.ctx, ledger.Result{Lease: c.Leases[0], Output: json.RawMessage(`1`)},
+			ledger.ClaimRequest{Owner: c.Leases[0].Owner, Max: 1, LeaseFor: time.Minute})
 		require.NoError(t, err)
 		require.NotNil(t, claimed.Leases[0].Snapshot)
 		require.Equal(t, task.ID, claimed.Leases[0].Snapshot.ID)
 		check()
 	}
 	l = b.claim1(t, "w9")
-	_, err := b.s.Commit(b.ctx, Result{Lease: l, Failure: &Failure{Kind: fault.Trap, Message: "boom"}})
+	_, err := b.s.Commit(b.ctx, ledger.Result{Lease: l, Failure: &ledger.Failure{Kind: fault.Trap, Message: "boom"}})
 	require.NoError(t, err)
 	check()
 }
 
 // storedTask decodes a task from its stored bytes, without the ledger's
 // decoding or cache: the header, then one record per step.
-func storedTask(t *testing.T, r *Reader, id string) *Task {
+func storedTask(t *testing.T, r *Reader, id string) *ledger.Task {
 	t.Helper()
 	raw, err := r.t.getRaw(taskKey(id))
 	require.NoError(t, err)
-	want := new(Task)
+	want := new(ledger.Task)
 	require.NoError(t, json.Unmarshal(raw, want))
 	var head struct {
 		StepCount int `json:"step_count"`
@@ -310,7 +312,7 @@ func storedTask(t *testing.T, r *Reader, id string) *Task {
 	for i := range head.StepCount {
 		raw, err := r.t.getRaw(stepKey(id, i))
 		require.NoError(t, err)
-		var st StepState
+		var st ledger.StepState
 		require.NoError(t, json.Unmarshal(raw, &st))
 		want.Steps = append(want.Steps, st)
 	}
@@ -320,22 +322,22 @@ func storedTask(t *testing.T, r *Reader, id string) *Task {
 func TestRetryReopensAFailedTaskKeepingEarlierOutputs(t *testing.T) {
 	t.Parallel()
 	b := setup(t, fanOutPlanner(3))
-	task := b.submit(t, []StepState{{Name: "a"}, {Name: "b"}, {Name: "each", FanOut: true, Limit: 4}, {Name: "d"}})
+	task := b.submit(t, []ledger.StepState{{Name: "a"}, {Name: "b"}, {Name: "each", FanOut: true, Limit: 4}, {Name: "d"}})
 	for _, out := range []string{`"A"`, `"B"`} {
 		b.done(t, b.claim1(t, "w"), out)
 	}
 	l := b.claim1(t, "w")
 	require.Equal(t, 2, l.Step)
-	failed, err := b.s.Commit(b.ctx, Result{Lease: l, Failure: &Failure{Kind: fault.Trap, Message: "boom"}})
+	failed, err := b.s.Commit(b.ctx, ledger.Result{Lease: l, Failure: &ledger.Failure{Kind: fault.Trap, Message: "boom"}})
 	require.NoError(t, err)
-	require.Equal(t, Failed, failed.Status)
+	require.Equal(t, ledger.Failed, failed.Status)
 
 	_, err = b.s.Retry(b.ctx, task.ID, 3, "ana")
 	require.ErrorContains(t, err, "not from step 4", "a retry cannot skip ahead of where the task stopped")
 
 	got, err := b.s.Retry(b.ctx, task.ID, -1, "ana")
 	require.NoError(t, err)
-	require.Equal(t, Running, got.Status)
+	require.Equal(t, ledger.Running, got.Status)
 	require.Equal(t, 2, got.Cursor)
 	require.Nil(t, got.Failure)
 	require.Equal(t, 3, got.Steps[2].Units)
@@ -352,16 +354,16 @@ func TestRetryReopensAFailedTaskKeepingEarlierOutputs(t *testing.T) {
 	}
 	require.Len(t, seen, 3)
 	done := b.done(t, b.claim1(t, "w"), `"D"`)
-	require.Equal(t, Succeeded, done.Status)
+	require.Equal(t, ledger.Succeeded, done.Status)
 	require.NoError(t, b.s.Read(func(r *Reader) error {
 		out, err := r.StepOutput(task.ID, 1)
 		require.NoError(t, err)
 		require.JSONEq(t, `"B"`, string(out))
 		evs, err := r.Events(task.ID, 0, 0)
 		require.NoError(t, err)
-		var retried []Event
+		var retried []ledger.Event
 		for _, e := range evs {
-			if e.Type == EvRetried {
+			if e.Type == ledger.EvRetried {
 				retried = append(retried, e)
 			}
 		}
@@ -406,5 +408,5 @@ func TestATaskBeingRemovedIsNeverRetried(t *testing.T) {
 	require.ErrorContains(t, err, "being removed")
 	require.NoError(t, b.s.Remove(b.ctx, task.ID))
 	_, err = b.s.Task(b.ctx, task.ID)
-	require.ErrorIs(t, err, ErrNotFound)
+	require.ErrorIs(t, err, ledger.ErrNotFound)
 }

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+
+	"github.com/lhengine/lhengine/ledger"
 )
 
 // Compaction: a plugin that condenses a task's free-form notes (a
@@ -15,36 +17,21 @@ import (
 // constraints (the manifest), its steps' state and its attempts are not
 // notes and are out of a summary's reach by construction.
 
-// Note kinds.
-const (
-	NoteFinding  = "finding"
-	NoteDecision = "decision"
-	NoteBlocker  = "blocker"
-	NoteSummary  = "summary" // written by CompactNotes only
-)
-
-// Protected reports whether notes of kind may never be replaced by a
-// summary.
-func Protected(kind string) bool { return kind == NoteDecision || kind == NoteBlocker }
-
-// ErrProtected refuses a compaction that would replace a protected note.
-var ErrProtected = errors.New("note is protected")
-
 // OpenNotes returns up to limit of a task's notes that a summary may
 // replace (not protected, not replaced yet), oldest first, after seq after
 // (-1 for from the start).
-func (r *Reader) OpenNotes(id string, after int64, limit int) ([]Note, error) {
-	var out []Note
+func (r *Reader) OpenNotes(id string, after int64, limit int) ([]ledger.Note, error) {
+	var out []ledger.Note
 	start := []byte("n/" + id + "/")
 	if after >= 0 {
 		start = noteKey(id, uint64(after)+1)
 	}
 	err := r.t.scanFrom([]byte("n/"+id+"/"), start, func(_, val []byte) (bool, error) {
-		var n Note
+		var n ledger.Note
 		if err := json.Unmarshal(val, &n); err != nil {
 			return false, err
 		}
-		if !Protected(n.Kind) && n.ReplacedBy == 0 {
+		if !ledger.Protected(n.Kind) && n.ReplacedBy == 0 {
 			out = append(out, n)
 		}
 		return len(out) < limit, nil
@@ -58,7 +45,7 @@ func (r *Reader) OpenNotes(id string, after int64, limit int) ([]Note, error) {
 // record. A protected note gets ErrProtected, a note already replaced or
 // unknown ErrNotFound; either changes nothing. It returns the summary's
 // seq.
-func (s *Store) CompactNotes(ctx context.Context, l Lease, replaces []uint64, summary string) (uint64, error) {
+func (s *Store) CompactNotes(ctx context.Context, l ledger.Lease, replaces []uint64, summary string) (uint64, error) {
 	var seq uint64
 	err := s.update(ctx, func(t *tx) error {
 		_, task, err := s.leased(t, l)
@@ -67,22 +54,22 @@ func (s *Store) CompactNotes(ctx context.Context, l Lease, replaces []uint64, su
 		}
 		replaces = slices.Compact(slices.Sorted(slices.Values(replaces)))
 		if len(replaces) == 0 {
-			return fmt.Errorf("%w: a summary must replace at least one note", ErrNotFound)
+			return fmt.Errorf("%w: a summary must replace at least one note", ledger.ErrNotFound)
 		}
 		seq = task.Notes
-		notes := make([]Note, len(replaces))
+		notes := make([]ledger.Note, len(replaces))
 		for i, n := range replaces {
 			if err := t.getJSON(noteKey(task.ID, n), &notes[i]); err != nil {
-				if errors.Is(err, ErrNotFound) {
-					return fmt.Errorf("%w: task %s has no note %d", ErrNotFound, task.ID, n)
+				if errors.Is(err, ledger.ErrNotFound) {
+					return fmt.Errorf("%w: task %s has no note %d", ledger.ErrNotFound, task.ID, n)
 				}
 				return err
 			}
 			switch {
-			case Protected(notes[i].Kind):
-				return fmt.Errorf("%w: note %d is a %s, which no summary may replace", ErrProtected, n, notes[i].Kind)
+			case ledger.Protected(notes[i].Kind):
+				return fmt.Errorf("%w: note %d is a %s, which no summary may replace", ledger.ErrProtected, n, notes[i].Kind)
 			case notes[i].ReplacedBy != 0:
-				return fmt.Errorf("%w: note %d was replaced already, by summary %d", ErrNotFound, n, notes[i].ReplacedBy)
+				return fmt.Errorf("%w: note %d was replaced already, by summary %d", ledger.ErrNotFound, n, notes[i].ReplacedBy)
 			}
 		}
 		t.durable = true
@@ -93,14 +80,14 @@ func (s *Store) CompactNotes(ctx context.Context, l Lease, replaces []uint64, su
 				return err
 			}
 		}
-		sum := Note{Seq: seq, Kind: NoteSummary, Text: summary, Step: st.Name, Item: l.Item, Attempt: l.Attempt,
+		sum := ledger.Note{Seq: seq, Kind: ledger.NoteSummary, Text: summary, Step: st.Name, Item: l.Item, Attempt: l.Attempt,
 			Time: s.now(), Replaces: replaces}
 		if err := t.putJSON(noteKey(task.ID, seq), &sum); err != nil {
 			return err
 		}
 		task.Notes++
 		item := l.Item
-		if err := s.event(t, task, Event{Type: EvNotesCompacted, Step: st.Name, Item: &item, Attempt: l.Attempt,
+		if err := s.event(t, task, ledger.Event{Type: ledger.EvNotesCompacted, Step: st.Name, Item: &item, Attempt: l.Attempt,
 			Message: fmt.Sprintf("summary note %d replaces %d notes", seq, len(replaces))}); err != nil {
 			return err
 		}

@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+
+	"github.com/lhengine/lhengine/ledger"
 )
 
 // dirLock is the store's own lock, taken before anything in the directory
@@ -48,7 +50,7 @@ func lockStore(dir string, shared bool) (*dirLock, error) {
 	if err != nil {
 		f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, fmt.Errorf("%w: %s (%s is locked)", ErrInUse, dir, path)
+			return nil, fmt.Errorf("%w: %s (%s is locked)", ledger.ErrInUse, dir, path)
 		}
 		return nil, fmt.Errorf("open store %s: lock: %w", dir, err)
 	}

@@ -1,13 +1,10 @@
 package store
 
 import (
-	"errors"
 	"fmt"
-)
 
-// ErrNoSpace: the file system holding the store has less free space than
-// the floor (Options.MinFreeBytes). Writes are refused; reads still work.
-var ErrNoSpace = errors.New("no space left on device")
+	"github.com/lhengine/lhengine/ledger"
+)
 
 // DefaultMinFreeBytes is the free-space floor when Options.MinFreeBytes is 0.
 // Badger writes its write-ahead log, value log and tables through memory
@@ -27,13 +24,13 @@ type spaceError struct {
 func (e *spaceError) Error() string {
 	if e.write > 0 && e.free >= e.floor {
 		return fmt.Sprintf("%v: %d MiB free in %s, floor %d MiB: a write of %d MiB would go below it; the store refuses it (reads still work)",
-			ErrNoSpace, e.free>>20, e.dir, e.floor>>20, (e.write+1<<20-1)>>20)
+			ledger.ErrNoSpace, e.free>>20, e.dir, e.floor>>20, (e.write+1<<20-1)>>20)
 	}
 	return fmt.Sprintf("%v: %d MiB free in %s, floor %d MiB; the store refuses writes until space is freed (reads still work)",
-		ErrNoSpace, e.free>>20, e.dir, e.floor>>20)
+		ledger.ErrNoSpace, e.free>>20, e.dir, e.floor>>20)
 }
 
-func (e *spaceError) Is(target error) bool { return target == ErrNoSpace }
+func (e *spaceError) Is(target error) bool { return target == ledger.ErrNoSpace }
 
 // MinFreeBytes is the store's free-space floor (Options.MinFreeBytes): 0
 // when it enforces none (in memory, or the check disabled).

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/internal/diskfree"
@@ -70,11 +72,11 @@ func TestFullDiskRefusesWritesAndKeepsData(t *testing.T) {
 			break
 		}
 	}
-	require.ErrorIs(t, err, ErrNoSpace, "after %d writes", n)
+	require.ErrorIs(t, err, ledger.ErrNoSpace, "after %d writes", n)
 	require.Regexp(t, `no space left on device: \d+ MiB free in .*, floor 16 MiB`, err.Error())
 	require.Positive(t, n)
-	_, _, err = s.Submit(f.ctx, NewTask{Name: "t", Steps: plainSteps("a")})
-	require.ErrorIs(t, err, ErrNoSpace)
+	_, _, err = s.Submit(f.ctx, ledger.NewTask{Name: "t", Steps: plainSteps("a")})
+	require.ErrorIs(t, err, ledger.ErrNoSpace)
 	require.Equal(t, 5, countTasks(t, s), "reads still work")
 	require.NoError(t, s.Close())
 	s = nil
@@ -90,8 +92,8 @@ func TestFullDiskRefusesWritesAndKeepsData(t *testing.T) {
 	require.Equal(t, 5, countTasks(t, s))
 	_, err = s.Task(f.ctx, ids[4])
 	require.NoError(t, err)
-	_, _, err = s.Submit(f.ctx, NewTask{Name: "t", Steps: plainSteps("a")})
-	require.ErrorIs(t, err, ErrNoSpace)
+	_, _, err = s.Submit(f.ctx, ledger.NewTask{Name: "t", Steps: plainSteps("a")})
+	require.ErrorIs(t, err, ledger.ErrNoSpace)
 
 	// Space freed: writes resume, nothing was lost.
 	require.NoError(t, os.Remove(ballast))

@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/stretchr/testify/require"
 )
 
@@ -28,15 +30,15 @@ func TestEarlyCommitReturnsBeforeItsSync(t *testing.T) {
 		return sync()
 	}})
 	defer s.Close()
-	task, _, err := s.Submit(f.ctx, NewTask{Name: "t", Steps: plainSteps("a", "b")})
+	task, _, err := s.Submit(f.ctx, ledger.NewTask{Name: "t", Steps: plainSteps("a", "b")})
 	require.NoError(t, err)
-	c, err := s.Claim(f.ctx, ClaimRequest{Owner: s.Owner("w"), Max: 1})
+	c, err := s.Claim(f.ctx, ledger.ClaimRequest{Owner: s.Owner("w"), Max: 1})
 	require.NoError(t, err)
 	require.Len(t, c.Leases, 1)
 
 	hold.Store(true)
-	_, next, dur, err := s.CommitAndClaimEarly(f.ctx, Result{Lease: c.Leases[0], Output: json.RawMessage(`1`)},
-		ClaimRequest{Owner: s.Owner("w"), Max: 1})
+	_, next, dur, err := s.CommitAndClaimEarly(f.ctx, ledger.Result{Lease: c.Leases[0], Output: json.RawMessage(`1`)},
+		ledger.ClaimRequest{Owner: s.Owner("w"), Max: 1})
 	require.NoError(t, err)
 	require.Len(t, next.Leases, 1, "the next unit, handed back in the same transaction")
 	require.Equal(t, 1, next.Leases[0].Step)
@@ -70,14 +72,14 @@ func TestEarlyCommitLearnsOfAFailedSync(t *testing.T) {
 		return sync()
 	}})
 	defer s.Close()
-	_, _, err := s.Submit(f.ctx, NewTask{Name: "t", Steps: plainSteps("a", "b")})
+	_, _, err := s.Submit(f.ctx, ledger.NewTask{Name: "t", Steps: plainSteps("a", "b")})
 	require.NoError(t, err)
-	c, err := s.Claim(f.ctx, ClaimRequest{Owner: s.Owner("w"), Max: 1})
+	c, err := s.Claim(f.ctx, ledger.ClaimRequest{Owner: s.Owner("w"), Max: 1})
 	require.NoError(t, err)
 	fail.Store(true)
-	_, _, dur, err := s.CommitAndClaimEarly(f.ctx, Result{Lease: c.Leases[0], Output: json.RawMessage(`1`)}, ClaimRequest{})
+	_, _, dur, err := s.CommitAndClaimEarly(f.ctx, ledger.Result{Lease: c.Leases[0], Output: json.RawMessage(`1`)}, ledger.ClaimRequest{})
 	require.NoError(t, err, "the transaction committed")
-	require.ErrorIs(t, dur.Wait(context.Background()), ErrStoreFailed)
-	_, _, err = s.Submit(f.ctx, NewTask{Name: "t", Steps: plainSteps("a")})
-	require.ErrorIs(t, err, ErrStoreFailed)
+	require.ErrorIs(t, dur.Wait(context.Background()), ledger.ErrStoreFailed)
+	_, _, err = s.Submit(f.ctx, ledger.NewTask{Name: "t", Steps: plainSteps("a")})
+	require.ErrorIs(t, err, ledger.ErrStoreFailed)
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/hashicorp/go-hclog"
 	"github.com/stretchr/testify/require"
 )
@@ -251,7 +253,7 @@ func TestStoreNeverCreatedOnAFullDisk(t *testing.T) {
 	full := func(string) (int64, error) { return 10 << 20, nil }
 	for range 2 { // a fresh directory, then the one the first open made
 		_, err := f.open(t, Options{MinFreeBytes: 64 << 20, freeFn: full})
-		require.ErrorIs(t, err, ErrNoSpace)
+		require.ErrorIs(t, err, ledger.ErrNoSpace)
 		require.Contains(t, err.Error(), "holds no tasks yet")
 		require.Contains(t, err.Error(), "10 MiB free in "+f.dir+", floor 64 MiB")
 		require.NotContains(t, err.Error(), "manifest")

@@ -8,32 +8,9 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/lhengine/lhengine/ledger"
 )
-
-// Facts are a task's environment facts as last read (the task file's
-// environment block, specs/task-language.md): recorded at submit, and
-// again by CheckFacts whenever a worker read different values before a
-// unit. Every attempt records the values it ran under (Attempt.Environment).
-type Facts struct {
-	Values map[string]string `json:"values"`
-	Read   time.Time         `json:"read"` // when these values were recorded
-}
-
-// FactChange is one fact whose value changed: an EvDrift event's Fact, and
-// the task's last drift (Task.Drift).
-type FactChange struct {
-	Name string    `json:"name"`
-	Old  string    `json:"old"`
-	New  string    `json:"new"`
-	At   time.Time `json:"at"`
-	// Action is what the task did: "continue", "pause" or "restart:STEP".
-	Action string `json:"action"`
-}
-
-// String says the change in one line.
-func (c FactChange) String() string {
-	return fmt.Sprintf("environment fact %s changed from %s to %s (on_drift %s)", c.Name, orNone(c.Old), orNone(c.New), c.Action)
-}
 
 func orNone(s string) string {
 	if s == "" {
@@ -42,25 +19,14 @@ func orNone(s string) string {
 	return s
 }
 
-// OnDrift is what CheckFacts does when a fact changed: nothing more than
-// recording it (the zero value: continue), pause the task (Pause), or run
-// the task again from step RestartFrom (Restart).
-type OnDrift struct {
-	Pause       bool
-	Restart     bool
-	RestartFrom int
-	// Name is the on_drift setting as written, for the record.
-	Name string
-}
-
 func factsKey(task string) []byte { return []byte("f/" + task + "/values") }
 
 // Facts returns the facts recorded for task id; nil when it has none (a
 // task without an environment block).
-func (r *Reader) Facts(id string) (*Facts, error) {
-	f := new(Facts)
+func (r *Reader) Facts(id string) (*ledger.Facts, error) {
+	f := new(ledger.Facts)
 	if err := r.t.getJSON(factsKey(id), f); err != nil {
-		if errors.Is(err, ErrNotFound) {
+		if errors.Is(err, ledger.ErrNotFound) {
 			return nil, nil
 		}
 		return nil, err
@@ -93,18 +59,18 @@ func (r *Reader) Facts(id string) (*Facts, error) {
 // another unit's drift, say) does not start either: its lease is given
 // back uncharged and run is false. Values equal to the record are told by a read alone, and
 // the lease is then checked by the unit's commit.
-func (s *Store) CheckFacts(ctx context.Context, l Lease, values map[string]string, on OnDrift) (changes []FactChange, run bool, task *Task, err error) {
+func (s *Store) CheckFacts(ctx context.Context, l ledger.Lease, values map[string]string, on ledger.OnDrift) (changes []ledger.FactChange, run bool, task *ledger.Task, err error) {
 	// Most units see the recorded values: a read, not a write, tells.
 	same := false
 	err = s.view(func(t *tx) error {
-		rec, tk := new(Facts), new(Task)
-		if err := t.getJSON(factsKey(l.Task), rec); err != nil && !errors.Is(err, ErrNotFound) {
+		rec, tk := new(ledger.Facts), new(ledger.Task)
+		if err := t.getJSON(factsKey(l.Task), rec); err != nil && !errors.Is(err, ledger.ErrNotFound) {
 			return err
 		}
 		if err := t.getJSON(taskKey(l.Task), tk); err != nil {
 			return err
 		}
-		same = maps.Equal(rec.Values, values) && tk.Status != Paused
+		same = maps.Equal(rec.Values, values) && tk.Status != ledger.Paused
 		return nil
 	})
 	if err != nil || same {
@@ -116,14 +82,14 @@ func (s *Store) CheckFacts(ctx context.Context, l Lease, values map[string]strin
 		if err != nil {
 			return err
 		}
-		rec := new(Facts)
-		if err := t.getJSON(factsKey(l.Task), rec); err != nil && !errors.Is(err, ErrNotFound) {
+		rec := new(ledger.Facts)
+		if err := t.getJSON(factsKey(l.Task), rec); err != nil && !errors.Is(err, ledger.ErrNotFound) {
 			return err
 		}
 		// The unit does not run now: give its lease back uncharged.
 		giveBack := func() error {
 			st := t.step(tk, l.Step)
-			u.State, u.Owner, u.LeaseUntil, u.NotBefore = UnitReady, "", time.Time{}, time.Time{}
+			u.State, u.Owner, u.LeaseUntil, u.NotBefore = ledger.UnitReady, "", time.Time{}, time.Time{}
 			u.Attempt = max(u.Attempt-1, 0)
 			tk.Attempts = max(tk.Attempts-1, 0)
 			tk.Leases--
@@ -133,7 +99,7 @@ func (s *Store) CheckFacts(ctx context.Context, l Lease, values map[string]strin
 			return t.putJSON(unitKey(l.Task, l.Step, l.Item), u)
 		}
 		if maps.Equal(rec.Values, values) {
-			if tk.Status != Paused {
+			if tk.Status != ledger.Paused {
 				return nil
 			}
 			// Another unit's drift paused the task after this unit was
@@ -156,27 +122,27 @@ func (s *Store) CheckFacts(ctx context.Context, l Lease, values map[string]strin
 		}
 		for _, name := range slices.Sorted(maps.Keys(values)) {
 			if old, ok := rec.Values[name]; !ok || old != values[name] {
-				changes = append(changes, FactChange{Name: name, Old: old, New: values[name], At: now, Action: action})
+				changes = append(changes, ledger.FactChange{Name: name, Old: old, New: values[name], At: now, Action: action})
 			}
 		}
 		for name, old := range rec.Values {
 			if _, ok := values[name]; !ok {
-				changes = append(changes, FactChange{Name: name, Old: old, At: now, Action: action})
+				changes = append(changes, ledger.FactChange{Name: name, Old: old, At: now, Action: action})
 			}
 		}
 		t.durable = true
-		if err := t.putJSON(factsKey(l.Task), Facts{Values: values, Read: now}); err != nil {
+		if err := t.putJSON(factsKey(l.Task), ledger.Facts{Values: values, Read: now}); err != nil {
 			return err
 		}
 		for i := range changes {
 			c := changes[i]
-			if err := s.event(t, tk, Event{Type: EvDrift, Step: t.step(tk, l.Step).Name, Message: c.String(), Fact: &c}); err != nil {
+			if err := s.event(t, tk, ledger.Event{Type: ledger.EvDrift, Step: t.step(tk, l.Step).Name, Message: c.String(), Fact: &c}); err != nil {
 				return err
 			}
 		}
 		last := changes[len(changes)-1]
 		tk.Drift = &last
-		restart := on.Restart && on.RestartFrom >= 0 && on.RestartFrom <= tk.Cursor && on.RestartFrom < tk.stepCount()
+		restart := on.Restart && on.RestartFrom >= 0 && on.RestartFrom <= tk.Cursor && on.RestartFrom < tk.StepCount()
 		if !on.Pause && !restart {
 			task = tk
 			return t.saveTask(tk)
@@ -192,10 +158,10 @@ func (s *Store) CheckFacts(ctx context.Context, l Lease, values map[string]strin
 			for i, c := range changes {
 				names[i] = c.Name
 			}
-			why := &PauseReason{Kind: PauseDrift, Name: strings.Join(names, ","), At: now,
+			why := &ledger.PauseReason{Kind: ledger.PauseDrift, Name: strings.Join(names, ","), At: now,
 				Note: fmt.Sprintf("%s -> %s", orNone(last.Old), orNone(last.New))}
-			tk.Status, tk.Reason, tk.Pause = Paused, why.String(), why
-			if err := s.event(t, tk, Event{Type: EvPaused, Step: st.Name, Message: tk.Reason, Pause: why}); err != nil {
+			tk.Status, tk.Reason, tk.Pause = ledger.Paused, why.String(), why
+			if err := s.event(t, tk, ledger.Event{Type: ledger.EvPaused, Step: st.Name, Message: tk.Reason, Pause: why}); err != nil {
 				return err
 			}
 			if err := t.del(activeKey(tk.ID)); err != nil {
@@ -209,11 +175,11 @@ func (s *Store) CheckFacts(ctx context.Context, l Lease, values map[string]strin
 			if ws := t.step(tk, from); ws.Every > 0 {
 				from = ws.Anchor // a window step starts again with its anchor
 			}
-			if err := s.event(t, tk, Event{Type: EvRetried, Step: t.step(tk, from).Name,
+			if err := s.event(t, tk, ledger.Event{Type: ledger.EvRetried, Step: t.step(tk, from).Name,
 				Message: fmt.Sprintf("back to step %q: environment fact %s changed", t.step(tk, from).Name, last.Name)}); err != nil {
 				return err
 			}
-			for i := from; i < tk.stepCount(); i++ {
+			for i := from; i < tk.StepCount(); i++ {
 				if err := s.resetStep(t, tk, i); err != nil {
 					return err
 				}

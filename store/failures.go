@@ -3,13 +3,15 @@ package store
 import (
 	"encoding/json"
 	"fmt"
+
+	"github.com/lhengine/lhengine/ledger"
 )
 
 // failItem ends a unit that failed beyond its retries. An item of a fan-out
 // step whose allowance (StepState.Allowed) is not used up is recorded as a
 // failed item and the step goes on: it completes once every other item is
 // done or failed. Any other failure fails the task.
-func (s *Store) failItem(t *tx, task *Task, step int, f *Failure) error {
+func (s *Store) failItem(t *tx, task *ledger.Task, step int, f *ledger.Failure) error {
 	st := t.step(task, step)
 	if !st.FanOut || st.Every > 0 || st.Failed >= st.Allowed() {
 		reason := f.String()
@@ -20,7 +22,7 @@ func (s *Store) failItem(t *tx, task *Task, step int, f *Failure) error {
 	}
 	st.Failed++
 	item := f.Item
-	if err := s.event(t, task, Event{Type: EvItemFailed, Step: st.Name, Item: &item, Attempt: f.Attempt, Kind: f.Kind,
+	if err := s.event(t, task, ledger.Event{Type: ledger.EvItemFailed, Step: st.Name, Item: &item, Attempt: f.Attempt, Kind: f.Kind,
 		Message: fmt.Sprintf("item %d failed: %d failed (allowed %d): %s", f.Item, st.Failed, st.Allowed(), f.Message)}); err != nil {
 		return err
 	}
@@ -30,37 +32,25 @@ func (s *Store) failItem(t *tx, task *Task, step int, f *Failure) error {
 	return nil
 }
 
-// FailedItem is an item of a fan-out step that failed beyond its retries
-// and that the step's allow_failures tolerated: the step completed without
-// it, and later steps do not see it.
-type FailedItem struct {
-	Step    string          `json:"step"`
-	Item    int             `json:"item"`
-	Key     json.RawMessage `json:"key,omitempty"`
-	Value   json.RawMessage `json:"value,omitempty"`
-	Attempt int             `json:"attempt"`
-	Failure *Failure        `json:"failure"`
-}
-
 // FailedItems returns the failed items of the current pass of every fan-out
 // step of a task, in step and item order.
-func (r *Reader) FailedItems(id string) ([]FailedItem, error) {
+func (r *Reader) FailedItems(id string) ([]ledger.FailedItem, error) {
 	task, err := r.Task(id)
 	if err != nil {
 		return nil, err
 	}
-	out := []FailedItem{}
+	out := []ledger.FailedItem{}
 	for i, st := range task.Steps {
 		if st.Failed == 0 {
 			continue
 		}
 		err := r.t.scan(unitStepPrefix(id, i), func(key, val []byte) (bool, error) {
-			u := new(Unit)
+			u := new(ledger.Unit)
 			if err := json.Unmarshal(val, u); err != nil {
 				return false, fmt.Errorf("unit record %s: %w", key, err)
 			}
-			if u.Pass == st.Pass && u.State == UnitFailed {
-				out = append(out, FailedItem{Step: st.Name, Item: u.Item, Key: u.Key, Value: u.Value, Attempt: u.Attempt, Failure: u.Failure})
+			if u.Pass == st.Pass && u.State == ledger.UnitFailed {
+				out = append(out, ledger.FailedItem{Step: st.Name, Item: u.Item, Key: u.Key, Value: u.Value, Attempt: u.Attempt, Failure: u.Failure})
 			}
 			return true, nil
 		})
@@ -73,8 +63,8 @@ func (r *Reader) FailedItems(id string) ([]FailedItem, error) {
 
 // firstFailedItems returns the index of the first step up to the task's
 // cursor that has failed items, or -1.
-func (t *tx) firstFailedItems(task *Task) int {
-	for i := 0; i <= task.Cursor && i < task.stepCount(); i++ {
+func (t *tx) firstFailedItems(task *ledger.Task) int {
+	for i := 0; i <= task.Cursor && i < task.StepCount(); i++ {
 		if t.step(task, i).Failed > 0 {
 			return i
 		}

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/dgraph-io/badger/v4"
 )
 
@@ -11,30 +13,30 @@ import (
 // it in the step's current pass (the unit's committed attempt). A unit
 // that has not committed in the current pass, or an item the step does not
 // have, is ErrNotFound.
-func (r *Reader) CommittedItem(task *Task, step, item int) (*ItemOutput, error) {
+func (r *Reader) CommittedItem(task *ledger.Task, step, item int) (*ledger.ItemOutput, error) {
 	if step < 0 || step >= len(task.Steps) || item < 0 {
-		return nil, ErrNotFound
+		return nil, ledger.ErrNotFound
 	}
 	st := task.Steps[step]
-	u := new(Unit)
+	u := new(ledger.Unit)
 	if err := r.t.getJSON(unitKey(task.ID, step, item), u); err != nil {
 		return nil, fmt.Errorf("item %d of step %q: %w", item, st.Name, err)
 	}
-	if u.State != UnitDone || u.Pass != st.Pass {
-		return nil, fmt.Errorf("item %d of step %q has not committed in pass %d (it is %s): %w", item, st.Name, st.Pass, u.State, ErrNotFound)
+	if u.State != ledger.UnitDone || u.Pass != st.Pass {
+		return nil, fmt.Errorf("item %d of step %q has not committed in pass %d (it is %s): %w", item, st.Name, st.Pass, u.State, ledger.ErrNotFound)
 	}
-	a := new(Attempt)
+	a := new(ledger.Attempt)
 	if err := r.t.getJSON(attemptKey(task.ID, step, item, u.Committed), a); err != nil {
 		return nil, err
 	}
-	return &ItemOutput{Item: item, Attempt: u.Committed, Output: a.Output}, nil
+	return &ledger.ItemOutput{Item: item, Attempt: u.Committed, Output: a.Output}, nil
 }
 
 // AttemptsPage returns the first limit recorded attempts of step (limit
 // < 0: all), by item then attempt, of one item (item >= 0) or of every
 // item (item < 0), and how many there are in all. Only the attempts
 // returned are decoded; the rest are counted by key.
-func (r *Reader) AttemptsPage(id string, step, item, limit int) ([]*Attempt, int, error) {
+func (r *Reader) AttemptsPage(id string, step, item, limit int) ([]*ledger.Attempt, int, error) {
 	prefix := attemptPrefix(id, step)
 	if item >= 0 {
 		prefix = fmt.Appendf(nil, "o/%s/%04x/%08x/", id, step, item)
@@ -44,14 +46,14 @@ func (r *Reader) AttemptsPage(id string, step, item, limit int) ([]*Attempt, int
 	opts.Prefix = prefix
 	it := r.t.txn.NewIterator(opts)
 	defer it.Close()
-	out := []*Attempt{}
+	out := []*ledger.Attempt{}
 	total := 0
 	for it.Rewind(); it.Valid(); it.Next() {
 		total++
 		if limit >= 0 && len(out) >= limit {
 			continue
 		}
-		a := new(Attempt)
+		a := new(ledger.Attempt)
 		if err := itemValue(it.Item(), func(v []byte) error { return json.Unmarshal(v, a) }); err != nil {
 			return nil, 0, err
 		}
@@ -62,9 +64,9 @@ func (r *Reader) AttemptsPage(id string, step, item, limit int) ([]*Attempt, int
 
 // EachEvent calls fn with each event of a task with Seq >= from, in order,
 // until fn returns false.
-func (r *Reader) EachEvent(id string, from uint64, fn func(*Event) bool) error {
+func (r *Reader) EachEvent(id string, from uint64, fn func(*ledger.Event) bool) error {
 	return r.t.scanFrom([]byte("e/"+id+"/"), eventKey(id, from), func(_, val []byte) (bool, error) {
-		var e Event
+		var e ledger.Event
 		if err := json.Unmarshal(val, &e); err != nil {
 			return false, err
 		}

@@ -13,6 +13,8 @@ import (
 	"sort"
 	"time"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/dgraph-io/badger/v4"
 
 	"github.com/lhengine/lhengine/fault"
@@ -25,46 +27,13 @@ import (
 // is done. It must be deterministic: after a crash the step is planned again
 // and must give the same list. An error fails the task; a *fault.StepError
 // keeps its kind, any other error is recorded as kind input.
-type Planner func(ctx context.Context, r *Reader, t *Task, step int) ([]Item, error)
-
-// NewTask is what Submit needs to create a task.
-type NewTask struct {
-	Name     string
-	Steps    []StepState // Name, FanOut and Limit of each step, in order
-	Manifest Manifest
-	// IdempotencyKey makes Submit return the existing task created with the
-	// same key instead of creating another.
-	IdempotencyKey string
-	// OutputQuota is the task's output_bytes quota; nil means
-	// DefaultOutputQuota. It is written with the task, so no output is ever
-	// committed under another quota.
-	OutputQuota *int64
-	// Facts are the task's environment facts read at submit (Facts); nil
-	// for a task without an environment block.
-	Facts map[string]string
-	// Budget is the task's budget block's limits (budget.go); zero: none.
-	Budget BudgetLimits
-	// Notify is the task's notify block (notify.go); nil for none.
-	Notify *NotifySpec
-	// Progress is the task's progress block (progress.go); nil counts the
-	// units of every step.
-	Progress *ProgressSpec
-	// Modules are the plugin modules the manifest pins, by sha256: each is
-	// stored before the task, once however many tasks pin it, so the task
-	// runs the same bytes after the files change (modules.go). Nil stores
-	// none (the task's steps read their modules from elsewhere).
-	Modules map[string][]byte
-	// Replay is the replay set the task's model calls are answered from
-	// (replay.go), stored before the task; the manifest must pin it
-	// (Manifest.ModelReplay). Nil for none.
-	Replay *ReplaySet
-}
+type Planner func(ctx context.Context, r *Reader, t *ledger.Task, step int) ([]ledger.Item, error)
 
 // Submit creates a queued task and plans its first step, after storing the
 // modules and the replay set it brings (NewTask.Modules, NewTask.Replay).
 // It returns the task and whether it was created (false: the idempotency
 // key named an existing one).
-func (s *Store) Submit(ctx context.Context, nt NewTask) (*Task, bool, error) {
+func (s *Store) Submit(ctx context.Context, nt ledger.NewTask) (*ledger.Task, bool, error) {
 	if nt.Modules != nil || nt.Replay != nil || nt.Manifest.ModelReplay != nil {
 		defer holdBlobs()()
 		if err := s.putModules(ctx, nt, nt.Modules); err != nil {
@@ -78,11 +47,11 @@ func (s *Store) Submit(ctx context.Context, nt NewTask) (*Task, bool, error) {
 }
 
 // submit writes the task and plans its first step.
-func (s *Store) submit(ctx context.Context, nt NewTask) (*Task, bool, error) {
+func (s *Store) submit(ctx context.Context, nt ledger.NewTask) (*ledger.Task, bool, error) {
 	if len(nt.Steps) == 0 {
 		return nil, false, errors.New("a task needs at least one step")
 	}
-	var out *Task
+	var out *ledger.Task
 	var created bool
 	err := s.update(ctx, func(t *tx) error {
 		created = false
@@ -90,7 +59,7 @@ func (s *Store) submit(ctx context.Context, nt NewTask) (*Task, bool, error) {
 			if id, err := t.getRaw(idemKey(nt.IdempotencyKey)); err == nil {
 				out, err = t.loadTask(string(id))
 				return err
-			} else if !errors.Is(err, ErrNotFound) {
+			} else if !errors.Is(err, ledger.ErrNotFound) {
 				return err
 			}
 		}
@@ -98,15 +67,15 @@ func (s *Store) submit(ctx context.Context, nt NewTask) (*Task, bool, error) {
 			return err
 		}
 		now := s.now()
-		task := &Task{
+		task := &ledger.Task{
 			ID:             newTaskID(now),
 			Name:           nt.Name,
-			Status:         Queued,
-			Steps:          append([]StepState(nil), nt.Steps...),
+			Status:         ledger.Queued,
+			Steps:          append([]ledger.StepState(nil), nt.Steps...),
 			CreatedAt:      now,
 			UpdatedAt:      now,
 			IdempotencyKey: nt.IdempotencyKey,
-			Budget:         &Budget{Limits: nt.Budget},
+			Budget:         &ledger.Budget{Limits: nt.Budget},
 			Notify:         nt.Notify,
 			Meter:          newProgress(nt.Progress, nt.Steps),
 		}
@@ -126,11 +95,11 @@ func (s *Store) submit(ctx context.Context, nt NewTask) (*Task, bool, error) {
 			return err
 		}
 		if nt.Facts != nil {
-			if err := t.putJSON(factsKey(task.ID), Facts{Values: nt.Facts, Read: s.now()}); err != nil {
+			if err := t.putJSON(factsKey(task.ID), ledger.Facts{Values: nt.Facts, Read: s.now()}); err != nil {
 				return err
 			}
 		}
-		if q := nt.OutputQuota; q != nil && *q != DefaultOutputQuota {
+		if q := nt.OutputQuota; q != nil && *q != ledger.DefaultOutputQuota {
 			if err := t.putJSON(outputLimitKey(task.ID), *q); err != nil {
 				return err
 			}
@@ -142,13 +111,13 @@ func (s *Store) submit(ctx context.Context, nt NewTask) (*Task, bool, error) {
 				return err
 			}
 		}
-		if err := s.event(t, task, Event{Type: EvSubmitted, Message: fmt.Sprintf("%d steps", len(task.Steps))}); err != nil {
+		if err := s.event(t, task, ledger.Event{Type: ledger.EvSubmitted, Message: fmt.Sprintf("%d steps", len(task.Steps))}); err != nil {
 			return err
 		}
 		if err := s.enterStep(t, task); err != nil {
 			return err
 		}
-		if task.Status == Queued && task.Steps[0].Planned && task.Steps[0].Units == 0 {
+		if task.Status == ledger.Queued && task.Steps[0].Planned && task.Steps[0].Units == 0 {
 			if err := s.advance(t, task); err != nil {
 				return err
 			}
@@ -171,30 +140,13 @@ func (s *Store) submit(ctx context.Context, nt NewTask) (*Task, bool, error) {
 	return out, created, nil
 }
 
-// ClaimRequest asks for up to Max units.
-type ClaimRequest struct {
-	Owner    string        // lease owner: Store.Owner(worker name)
-	Max      int           // at most this many leases
-	LeaseFor time.Duration // lease length
-	Task     string        // only units of this task, when set
-}
-
-// Claimed is the answer to Claim.
-type Claimed struct {
-	Leases []Lease
-	// Wake is the earliest time at which a unit that is waiting (retry
-	// backoff, or a live lease that may expire) could become claimable; zero
-	// when nothing is waiting.
-	Wake time.Time
-}
-
 // Claim leases up to req.Max ready units, oldest task first, respecting each
 // step's concurrency limit. Leases that expired, or that belong to an earlier
 // session of this store (a process that is gone, since Badger allows one
 // process per directory), are taken back first; each new lease takes the
 // task's next fencing epoch.
-func (s *Store) Claim(ctx context.Context, req ClaimRequest) (Claimed, error) {
-	var out Claimed
+func (s *Store) Claim(ctx context.Context, req ledger.ClaimRequest) (ledger.Claimed, error) {
+	var out ledger.Claimed
 	if req.Max <= 0 {
 		return out, nil
 	}
@@ -221,22 +173,22 @@ func (s *Store) Claim(ctx context.Context, req ClaimRequest) (Claimed, error) {
 // that got the previous lease, and a claim for several units first gives
 // each task an equal share, then fills up greedily, so a long fan-out
 // cannot starve tasks submitted after it.
-func (s *Store) claim(t *tx, req ClaimRequest, held *Task) (Claimed, error) {
-	var out Claimed
+func (s *Store) claim(t *tx, req ledger.ClaimRequest, held *ledger.Task) (ledger.Claimed, error) {
+	var out ledger.Claimed
 	now := s.now()
 	s.idx.mu.Lock()
 	defer s.idx.mu.Unlock()
 	b := t.batch()
-	tasks := map[string]*Task{}
+	tasks := map[string]*ledger.Task{}
 	loaded := map[string]claimMark{} // what each task looked like when read
 	if held != nil {
 		tasks[held.ID] = held
 	}
-	load := func(id string) (*Task, error) {
+	load := func(id string) (*ledger.Task, error) {
 		if task, ok := tasks[id]; ok {
 			return task, nil
 		}
-		task := new(Task)
+		task := new(ledger.Task)
 		if err := t.getJSON(taskKey(id), task); err != nil {
 			return nil, err
 		}
@@ -281,12 +233,12 @@ func (s *Store) claim(t *tx, req ClaimRequest, held *Task) (Claimed, error) {
 				continue
 			}
 			task, err := load(id)
-			if errors.Is(err, ErrNotFound) {
+			if errors.Is(err, ledger.ErrNotFound) {
 				continue
 			} else if err != nil {
 				return out, err
 			}
-			if !task.Status.runnable() {
+			if !task.Status.Runnable() {
 				continue
 			}
 			st := t.step(task, task.Cursor)
@@ -311,22 +263,22 @@ func (s *Store) claim(t *tx, req ClaimRequest, held *Task) (Claimed, error) {
 			refs = append(refs, more...)
 			out.Wake = earliest(out.Wake, wake)
 			for _, r := range refs {
-				u := new(Unit)
+				u := new(ledger.Unit)
 				err := t.getJSON(unitKey(id, r.step, r.item), u)
-				if err != nil && !errors.Is(err, ErrNotFound) {
+				if err != nil && !errors.Is(err, ledger.ErrNotFound) {
 					return out, err
 				}
 				rs := st // the unit's step
 
-				if r.step != task.Cursor && r.step >= 0 && r.step < task.stepCount() {
+				if r.step != task.Cursor && r.step >= 0 && r.step < task.StepCount() {
 					if ws := t.step(task, r.step); windowClaimable(ws, r.step, task.Cursor) {
 						rs = ws
 					}
 				}
 				// A waiting unit is in the queue only until its approval's
 				// expiry, when it is claimed to apply on_expiry.
-				waiting := u.State == UnitWaiting && !u.NotBefore.IsZero()
-				if err != nil || (r.step != task.Cursor && rs == st) || (u.State != UnitReady && !waiting) || u.Pass != rs.Pass {
+				waiting := u.State == ledger.UnitWaiting && !u.NotBefore.IsZero()
+				if err != nil || (r.step != task.Cursor && rs == st) || (u.State != ledger.UnitReady && !waiting) || u.Pass != rs.Pass {
 					stale := r
 					t.after(func(x *index) { x.removeReady(stale) })
 					continue
@@ -343,13 +295,13 @@ func (s *Store) claim(t *tx, req ClaimRequest, held *Task) (Claimed, error) {
 					task.Waiting = max(task.Waiting-1, 0)
 					u.NotBefore = time.Time{}
 				}
-				if task.Status == WaitingApproval {
-					task.Status, task.Reason = Running, ""
+				if task.Status == ledger.WaitingApproval {
+					task.Status, task.Reason = ledger.Running, ""
 				}
-				if task.Status == Queued {
-					task.Status = Running
+				if task.Status == ledger.Queued {
+					task.Status = ledger.Running
 					task.StartedAt = now
-					if err := s.event(t, task, Event{Type: EvStarted, Owner: req.Owner}); err != nil {
+					if err := s.event(t, task, ledger.Event{Type: ledger.EvStarted, Owner: req.Owner}); err != nil {
 						return out, err
 					}
 				}
@@ -359,7 +311,7 @@ func (s *Store) claim(t *tx, req ClaimRequest, held *Task) (Claimed, error) {
 				rs.Leased++
 				tickWall(task, now)
 				task.LeaseOwner, task.LeaseUntil = req.Owner, now.Add(req.LeaseFor)
-				u.State, u.Owner, u.Epoch, u.LeaseUntil = UnitLeased, req.Owner, task.Epoch, now.Add(req.LeaseFor)
+				u.State, u.Owner, u.Epoch, u.LeaseUntil = ledger.UnitLeased, req.Owner, task.Epoch, now.Add(req.LeaseFor)
 				if u.Round != task.Retries { // the task was retried since: a whole budget again
 					u.Round, u.Base = task.Retries, u.Attempt
 				}
@@ -375,14 +327,14 @@ func (s *Store) claim(t *tx, req ClaimRequest, held *Task) (Claimed, error) {
 					x.removeReady(leased)
 					x.leases[leased] = rec
 				})
-				out.Leases = append(out.Leases, Lease{
+				out.Leases = append(out.Leases, ledger.Lease{
 					Task: id, Step: r.step, Item: r.item, Attempt: u.Attempt, Try: u.Attempt - u.Base,
 					Owner: u.Owner, Epoch: u.Epoch, Until: u.LeaseUntil, Unit: *u,
 				})
 			}
 		}
 	}
-	snaps := map[string]*Task{}
+	snaps := map[string]*ledger.Task{}
 	for i, l := range out.Leases {
 		if l.Step > tasks[l.Task].Cursor {
 			continue // a window unit: its worker reads the whole task
@@ -428,13 +380,13 @@ func sortSearch(ids []string, after string) int {
 type claimMark struct {
 	epoch    uint64
 	reclaims int
-	status   Status
+	status   ledger.Status
 }
 
 // reclaim returns expired leases (and leases of earlier sessions) to the
 // ready state. Tasks it touches are loaded through load and saved by the
 // caller. The caller holds s.idx.mu.
-func (s *Store) reclaim(t *tx, only string, now time.Time, load func(string) (*Task, error), wake *time.Time) (map[string][]unitRef, error) {
+func (s *Store) reclaim(t *tx, only string, now time.Time, load func(string) (*ledger.Task, error), wake *time.Time) (map[string][]unitRef, error) {
 	back := map[string][]unitRef{}
 	var deads []unitRef
 	taken := t.batch().taken
@@ -459,21 +411,21 @@ func (s *Store) reclaim(t *tx, only string, now time.Time, load func(string) (*T
 		dead := d
 		forget := func() { t.after(func(x *index) { delete(x.leases, dead) }) }
 		task, err := load(d.task)
-		if errors.Is(err, ErrNotFound) {
+		if errors.Is(err, ledger.ErrNotFound) {
 			forget()
 			continue
 		} else if err != nil {
 			return nil, err
 		}
-		u := new(Unit)
+		u := new(ledger.Unit)
 		if err := t.getJSON(unitKey(d.task, d.step, d.item), u); err != nil {
-			if errors.Is(err, ErrNotFound) {
+			if errors.Is(err, ledger.ErrNotFound) {
 				forget()
 				continue
 			}
 			return nil, err
 		}
-		if u.State != UnitLeased || !task.Status.runnable() || u.Pass != t.step(task, d.step).Pass {
+		if u.State != ledger.UnitLeased || !task.Status.Runnable() || u.Pass != t.step(task, d.step).Pass {
 			forget()
 			continue
 		}
@@ -491,7 +443,7 @@ func (s *Store) reclaim(t *tx, only string, now time.Time, load func(string) (*T
 		}
 		forget()
 		item := d.item
-		if err := s.event(t, task, Event{Type: EvLeaseExpired, Step: t.step(task, d.step).Name, Item: &item,
+		if err := s.event(t, task, ledger.Event{Type: ledger.EvLeaseExpired, Step: t.step(task, d.step).Name, Item: &item,
 			Attempt: u.Attempt, Epoch: u.Epoch, Owner: u.Owner,
 			Message: fmt.Sprintf("lease of %s (epoch %d) taken back", u.Owner, u.Epoch)}); err != nil {
 			return nil, err
@@ -499,7 +451,7 @@ func (s *Store) reclaim(t *tx, only string, now time.Time, load func(string) (*T
 		task.Reclaims++
 		task.Leases--
 		t.step(task, d.step).Leased--
-		u.State, u.Owner, u.LeaseUntil, u.NotBefore = UnitReady, "", time.Time{}, time.Time{}
+		u.State, u.Owner, u.LeaseUntil, u.NotBefore = ledger.UnitReady, "", time.Time{}, time.Time{}
 		if err := t.putJSON(unitKey(d.task, d.step, d.item), u); err != nil {
 			return nil, err
 		}
@@ -511,7 +463,7 @@ func (s *Store) reclaim(t *tx, only string, now time.Time, load func(string) (*T
 
 // Heartbeat extends a lease by extend from now. Only the current owner, with
 // the current epoch, may extend it; anyone else gets ErrLeaseLost.
-func (s *Store) Heartbeat(ctx context.Context, l Lease, extend time.Duration) (time.Time, error) {
+func (s *Store) Heartbeat(ctx context.Context, l ledger.Lease, extend time.Duration) (time.Time, error) {
 	var until time.Time
 	err := s.update(ctx, func(t *tx) error {
 		u, _, err := s.leased(t, l)
@@ -541,7 +493,7 @@ func (s *Store) Heartbeat(ctx context.Context, l Lease, extend time.Duration) (t
 // seed), and a "released" event records it. What the attempt did through
 // the host stays (its effects are journaled by their keys). A lease that is
 // no longer current gets ErrLeaseLost and changes nothing.
-func (s *Store) Release(ctx context.Context, l Lease) error {
+func (s *Store) Release(ctx context.Context, l ledger.Lease) error {
 	return s.update(ctx, func(t *tx) error {
 		u, task, err := s.leased(t, l)
 		if err != nil {
@@ -549,7 +501,7 @@ func (s *Store) Release(ctx context.Context, l Lease) error {
 		}
 		t.durable = true
 		st := t.step(task, l.Step)
-		u.State, u.Owner, u.LeaseUntil, u.NotBefore = UnitReady, "", time.Time{}, time.Time{}
+		u.State, u.Owner, u.LeaseUntil, u.NotBefore = ledger.UnitReady, "", time.Time{}, time.Time{}
 		u.Attempt = max(u.Attempt-1, 0)
 		task.Attempts = max(task.Attempts-1, 0)
 		task.Leases--
@@ -564,7 +516,7 @@ func (s *Store) Release(ctx context.Context, l Lease) error {
 			x.addReady(ref, time.Time{}, false)
 		})
 		item := l.Item
-		if err := s.event(t, task, Event{Type: EvReleased, Step: st.Name, Item: &item, Attempt: l.Attempt, Epoch: l.Epoch, Owner: l.Owner,
+		if err := s.event(t, task, ledger.Event{Type: ledger.EvReleased, Step: st.Name, Item: &item, Attempt: l.Attempt, Epoch: l.Epoch, Owner: l.Owner,
 			Message: fmt.Sprintf("given back by %s as it stopped; attempt %d runs again, not charged", l.Owner, l.Attempt)}); err != nil {
 			return err
 		}
@@ -575,73 +527,40 @@ func (s *Store) Release(ctx context.Context, l Lease) error {
 
 // leased loads the unit and task of a lease and checks that the lease is
 // still the unit's current one.
-func (s *Store) leased(t *tx, l Lease) (*Unit, *Task, error) {
-	task := new(Task)
+func (s *Store) leased(t *tx, l ledger.Lease) (*ledger.Unit, *ledger.Task, error) {
+	task := new(ledger.Task)
 	if err := t.getJSON(taskKey(l.Task), task); err != nil {
 		return nil, nil, err
 	}
 	if task.Status.Terminal() {
-		return nil, nil, fmt.Errorf("%w: task %s is %s", ErrLeaseLost, task.ID, task.Status)
+		return nil, nil, fmt.Errorf("%w: task %s is %s", ledger.ErrLeaseLost, task.ID, task.Status)
 	}
-	if l.Step < 0 || l.Step >= task.stepCount() {
-		return nil, nil, fmt.Errorf("%w: task %s has no step %d", ErrLeaseLost, task.ID, l.Step)
+	if l.Step < 0 || l.Step >= task.StepCount() {
+		return nil, nil, fmt.Errorf("%w: task %s has no step %d", ledger.ErrLeaseLost, task.ID, l.Step)
 	}
-	u := new(Unit)
+	u := new(ledger.Unit)
 	if err := t.getJSON(unitKey(l.Task, l.Step, l.Item), u); err != nil {
-		if errors.Is(err, ErrNotFound) {
-			return nil, nil, fmt.Errorf("%w: unit %s/%d/%d no longer exists", ErrLeaseLost, l.Task, l.Step, l.Item)
+		if errors.Is(err, ledger.ErrNotFound) {
+			return nil, nil, fmt.Errorf("%w: unit %s/%d/%d no longer exists", ledger.ErrLeaseLost, l.Task, l.Step, l.Item)
 		}
 		return nil, nil, err
 	}
 	if u.Pass != t.step(task, l.Step).Pass {
 		return nil, nil, fmt.Errorf("%w: unit %s/%d/%d belongs to pass %d of its step, which a repair replaced",
-			ErrLeaseLost, l.Task, l.Step, l.Item, u.Pass)
+			ledger.ErrLeaseLost, l.Task, l.Step, l.Item, u.Pass)
 	}
-	if u.State != UnitLeased || u.Owner != l.Owner || u.Epoch != l.Epoch {
+	if u.State != ledger.UnitLeased || u.Owner != l.Owner || u.Epoch != l.Epoch {
 		return nil, nil, fmt.Errorf("%w: unit %s/%d/%d is %s by %q at epoch %d; presented %q epoch %d",
-			ErrLeaseLost, l.Task, l.Step, l.Item, u.State, u.Owner, u.Epoch, l.Owner, l.Epoch)
+			ledger.ErrLeaseLost, l.Task, l.Step, l.Item, u.State, u.Owner, u.Epoch, l.Owner, l.Epoch)
 	}
 	return u, task, nil
-}
-
-// Result is the outcome of one attempt, presented with its lease. Exactly one
-// of Output (success), Failure or Repair describes it.
-type Result struct {
-	Lease  Lease
-	Output json.RawMessage
-	// Failure, when set, failed the attempt. RetryAt is when to try again;
-	// zero means no attempt is left and the task fails.
-	Failure *Failure
-	RetryAt time.Time
-	// Repair, when set, sends the task back to an earlier step.
-	Repair  *Repair
-	Log     []byte
-	Started time.Time
-	// Counts and Notes are the progress the attempt reported; they are
-	// recorded only if the attempt succeeded, with its output.
-	Counts map[string]int64
-	Notes  []Note
-	// HeaderOnly: the caller does not read the steps of the task that
-	// CommitAndClaim returns, which then has Steps nil. That saves reading
-	// every step's record: the commit itself reads only the steps it changes.
-	HeaderOnly bool
-	// Environment is the environment facts the attempt ran under
-	// (Attempt.Environment).
-	Environment map[string]string
-}
-
-// Repair asks to send the task back to step RestartFrom.
-type Repair struct {
-	RestartFrom int
-	Max         int // repairs allowed over the task's life
-	Reason      string
 }
 
 // Commit records the outcome of an attempt, its output or failure, the unit's
 // new state, the task's advance and the events, in one transaction. A lease
 // that is no longer current gets ErrLeaseLost and changes nothing.
-func (s *Store) Commit(ctx context.Context, r Result) (*Task, error) {
-	task, _, err := s.CommitAndClaim(ctx, r, ClaimRequest{})
+func (s *Store) Commit(ctx context.Context, r ledger.Result) (*ledger.Task, error) {
+	task, _, err := s.CommitAndClaim(ctx, r, ledger.ClaimRequest{})
 	return task, err
 }
 
@@ -649,7 +568,7 @@ func (s *Store) Commit(ctx context.Context, r Result) (*Task, error) {
 // when next.Max > 0: a worker finishing one unit takes its next without a
 // transaction (and a disk sync) of its own. If the commit is refused, nothing
 // is claimed.
-func (s *Store) CommitAndClaim(ctx context.Context, r Result, next ClaimRequest) (*Task, Claimed, error) {
+func (s *Store) CommitAndClaim(ctx context.Context, r ledger.Result, next ledger.ClaimRequest) (*ledger.Task, ledger.Claimed, error) {
 	out, claimed, _, err := s.commitAndClaim(ctx, r, next, false)
 	return out, claimed, err
 }
@@ -662,17 +581,17 @@ func (s *Store) CommitAndClaim(ctx context.Context, r Result, next ClaimRequest)
 // reported finished, a request sent that its output shaped), the caller
 // waits for the Durability, or for a later operation's sync, which covers
 // it. A failed sync fails the store, as for every commit.
-func (s *Store) CommitAndClaimEarly(ctx context.Context, r Result, next ClaimRequest) (*Task, Claimed, Durability, error) {
+func (s *Store) CommitAndClaimEarly(ctx context.Context, r ledger.Result, next ledger.ClaimRequest) (*ledger.Task, ledger.Claimed, Durability, error) {
 	return s.commitAndClaim(ctx, r, next, true)
 }
 
-func (s *Store) commitAndClaim(ctx context.Context, r Result, next ClaimRequest, early bool) (*Task, Claimed, Durability, error) {
+func (s *Store) commitAndClaim(ctx context.Context, r ledger.Result, next ledger.ClaimRequest, early bool) (*ledger.Task, ledger.Claimed, Durability, error) {
 	if next.LeaseFor <= 0 {
 		next.LeaseFor = 30 * time.Second
 	}
 	var (
-		out     *Task
-		claimed Claimed
+		out     *ledger.Task
+		claimed ledger.Claimed
 		dur     Durability
 		err     error
 	)
@@ -690,14 +609,14 @@ func (s *Store) commitAndClaim(ctx context.Context, r Result, next ClaimRequest,
 		// Everything the attempt wrote does not fit one transaction: that
 		// will not change on another try, so fail the unit instead of
 		// letting its lease expire and running it forever.
-		f := &Failure{Kind: fault.TooLarge, Message: fmt.Sprintf(
+		f := &ledger.Failure{Kind: fault.TooLarge, Message: fmt.Sprintf(
 			"the attempt's commit is too large for one transaction (output %d bytes, %d notes, %d counters): %v",
 			len(r.Output), len(r.Notes), len(r.Counts), err)}
-		fr := Result{Lease: r.Lease, Failure: f, Log: r.Log, Started: r.Started, HeaderOnly: r.HeaderOnly}
+		fr := ledger.Result{Lease: r.Lease, Failure: f, Log: r.Log, Started: r.Started, HeaderOnly: r.HeaderOnly}
 		return s.commitAndClaim(ctx, fr, next, early)
 	}
 	if err != nil {
-		return nil, Claimed{}, Durability{}, err
+		return nil, ledger.Claimed{}, Durability{}, err
 	}
 	out, claimed = s.planAfterCommit(ctx, out, claimed, next)
 	return out, claimed, dur, nil
@@ -708,13 +627,13 @@ func (s *Store) commitAndClaim(ctx context.Context, r Result, next ClaimRequest,
 // transaction by commitUnit's steps.
 type unitCommit struct {
 	t        *tx
-	l        Lease
+	l        ledger.Lease
 	ref      unitRef
-	u        *Unit
-	task     *Task
-	st       *StepState
-	rec      Attempt
-	ev       Event
+	u        *ledger.Unit
+	task     *ledger.Task
+	st       *ledger.StepState
+	rec      ledger.Attempt
+	ev       ledger.Event
 	now      time.Time
 	recSaved bool // the attempt record is written once
 }
@@ -727,20 +646,20 @@ func (c *unitCommit) saveUnit() error {
 // (failure, repair or output) recorded with its unit, step, task and event,
 // then what the outcome may set off (people now awaited, a budget reached),
 // then the claim of the next units, and the task saved.
-func (s *Store) commitUnit(t *tx, r Result, next ClaimRequest) (*Task, Claimed, error) {
+func (s *Store) commitUnit(t *tx, r ledger.Result, next ledger.ClaimRequest) (*ledger.Task, ledger.Claimed, error) {
 	l := r.Lease
 	u, task, err := s.leased(t, l)
 	if err != nil {
-		return nil, Claimed{}, err
+		return nil, ledger.Claimed{}, err
 	}
 	if err := refuseOverBudget(task, &r); err != nil {
-		return nil, Claimed{}, err
+		return nil, ledger.Claimed{}, err
 	}
 	c := &unitCommit{t: t, l: l, ref: unitRef{l.Task, l.Step, l.Item}, u: u, task: task, st: t.step(task, l.Step), now: s.now()}
 	item := l.Item
-	c.rec = Attempt{Step: l.Step, Item: l.Item, Attempt: l.Attempt, Epoch: l.Epoch, Owner: l.Owner,
+	c.rec = ledger.Attempt{Step: l.Step, Item: l.Item, Attempt: l.Attempt, Epoch: l.Epoch, Owner: l.Owner,
 		Log: r.Log, Started: r.Started, Finished: c.now, Pass: c.st.Pass, Try: l.Try, Environment: r.Environment}
-	c.ev = Event{Step: c.st.Name, Item: &item, Attempt: l.Attempt, Epoch: l.Epoch, Owner: l.Owner}
+	c.ev = ledger.Event{Step: c.st.Name, Item: &item, Attempt: l.Attempt, Epoch: l.Epoch, Owner: l.Owner}
 	t.durable = true
 	ref := c.ref
 	t.after(func(x *index) { delete(x.leases, ref) })
@@ -750,7 +669,7 @@ func (s *Store) commitUnit(t *tx, r Result, next ClaimRequest) (*Task, Claimed, 
 	// A success's output counts against the task's output quota; one that
 	// does not fit becomes a budget failure (quota.go).
 	if err := s.chargeOutput(t, &r); err != nil {
-		return nil, Claimed{}, err
+		return nil, ledger.Claimed{}, err
 	}
 	switch {
 	case r.Failure != nil:
@@ -761,31 +680,31 @@ func (s *Store) commitUnit(t *tx, r Result, next ClaimRequest) (*Task, Claimed, 
 		err = s.commitOutput(c, r)
 	}
 	if err != nil {
-		return nil, Claimed{}, err
+		return nil, ledger.Claimed{}, err
 	}
 	if !c.recSaved {
 		if err := t.putJSON(attemptKey(l.Task, l.Step, l.Item, l.Attempt), &c.rec); err != nil {
-			return nil, Claimed{}, err
+			return nil, ledger.Claimed{}, err
 		}
 	}
 	// With this unit done, what is left may all wait for people.
 	if err := s.settleWaiting(t, task); err != nil {
-		return nil, Claimed{}, err
+		return nil, ledger.Claimed{}, err
 	}
 	// A budget this commit reached pauses the task before anything more
 	// is claimed.
 	if err := s.checkBudgets(t, task); err != nil {
-		return nil, Claimed{}, err
+		return nil, ledger.Claimed{}, err
 	}
-	var claimed Claimed
+	var claimed ledger.Claimed
 	if next.Max > 0 {
 		if claimed, err = s.claim(t, next, task); err != nil {
-			return nil, Claimed{}, err
+			return nil, ledger.Claimed{}, err
 		}
 	}
 	task.UpdatedAt = c.now
 	if err := t.saveTask(task); err != nil {
-		return nil, Claimed{}, err
+		return nil, ledger.Claimed{}, err
 	}
 	if r.HeaderOnly {
 		return task, claimed, nil
@@ -795,7 +714,7 @@ func (s *Store) commitUnit(t *tx, r Result, next ClaimRequest) (*Task, Claimed, 
 
 // commitFailure records a failed attempt: the unit is ready again at
 // r.RetryAt, or failed (and its item failed, which may fail the step).
-func (s *Store) commitFailure(c *unitCommit, r Result) error {
+func (s *Store) commitFailure(c *unitCommit, r ledger.Result) error {
 	f := *r.Failure
 	f.Step, f.Item, f.Attempt, f.Single = c.st.Name, c.l.Item, c.l.Attempt, !c.st.FanOut && c.st.Every == 0
 	c.rec.Failure, c.u.Failure = &f, &f
@@ -803,13 +722,13 @@ func (s *Store) commitFailure(c *unitCommit, r Result) error {
 	c.task.ConsecutiveFailures++
 	c.ev.Kind, c.ev.Message = f.Kind, f.Message
 	if !r.RetryAt.IsZero() {
-		c.u.State, c.u.NotBefore, c.ev.Type = UnitReady, r.RetryAt, EvUnitRetry
+		c.u.State, c.u.NotBefore, c.ev.Type = ledger.UnitReady, r.RetryAt, ledger.EvUnitRetry
 		ref, at := c.ref, r.RetryAt
 		b := c.t.batch()
 		b.ready = append(b.ready, ref)
 		c.t.after(func(x *index) { x.addReady(ref, at, false) })
 	} else {
-		c.u.State, c.ev.Type = UnitFailed, EvUnitFailed
+		c.u.State, c.ev.Type = ledger.UnitFailed, ledger.EvUnitFailed
 	}
 	if err := c.saveUnit(); err != nil {
 		return err
@@ -817,7 +736,7 @@ func (s *Store) commitFailure(c *unitCommit, r Result) error {
 	if err := s.event(c.t, c.task, c.ev); err != nil {
 		return err
 	}
-	if c.u.State == UnitFailed {
+	if c.u.State == ledger.UnitFailed {
 		return s.failItem(c.t, c.task, c.l.Step, &f)
 	}
 	return nil
@@ -826,14 +745,14 @@ func (s *Store) commitFailure(c *unitCommit, r Result) error {
 // commitRepair records an attempt that asked for a repair. The unit stays
 // leased until the repair either marks its whole step stale (and may plan
 // it again) or fails the task.
-func (s *Store) commitRepair(c *unitCommit, rp Repair) error {
+func (s *Store) commitRepair(c *unitCommit, rp ledger.Repair) error {
 	c.rec.Repair = rp.Reason
 	c.task.ConsecutiveFailures = 0
 	if err := s.repair(c.t, c.task, c.l, rp); err != nil {
 		return err
 	}
-	if c.task.Status == Failed {
-		c.u.State = UnitFailed
+	if c.task.Status == ledger.Failed {
+		c.u.State = ledger.UnitFailed
 		return c.saveUnit()
 	}
 	return nil
@@ -841,14 +760,14 @@ func (s *Store) commitRepair(c *unitCommit, rp Repair) error {
 
 // commitOutput records a successful attempt: its output, counters and
 // notes, the step's progress, and the task's advance when the step is done.
-func (s *Store) commitOutput(c *unitCommit, r Result) error {
+func (s *Store) commitOutput(c *unitCommit, r ledger.Result) error {
 	t, task, st, l := c.t, c.task, c.st, c.l
 	out := r.Output
 	if len(out) == 0 {
 		out = json.RawMessage("null")
 	}
 	c.rec.Output = out
-	c.u.State, c.u.Committed, c.u.Failure = UnitDone, l.Attempt, nil
+	c.u.State, c.u.Committed, c.u.Failure = ledger.UnitDone, l.Attempt, nil
 	st.Done++
 	sampleProgress(task, l.Step, c.now) // progress.go: its count and rate samples
 	if task.Budget != nil {
@@ -875,7 +794,7 @@ func (s *Store) commitOutput(c *unitCommit, r Result) error {
 		}
 	}
 	task.ConsecutiveFailures = 0
-	c.ev.Type = EvUnitDone
+	c.ev.Type = ledger.EvUnitDone
 	// The attempt record goes first: advancing may read this output.
 	if err := t.putJSON(attemptKey(l.Task, l.Step, l.Item, l.Attempt), &c.rec); err != nil {
 		return err
@@ -897,7 +816,7 @@ func (s *Store) commitOutput(c *unitCommit, r Result) error {
 // committing worker's goroutine, and then takes a unit of it when the
 // commit claimed none. The commit stands whatever happens here: a failure
 // is logged, and planning goes on at the next claim.
-func (s *Store) planAfterCommit(ctx context.Context, out *Task, claimed Claimed, next ClaimRequest) (*Task, Claimed) {
+func (s *Store) planAfterCommit(ctx context.Context, out *ledger.Task, claimed ledger.Claimed, next ledger.ClaimRequest) (*ledger.Task, ledger.Claimed) {
 	// A stop (ctx done) cutting these short is expected, not a problem.
 	logFailure := s.log.Warn
 	if ctx.Err() != nil {
@@ -929,7 +848,7 @@ func (s *Store) planAfterCommit(ctx context.Context, out *Task, claimed Claimed,
 
 // advance moves the cursor past a completed step: to the next step, whose
 // units it plans, or to success after the last one.
-func (s *Store) advance(t *tx, task *Task) error {
+func (s *Store) advance(t *tx, task *ledger.Task) error {
 	for {
 		cur := task.Cursor
 		if t.step(task, cur).Windows > 0 {
@@ -937,26 +856,26 @@ func (s *Store) advance(t *tx, task *Task) error {
 				return err
 			}
 		}
-		if err := s.event(t, task, Event{Type: EvStepDone, Step: t.step(task, cur).Name,
+		if err := s.event(t, task, ledger.Event{Type: ledger.EvStepDone, Step: t.step(task, cur).Name,
 			Message: fmt.Sprintf("%d units", t.step(task, cur).Units)}); err != nil {
 			return err
 		}
-		if cur == task.stepCount()-1 {
+		if cur == task.StepCount()-1 {
 			out, err := (&Reader{t: t}).StepOutputOf(task, t.outputStep(task))
 			if err != nil {
 				return err
 			}
-			task.Status, task.Output, task.FinishedAt, task.Reason = Succeeded, out, s.now(), ""
+			task.Status, task.Output, task.FinishedAt, task.Reason = ledger.Succeeded, out, s.now(), ""
 			if err := s.withdraw(t, task); err != nil {
 				return err
 			}
-			return s.event(t, task, Event{Type: EvSucceeded})
+			return s.event(t, task, ledger.Event{Type: ledger.EvSucceeded})
 		}
 		task.Cursor++
 		if err := s.enterStep(t, task); err != nil {
 			return err
 		}
-		if !task.Status.runnable() {
+		if !task.Status.Runnable() {
 			return nil
 		}
 		if st := *t.step(task, task.Cursor); !st.Planned || st.Done+st.Failed < st.Units {
@@ -969,7 +888,7 @@ func (s *Store) advance(t *tx, task *Task) error {
 // gets its one unit here; a fan-out step is only marked for planning: its
 // items are evaluated and written by planPending, outside the commit leader
 // and in bounded batches, once this transaction has committed.
-func (s *Store) enterStep(t *tx, task *Task) error {
+func (s *Store) enterStep(t *tx, task *ledger.Task) error {
 	idx := task.Cursor
 	st := t.step(task, idx)
 	if st.Every > 0 {
@@ -989,34 +908,34 @@ func (s *Store) enterStep(t *tx, task *Task) error {
 	}
 	if st.FanOut {
 		if s.plan == nil {
-			return s.failPlan(t, task, &Failure{Kind: fault.Input, Message: "no planner for a fan-out step", Step: st.Name})
+			return s.failPlan(t, task, &ledger.Failure{Kind: fault.Input, Message: "no planner for a fan-out step", Step: st.Name})
 		}
 		t.after(func(x *index) { x.needPlan(id) })
 		return nil
 	}
-	if err := s.writeUnits(t, task, idx, []Item{{}}); err != nil {
+	if err := s.writeUnits(t, task, idx, []ledger.Item{{}}); err != nil {
 		return err
 	}
 	st.Planned, st.Units = true, 1
-	return s.event(t, task, Event{Type: EvStepStarted, Step: st.Name, Message: fmt.Sprintf("pass %d, 1 units", st.Pass)})
+	return s.event(t, task, ledger.Event{Type: ledger.EvStepStarted, Step: st.Name, Message: fmt.Sprintf("pass %d, 1 units", st.Pass)})
 }
 
 // writeUnits creates ready units for items, numbered from the step's
 // Written count on, and advances it.
-func (s *Store) writeUnits(t *tx, task *Task, idx int, items []Item) error {
+func (s *Store) writeUnits(t *tx, task *ledger.Task, idx int, items []ledger.Item) error {
 	st := t.step(task, idx)
 	id, from := task.ID, st.Written
 	b := t.batch()
 	for i, it := range items {
 		n := from + i
-		u := &Unit{Task: id, Step: idx, Item: n, Pass: st.Pass, Key: it.Key, Value: it.Value, State: UnitReady}
+		u := &ledger.Unit{Task: id, Step: idx, Item: n, Pass: st.Pass, Key: it.Key, Value: it.Value, State: ledger.UnitReady}
 		if st.Pass > 1 {
 			// Attempt numbers go on across passes: attempt records are keyed
 			// by them. The pass's tries count from there.
-			old := new(Unit)
+			old := new(ledger.Unit)
 			if err := t.getJSON(unitKey(id, idx, n), old); err == nil {
 				u.Attempt, u.Base = old.Attempt, old.Attempt
-			} else if !errors.Is(err, ErrNotFound) {
+			} else if !errors.Is(err, ledger.ErrNotFound) {
 				return err
 			}
 		}
@@ -1043,10 +962,6 @@ const (
 	planBatch      = 1000
 	planBatchBytes = 512 << 10
 )
-
-// MaxItemBytes bounds one for_each item (its key and value as JSON): every
-// unit record carries its item, and is read at every claim and commit.
-const MaxItemBytes = 1 << 20
 
 // planPending plans the fan-out steps that wait for their items (only task
 // only's, when set): it evaluates each step's for_each through the Planner
@@ -1083,22 +998,22 @@ func (s *Store) planPending(ctx context.Context, only string) (ran bool, err err
 // planTask plans task id's current step. done reports that nothing is left
 // to plan (the step is planned, or the task moved on or failed).
 func (s *Store) planTask(ctx context.Context, id string) (done bool, err error) {
-	var task *Task
-	var items []Item
+	var task *ledger.Task
+	var items []ledger.Item
 	var perr error
 	err = s.view(func(t *tx) error {
 		var err error
 		if task, err = t.loadTask(id); err != nil {
 			return err
 		}
-		if st := task.Steps[task.Cursor]; !task.Status.runnable() || st.Planned || !st.FanOut {
+		if st := task.Steps[task.Cursor]; !task.Status.Runnable() || st.Planned || !st.FanOut {
 			task = nil
 			return nil
 		}
 		items, perr = s.plan(ctx, &Reader{t: t}, task, task.Cursor)
 		return nil
 	})
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, ledger.ErrNotFound) {
 		return true, nil
 	}
 	if err != nil || task == nil {
@@ -1109,28 +1024,28 @@ func (s *Store) planTask(ctx context.Context, id string) (done bool, err error) 
 	}
 	step, pass := task.Cursor, task.Steps[task.Cursor].Pass
 	// current loads the task if it is still at the step and pass planned.
-	current := func(t *tx) (*Task, error) {
-		cur := new(Task)
+	current := func(t *tx) (*ledger.Task, error) {
+		cur := new(ledger.Task)
 		if err := t.getJSON(taskKey(id), cur); err != nil {
 			return nil, err
 		}
-		if !cur.Status.runnable() || cur.Cursor != step || t.step(cur, step).Pass != pass || t.step(cur, step).Planned {
+		if !cur.Status.Runnable() || cur.Cursor != step || t.step(cur, step).Pass != pass || t.step(cur, step).Planned {
 			return nil, nil
 		}
 		return cur, nil
 	}
 	if perr != nil {
 		var se *fault.StepError
-		f := &Failure{Kind: fault.Input, Message: perr.Error(), Step: task.Steps[step].Name}
+		f := &ledger.Failure{Kind: fault.Input, Message: perr.Error(), Step: task.Steps[step].Name}
 		if errors.As(perr, &se) {
 			f.Kind, f.Message = se.Kind, se.Message
 		}
 		return true, s.failPlanning(ctx, id, current, f)
 	}
 	for i, it := range items {
-		if n := len(it.Key) + len(it.Value); n > MaxItemBytes {
-			return true, s.failPlanning(ctx, id, current, &Failure{Kind: fault.TooLarge, Step: task.Steps[step].Name, Message: fmt.Sprintf(
-				"item %d of the for_each list is %d bytes; an item may have at most %d (pass large data as an artifact ref)", i, n, MaxItemBytes)})
+		if n := len(it.Key) + len(it.Value); n > ledger.MaxItemBytes {
+			return true, s.failPlanning(ctx, id, current, &ledger.Failure{Kind: fault.TooLarge, Step: task.Steps[step].Name, Message: fmt.Sprintf(
+				"item %d of the for_each list is %d bytes; an item may have at most %d (pass large data as an artifact ref)", i, n, ledger.MaxItemBytes)})
 		}
 	}
 	sum := digestItems(items)
@@ -1150,13 +1065,13 @@ func (s *Store) planTask(ctx context.Context, id string) (done bool, err error) 
 			st := t.step(cur, step)
 			if st.Written == 0 && st.PlanHash == "" {
 				st.Units, st.PlanHash = len(items), sum
-				if err := s.event(t, cur, Event{Type: EvStepStarted, Step: st.Name,
+				if err := s.event(t, cur, ledger.Event{Type: ledger.EvStepStarted, Step: st.Name,
 					Message: fmt.Sprintf("pass %d, %d units", st.Pass, len(items))}); err != nil {
 					return err
 				}
 			} else if st.PlanHash != sum || st.Units != len(items) {
 				finished = true
-				if err := s.failPlan(t, cur, &Failure{Kind: fault.Input, Step: st.Name, Message: fmt.Sprintf(
+				if err := s.failPlan(t, cur, &ledger.Failure{Kind: fault.Input, Step: st.Name, Message: fmt.Sprintf(
 					"for_each gave a different list when planning resumed (%d items; the first batch had %d)", len(items), st.Units)}); err != nil {
 					return err
 				}
@@ -1190,7 +1105,7 @@ func (s *Store) planTask(ctx context.Context, id string) (done bool, err error) 
 			limit /= 4 // large items: smaller batches
 			continue
 		case errors.Is(err, badger.ErrTxnTooBig):
-			return true, s.failPlanning(ctx, id, current, &Failure{Kind: fault.TooLarge, Step: task.Steps[step].Name,
+			return true, s.failPlanning(ctx, id, current, &ledger.Failure{Kind: fault.TooLarge, Step: task.Steps[step].Name,
 				Message: fmt.Sprintf("an item of the for_each list is too large to store (%v)", err)})
 		case err != nil:
 			return false, err
@@ -1203,7 +1118,7 @@ func (s *Store) planTask(ctx context.Context, id string) (done bool, err error) 
 
 // failPlanning fails task id with f if it is still at the step and pass
 // being planned (current loads it then, and nil otherwise).
-func (s *Store) failPlanning(ctx context.Context, id string, current func(*tx) (*Task, error), f *Failure) error {
+func (s *Store) failPlanning(ctx context.Context, id string, current func(*tx) (*ledger.Task, error), f *ledger.Failure) error {
 	return s.update(ctx, func(t *tx) error {
 		task, err := current(t)
 		if task == nil || err != nil {
@@ -1217,14 +1132,14 @@ func (s *Store) failPlanning(ctx context.Context, id string, current func(*tx) (
 }
 
 // failPlan fails a task whose step could not be planned; the caller saves it.
-func (s *Store) failPlan(t *tx, task *Task, f *Failure) error {
+func (s *Store) failPlan(t *tx, task *ledger.Task, f *ledger.Failure) error {
 	t.durable = true
 	return s.fail(t, task, f, fmt.Sprintf("step %q: planning for_each: %s", f.Step, f.Message))
 }
 
 // digestItems is the digest of a for_each list that planning resumed after
 // a crash compares.
-func digestItems(items []Item) string {
+func digestItems(items []ledger.Item) string {
 	h := sha256.New()
 	var n [8]byte
 	for _, it := range items {
@@ -1239,7 +1154,7 @@ func digestItems(items []Item) string {
 
 // repair sends the task back to r.RestartFrom, or fails it when the repair
 // budget is spent.
-func (s *Store) repair(t *tx, task *Task, l Lease, r Repair) error {
+func (s *Store) repair(t *tx, task *ledger.Task, l ledger.Lease, r ledger.Repair) error {
 	task.Repairs++
 	task.RepairReason = r.Reason
 	st := *t.step(task, l.Step)
@@ -1249,7 +1164,7 @@ func (s *Store) repair(t *tx, task *Task, l Lease, r Repair) error {
 		grace = task.Budget.RepairGrace
 	}
 	if task.Repairs > r.Max+grace {
-		if err := s.event(t, task, Event{Type: EvRepair, Step: st.Name, Item: &item, Attempt: l.Attempt,
+		if err := s.event(t, task, ledger.Event{Type: ledger.EvRepair, Step: st.Name, Item: &item, Attempt: l.Attempt,
 			Message: fmt.Sprintf("repair %d refused (max %d): %s", task.Repairs, r.Max+grace, r.Reason)}); err != nil {
 			return err
 		}
@@ -1257,7 +1172,7 @@ func (s *Store) repair(t *tx, task *Task, l Lease, r Repair) error {
 		// unit goes back to ready without spending a try, and a resume
 		// with --budget repairs=+N allows N more repairs.
 		task.Repairs--
-		return s.pauseForRepairs(t, task, l, PauseReason{Kind: PauseRepairs, Name: st.Name,
+		return s.pauseForRepairs(t, task, l, ledger.PauseReason{Kind: ledger.PauseRepairs, Name: st.Name,
 			Note: fmt.Sprintf("repair.max %d reached; last reason: %s", r.Max+grace, r.Reason),
 			Used: float64(task.Repairs), Limit: float64(r.Max + grace)})
 	}
@@ -1267,11 +1182,11 @@ func (s *Store) repair(t *tx, task *Task, l Lease, r Repair) error {
 	if ws := t.step(task, r.RestartFrom); ws.Every > 0 {
 		r.RestartFrom = ws.Anchor // a window step starts again with its anchor
 	}
-	if err := s.event(t, task, Event{Type: EvRepair, Step: st.Name, Item: &item, Attempt: l.Attempt,
+	if err := s.event(t, task, ledger.Event{Type: ledger.EvRepair, Step: st.Name, Item: &item, Attempt: l.Attempt,
 		Message: fmt.Sprintf("repair %d of %d: back to %q: %s", task.Repairs, r.Max, t.step(task, r.RestartFrom).Name, r.Reason)}); err != nil {
 		return err
 	}
-	for i := r.RestartFrom; i < task.stepCount(); i++ {
+	for i := r.RestartFrom; i < task.StepCount(); i++ {
 		if err := s.resetStep(t, task, i); err != nil {
 			return err
 		}
@@ -1283,7 +1198,7 @@ func (s *Store) repair(t *tx, task *Task, l Lease, r Repair) error {
 // resetStep marks every unit of a step stale and withdraws them from the
 // ready and lease indexes, and what they counted from the task's counters:
 // the units of the step's next pass count again as they commit.
-func (s *Store) resetStep(t *tx, task *Task, step int) error {
+func (s *Store) resetStep(t *tx, task *ledger.Task, step int) error {
 	st := t.step(task, step)
 	if st.Counters != nil && task.Counters != nil {
 		for name, n := range *st.Counters {
@@ -1301,11 +1216,11 @@ func (s *Store) resetStep(t *tx, task *Task, step int) error {
 	// readers, and only done where it fits a transaction easily.
 	if st.Written <= planBatch {
 		for i := 0; i < st.Written; i++ {
-			u := new(Unit)
+			u := new(ledger.Unit)
 			if err := t.getJSON(unitKey(task.ID, step, i), u); err != nil {
 				return err
 			}
-			u.State, u.Owner, u.LeaseUntil = UnitStale, "", time.Time{}
+			u.State, u.Owner, u.LeaseUntil = ledger.UnitStale, "", time.Time{}
 			if err := t.putJSON(unitKey(task.ID, step, i), u); err != nil {
 				return err
 			}
@@ -1345,32 +1260,32 @@ func addCounts(c *map[string]int64, d map[string]int64) *map[string]int64 {
 }
 
 // fail ends the task as failed and withdraws all its units.
-func (s *Store) fail(t *tx, task *Task, f *Failure, reason string) error {
-	task.Status, task.Failure, task.Reason, task.FinishedAt = Failed, f, reason, s.now()
+func (s *Store) fail(t *tx, task *ledger.Task, f *ledger.Failure, reason string) error {
+	task.Status, task.Failure, task.Reason, task.FinishedAt = ledger.Failed, f, reason, s.now()
 	if err := s.withdraw(t, task); err != nil {
 		return err
 	}
-	return s.event(t, task, Event{Type: EvFailed, Kind: f.Kind, Message: reason})
+	return s.event(t, task, ledger.Event{Type: ledger.EvFailed, Kind: f.Kind, Message: reason})
 }
 
 // withdraw takes a task that is no longer runnable out of the claim index.
-func (s *Store) withdraw(t *tx, task *Task) error {
+func (s *Store) withdraw(t *tx, task *ledger.Task) error {
 	// Leases are counted on the task and on their steps. Units exist only
 	// for the step under the cursor, so that is where the leases are; the
 	// other steps are read only if the counts say some lease is elsewhere.
-	if task.lazy == nil {
+	if lazyOf(task) == nil {
 		for i := range task.Steps {
 			task.Steps[i].Leased = 0
 		}
 	} else {
 		t.step(task, task.Cursor)
 		n := 0
-		for _, st := range task.lazy.got {
+		for _, st := range lazyOf(task).got {
 			n += st.Leased
 			st.Leased = 0
 		}
 		if n != task.Leases {
-			for i := range task.stepCount() {
+			for i := range task.StepCount() {
 				t.step(task, i).Leased = 0
 			}
 		}
@@ -1389,7 +1304,7 @@ func (s *Store) withdraw(t *tx, task *Task) error {
 // cancel".
 type finishedError struct {
 	id     string
-	status Status
+	status ledger.Status
 	verb   string // what could not be done: "cancel"
 }
 
@@ -1397,14 +1312,14 @@ func (e *finishedError) Error() string {
 	return fmt.Sprintf("task %s has already %s: there is nothing to %s", e.id, e.status, e.verb)
 }
 
-func (e *finishedError) Is(target error) bool { return target == ErrTerminal }
+func (e *finishedError) Is(target error) bool { return target == ledger.ErrTerminal }
 
 // Cancel cancels a task that has not finished. Attempts in flight lose their
 // leases: their commits are refused.
-func (s *Store) Cancel(ctx context.Context, id, reason string) (*Task, error) {
-	var out *Task
+func (s *Store) Cancel(ctx context.Context, id, reason string) (*ledger.Task, error) {
+	var out *ledger.Task
 	err := s.update(ctx, func(t *tx) error {
-		task := new(Task)
+		task := new(ledger.Task)
 		if err := t.getJSON(taskKey(id), task); err != nil {
 			return err
 		}
@@ -1415,11 +1330,11 @@ func (s *Store) Cancel(ctx context.Context, id, reason string) (*Task, error) {
 		if reason == "" {
 			reason = "cancelled by user"
 		}
-		task.Status, task.Reason, task.FinishedAt, task.UpdatedAt = Cancelled, reason, s.now(), s.now()
+		task.Status, task.Reason, task.FinishedAt, task.UpdatedAt = ledger.Cancelled, reason, s.now(), s.now()
 		if err := s.withdraw(t, task); err != nil {
 			return err
 		}
-		if err := s.event(t, task, Event{Type: EvCancelled, Message: reason}); err != nil {
+		if err := s.event(t, task, ledger.Event{Type: ledger.EvCancelled, Message: reason}); err != nil {
 			return err
 		}
 		if err := t.saveTask(task); err != nil {
@@ -1432,7 +1347,7 @@ func (s *Store) Cancel(ctx context.Context, id, reason string) (*Task, error) {
 }
 
 // event appends an event to the task's log. The caller saves the task.
-func (s *Store) event(t *tx, task *Task, e Event) error {
+func (s *Store) event(t *tx, task *ledger.Task, e ledger.Event) error {
 	e.Seq = task.NextEvent
 	task.NextEvent++
 	if e.Time.IsZero() {
@@ -1489,9 +1404,9 @@ func newTaskID(now time.Time) string {
 // again (Unit.Base), notes and the totals of attempts, failures and
 // repairs are kept, and consecutive failures start again from zero. by says
 // who retried, for the event log.
-func (s *Store) Retry(ctx context.Context, id string, from int, by string) (*Task, error) {
+func (s *Store) Retry(ctx context.Context, id string, from int, by string) (*ledger.Task, error) {
 	err := s.update(ctx, func(t *tx) error {
-		task := new(Task)
+		task := new(ledger.Task)
 		if err := t.getJSON(taskKey(id), task); err != nil {
 			return err
 		}
@@ -1500,7 +1415,7 @@ func (s *Store) Retry(ctx context.Context, id string, from int, by string) (*Tas
 		if keep {
 			failedAt = t.firstFailedItems(task)
 		}
-		if task.Status != Failed && task.Status != Cancelled && (task.Status != Succeeded || failedAt < 0) {
+		if task.Status != ledger.Failed && task.Status != ledger.Cancelled && (task.Status != ledger.Succeeded || failedAt < 0) {
 			return fmt.Errorf("task %s is %s: only a failed or cancelled task, or one with failed items, can be retried", id, task.Status)
 		}
 		if task.Removing {
@@ -1512,14 +1427,14 @@ func (s *Store) Retry(ctx context.Context, id string, from int, by string) (*Tas
 		if failedAt >= 0 && failedAt < from {
 			// Its failed items run again, and the steps after it with
 			// the outputs they add.
-			for i := failedAt + 1; i < task.stepCount(); i++ {
+			for i := failedAt + 1; i < task.StepCount(); i++ {
 				if err := s.resetStep(t, task, i); err != nil {
 					return err
 				}
 			}
 			from, task.Cursor = failedAt, failedAt
 		}
-		if from > task.Cursor || from >= task.stepCount() {
+		if from > task.Cursor || from >= task.StepCount() {
 			return fmt.Errorf("task %s stopped at step %d %q: it can be retried from that step or an earlier one, not from step %d",
 				id, task.Cursor+1, t.step(task, task.Cursor).Name, from+1)
 		}
@@ -1530,16 +1445,16 @@ func (s *Store) Retry(ctx context.Context, id string, from int, by string) (*Tas
 		was := task.Status
 		task.Retries++
 		if !keep {
-			for i := from; i < task.stepCount(); i++ {
+			for i := from; i < task.StepCount(); i++ {
 				if err := s.resetStep(t, task, i); err != nil {
 					return err
 				}
 			}
 			task.Cursor = from
 		}
-		task.Status, task.Failure, task.Reason, task.FinishedAt, task.Output = Queued, nil, "", time.Time{}, nil
+		task.Status, task.Failure, task.Reason, task.FinishedAt, task.Output = ledger.Queued, nil, "", time.Time{}, nil
 		if !task.StartedAt.IsZero() {
-			task.Status = Running
+			task.Status = ledger.Running
 		}
 		task.ConsecutiveFailures, task.Leases = 0, 0
 		if err := t.put(activeKey(id), nil); err != nil {
@@ -1557,7 +1472,7 @@ func (s *Store) Retry(ctx context.Context, id string, from int, by string) (*Tas
 		if by != "" {
 			msg += " by " + by
 		}
-		if err := s.event(t, task, Event{Type: EvRetried, Step: t.step(task, from).Name, Message: msg}); err != nil {
+		if err := s.event(t, task, ledger.Event{Type: ledger.EvRetried, Step: t.step(task, from).Name, Message: msg}); err != nil {
 			return err
 		}
 		if keep {
@@ -1585,18 +1500,18 @@ func (s *Store) Retry(ctx context.Context, id string, from int, by string) (*Tas
 // committed stay as they are. Every ready unit goes back to the claim
 // index, in item order; a step whose planning was cut short is planned on,
 // and a step with nothing left to run is completed.
-func (s *Store) reopen(t *tx, task *Task) error {
+func (s *Store) reopen(t *tx, task *ledger.Task) error {
 	type ready struct {
 		r     unitRef
 		at    time.Time
 		first bool
 	}
 	var refs []ready
-	var again []*Unit
+	var again []*ledger.Unit
 	for _, step := range t.liveSteps(task) {
 		st := t.step(task, step)
 		err := t.scan(unitStepPrefix(task.ID, step), func(key, val []byte) (bool, error) {
-			u := new(Unit)
+			u := new(ledger.Unit)
 			if err := json.Unmarshal(val, u); err != nil {
 				return false, fmt.Errorf("unit record %s: %w", key, err)
 			}
@@ -1604,11 +1519,11 @@ func (s *Store) reopen(t *tx, task *Task) error {
 				return true, nil // a unit of an earlier pass
 			}
 			switch u.State {
-			case UnitLeased, UnitFailed:
-				u.State, u.Owner, u.LeaseUntil, u.NotBefore = UnitReady, "", time.Time{}, time.Time{}
+			case ledger.UnitLeased, ledger.UnitFailed:
+				u.State, u.Owner, u.LeaseUntil, u.NotBefore = ledger.UnitReady, "", time.Time{}, time.Time{}
 				again = append(again, u)
-			case UnitReady:
-			case UnitWaiting:
+			case ledger.UnitReady:
+			case ledger.UnitWaiting:
 				if u.NotBefore.IsZero() {
 					return true, nil // waits for a decision, with no expiry
 				}
@@ -1638,7 +1553,7 @@ func (s *Store) reopen(t *tx, task *Task) error {
 	st := t.step(task, task.Cursor)
 	switch {
 	case !st.Planned && st.FanOut && s.plan == nil:
-		return s.failPlan(t, task, &Failure{Kind: fault.Input, Message: "no planner for a fan-out step", Step: st.Name})
+		return s.failPlan(t, task, &ledger.Failure{Kind: fault.Input, Message: "no planner for a fan-out step", Step: st.Name})
 	case !st.Planned && st.FanOut:
 		id := task.ID
 		t.after(func(x *index) { x.needPlan(id) })

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
@@ -45,33 +47,33 @@ func setup(t *testing.T, plan ...Planner) *testBundle {
 	return &testBundle{s: s, clock: c, ctx: context.Background()}
 }
 
-func plainSteps(names ...string) []StepState {
-	out := make([]StepState, len(names))
+func plainSteps(names ...string) []ledger.StepState {
+	out := make([]ledger.StepState, len(names))
 	for i, n := range names {
-		out[i] = StepState{Name: n}
+		out[i] = ledger.StepState{Name: n}
 	}
 	return out
 }
 
-func (b *testBundle) submit(t *testing.T, steps []StepState) *Task {
+func (b *testBundle) submit(t *testing.T, steps []ledger.StepState) *ledger.Task {
 	t.Helper()
-	task, created, err := b.s.Submit(b.ctx, NewTask{Name: "t", Steps: steps})
+	task, created, err := b.s.Submit(b.ctx, ledger.NewTask{Name: "t", Steps: steps})
 	require.NoError(t, err)
 	require.True(t, created)
 	return task
 }
 
-func (b *testBundle) claim1(t *testing.T, owner string) Lease {
+func (b *testBundle) claim1(t *testing.T, owner string) ledger.Lease {
 	t.Helper()
-	c, err := b.s.Claim(b.ctx, ClaimRequest{Owner: b.s.Owner(owner), Max: 1, LeaseFor: 30 * time.Second})
+	c, err := b.s.Claim(b.ctx, ledger.ClaimRequest{Owner: b.s.Owner(owner), Max: 1, LeaseFor: 30 * time.Second})
 	require.NoError(t, err)
 	require.Len(t, c.Leases, 1)
 	return c.Leases[0]
 }
 
-func (b *testBundle) done(t *testing.T, l Lease, out string) *Task {
+func (b *testBundle) done(t *testing.T, l ledger.Lease, out string) *ledger.Task {
 	t.Helper()
-	task, err := b.s.Commit(b.ctx, Result{Lease: l, Output: json.RawMessage(out)})
+	task, err := b.s.Commit(b.ctx, ledger.Result{Lease: l, Output: json.RawMessage(out)})
 	require.NoError(t, err)
 	return task
 }
@@ -98,7 +100,7 @@ func TestUnexpiredLeaseCannotBeStolen(t *testing.T) {
 	b.submit(t, plainSteps("a"))
 	b.claim1(t, "worker-a")
 	b.clock.Add(29 * time.Second)
-	c, err := b.s.Claim(b.ctx, ClaimRequest{Owner: b.s.Owner("worker-b"), Max: 1, LeaseFor: 30 * time.Second})
+	c, err := b.s.Claim(b.ctx, ledger.ClaimRequest{Owner: b.s.Owner("worker-b"), Max: 1, LeaseFor: 30 * time.Second})
 	require.NoError(t, err)
 	require.Empty(t, c.Leases)
 	require.Equal(t, b.clock.Now().Add(time.Second), c.Wake, "the claimer learns when the lease runs out")
@@ -113,14 +115,14 @@ func TestOnlyTheOwnerMayHeartbeat(t *testing.T) {
 	thief := l
 	thief.Owner = b.s.Owner("worker-b")
 	_, err := b.s.Heartbeat(b.ctx, thief, time.Minute)
-	require.ErrorIs(t, err, ErrLeaseLost)
+	require.ErrorIs(t, err, ledger.ErrLeaseLost)
 
 	b.clock.Add(20 * time.Second)
 	until, err := b.s.Heartbeat(b.ctx, l, 30*time.Second)
 	require.NoError(t, err)
 	require.Equal(t, b.clock.Now().Add(30*time.Second), until)
 	b.clock.Add(20 * time.Second) // 40s after the claim, 20s after the renewal
-	c, err := b.s.Claim(b.ctx, ClaimRequest{Owner: b.s.Owner("worker-b"), Max: 1})
+	c, err := b.s.Claim(b.ctx, ledger.ClaimRequest{Owner: b.s.Owner("worker-b"), Max: 1})
 	require.NoError(t, err)
 	require.Empty(t, c.Leases, "a renewed lease is not reclaimed")
 }
@@ -134,11 +136,11 @@ func TestStepOutputPersistsAcrossReopen(t *testing.T) {
 	ctx := context.Background()
 	s, err := Open(dir, Options{})
 	require.NoError(t, err)
-	task, _, err := s.Submit(ctx, NewTask{Name: "t", Steps: plainSteps("a", "b")})
+	task, _, err := s.Submit(ctx, ledger.NewTask{Name: "t", Steps: plainSteps("a", "b")})
 	require.NoError(t, err)
-	c, err := s.Claim(ctx, ClaimRequest{Owner: s.Owner("w"), Max: 1})
+	c, err := s.Claim(ctx, ledger.ClaimRequest{Owner: s.Owner("w"), Max: 1})
 	require.NoError(t, err)
-	_, err = s.Commit(ctx, Result{Lease: c.Leases[0], Output: json.RawMessage(`{"draft":"hello"}`)})
+	_, err = s.Commit(ctx, ledger.Result{Lease: c.Leases[0], Output: json.RawMessage(`{"draft":"hello"}`)})
 	require.NoError(t, err)
 	require.NoError(t, s.Close())
 
@@ -170,7 +172,7 @@ func TestOneClaimAdvancesExactlyOneUnit(t *testing.T) {
 	}
 	got, err := b.s.Task(b.ctx, task.ID)
 	require.NoError(t, err)
-	require.Equal(t, Succeeded, got.Status)
+	require.Equal(t, ledger.Succeeded, got.Status)
 	require.JSONEq(t, `2`, string(got.Output))
 }
 
@@ -185,10 +187,10 @@ func TestRepairBudgetStopsEndlessVerifyFailure(t *testing.T) {
 		b.done(t, l, `"draft"`)
 		l = b.claim1(t, "w")
 		require.Equal(t, 1, l.Step)
-		got, err := b.s.Commit(b.ctx, Result{Lease: l, Repair: &Repair{RestartFrom: 0, Max: 2, Reason: "missing section"}})
+		got, err := b.s.Commit(b.ctx, ledger.Result{Lease: l, Repair: &ledger.Repair{RestartFrom: 0, Max: 2, Reason: "missing section"}})
 		require.NoError(t, err)
-		if got.Status == Paused {
-			require.Equal(t, PauseRepairs, got.Pause.Kind)
+		if got.Status == ledger.Paused {
+			require.Equal(t, ledger.PauseRepairs, got.Pause.Kind)
 			require.Equal(t, "verify", got.Pause.Name)
 			require.Nil(t, got.Failure, "the repair budget pauses the task, never fails it")
 			require.Equal(t, 2, pass, "max 2 repairs means a third verify failure pauses the task")
@@ -197,7 +199,7 @@ func TestRepairBudgetStopsEndlessVerifyFailure(t *testing.T) {
 		require.Equal(t, 0, got.Cursor)
 		require.Equal(t, pass+1, got.Repairs)
 	}
-	c, err := b.s.Claim(b.ctx, ClaimRequest{Owner: b.s.Owner("w"), Max: 10})
+	c, err := b.s.Claim(b.ctx, ledger.ClaimRequest{Owner: b.s.Owner("w"), Max: 10})
 	require.NoError(t, err)
 	require.Empty(t, c.Leases)
 }
@@ -209,7 +211,7 @@ func TestRepairRunsLaterStepsWithNewOutputs(t *testing.T) {
 	l := b.claim1(t, "w")
 	b.done(t, l, `"v1"`)
 	l = b.claim1(t, "w")
-	_, err := b.s.Commit(b.ctx, Result{Lease: l, Repair: &Repair{RestartFrom: 0, Max: 2, Reason: "too short"}})
+	_, err := b.s.Commit(b.ctx, ledger.Result{Lease: l, Repair: &ledger.Repair{RestartFrom: 0, Max: 2, Reason: "too short"}})
 	require.NoError(t, err)
 	l = b.claim1(t, "w")
 	require.Equal(t, 0, l.Step)
@@ -228,19 +230,19 @@ func TestRepairRunsLaterStepsWithNewOutputs(t *testing.T) {
 
 func TestFinishedTaskIsNeverClaimed(t *testing.T) {
 	t.Parallel()
-	for _, end := range []Status{Succeeded, Failed, Cancelled} {
+	for _, end := range []ledger.Status{ledger.Succeeded, ledger.Failed, ledger.Cancelled} {
 		t.Run(string(end), func(t *testing.T) {
 			t.Parallel()
 			b := setup(t)
 			task := b.submit(t, plainSteps("a"))
 			l := b.claim1(t, "w")
 			switch end {
-			case Succeeded:
+			case ledger.Succeeded:
 				b.done(t, l, `1`)
-			case Failed:
-				_, err := b.s.Commit(b.ctx, Result{Lease: l, Failure: &Failure{Kind: fault.Trap, Message: "boom"}})
+			case ledger.Failed:
+				_, err := b.s.Commit(b.ctx, ledger.Result{Lease: l, Failure: &ledger.Failure{Kind: fault.Trap, Message: "boom"}})
 				require.NoError(t, err)
-			case Cancelled:
+			case ledger.Cancelled:
 				_, err := b.s.Cancel(b.ctx, task.ID, "")
 				require.NoError(t, err)
 			}
@@ -248,7 +250,7 @@ func TestFinishedTaskIsNeverClaimed(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, end, got.Status)
 			b.clock.Add(time.Hour)
-			c, err := b.s.Claim(b.ctx, ClaimRequest{Owner: b.s.Owner("w2"), Max: 10})
+			c, err := b.s.Claim(b.ctx, ledger.ClaimRequest{Owner: b.s.Owner("w2"), Max: 10})
 			require.NoError(t, err)
 			require.Empty(t, c.Leases)
 		})
@@ -262,10 +264,10 @@ func TestZombieCommitIsRejected(t *testing.T) {
 	zombie := b.claim1(t, "worker-a")
 	b.clock.Add(time.Minute)
 	fresh := b.claim1(t, "worker-b")
-	_, err := b.s.Commit(b.ctx, Result{Lease: zombie, Output: json.RawMessage(`"late"`)})
-	require.ErrorIs(t, err, ErrLeaseLost)
+	_, err := b.s.Commit(b.ctx, ledger.Result{Lease: zombie, Output: json.RawMessage(`"late"`)})
+	require.ErrorIs(t, err, ledger.ErrLeaseLost)
 	_, err = b.s.Heartbeat(b.ctx, zombie, time.Minute)
-	require.ErrorIs(t, err, ErrLeaseLost)
+	require.ErrorIs(t, err, ledger.ErrLeaseLost)
 	b.done(t, fresh, `"on time"`)
 	require.NoError(t, b.s.Read(func(r *Reader) error {
 		out, err := r.StepOutput(task.ID, 0)
@@ -276,8 +278,8 @@ func TestZombieCommitIsRejected(t *testing.T) {
 	// Same owner, older epoch: still rejected.
 	again := zombie
 	again.Owner = fresh.Owner
-	_, err = b.s.Commit(b.ctx, Result{Lease: again, Output: json.RawMessage(`"late"`)})
-	require.ErrorIs(t, err, ErrLeaseLost)
+	_, err = b.s.Commit(b.ctx, ledger.Result{Lease: again, Output: json.RawMessage(`"late"`)})
+	require.ErrorIs(t, err, ledger.ErrLeaseLost)
 }
 
 func TestLeasesOfAnEarlierSessionAreReclaimedAtOnce(t *testing.T) {
@@ -286,9 +288,9 @@ func TestLeasesOfAnEarlierSessionAreReclaimedAtOnce(t *testing.T) {
 	ctx := context.Background()
 	s, err := Open(dir, Options{})
 	require.NoError(t, err)
-	_, _, err = s.Submit(ctx, NewTask{Name: "t", Steps: plainSteps("a")})
+	_, _, err = s.Submit(ctx, ledger.NewTask{Name: "t", Steps: plainSteps("a")})
 	require.NoError(t, err)
-	c, err := s.Claim(ctx, ClaimRequest{Owner: s.Owner("w"), Max: 1, LeaseFor: time.Hour})
+	c, err := s.Claim(ctx, ledger.ClaimRequest{Owner: s.Owner("w"), Max: 1, LeaseFor: time.Hour})
 	require.NoError(t, err)
 	require.Len(t, c.Leases, 1)
 	require.NoError(t, s.Close())
@@ -296,7 +298,7 @@ func TestLeasesOfAnEarlierSessionAreReclaimedAtOnce(t *testing.T) {
 	s, err = Open(dir, Options{})
 	require.NoError(t, err)
 	defer s.Close()
-	c2, err := s.Claim(ctx, ClaimRequest{Owner: s.Owner("w"), Max: 1, LeaseFor: time.Hour})
+	c2, err := s.Claim(ctx, ledger.ClaimRequest{Owner: s.Owner("w"), Max: 1, LeaseFor: time.Hour})
 	require.NoError(t, err)
 	require.Len(t, c2.Leases, 1, "the directory lock proves the old owner is gone")
 	require.Greater(t, c2.Leases[0].Epoch, c.Leases[0].Epoch)
@@ -309,14 +311,14 @@ func TestStoreDirectoryIsExclusive(t *testing.T) {
 	require.NoError(t, err)
 	defer s.Close()
 	_, err = Open(dir, Options{})
-	require.ErrorIs(t, err, ErrInUse)
+	require.ErrorIs(t, err, ledger.ErrInUse)
 }
 
 func fanOutPlanner(n int) Planner {
-	return func(_ context.Context, _ *Reader, _ *Task, _ int) ([]Item, error) {
-		items := make([]Item, n)
+	return func(_ context.Context, _ *Reader, _ *ledger.Task, _ int) ([]ledger.Item, error) {
+		items := make([]ledger.Item, n)
 		for i := range items {
-			items[i] = Item{Key: json.RawMessage(fmt.Sprint(i)), Value: json.RawMessage(fmt.Sprintf(`"item-%d"`, i))}
+			items[i] = ledger.Item{Key: json.RawMessage(fmt.Sprint(i)), Value: json.RawMessage(fmt.Sprintf(`"item-%d"`, i))}
 		}
 		return items, nil
 	}
@@ -325,11 +327,11 @@ func fanOutPlanner(n int) Planner {
 func TestFanOutRespectsConcurrencyAndOrdersOutputs(t *testing.T) {
 	t.Parallel()
 	b := setup(t, fanOutPlanner(10))
-	task := b.submit(t, []StepState{{Name: "list"}, {Name: "each", FanOut: true, Limit: 3}, {Name: "sum"}})
+	task := b.submit(t, []ledger.StepState{{Name: "list"}, {Name: "each", FanOut: true, Limit: 3}, {Name: "sum"}})
 	l := b.claim1(t, "w")
 	b.done(t, l, `"listed"`)
 
-	c, err := b.s.Claim(b.ctx, ClaimRequest{Owner: b.s.Owner("w"), Max: 10})
+	c, err := b.s.Claim(b.ctx, ledger.ClaimRequest{Owner: b.s.Owner("w"), Max: 10})
 	require.NoError(t, err)
 	require.Len(t, c.Leases, 3, "concurrency 3 bounds the leases of the step")
 	require.JSONEq(t, `"item-0"`, string(c.Leases[0].Unit.Value))
@@ -341,16 +343,16 @@ func TestFanOutRespectsConcurrencyAndOrdersOutputs(t *testing.T) {
 		errs := make([]error, len(pending))
 		for i, l := range pending {
 			wg.Add(1)
-			go func(i int, l Lease) {
+			go func(i int, l ledger.Lease) {
 				defer wg.Done()
-				_, errs[i] = b.s.Commit(b.ctx, Result{Lease: l, Output: json.RawMessage(fmt.Sprintf(`{"n":%d}`, l.Item))})
+				_, errs[i] = b.s.Commit(b.ctx, ledger.Result{Lease: l, Output: json.RawMessage(fmt.Sprintf(`{"n":%d}`, l.Item))})
 			}(i, l)
 		}
 		wg.Wait()
 		for _, err := range errs {
 			require.NoError(t, err)
 		}
-		c, err = b.s.Claim(b.ctx, ClaimRequest{Owner: b.s.Owner("w"), Max: 10})
+		c, err = b.s.Claim(b.ctx, ledger.ClaimRequest{Owner: b.s.Owner("w"), Max: 10})
 		require.NoError(t, err)
 		require.LessOrEqual(t, len(c.Leases), 3)
 		pending = c.Leases
@@ -369,7 +371,7 @@ func TestFanOutRespectsConcurrencyAndOrdersOutputs(t *testing.T) {
 func TestEmptyFanOutCompletesAtOnce(t *testing.T) {
 	t.Parallel()
 	b := setup(t, fanOutPlanner(0))
-	task := b.submit(t, []StepState{{Name: "each", FanOut: true, Limit: 3}, {Name: "after"}})
+	task := b.submit(t, []ledger.StepState{{Name: "each", FanOut: true, Limit: 3}, {Name: "after"}})
 	l := b.claim1(t, "w")
 	require.Equal(t, 1, l.Step)
 	require.NoError(t, b.s.Read(func(r *Reader) error {
@@ -382,15 +384,15 @@ func TestEmptyFanOutCompletesAtOnce(t *testing.T) {
 
 func TestPlanningFailureFailsTheTask(t *testing.T) {
 	t.Parallel()
-	bad := func(context.Context, *Reader, *Task, int) ([]Item, error) {
+	bad := func(context.Context, *Reader, *ledger.Task, int) ([]ledger.Item, error) {
 		return nil, errors.New("for_each is a string")
 	}
 	b := setup(t, bad)
-	b.submit(t, []StepState{{Name: "a"}, {Name: "each", FanOut: true}})
+	b.submit(t, []ledger.StepState{{Name: "a"}, {Name: "each", FanOut: true}})
 	l := b.claim1(t, "w")
-	got, err := b.s.Commit(b.ctx, Result{Lease: l, Output: json.RawMessage(`1`)})
+	got, err := b.s.Commit(b.ctx, ledger.Result{Lease: l, Output: json.RawMessage(`1`)})
 	require.NoError(t, err)
-	require.Equal(t, Failed, got.Status)
+	require.Equal(t, ledger.Failed, got.Status)
 	require.Equal(t, fault.Input, got.Failure.Kind)
 	require.Contains(t, got.Reason, "for_each is a string")
 }
@@ -401,11 +403,11 @@ func TestRetryWaitsForBackoff(t *testing.T) {
 	b.submit(t, plainSteps("a"))
 	l := b.claim1(t, "w")
 	retryAt := b.clock.Now().Add(5 * time.Second)
-	got, err := b.s.Commit(b.ctx, Result{Lease: l, Failure: &Failure{Kind: fault.Timeout, Message: "slow"}, RetryAt: retryAt})
+	got, err := b.s.Commit(b.ctx, ledger.Result{Lease: l, Failure: &ledger.Failure{Kind: fault.Timeout, Message: "slow"}, RetryAt: retryAt})
 	require.NoError(t, err)
-	require.Equal(t, Running, got.Status)
+	require.Equal(t, ledger.Running, got.Status)
 	require.Equal(t, 1, got.ConsecutiveFailures)
-	c, err := b.s.Claim(b.ctx, ClaimRequest{Owner: b.s.Owner("w"), Max: 1})
+	c, err := b.s.Claim(b.ctx, ledger.ClaimRequest{Owner: b.s.Owner("w"), Max: 1})
 	require.NoError(t, err)
 	require.Empty(t, c.Leases)
 	require.Equal(t, retryAt, c.Wake)
@@ -413,7 +415,7 @@ func TestRetryWaitsForBackoff(t *testing.T) {
 	l2 := b.claim1(t, "w")
 	require.Equal(t, 2, l2.Attempt)
 	got = b.done(t, l2, `"ok"`)
-	require.Equal(t, Succeeded, got.Status)
+	require.Equal(t, ledger.Succeeded, got.Status)
 	require.Equal(t, 0, got.ConsecutiveFailures)
 }
 
@@ -424,19 +426,19 @@ func TestCancelRejectsInFlightCommit(t *testing.T) {
 	l := b.claim1(t, "w")
 	_, err := b.s.Cancel(b.ctx, task.ID, "changed my mind")
 	require.NoError(t, err)
-	_, err = b.s.Commit(b.ctx, Result{Lease: l, Output: json.RawMessage(`1`)})
-	require.ErrorIs(t, err, ErrLeaseLost)
+	_, err = b.s.Commit(b.ctx, ledger.Result{Lease: l, Output: json.RawMessage(`1`)})
+	require.ErrorIs(t, err, ledger.ErrLeaseLost)
 	_, err = b.s.Cancel(b.ctx, task.ID, "")
-	require.ErrorIs(t, err, ErrTerminal)
+	require.ErrorIs(t, err, ledger.ErrTerminal)
 }
 
 func TestSubmitDedupesByIdempotencyKey(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	a, created, err := b.s.Submit(b.ctx, NewTask{Name: "t", Steps: plainSteps("a"), IdempotencyKey: "k1"})
+	a, created, err := b.s.Submit(b.ctx, ledger.NewTask{Name: "t", Steps: plainSteps("a"), IdempotencyKey: "k1"})
 	require.NoError(t, err)
 	require.True(t, created)
-	again, created, err := b.s.Submit(b.ctx, NewTask{Name: "t", Steps: plainSteps("a"), IdempotencyKey: "k1"})
+	again, created, err := b.s.Submit(b.ctx, ledger.NewTask{Name: "t", Steps: plainSteps("a"), IdempotencyKey: "k1"})
 	require.NoError(t, err)
 	require.False(t, created)
 	require.Equal(t, a.ID, again.ID)
@@ -447,7 +449,7 @@ func TestEventsTellTheStory(t *testing.T) {
 	b := setup(t)
 	task := b.submit(t, plainSteps("a"))
 	b.done(t, b.claim1(t, "w"), `1`)
-	var types []EventType
+	var types []ledger.EventType
 	require.NoError(t, b.s.Read(func(r *Reader) error {
 		evs, err := r.Events(task.ID, 0, 0)
 		for i, e := range evs {
@@ -456,7 +458,7 @@ func TestEventsTellTheStory(t *testing.T) {
 		}
 		return err
 	}))
-	require.Equal(t, []EventType{EvSubmitted, EvStepStarted, EvStarted, EvUnitDone, EvStepDone, EvSucceeded}, types)
+	require.Equal(t, []ledger.EventType{ledger.EvSubmitted, ledger.EvStepStarted, ledger.EvStarted, ledger.EvUnitDone, ledger.EvStepDone, ledger.EvSucceeded}, types)
 }
 
 func TestTaskIDsSortByCreation(t *testing.T) {
@@ -472,11 +474,11 @@ func TestCommitAndClaimTakesTheNextUnitButNotABackingOffRetry(t *testing.T) {
 	b := setup(t)
 	b.submit(t, plainSteps("a", "b"))
 	l := b.claim1(t, "w")
-	next := ClaimRequest{Owner: b.s.Owner("w"), Max: 1}
+	next := ledger.ClaimRequest{Owner: b.s.Owner("w"), Max: 1}
 	// A failure with a retry later: the same transaction must not lease it,
 	// and must not forget it either.
 	retryAt := b.clock.Now().Add(time.Second)
-	_, c, err := b.s.CommitAndClaim(b.ctx, Result{Lease: l, Failure: &Failure{Kind: fault.Trap, Message: "x"}, RetryAt: retryAt}, next)
+	_, c, err := b.s.CommitAndClaim(b.ctx, ledger.Result{Lease: l, Failure: &ledger.Failure{Kind: fault.Trap, Message: "x"}, RetryAt: retryAt}, next)
 	require.NoError(t, err)
 	require.Empty(t, c.Leases)
 	require.Equal(t, retryAt, c.Wake)
@@ -484,11 +486,11 @@ func TestCommitAndClaimTakesTheNextUnitButNotABackingOffRetry(t *testing.T) {
 	l = b.claim1(t, "w")
 	require.Equal(t, 2, l.Attempt)
 	// Success: the next step's unit comes back with the commit.
-	got, c, err := b.s.CommitAndClaim(b.ctx, Result{Lease: l, Output: json.RawMessage(`1`)}, next)
+	got, c, err := b.s.CommitAndClaim(b.ctx, ledger.Result{Lease: l, Output: json.RawMessage(`1`)}, next)
 	require.NoError(t, err)
 	require.Len(t, c.Leases, 1)
 	require.Equal(t, 1, c.Leases[0].Step)
 	require.Equal(t, 1, got.Leases, "the commit's task record counts the new lease")
 	got = b.done(t, c.Leases[0], `2`)
-	require.Equal(t, Succeeded, got.Status)
+	require.Equal(t, ledger.Succeeded, got.Status)
 }

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/stretchr/testify/require"
 )
 
@@ -22,8 +24,8 @@ func TestModelJournal(t *testing.T) {
 	task := b.submit(t, plainSteps("think"))
 	l := b.claim1(t, "w")
 
-	call := func(sum string) *ModelCall {
-		return &ModelCall{Task: task.ID, Step: 0, StepName: "think", Item: l.Item, Key: "turn-1", RequestSHA256: sum,
+	call := func(sum string) *ledger.ModelCall {
+		return &ledger.ModelCall{Task: task.ID, Step: 0, StepName: "think", Item: l.Item, Key: "turn-1", RequestSHA256: sum,
 			Model: "m", Provider: "openai", ModelID: "id", Response: json.RawMessage(`{"text":"hi"}`),
 			InputTokens: 10, OutputTokens: 4, Cost: 0.5, Attempt: l.Attempt}
 	}
@@ -43,25 +45,25 @@ func TestModelJournal(t *testing.T) {
 	require.NoError(t, err)
 	require.JSONEq(t, `{"text":"hi"}`, string(got.Response))
 	_, err = s.ModelCall(task.ID, 0, l.Item, "turn-1", "cc")
-	require.ErrorIs(t, err, ErrNotFound)
+	require.ErrorIs(t, err, ledger.ErrNotFound)
 
 	tk, err := s.Task(b.ctx, task.ID)
 	require.NoError(t, err)
-	require.Equal(t, ModelUsage{Calls: 2, InputTokens: 20, OutputTokens: 8, Cost: 1}, tk.ModelUsage)
+	require.Equal(t, ledger.ModelUsage{Calls: 2, InputTokens: 20, OutputTokens: 8, Cost: 1}, tk.ModelUsage)
 
 	zombie := l
 	zombie.Epoch++
 	_, _, err = s.RecordModelCall(b.ctx, zombie, call("dd"))
-	require.True(t, errors.Is(err, ErrLeaseLost), "%v", err)
+	require.True(t, errors.Is(err, ledger.ErrLeaseLost), "%v", err)
 
-	var events []Event
+	var events []ledger.Event
 	require.NoError(t, s.Read(func(r *Reader) error {
 		events, err = r.Events(task.ID, 0, 0)
 		return err
 	}))
 	var replayed []bool
 	for _, e := range events {
-		if e.Type == EvModelCall {
+		if e.Type == ledger.EvModelCall {
 			replayed = append(replayed, e.Model.Replayed)
 		}
 	}
@@ -99,11 +101,11 @@ func TestModelIntent(t *testing.T) {
 	task := b.submit(t, plainSteps("think"))
 	l := b.claim1(t, "w")
 
-	intent := func(key string) *ModelCall {
-		return &ModelCall{Task: task.ID, Step: 0, StepName: "think", Item: l.Item, Key: key, RequestSHA256: "aa",
+	intent := func(key string) *ledger.ModelCall {
+		return &ledger.ModelCall{Task: task.ID, Step: 0, StepName: "think", Item: l.Item, Key: key, RequestSHA256: "aa",
 			Model: "m", Provider: "openai", ModelID: "id", Attempt: l.Attempt, RequestBytes: 300, MaxCost: 0.25}
 	}
-	usage := func() ModelUsage {
+	usage := func() ledger.ModelUsage {
 		tk, err := s.Task(b.ctx, task.ID)
 		require.NoError(t, err)
 		return tk.ModelUsage
@@ -113,13 +115,13 @@ func TestModelIntent(t *testing.T) {
 	require.NoError(t, err)
 	require.Nil(t, prior)
 	_, err = s.ModelCall(task.ID, 0, l.Item, "turn-1", "aa")
-	require.ErrorIs(t, err, ErrNotFound, "an intent is not a response")
-	require.Equal(t, ModelUsage{}, usage(), "an intent charges nothing")
+	require.ErrorIs(t, err, ledger.ErrNotFound, "an intent is not a response")
+	require.Equal(t, ledger.ModelUsage{}, usage(), "an intent charges nothing")
 
 	prior, err = s.StartModelCall(b.ctx, l, intent("turn-1"))
 	require.NoError(t, err)
 	require.Nil(t, prior)
-	require.Equal(t, ModelUsage{PossiblyBilled: ModelPossiblyBilled{Calls: 1, RequestBytes: 300, MaxCost: 0.25}}, usage())
+	require.Equal(t, ledger.ModelUsage{PossiblyBilled: ledger.ModelPossiblyBilled{Calls: 1, RequestBytes: 300, MaxCost: 0.25}}, usage())
 
 	c := intent("turn-1")
 	c.Response, c.InputTokens, c.OutputTokens, c.Cost = json.RawMessage(`{"text":"hi"}`), 10, 4, 0.5
@@ -144,8 +146,8 @@ func TestModelIntent(t *testing.T) {
 	}
 	require.NoError(t, s.EndModelCall(b.ctx, l, intent("turn-2"), 0))
 	require.NoError(t, s.EndModelCall(b.ctx, l, intent("turn-3"), 2))
-	require.Equal(t, ModelUsage{Calls: 1, InputTokens: 10, OutputTokens: 4, Cost: 0.5,
-		PossiblyBilled: ModelPossiblyBilled{Calls: 3, RequestBytes: 900, MaxCost: 0.75}}, usage())
+	require.Equal(t, ledger.ModelUsage{Calls: 1, InputTokens: 10, OutputTokens: 4, Cost: 0.5,
+		PossiblyBilled: ledger.ModelPossiblyBilled{Calls: 3, RequestBytes: 900, MaxCost: 0.75}}, usage())
 	require.NoError(t, s.EndModelCall(b.ctx, l, intent("turn-1"), 0))
 	_, err = s.ModelCall(task.ID, 0, l.Item, "turn-1", "aa")
 	require.NoError(t, err, "a response is never dropped")
@@ -153,7 +155,7 @@ func TestModelIntent(t *testing.T) {
 	zombie := l
 	zombie.Epoch++
 	_, err = s.StartModelCall(b.ctx, zombie, intent("turn-4"))
-	require.ErrorIs(t, err, ErrLeaseLost)
+	require.ErrorIs(t, err, ledger.ErrLeaseLost)
 
 	var possibly []string
 	require.NoError(t, s.Read(func(r *Reader) error {
@@ -162,7 +164,7 @@ func TestModelIntent(t *testing.T) {
 		require.Len(t, calls, 1, "no intent left")
 		events, err := r.Events(task.ID, 0, 0)
 		for _, e := range events {
-			if e.Type == EvModelCall && e.Model.PossiblyBilled {
+			if e.Type == ledger.EvModelCall && e.Model.PossiblyBilled {
 				require.EqualValues(t, 300, e.Model.RequestBytes)
 				require.Contains(t, e.Message, "possibly billed (request 300 bytes, cost at most 0.25)")
 				possibly = append(possibly, e.Model.Key)

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+
+	"github.com/lhengine/lhengine/ledger"
 )
 
 // Plugin modules are pinned by keeping their bytes in the store, in the same
@@ -46,7 +48,7 @@ func (s *Store) putBlob(ctx context.Context, hexSum string, data []byte) (stored
 	if err := s.view(func(t *tx) error {
 		_, err := t.getRaw(blobKey(hexSum))
 		exists = err == nil
-		if errors.Is(err, ErrNotFound) {
+		if errors.Is(err, ledger.ErrNotFound) {
 			return nil
 		}
 		return err
@@ -57,8 +59,8 @@ func (s *Store) putBlob(ctx context.Context, hexSum string, data []byte) (stored
 		return false, nil
 	}
 	chunks := 0
-	for off := 0; off < len(data) || chunks == 0; off += ArtifactChunk {
-		end := min(off+ArtifactChunk, len(data))
+	for off := 0; off < len(data) || chunks == 0; off += ledger.ArtifactChunk {
+		end := min(off+ledger.ArtifactChunk, len(data))
 		chunk, n := data[off:end], chunks
 		if err := s.update(ctx, func(t *tx) error { return t.put(chunkKey(hexSum, n), chunk) }); err != nil {
 			return false, fmt.Errorf("storing blob %s chunk %d: %w", hexSum[:12], n, err)
@@ -87,7 +89,7 @@ func (s *Store) readBlob(hexSum string) ([]byte, error) {
 		buf := bytes.NewBuffer(make([]byte, 0, m.Size))
 		for n := range m.Chunks {
 			chunk, err := t.getRaw(chunkKey(hexSum, n))
-			if errors.Is(err, ErrNotFound) {
+			if errors.Is(err, ledger.ErrNotFound) {
 				return fmt.Errorf("blob %s: chunk %d of %d is missing: the store is damaged", hexSum, n, m.Chunks)
 			} else if err != nil {
 				return err
@@ -113,7 +115,7 @@ func (s *Store) readBlob(hexSum string) ([]byte, error) {
 // engines that did not keep module bytes pin only a path.
 func (s *Store) Module(sum string) ([]byte, error) {
 	if len(sum) != 64 {
-		return nil, fmt.Errorf("module sha256 %q: want 64 hex digits: %w", sum, ErrNotFound)
+		return nil, fmt.Errorf("module sha256 %q: want 64 hex digits: %w", sum, ledger.ErrNotFound)
 	}
 	b, err := s.readBlob(sum)
 	if err != nil {
@@ -127,7 +129,7 @@ func (s *Store) Module(sum string) ([]byte, error) {
 // chunk, each once however many tasks pin it, before the task record that
 // pins them, so a task in the store always finds its modules there. The
 // caller holds holdBlobs.
-func (s *Store) putModules(ctx context.Context, nt NewTask, modules map[string][]byte) error {
+func (s *Store) putModules(ctx context.Context, nt ledger.NewTask, modules map[string][]byte) error {
 	sums := make([]string, 0, len(nt.Manifest.Plugins))
 	seen := map[string]bool{}
 	for step, pin := range nt.Manifest.Plugins {

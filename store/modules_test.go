@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"testing"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/stretchr/testify/require"
 )
 
@@ -28,10 +30,10 @@ func setupDisk(t *testing.T) *testBundle {
 }
 
 // submitPinned submits a one-step task pinning the given module.
-func (b *testBundle) submitPinned(t *testing.T, wasm []byte, sum string) *Task {
+func (b *testBundle) submitPinned(t *testing.T, wasm []byte, sum string) *ledger.Task {
 	t.Helper()
-	task, created, err := b.s.Submit(b.ctx, NewTask{Name: "t", Steps: plainSteps("a", "b"), Manifest: Manifest{
-		Plugins: map[string]PluginPin{"a": {Path: "/gone/a.wasm", SHA256: sum}, "b": {Path: "/gone/b.wasm", SHA256: sum}},
+	task, created, err := b.s.Submit(b.ctx, ledger.NewTask{Name: "t", Steps: plainSteps("a", "b"), Manifest: ledger.Manifest{
+		Plugins: map[string]ledger.PluginPin{"a": {Path: "/gone/a.wasm", SHA256: sum}, "b": {Path: "/gone/b.wasm", SHA256: sum}},
 	}, Modules: map[string][]byte{sum: wasm}})
 	require.NoError(t, err)
 	require.True(t, created)
@@ -41,7 +43,7 @@ func (b *testBundle) submitPinned(t *testing.T, wasm []byte, sum string) *Task {
 func TestModulesAreStoredOnceChunkedAndVerified(t *testing.T) {
 	t.Parallel()
 	b := setupDisk(t)
-	wasm, sum := module(2*ArtifactChunk+5, 7) // three chunks
+	wasm, sum := module(2*ledger.ArtifactChunk+5, 7) // three chunks
 	for range 3 {
 		b.submitPinned(t, wasm, sum)
 	}
@@ -59,18 +61,18 @@ func TestModulesAreStoredOnceChunkedAndVerified(t *testing.T) {
 
 	_, other := module(10, 1)
 	_, err = b.s.Module(other)
-	require.ErrorIs(t, err, ErrNotFound)
+	require.ErrorIs(t, err, ledger.ErrNotFound)
 	_, err = b.s.Module("nope")
-	require.ErrorIs(t, err, ErrNotFound)
+	require.ErrorIs(t, err, ledger.ErrNotFound)
 
 	// Bytes that are not the pinned module, or no bytes at all, are refused
 	// before anything is written.
-	_, _, err = b.s.Submit(b.ctx, NewTask{Name: "t", Steps: plainSteps("a"), Manifest: Manifest{
-		Plugins: map[string]PluginPin{"a": {Path: "a.wasm", SHA256: other}},
+	_, _, err = b.s.Submit(b.ctx, ledger.NewTask{Name: "t", Steps: plainSteps("a"), Manifest: ledger.Manifest{
+		Plugins: map[string]ledger.PluginPin{"a": {Path: "a.wasm", SHA256: other}},
 	}, Modules: map[string][]byte{other: wasm}})
 	require.ErrorContains(t, err, "do not have the pinned sha256")
-	_, _, err = b.s.Submit(b.ctx, NewTask{Name: "t", Steps: plainSteps("a"), Manifest: Manifest{
-		Plugins: map[string]PluginPin{"a": {Path: "a.wasm", SHA256: other}},
+	_, _, err = b.s.Submit(b.ctx, ledger.NewTask{Name: "t", Steps: plainSteps("a"), Manifest: ledger.Manifest{
+		Plugins: map[string]ledger.PluginPin{"a": {Path: "a.wasm", SHA256: other}},
 	}, Modules: map[string][]byte{}})
 	require.ErrorContains(t, err, "was not given")
 

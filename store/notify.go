@@ -6,8 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
+
+	"github.com/lhengine/lhengine/ledger"
 
 	"github.com/dgraph-io/badger/v4"
 )
@@ -29,68 +30,20 @@ import (
 // under the same Idempotency-Key: a receiver that honours the key sees one
 // delivery per event.
 
-// NotifySpec is a task's notify block as the ledger keeps it (Task.Notify):
-// where its notifications go and the event types that are sent. It is set
-// at submit and never changed, so copies of a task may share it.
-type NotifySpec struct {
-	URL    string      `json:"url"`
-	Events []EventType `json:"events"`
-}
-
-// Notification is an outbox entry: one event of a task to deliver to the
-// task's notify URL, with the task's name, status and reason as the event
-// left them. Its fields do not change between deliveries, so every
-// delivery of one event sends the same body.
-type Notification struct {
-	Task   string `json:"task"`
-	Name   string `json:"name"`
-	URL    string `json:"url"`
-	Event  Event  `json:"event"`
-	Status Status `json:"status"`
-	Reason string `json:"reason,omitempty"`
-	// Attempts counts the deliveries that left it open (a transport error,
-	// 5xx, 408, 429); LastError says what the last one got.
-	Attempts  int    `json:"attempts,omitempty"`
-	LastError string `json:"last_error,omitempty"`
-}
-
-// IdempotencyKey is the key every delivery of the notification carries:
-// "<task>/notify/<event seq>".
-func (n *Notification) IdempotencyKey() string {
-	return n.Task + "/notify/" + strconv.FormatUint(n.Event.Seq, 10)
-}
-
-// Body is the JSON document POSTed: {"task", "name", "event", "status",
-// "reason"}.
-func (n *Notification) Body() []byte {
-	b, _ := json.Marshal(struct { // strings, numbers and an Event: cannot fail
-		Task   string `json:"task"`
-		Name   string `json:"name"`
-		Event  Event  `json:"event"`
-		Status Status `json:"status"`
-		Reason string `json:"reason,omitempty"`
-	}{n.Task, n.Name, n.Event, n.Status, n.Reason})
-	return b
-}
-
-// NotifyStep is the StepName of the journal entries of notifications
-// (Effect.StepName; their Step is -1, their Item the event's seq).
-const NotifyStep = "notify"
-
 func outboxKey(task string, seq uint64) []byte { return fmt.Appendf(nil, "x/%s/%016x", task, seq) }
 
 func notifyEffectKey(task string, seq uint64) []byte {
-	return fmt.Appendf(nil, "j/%s/%s/%016x", task, NotifyStep, seq)
+	return fmt.Appendf(nil, "j/%s/%s/%016x", task, ledger.NotifyStep, seq)
 }
 
 // notifyEvent puts the outbox entry of e when the task's notify block lists
 // e's type; Store.event calls it for every event, in the event's
 // transaction.
-func (s *Store) notifyEvent(t *tx, task *Task, e Event) error {
+func (s *Store) notifyEvent(t *tx, task *ledger.Task, e ledger.Event) error {
 	if task.Notify == nil || !slices.Contains(task.Notify.Events, e.Type) {
 		return nil
 	}
-	n := Notification{Task: task.ID, Name: task.Name, URL: task.Notify.URL, Event: e, Status: task.Status, Reason: task.Reason}
+	n := ledger.Notification{Task: task.ID, Name: task.Name, URL: task.Notify.URL, Event: e, Status: task.Status, Reason: task.Reason}
 	if err := t.putJSON(outboxKey(task.ID, e.Seq), &n); err != nil {
 		return err
 	}
@@ -109,8 +62,8 @@ func (s *Store) NotificationsChanged() <-chan struct{} { return s.outbox.current
 // delivered before its next, so a task's notifications arrive in the order
 // of its events. It returns only entries already on disk (as ReadSynced
 // does): a crash cannot take back an event that was notified.
-func (s *Store) PendingNotifications(max int, skip func(task string) bool) ([]Notification, error) {
-	var out []Notification
+func (s *Store) PendingNotifications(max int, skip func(task string) bool) ([]ledger.Notification, error) {
+	var out []ledger.Notification
 	var want uint64
 	err := s.view(func(t *tx) error {
 		want = s.commits.started.Load() // as ReadSynced: every commit the snapshot shows had begun
@@ -123,7 +76,7 @@ func (s *Store) PendingNotifications(max int, skip func(task string) bool) ([]No
 			key := string(it.Item().Key())
 			task, _, _ := strings.Cut(strings.TrimPrefix(key, "x/"), "/")
 			if skip == nil || !skip(task) {
-				var n Notification
+				var n ledger.Notification
 				if err := itemValue(it.Item(), func(v []byte) error { return json.Unmarshal(v, &n) }); err != nil {
 					return fmt.Errorf("outbox entry %s: %w", key, err)
 				}
@@ -140,10 +93,10 @@ func (s *Store) PendingNotifications(max int, skip func(task string) bool) ([]No
 }
 
 // Notifications lists a task's outbox entries, in event order.
-func (r *Reader) Notifications(id string) ([]Notification, error) {
-	var out []Notification
+func (r *Reader) Notifications(id string) ([]ledger.Notification, error) {
+	var out []ledger.Notification
 	err := r.t.scan([]byte("x/"+id+"/"), func(_, val []byte) (bool, error) {
-		var n Notification
+		var n ledger.Notification
 		if err := json.Unmarshal(val, &n); err != nil {
 			return false, err
 		}
@@ -156,21 +109,21 @@ func (r *Reader) Notifications(id string) ([]Notification, error) {
 // notifying reads n's outbox entry and its journal entry (nil when none)
 // in t. A notification no longer in the outbox (delivered, or its task
 // removed or being removed) is ErrNotFound.
-func (s *Store) notifying(t *tx, n *Notification) (*Notification, *Effect, error) {
-	cur := new(Notification)
+func (s *Store) notifying(t *tx, n *ledger.Notification) (*ledger.Notification, *ledger.Effect, error) {
+	cur := new(ledger.Notification)
 	if err := t.getJSON(outboxKey(n.Task, n.Event.Seq), cur); err != nil {
 		return nil, nil, fmt.Errorf("notification %s: %w", n.IdempotencyKey(), err)
 	}
-	task := new(Task)
+	task := new(ledger.Task)
 	if err := t.getJSON(taskKey(n.Task), task); err != nil {
 		return nil, nil, fmt.Errorf("notification %s: %w", n.IdempotencyKey(), err)
 	}
 	if task.Removing {
-		return nil, nil, fmt.Errorf("notification %s: task being removed: %w", n.IdempotencyKey(), ErrNotFound)
+		return nil, nil, fmt.Errorf("notification %s: task being removed: %w", n.IdempotencyKey(), ledger.ErrNotFound)
 	}
-	e := new(Effect)
+	e := new(ledger.Effect)
 	switch err := t.getJSON(notifyEffectKey(n.Task, n.Event.Seq), e); {
-	case errors.Is(err, ErrNotFound):
+	case errors.Is(err, ledger.ErrNotFound):
 		e = nil
 	case err != nil:
 		return nil, nil, err
@@ -185,8 +138,8 @@ func (s *Store) notifying(t *tx, n *Notification) (*Notification, *Effect, error
 // an http effect of step NotifyStep (Step -1, Item the event's seq, Key the
 // event type), so that the task's journal lists it. A notification no
 // longer in the outbox is ErrNotFound: it must not be sent.
-func (s *Store) NotifyIntent(ctx context.Context, n *Notification) (*Effect, error) {
-	var out *Effect
+func (s *Store) NotifyIntent(ctx context.Context, n *ledger.Notification) (*ledger.Effect, error) {
+	var out *ledger.Effect
 	err := s.update(ctx, func(t *tx) error {
 		cur, e, err := s.notifying(t, n)
 		if err != nil {
@@ -202,10 +155,10 @@ func (s *Store) NotifyIntent(ctx context.Context, n *Notification) (*Effect, err
 			"headers": map[string]string{"Content-Type": "application/json"},
 			"body":    string(cur.Body()),
 		})
-		e = &Effect{
-			Task: cur.Task, Step: -1, StepName: NotifyStep, Item: int(cur.Event.Seq), Key: string(cur.Event.Type),
+		e = &ledger.Effect{
+			Task: cur.Task, Step: -1, StepName: ledger.NotifyStep, Item: int(cur.Event.Seq), Key: string(cur.Event.Type),
 			Kind: "http", Mode: "resend", IdempotencyKey: cur.IdempotencyKey(), Request: req,
-			State: EffectIntent, IntentAt: s.now(),
+			State: ledger.EffectIntent, IntentAt: s.now(),
 		}
 		t.durable = true
 		out = e
@@ -218,7 +171,7 @@ func (s *Store) NotifyIntent(ctx context.Context, n *Notification) (*Effect, err
 // http effect result shape, and a note) in its journal entry and deletes n
 // from the outbox, in one transaction: it is never sent again. A
 // notification no longer in the outbox is ErrNotFound.
-func (s *Store) NotifyOutcome(ctx context.Context, n *Notification, outcome json.RawMessage, note string) error {
+func (s *Store) NotifyOutcome(ctx context.Context, n *ledger.Notification, outcome json.RawMessage, note string) error {
 	return s.update(ctx, func(t *tx) error {
 		_, e, err := s.notifying(t, n)
 		if err != nil {
@@ -228,7 +181,7 @@ func (s *Store) NotifyOutcome(ctx context.Context, n *Notification, outcome json
 			return fmt.Errorf("notification %s: no intent journaled", n.IdempotencyKey())
 		}
 		t.durable = true
-		e.State, e.Outcome, e.DoneAt, e.Resend, e.Note = EffectDone, outcome, s.now(), "", note
+		e.State, e.Outcome, e.DoneAt, e.Resend, e.Note = ledger.EffectDone, outcome, s.now(), "", note
 		e.Performs++
 		if err := t.putJSON(notifyEffectKey(n.Task, n.Event.Seq), e); err != nil {
 			return err
@@ -242,8 +195,8 @@ func (s *Store) NotifyOutcome(ctx context.Context, n *Notification, outcome json
 // answered at all): the outbox entry counts the attempt, the journal entry
 // stays an intent, marked to be sent again (ResendRetryable) when the
 // receiver answered. It returns the entry as updated.
-func (s *Store) NotifyRetry(ctx context.Context, n *Notification, answered bool, why string) (*Notification, error) {
-	var out *Notification
+func (s *Store) NotifyRetry(ctx context.Context, n *ledger.Notification, answered bool, why string) (*ledger.Notification, error) {
+	var out *ledger.Notification
 	err := s.update(ctx, func(t *tx) error {
 		cur, e, err := s.notifying(t, n)
 		if err != nil {
@@ -257,7 +210,7 @@ func (s *Store) NotifyRetry(ctx context.Context, n *Notification, answered bool,
 		if e != nil {
 			if answered {
 				e.Performs++
-				e.Resend = ResendRetryable
+				e.Resend = ledger.ResendRetryable
 			}
 			e.Note = fmt.Sprintf("delivery %d: %s; sent again under the same Idempotency-Key", cur.Attempts, why)
 			if err := t.putJSON(notifyEffectKey(n.Task, n.Event.Seq), e); err != nil {

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/stretchr/testify/require"
 )
 
@@ -17,7 +19,7 @@ import (
 // lists has exactly its own outbox entry or a delivered journal entry, and
 // that no other event has either: what one transaction for the event and
 // its entry guarantees.
-func outboxInvariant(r *Reader, id string, spec *NotifySpec) error {
+func outboxInvariant(r *Reader, id string, spec *ledger.NotifySpec) error {
 	evs, err := r.Events(id, 0, 0)
 	if err != nil {
 		return err
@@ -36,7 +38,7 @@ func outboxInvariant(r *Reader, id string, spec *NotifySpec) error {
 	}
 	done := map[uint64]bool{}
 	for _, e := range effs {
-		if e.StepName == NotifyStep && e.State == EffectDone {
+		if e.StepName == ledger.NotifyStep && e.State == ledger.EffectDone {
 			done[uint64(e.Item)] = true
 		}
 	}
@@ -71,12 +73,12 @@ func btoi(b bool) int {
 func TestNotifyOutboxIsWrittenWithTheEvent(t *testing.T) {
 	t.Parallel()
 	b := setupDisk(t)
-	spec := &NotifySpec{URL: "http://127.0.0.1:8025/hook", Events: []EventType{EvStepDone, EvSucceeded}}
-	task, created, err := b.s.Submit(b.ctx, NewTask{Name: "notified", Steps: plainSteps("a", "b", "c"), Notify: spec})
+	spec := &ledger.NotifySpec{URL: "http://127.0.0.1:8025/hook", Events: []ledger.EventType{ledger.EvStepDone, ledger.EvSucceeded}}
+	task, created, err := b.s.Submit(b.ctx, ledger.NewTask{Name: "notified", Steps: plainSteps("a", "b", "c"), Notify: spec})
 	require.NoError(t, err)
 	require.True(t, created)
 	require.Equal(t, spec, task.Notify)
-	quiet, _, err := b.s.Submit(b.ctx, NewTask{Name: "quiet", Steps: plainSteps("a")})
+	quiet, _, err := b.s.Submit(b.ctx, ledger.NewTask{Name: "quiet", Steps: plainSteps("a")})
 	require.NoError(t, err)
 
 	// A reader checks every snapshot while the units commit.
@@ -101,18 +103,18 @@ func TestNotifyOutboxIsWrittenWithTheEvent(t *testing.T) {
 		}
 	}()
 	for range 4 {
-		c, err := b.s.Claim(b.ctx, ClaimRequest{Owner: b.s.Owner("w"), Max: 1, LeaseFor: time.Minute})
+		c, err := b.s.Claim(b.ctx, ledger.ClaimRequest{Owner: b.s.Owner("w"), Max: 1, LeaseFor: time.Minute})
 		require.NoError(t, err)
 		require.Len(t, c.Leases, 1)
-		_, err = b.s.Commit(b.ctx, Result{Lease: c.Leases[0], Output: json.RawMessage(`{}`)})
+		_, err = b.s.Commit(b.ctx, ledger.Result{Lease: c.Leases[0], Output: json.RawMessage(`{}`)})
 		require.NoError(t, err)
 	}
 	close(stop)
 	wg.Wait()
 	require.NoError(t, bad, "after %d snapshots", snapshots)
 
-	var ns []Notification
-	var evs []Event
+	var ns []ledger.Notification
+	var evs []ledger.Event
 	require.NoError(t, b.s.Read(func(r *Reader) error {
 		if err := outboxInvariant(r, task.ID, spec); err != nil {
 			return err
@@ -127,16 +129,16 @@ func TestNotifyOutboxIsWrittenWithTheEvent(t *testing.T) {
 		require.Empty(t, qs, "a task without a notify spec has no outbox")
 		return err
 	}))
-	var types []EventType
+	var types []ledger.EventType
 	for _, n := range ns {
 		types = append(types, n.Event.Type)
 		require.Equal(t, evs[n.Event.Seq], n.Event, "the entry carries its event")
 		require.Equal(t, "notified", n.Name)
 		require.Equal(t, spec.URL, n.URL)
 	}
-	require.Equal(t, []EventType{EvStepDone, EvStepDone, EvStepDone, EvSucceeded}, types)
+	require.Equal(t, []ledger.EventType{ledger.EvStepDone, ledger.EvStepDone, ledger.EvStepDone, ledger.EvSucceeded}, types)
 	last := ns[3]
-	require.Equal(t, Succeeded, last.Status, "the status the event left the task in")
+	require.Equal(t, ledger.Succeeded, last.Status, "the status the event left the task in")
 	require.Equal(t, task.ID+"/notify/"+fmt.Sprint(last.Event.Seq), last.IdempotencyKey())
 	var body map[string]any
 	require.NoError(t, json.Unmarshal(last.Body(), &body))
@@ -159,7 +161,7 @@ func TestNotifyOutboxIsWrittenWithTheEvent(t *testing.T) {
 	first := pending[0]
 	intent, err := b.s.NotifyIntent(b.ctx, &first)
 	require.NoError(t, err)
-	require.Equal(t, EffectIntent, intent.State)
+	require.Equal(t, ledger.EffectIntent, intent.State)
 	require.Equal(t, first.IdempotencyKey(), intent.IdempotencyKey)
 	again, err := b.s.NotifyIntent(b.ctx, &first)
 	require.NoError(t, err)
@@ -169,18 +171,18 @@ func TestNotifyOutboxIsWrittenWithTheEvent(t *testing.T) {
 	require.Equal(t, 1, retried.Attempts)
 	require.NoError(t, b.s.NotifyOutcome(b.ctx, &first, json.RawMessage(`{"status":200}`), "delivered"))
 	_, err = b.s.NotifyIntent(b.ctx, &first)
-	require.ErrorIs(t, err, ErrNotFound, "a delivered notification is not sent again")
-	require.ErrorIs(t, b.s.NotifyOutcome(b.ctx, &first, json.RawMessage(`{}`), ""), ErrNotFound)
+	require.ErrorIs(t, err, ledger.ErrNotFound, "a delivered notification is not sent again")
+	require.ErrorIs(t, b.s.NotifyOutcome(b.ctx, &first, json.RawMessage(`{}`), ""), ledger.ErrNotFound)
 
-	var effs []Effect
+	var effs []ledger.Effect
 	require.NoError(t, b.s.Read(func(r *Reader) (err error) {
 		effs, err = r.Effects(task.ID)
 		return err
 	}))
 	require.Len(t, effs, 1)
 	e := effs[0]
-	require.Equal(t, NotifyStep, e.StepName)
-	require.Equal(t, EffectDone, e.State)
+	require.Equal(t, ledger.NotifyStep, e.StepName)
+	require.Equal(t, ledger.EffectDone, e.State)
 	require.Equal(t, 2, e.Performs, "the 503 and the delivery")
 	require.Equal(t, int(first.Event.Seq), e.Item)
 	require.JSONEq(t, `{"status":200}`, string(e.Outcome))
@@ -198,7 +200,7 @@ func TestNotifyOutboxIsWrittenWithTheEvent(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, pending)
 	_, err = b.s.NotifyIntent(b.ctx, &ns[1])
-	require.True(t, errors.Is(err, ErrNotFound), "%v", err)
+	require.True(t, errors.Is(err, ledger.ErrNotFound), "%v", err)
 }
 
 // TestNotifyEveryListedType: pauses, resumes and cancels are notified like
@@ -206,22 +208,22 @@ func TestNotifyOutboxIsWrittenWithTheEvent(t *testing.T) {
 func TestNotifyEveryListedType(t *testing.T) {
 	t.Parallel()
 	b := setupDisk(t)
-	spec := &NotifySpec{URL: "http://127.0.0.1:8025/hook", Events: []EventType{EvPaused, EvResumed, EvCancelled}}
-	task, _, err := b.s.Submit(b.ctx, NewTask{Name: "t", Steps: plainSteps("a"), Notify: spec})
+	spec := &ledger.NotifySpec{URL: "http://127.0.0.1:8025/hook", Events: []ledger.EventType{ledger.EvPaused, ledger.EvResumed, ledger.EvCancelled}}
+	task, _, err := b.s.Submit(b.ctx, ledger.NewTask{Name: "t", Steps: plainSteps("a"), Notify: spec})
 	require.NoError(t, err)
-	_, err = b.s.PauseTask(b.ctx, task.ID, PauseReason{Kind: PauseOperator, By: "alice"})
+	_, err = b.s.PauseTask(b.ctx, task.ID, ledger.PauseReason{Kind: ledger.PauseOperator, By: "alice"})
 	require.NoError(t, err)
 	_, err = b.s.Resume(b.ctx, task.ID)
 	require.NoError(t, err)
 	_, err = b.s.Cancel(b.ctx, task.ID, "not needed")
 	require.NoError(t, err)
-	var ns []Notification
+	var ns []ledger.Notification
 	require.NoError(t, b.s.Read(func(r *Reader) (err error) {
 		ns, err = r.Notifications(task.ID)
 		return err
 	}))
 	require.Len(t, ns, 3)
-	require.Equal(t, []Status{Paused, Running, Cancelled}, []Status{ns[0].Status, ns[1].Status, ns[2].Status})
+	require.Equal(t, []ledger.Status{ledger.Paused, ledger.Running, ledger.Cancelled}, []ledger.Status{ns[0].Status, ns[1].Status, ns[2].Status})
 	require.Equal(t, "paused by alice", ns[0].Reason)
 	require.Equal(t, "not needed", ns[2].Reason)
 }

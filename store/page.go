@@ -1,16 +1,20 @@
 package store
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/lhengine/lhengine/ledger"
+)
 
 // UnitsUpTo returns the first limit units of a step, in item order: a page
 // of a large fan-out without decoding the rest (Units reads them all).
-func (r *Reader) UnitsUpTo(id string, step, limit int) ([]*Unit, error) {
-	var out []*Unit
+func (r *Reader) UnitsUpTo(id string, step, limit int) ([]*ledger.Unit, error) {
+	var out []*ledger.Unit
 	if limit <= 0 {
 		return out, nil
 	}
 	err := r.t.scan(unitStepPrefix(id, step), func(_, val []byte) (bool, error) {
-		u := new(Unit)
+		u := new(ledger.Unit)
 		if err := json.Unmarshal(val, u); err != nil {
 			return false, err
 		}
@@ -20,36 +24,29 @@ func (r *Reader) UnitsUpTo(id string, step, limit int) ([]*Unit, error) {
 	return out, err
 }
 
-// ItemOutput is the output of one committed unit of a step.
-type ItemOutput struct {
-	Item    int             `json:"item"`
-	Attempt int             `json:"attempt"`
-	Output  json.RawMessage `json:"output"`
-}
-
 // CommittedOutputs returns the outputs of the first limit units of step
 // that committed in the step's current pass, in item order, and how many
 // units of the pass committed in all (the step's Done): what a fan-out
 // still running has produced so far.
-func (r *Reader) CommittedOutputs(task *Task, step, limit int) ([]ItemOutput, int, error) {
+func (r *Reader) CommittedOutputs(task *ledger.Task, step, limit int) ([]ledger.ItemOutput, int, error) {
 	if step < 0 || step >= len(task.Steps) {
-		return nil, 0, ErrNotFound
+		return nil, 0, ledger.ErrNotFound
 	}
 	st := task.Steps[step]
-	out := []ItemOutput{}
+	out := []ledger.ItemOutput{}
 	err := r.t.scan(unitStepPrefix(task.ID, step), func(_, val []byte) (bool, error) {
-		u := new(Unit)
+		u := new(ledger.Unit)
 		if err := json.Unmarshal(val, u); err != nil {
 			return false, err
 		}
-		if u.State != UnitDone || u.Pass != st.Pass {
+		if u.State != ledger.UnitDone || u.Pass != st.Pass {
 			return true, nil
 		}
-		a := new(Attempt)
+		a := new(ledger.Attempt)
 		if err := r.t.getJSON(attemptKey(task.ID, step, u.Item, u.Committed), a); err != nil {
 			return false, err
 		}
-		out = append(out, ItemOutput{Item: u.Item, Attempt: u.Committed, Output: a.Output})
+		out = append(out, ledger.ItemOutput{Item: u.Item, Attempt: u.Committed, Output: a.Output})
 		return len(out) < limit, nil
 	})
 	return out, st.Done, err

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/stretchr/testify/require"
 )
 
@@ -16,8 +18,8 @@ import (
 func TestProgressRate(t *testing.T) {
 	t.Parallel()
 	b := setupOnDisk(t, fanOutPlanner(40))
-	task, _, err := b.s.Submit(b.ctx, NewTask{Name: "t", Steps: []StepState{{Name: "each", FanOut: true, Limit: 1}},
-		Progress: &ProgressSpec{Unit: "pages", Step: "each", StepIndex: 0}})
+	task, _, err := b.s.Submit(b.ctx, ledger.NewTask{Name: "t", Steps: []ledger.StepState{{Name: "each", FanOut: true, Limit: 1}},
+		Progress: &ledger.ProgressSpec{Unit: "pages", Step: "each", StepIndex: 0}})
 	require.NoError(t, err)
 	require.Equal(t, "pages", task.Meter.Unit)
 
@@ -30,17 +32,17 @@ func TestProgressRate(t *testing.T) {
 		task = b.done(t, b.claimN(t, 1)[0], `1`)
 	}
 	require.EqualValues(t, 30, task.Meter.Committed)
-	require.Len(t, task.Meter.Samples, ProgressSamples, "samples every 3s over 29s, the ring keeps 10")
+	require.Len(t, task.Meter.Samples, ledger.ProgressSamples, "samples every 3s over 29s, the ring keeps 10")
 	rate, ok := task.Meter.Rate(b.clock.Now())
 	require.True(t, ok)
 	require.InDelta(t, 1.0, rate, 1e-9)
 
 	// The task record read back holds the same ring.
-	var back *Task
+	var back *ledger.Task
 	require.NoError(t, b.s.Read(func(r *Reader) error { back, err = r.Task(task.ID); return err }))
 	require.Equal(t, task.Meter, back.Meter)
 
-	b.clock.Add(ProgressStale + time.Second)
+	b.clock.Add(ledger.ProgressStale + time.Second)
 	_, ok = task.Meter.Rate(b.clock.Now())
 	require.False(t, ok, "nothing committed for over a minute: no current rate")
 	task = b.done(t, b.claimN(t, 1)[0], `1`)
@@ -54,8 +56,8 @@ func TestProgressRate(t *testing.T) {
 func TestProgressCountsItsStepOnly(t *testing.T) {
 	t.Parallel()
 	b := setupOnDisk(t, fanOutPlanner(3))
-	steps := []StepState{{Name: "plan", Limit: 1}, {Name: "each", FanOut: true, Limit: 3}}
-	_, _, err := b.s.Submit(b.ctx, NewTask{Name: "t", Steps: steps, Progress: &ProgressSpec{Unit: "files", Step: "each", StepIndex: 1}})
+	steps := []ledger.StepState{{Name: "plan", Limit: 1}, {Name: "each", FanOut: true, Limit: 3}}
+	_, _, err := b.s.Submit(b.ctx, ledger.NewTask{Name: "t", Steps: steps, Progress: &ledger.ProgressSpec{Unit: "files", Step: "each", StepIndex: 1}})
 	require.NoError(t, err)
 	task := b.done(t, b.claimN(t, 1)[0], `[1,2,3]`)
 	require.EqualValues(t, 0, task.Meter.Committed, "the plan step is not the progress step")
@@ -65,10 +67,10 @@ func TestProgressCountsItsStepOnly(t *testing.T) {
 	require.EqualValues(t, 3, task.Meter.Committed)
 
 	// A spec whose index does not name its step, or none: every step.
-	task, _, err = b.s.Submit(b.ctx, NewTask{Name: "t", Steps: steps, Progress: &ProgressSpec{Step: "each", StepIndex: 0}})
+	task, _, err = b.s.Submit(b.ctx, ledger.NewTask{Name: "t", Steps: steps, Progress: &ledger.ProgressSpec{Step: "each", StepIndex: 0}})
 	require.NoError(t, err)
 	require.Equal(t, -1, task.Meter.StepIndex)
-	task, _, err = b.s.Submit(b.ctx, NewTask{Name: "t", Steps: steps})
+	task, _, err = b.s.Submit(b.ctx, ledger.NewTask{Name: "t", Steps: steps})
 	require.NoError(t, err)
 	require.Equal(t, -1, task.Meter.StepIndex)
 }
@@ -78,33 +80,33 @@ func TestProgressCountsItsStepOnly(t *testing.T) {
 func TestNotesPageAndRecent(t *testing.T) {
 	t.Parallel()
 	b := setupOnDisk(t, fanOutPlanner(30))
-	task, _, err := b.s.Submit(b.ctx, NewTask{Name: "t", Steps: []StepState{{Name: "each", FanOut: true, Limit: 30}}})
+	task, _, err := b.s.Submit(b.ctx, ledger.NewTask{Name: "t", Steps: []ledger.StepState{{Name: "each", FanOut: true, Limit: 30}}})
 	require.NoError(t, err)
-	kinds := []string{NoteFinding, NoteDecision, NoteBlocker}
+	kinds := []string{ledger.NoteFinding, ledger.NoteDecision, ledger.NoteBlocker}
 	for i, l := range b.claimN(t, 30) {
-		n := Note{Kind: kinds[i%3], Text: fmt.Sprintf("page %d: Missing title", i)}
+		n := ledger.Note{Kind: kinds[i%3], Text: fmt.Sprintf("page %d: Missing title", i)}
 		if i%2 == 1 {
 			n.Text = fmt.Sprintf("page %d: ok", i)
 		}
-		task, err = b.s.Commit(b.ctx, Result{Lease: l, Output: json.RawMessage(`1`), Notes: []Note{n}})
+		task, err = b.s.Commit(b.ctx, ledger.Result{Lease: l, Output: json.RawMessage(`1`), Notes: []ledger.Note{n}})
 		require.NoError(t, err)
 	}
 	require.EqualValues(t, 30, task.Notes)
 	require.NoError(t, b.s.Read(func(r *Reader) error {
-		page, next, err := r.NotesPage(task.ID, NoteQuery{Kind: NoteFinding, Grep: "missing TITLE", Limit: 3})
+		page, next, err := r.NotesPage(task.ID, ledger.NoteQuery{Kind: ledger.NoteFinding, Grep: "missing TITLE", Limit: 3})
 		require.NoError(t, err)
 		require.Len(t, page, 3)
 		for _, n := range page {
-			require.Equal(t, NoteFinding, n.Kind)
+			require.Equal(t, ledger.NoteFinding, n.Kind)
 			require.Contains(t, n.Text, "Missing title")
 		}
 		require.Equal(t, page[2].Seq+1, next)
-		rest, next, err := r.NotesPage(task.ID, NoteQuery{Kind: NoteFinding, Grep: "missing title", From: next})
+		rest, next, err := r.NotesPage(task.ID, ledger.NoteQuery{Kind: ledger.NoteFinding, Grep: "missing title", From: next})
 		require.NoError(t, err)
 		require.Len(t, rest, 2, "findings 0, 6, 12, 18, 24 have a missing title")
 		require.Zero(t, next, "nothing left")
 
-		none, _, err := r.NotesPage(task.ID, NoteQuery{Step: "other"})
+		none, _, err := r.NotesPage(task.ID, ledger.NoteQuery{Step: "other"})
 		require.NoError(t, err)
 		require.Empty(t, none)
 
@@ -114,7 +116,7 @@ func TestNotesPageAndRecent(t *testing.T) {
 		for i, n := range recent {
 			require.EqualValues(t, 29-i, n.Seq, "newest first")
 		}
-		two, err := r.RecentNotes(task, 10, func(read []Note) bool { return len(read) == 2 })
+		two, err := r.RecentNotes(task, 10, func(read []ledger.Note) bool { return len(read) == 2 })
 		require.NoError(t, err)
 		require.Len(t, two, 2, "enough ends the walk")
 		return nil
@@ -126,12 +128,12 @@ func TestNotesPageAndRecent(t *testing.T) {
 func TestNotesCountedByKind(t *testing.T) {
 	t.Parallel()
 	b := setupOnDisk(t, fanOutPlanner(5))
-	task, _, err := b.s.Submit(b.ctx, NewTask{Name: "t", Steps: []StepState{{Name: "each", FanOut: true, Limit: 5}}})
+	task, _, err := b.s.Submit(b.ctx, ledger.NewTask{Name: "t", Steps: []ledger.StepState{{Name: "each", FanOut: true, Limit: 5}}})
 	require.NoError(t, err)
 	for _, l := range b.claimN(t, 5) {
-		task, err = b.s.Commit(b.ctx, Result{Lease: l, Output: json.RawMessage(`1`),
-			Notes: []Note{{Kind: NoteFinding, Text: "f"}, {Kind: NoteFinding, Text: "g"}, {Kind: NoteDecision, Text: "d"}}})
+		task, err = b.s.Commit(b.ctx, ledger.Result{Lease: l, Output: json.RawMessage(`1`),
+			Notes: []ledger.Note{{Kind: ledger.NoteFinding, Text: "f"}, {Kind: ledger.NoteFinding, Text: "g"}, {Kind: ledger.NoteDecision, Text: "d"}}})
 		require.NoError(t, err)
 	}
-	require.Equal(t, map[string]int64{NoteFinding: 10, NoteDecision: 5}, task.Meter.Kinds)
+	require.Equal(t, map[string]int64{ledger.NoteFinding: 10, ledger.NoteDecision: 5}, task.Meter.Kinds)
 }

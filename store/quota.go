@@ -3,10 +3,11 @@ package store
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/lhengine/lhengine/ledger"
 
 	"github.com/lhengine/lhengine/fault"
 )
@@ -22,47 +23,15 @@ import (
 // A write that would take the usage past its limit is refused with a
 // *QuotaError and changes nothing.
 
-// Usage is what a task keeps in the store, in bytes.
-type Usage struct {
-	KV        int64 `json:"kv"`        // keys and values of its units' key/value entries
-	Artifacts int64 `json:"artifacts"` // distinct artifact blobs it stored or stored again
-	Outputs   int64 `json:"outputs"`   // committed outputs of its units
-}
-
-// ErrQuota is matched (errors.Is) by every *QuotaError.
-var ErrQuota = errors.New("quota exceeded")
-
-// QuotaError is a write refused by a task's quota.
-type QuotaError struct {
-	What  string // "kv_bytes", "artifact_bytes" or "output_bytes": the limit's name in a limits block
-	Used  int64  // bytes already counted
-	Add   int64  // bytes the write would add
-	Limit int64
-}
-
-// TooLarge reports whether the write alone is larger than the whole quota,
-// as opposed to not fitting in what is left of it.
-func (e *QuotaError) TooLarge() bool { return e.Add > e.Limit }
-
-func (e *QuotaError) Error() string {
-	if e.TooLarge() {
-		return fmt.Sprintf("%d bytes are more than the task's whole %s quota of %d (raise it in the task's limits block)", e.Add, e.What, e.Limit)
-	}
-	return fmt.Sprintf("the task's %s quota is exhausted: %d of %d bytes used, %d more refused (raise it in the task's limits block)", e.What, e.Used, e.Limit, e.Add)
-}
-
-// Is makes errors.Is(err, ErrQuota) hold.
-func (e *QuotaError) Is(target error) bool { return target == ErrQuota }
-
 func quotaKey(task string) []byte { return []byte("q/" + task + "/usage") }
 
 func chargedKey(task, sum string) []byte { return []byte("q/" + task + "/blob/" + sum) }
 
 // usage reads a task's usage; zero when nothing was counted yet.
-func (t *tx) usage(task string) (Usage, error) {
-	var u Usage
+func (t *tx) usage(task string) (ledger.Usage, error) {
+	var u ledger.Usage
 	err := t.getJSON(quotaKey(task), &u)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, ledger.ErrNotFound) {
 		err = nil
 	}
 	return u, err
@@ -72,7 +41,7 @@ func (t *tx) usage(task string) (Usage, error) {
 // with a *QuotaError when that passes limit. The caller saves u.
 func charge(what string, used *int64, n, limit int64) error {
 	if n > 0 && *used+n > limit {
-		return &QuotaError{What: what, Used: *used, Add: n, Limit: limit}
+		return &ledger.QuotaError{What: what, Used: *used, Add: n, Limit: limit}
 	}
 	*used += n
 	if *used < 0 {
@@ -82,7 +51,7 @@ func charge(what string, used *int64, n, limit int64) error {
 }
 
 // Usage returns what task id keeps in the store.
-func (r *Reader) Usage(id string) (Usage, error) { return r.t.usage(id) }
+func (r *Reader) Usage(id string) (ledger.Usage, error) { return r.t.usage(id) }
 
 // OwnsArtifact reports whether task has stored the artifact ref: a unit of
 // it put that content (a provenance record of the task names it). Plugins
@@ -99,7 +68,7 @@ func (s *Store) OwnsArtifact(task, ref string) (bool, error) {
 			owned = true
 			return nil
 		}
-		if !errors.Is(err, ErrNotFound) {
+		if !errors.Is(err, ledger.ErrNotFound) {
 			return err
 		}
 		// Artifacts stored before usage was counted have provenance only.
@@ -136,7 +105,7 @@ type inflightBlob struct {
 // passes, the put is in flight until release is called (after the charge).
 func (s *Store) precheckArtifact(task, hexSum string, n, limit int64) (release func(), err error) {
 	if n > limit {
-		return nil, &QuotaError{What: "artifact_bytes", Add: n, Limit: limit}
+		return nil, &ledger.QuotaError{What: "artifact_bytes", Add: n, Limit: limit}
 	}
 	f := &s.inflight
 	f.mu.Lock()
@@ -146,7 +115,7 @@ func (s *Store) precheckArtifact(task, hexSum string, n, limit int64) (release f
 		if _, err := t.getRaw(chargedKey(task, hexSum)); err == nil {
 			counted = true
 			return nil
-		} else if !errors.Is(err, ErrNotFound) {
+		} else if !errors.Is(err, ledger.ErrNotFound) {
 			return err
 		}
 		if f.puts[task][hexSum] != nil {
@@ -196,7 +165,7 @@ func (s *Store) precheckArtifact(task, hexSum string, n, limit int64) (release f
 func (t *tx) chargeArtifact(task, hexSum string, n, limit int64) error {
 	if _, err := t.getRaw(chargedKey(task, hexSum)); err == nil {
 		return nil
-	} else if !errors.Is(err, ErrNotFound) {
+	} else if !errors.Is(err, ledger.ErrNotFound) {
 		return err
 	}
 	u, err := t.usage(task)
@@ -212,23 +181,19 @@ func (t *tx) chargeArtifact(task, hexSum string, n, limit int64) error {
 	return t.putJSON(quotaKey(task), u)
 }
 
-// DefaultOutputQuota is the output_bytes quota of a task submitted without
-// one (NewTask.OutputQuota).
-const DefaultOutputQuota = 256 << 20
-
 func outputLimitKey(task string) []byte { return []byte("q/" + task + "/output_limit") }
 
 // chargeOutput counts a successful result's output in its task's usage. An
 // output that does not fit the task's output_bytes quota turns the result
 // into a failure of kind budget (not retried: the same output would not fit
 // again) and is not kept.
-func (s *Store) chargeOutput(t *tx, r *Result) error {
+func (s *Store) chargeOutput(t *tx, r *ledger.Result) error {
 	if r.Failure != nil || r.Repair != nil {
 		return nil
 	}
 	task := r.Lease.Task
-	limit := int64(DefaultOutputQuota)
-	if err := t.getJSON(outputLimitKey(task), &limit); err != nil && !errors.Is(err, ErrNotFound) {
+	limit := int64(ledger.DefaultOutputQuota)
+	if err := t.getJSON(outputLimitKey(task), &limit); err != nil && !errors.Is(err, ledger.ErrNotFound) {
 		return err
 	}
 	u, err := t.usage(task)
@@ -239,9 +204,9 @@ func (s *Store) chargeOutput(t *tx, r *Result) error {
 	if n == 0 {
 		n = int64(len("null"))
 	}
-	var qe *QuotaError
+	var qe *ledger.QuotaError
 	if err := charge("output_bytes", &u.Outputs, n, limit); errors.As(err, &qe) {
-		r.Failure = &Failure{Kind: fault.Budget, Message: "step output refused: " + qe.Error()}
+		r.Failure = &ledger.Failure{Kind: fault.Budget, Message: "step output refused: " + qe.Error()}
 		r.Output, r.RetryAt, r.Counts, r.Notes = nil, time.Time{}, nil, nil
 		return nil
 	}

@@ -5,14 +5,16 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/fault"
 )
 
-func (b *testBundle) usage(t *testing.T, id string) Usage {
+func (b *testBundle) usage(t *testing.T, id string) ledger.Usage {
 	t.Helper()
-	var u Usage
+	var u ledger.Usage
 	require.NoError(t, b.s.Read(func(r *Reader) (err error) { u, err = r.Usage(id); return err }))
 	return u
 }
@@ -20,7 +22,7 @@ func (b *testBundle) usage(t *testing.T, id string) Usage {
 func TestOutputQuotaFailsTheUnit(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	task, _, err := b.s.Submit(b.ctx, NewTask{Name: "t", Steps: plainSteps("a", "b"), OutputQuota: new(int64(100))})
+	task, _, err := b.s.Submit(b.ctx, ledger.NewTask{Name: "t", Steps: plainSteps("a", "b"), OutputQuota: new(int64(100))})
 	require.NoError(t, err)
 	l := b.claim1(t, "w")
 	out := `"` + strings.Repeat("x", 60) + `"`
@@ -28,9 +30,9 @@ func TestOutputQuotaFailsTheUnit(t *testing.T) {
 	require.Equal(t, int64(62), b.usage(t, task.ID).Outputs)
 
 	l = b.claim1(t, "w")
-	got, err := b.s.Commit(b.ctx, Result{Lease: l, Output: json.RawMessage(out), Counts: map[string]int64{"n": 1}})
+	got, err := b.s.Commit(b.ctx, ledger.Result{Lease: l, Output: json.RawMessage(out), Counts: map[string]int64{"n": 1}})
 	require.NoError(t, err)
-	require.Equal(t, Failed, got.Status, "the output does not fit: the unit fails, not retried")
+	require.Equal(t, ledger.Failed, got.Status, "the output does not fit: the unit fails, not retried")
 	require.Equal(t, fault.Budget, got.Failure.Kind)
 	require.Contains(t, got.Failure.Message, "output_bytes quota is exhausted: 62 of 100 bytes used")
 	require.Empty(t, got.Counters, "nothing of the refused success is kept")
@@ -44,9 +46,9 @@ func TestKVQuotaCountsInTheSameTransaction(t *testing.T) {
 	l := b.claim1(t, "w")
 	require.NoError(t, b.s.KVPut(b.ctx, l, "k", json.RawMessage(`"abc"`), 10))
 	err := b.s.KVPut(b.ctx, l, "j", json.RawMessage(`"abcd"`), 10)
-	var qe *QuotaError
+	var qe *ledger.QuotaError
 	require.ErrorAs(t, err, &qe)
-	require.ErrorIs(t, err, ErrQuota)
+	require.ErrorIs(t, err, ledger.ErrQuota)
 	require.False(t, qe.TooLarge())
 	_, found, err := b.s.KVGet(task.ID, 0, 0, "j")
 	require.NoError(t, err)
@@ -63,12 +65,12 @@ func TestArtifactQuotaCountsEachBlobOncePerTask(t *testing.T) {
 	a := b.submit(t, plainSteps("a"))
 	other := b.submit(t, plainSteps("a"))
 	data := []byte(strings.Repeat("d", 300))
-	ref, err := b.s.PutArtifact(b.ctx, Provenance{Name: "1", Task: a.ID, Step: "a"}, data, 500)
+	ref, err := b.s.PutArtifact(b.ctx, ledger.Provenance{Name: "1", Task: a.ID, Step: "a"}, data, 500)
 	require.NoError(t, err)
-	_, err = b.s.PutArtifact(b.ctx, Provenance{Name: "2", Task: a.ID, Step: "a"}, data, 500)
+	_, err = b.s.PutArtifact(b.ctx, ledger.Provenance{Name: "2", Task: a.ID, Step: "a"}, data, 500)
 	require.NoError(t, err)
-	_, err = b.s.PutArtifact(b.ctx, Provenance{Name: "3", Task: a.ID, Step: "a"}, []byte(strings.Repeat("e", 300)), 500)
-	require.ErrorIs(t, err, ErrQuota)
+	_, err = b.s.PutArtifact(b.ctx, ledger.Provenance{Name: "3", Task: a.ID, Step: "a"}, []byte(strings.Repeat("e", 300)), 500)
+	require.ErrorIs(t, err, ledger.ErrQuota)
 	require.Equal(t, int64(300), b.usage(t, a.ID).Artifacts)
 
 	owns, err := b.s.OwnsArtifact(a.ID, ref)
@@ -77,7 +79,7 @@ func TestArtifactQuotaCountsEachBlobOncePerTask(t *testing.T) {
 	owns, err = b.s.OwnsArtifact(other.ID, ref)
 	require.NoError(t, err)
 	require.False(t, owns, "another task's artifact")
-	_, err = b.s.PutArtifact(b.ctx, Provenance{Name: "x", Task: other.ID, Step: "a"}, data, 500)
+	_, err = b.s.PutArtifact(b.ctx, ledger.Provenance{Name: "x", Task: other.ID, Step: "a"}, data, 500)
 	require.NoError(t, err)
 	owns, err = b.s.OwnsArtifact(other.ID, ref)
 	require.NoError(t, err)
@@ -104,13 +106,13 @@ func TestArtifactQuotaCountsPutsInFlight(t *testing.T) {
 			return
 		}
 		// The first put has passed its check and written nothing yet.
-		_, inner = b.s.PutArtifact(b.ctx, Provenance{Name: "2", Task: task.ID, Step: "a"}, second, 500)
-		require.NoError(t, errOf(b.s.PutArtifact(b.ctx, Provenance{Name: "1b", Task: task.ID, Step: "a"}, first, 500)),
+		_, inner = b.s.PutArtifact(b.ctx, ledger.Provenance{Name: "2", Task: task.ID, Step: "a"}, second, 500)
+		require.NoError(t, errOf(b.s.PutArtifact(b.ctx, ledger.Provenance{Name: "1b", Task: task.ID, Step: "a"}, first, 500)),
 			"the same content in flight counts once")
 	}
-	_, err1 := b.s.PutArtifact(b.ctx, Provenance{Name: "1", Task: task.ID, Step: "a"}, first, 500)
+	_, err1 := b.s.PutArtifact(b.ctx, ledger.Provenance{Name: "1", Task: task.ID, Step: "a"}, first, 500)
 	require.NoError(t, err1)
-	var qe *QuotaError
+	var qe *ledger.QuotaError
 	require.ErrorAs(t, inner, &qe, "the second put is refused while the first is in flight")
 	require.Equal(t, int64(300), qe.Used)
 	require.Equal(t, int64(300), b.usage(t, task.ID).Artifacts)
@@ -125,7 +127,7 @@ func TestArtifactQuotaCountsPutsInFlight(t *testing.T) {
 
 	// Once charged, the same content is free to put again.
 	b.s.inflight.hook = nil
-	_, err2 := b.s.PutArtifact(b.ctx, Provenance{Name: "1c", Task: task.ID, Step: "a"}, first, 500)
+	_, err2 := b.s.PutArtifact(b.ctx, ledger.Provenance{Name: "1c", Task: task.ID, Step: "a"}, first, 500)
 	require.NoError(t, err2)
 }
 

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/lhengine/lhengine/ledger"
 )
 
 // Reader reads records inside a transaction: the one of a Planner, or a
@@ -20,7 +22,7 @@ func (s *Store) Read(fn func(r *Reader) error) error {
 }
 
 // Task returns the task record, every step's state included.
-func (r *Reader) Task(id string) (*Task, error) {
+func (r *Reader) Task(id string) (*ledger.Task, error) {
 	task, err := r.t.loadTask(id)
 	if err != nil {
 		return nil, fmt.Errorf("task %s: %w", id, err)
@@ -29,8 +31,8 @@ func (r *Reader) Task(id string) (*Task, error) {
 }
 
 // Manifest returns the task's pinned run manifest.
-func (r *Reader) Manifest(id string) (*Manifest, error) {
-	m := new(Manifest)
+func (r *Reader) Manifest(id string) (*ledger.Manifest, error) {
+	m := new(ledger.Manifest)
 	if err := r.t.getJSON(manifestKey(id), m); err != nil {
 		return nil, fmt.Errorf("manifest of task %s: %w", id, err)
 	}
@@ -41,12 +43,12 @@ func (r *Reader) Manifest(id string) (*Manifest, error) {
 // its unit, or for a fan-out step the JSON array of its items' outputs in item
 // order. It returns ErrNotFound if the step has not completed in its current pass.
 func (r *Reader) StepOutput(id string, step int) (json.RawMessage, error) {
-	task := new(Task)
+	task := new(ledger.Task)
 	if err := r.t.getJSON(taskKey(id), task); err != nil {
 		return nil, fmt.Errorf("task %s: %w", id, err)
 	}
-	if step < 0 || step >= task.stepCount() {
-		return nil, fmt.Errorf("task %s has no step %d: %w", id, step, ErrNotFound)
+	if step < 0 || step >= task.StepCount() {
+		return nil, fmt.Errorf("task %s has no step %d: %w", id, step, ledger.ErrNotFound)
 	}
 	return r.StepOutputOf(task, step)
 }
@@ -55,7 +57,7 @@ func (r *Reader) StepOutput(id string, step int) (json.RawMessage, error) {
 // Planner must use the record it was given: it is newer than the stored one).
 // Only the state of that step is read from the task (a lease's Snapshot
 // holds the steps before the leased one).
-func (r *Reader) StepOutputOf(task *Task, step int) (json.RawMessage, error) {
+func (r *Reader) StepOutputOf(task *ledger.Task, step int) (json.RawMessage, error) {
 	return r.StepOutputLimited(task, step, -1)
 }
 
@@ -82,19 +84,16 @@ func parseAttemptSuffix(b []byte) (unitAttempt, bool) {
 	return unitAttempt{int(item), int(attempt)}, true
 }
 
-// ErrTooLarge: a read would assemble more bytes than its caller allows.
-var ErrTooLarge = errors.New("too large")
-
 // StepOutputLimited is StepOutputOf that gives up with ErrTooLarge as soon
 // as the output would exceed max bytes (max < 0: no limit), before holding
 // more than that in memory.
-func (r *Reader) StepOutputLimited(task *Task, step int, max int64) (json.RawMessage, error) {
+func (r *Reader) StepOutputLimited(task *ledger.Task, step int, max int64) (json.RawMessage, error) {
 	st := *r.t.step(task, step)
 	if r.t.err != nil {
 		return nil, r.t.err
 	}
 	if !st.Planned || st.Done+st.Failed < st.Units {
-		return nil, fmt.Errorf("step %q of task %s has not completed: %w", st.Name, task.ID, ErrNotFound)
+		return nil, fmt.Errorf("step %q of task %s has not completed: %w", st.Name, task.ID, ledger.ErrNotFound)
 	}
 	// The committed attempt of each unit of the current pass, in item
 	// order: the order of the attempts' keys, which one scan reads (a
@@ -105,15 +104,15 @@ func (r *Reader) StepOutputLimited(task *Task, step int, max int64) (json.RawMes
 	var want []unitAttempt
 	err := r.t.scan(unitStepPrefix(task.ID, step), func(key, val []byte) (bool, error) {
 		var u struct {
-			Item      int       `json:"item"`
-			Pass      int       `json:"pass"`
-			State     UnitState `json:"state"`
-			Committed int       `json:"committed"`
+			Item      int              `json:"item"`
+			Pass      int              `json:"pass"`
+			State     ledger.UnitState `json:"state"`
+			Committed int              `json:"committed"`
 		}
 		if err := json.Unmarshal(val, &u); err != nil {
 			return false, fmt.Errorf("unit record %s: %w", key, err)
 		}
-		if u.Pass == st.Pass && u.State == UnitDone {
+		if u.Pass == st.Pass && u.State == ledger.UnitDone {
 			want = append(want, unitAttempt{u.Item, u.Committed})
 		}
 		return true, nil
@@ -122,7 +121,7 @@ func (r *Reader) StepOutputLimited(task *Task, step int, max int64) (json.RawMes
 		return nil, err
 	}
 	missing := func(n int) error {
-		return fmt.Errorf("attempt record %s: %w", attemptKey(task.ID, step, want[n].item, want[n].attempt), ErrNotFound)
+		return fmt.Errorf("attempt record %s: %w", attemptKey(task.ID, step, want[n].item, want[n].attempt), ledger.ErrNotFound)
 	}
 	var buf bytes.Buffer
 	if st.FanOut {
@@ -148,7 +147,7 @@ func (r *Reader) StepOutputLimited(task *Task, step int, max int64) (json.RawMes
 			return false, fmt.Errorf("attempt record %s: %w", key, err)
 		}
 		if max >= 0 && int64(buf.Len()+len(a.Output)+2) > max {
-			return false, fmt.Errorf("%w: the output of step %q is more than %d bytes (%d of %d units read)", ErrTooLarge, st.Name, max, n, st.Units)
+			return false, fmt.Errorf("%w: the output of step %q is more than %d bytes (%d of %d units read)", ledger.ErrTooLarge, st.Name, max, n, st.Units)
 		}
 		if n > 0 {
 			buf.WriteByte(',')
@@ -174,10 +173,10 @@ func (r *Reader) StepOutputLimited(task *Task, step int, max int64) (json.RawMes
 
 // Units returns the units of a step in item order, including stale units of
 // earlier passes that have no counterpart in the current one.
-func (r *Reader) Units(id string, step int) ([]*Unit, error) {
-	var out []*Unit
+func (r *Reader) Units(id string, step int) ([]*ledger.Unit, error) {
+	var out []*ledger.Unit
 	err := r.t.scan(unitStepPrefix(id, step), func(_, val []byte) (bool, error) {
-		u := new(Unit)
+		u := new(ledger.Unit)
 		if err := json.Unmarshal(val, u); err != nil {
 			return false, err
 		}
@@ -188,8 +187,8 @@ func (r *Reader) Units(id string, step int) ([]*Unit, error) {
 }
 
 // Attempt returns the record of one attempt.
-func (r *Reader) Attempt(id string, step, item, attempt int) (*Attempt, error) {
-	a := new(Attempt)
+func (r *Reader) Attempt(id string, step, item, attempt int) (*ledger.Attempt, error) {
+	a := new(ledger.Attempt)
 	if err := r.t.getJSON(attemptKey(id, step, item, attempt), a); err != nil {
 		return nil, fmt.Errorf("attempt %d of task %s step %d item %d: %w", attempt, id, step, item, err)
 	}
@@ -197,10 +196,10 @@ func (r *Reader) Attempt(id string, step, item, attempt int) (*Attempt, error) {
 }
 
 // Attempts returns every recorded attempt of a step, by item then attempt.
-func (r *Reader) Attempts(id string, step int) ([]*Attempt, error) {
-	var out []*Attempt
+func (r *Reader) Attempts(id string, step int) ([]*ledger.Attempt, error) {
+	var out []*ledger.Attempt
 	err := r.t.scan(attemptPrefix(id, step), func(_, val []byte) (bool, error) {
-		a := new(Attempt)
+		a := new(ledger.Attempt)
 		if err := json.Unmarshal(val, a); err != nil {
 			return false, err
 		}
@@ -211,12 +210,12 @@ func (r *Reader) Attempts(id string, step int) ([]*Attempt, error) {
 }
 
 // Events returns up to limit events of a task with Seq >= from (limit <= 0: all).
-func (r *Reader) Events(id string, from uint64, limit int) ([]Event, error) {
-	var out []Event
+func (r *Reader) Events(id string, from uint64, limit int) ([]ledger.Event, error) {
+	var out []ledger.Event
 	prefix := []byte("e/" + id + "/")
 	start := eventKey(id, from)
 	err := r.t.scanFrom(prefix, start, func(key, val []byte) (bool, error) {
-		var e Event
+		var e ledger.Event
 		if err := json.Unmarshal(val, &e); err != nil {
 			return false, err
 		}
@@ -227,10 +226,10 @@ func (r *Reader) Events(id string, from uint64, limit int) ([]Event, error) {
 }
 
 // Tasks returns all tasks, oldest first.
-func (r *Reader) Tasks() ([]*Task, error) {
-	var out []*Task
+func (r *Reader) Tasks() ([]*ledger.Task, error) {
+	var out []*ledger.Task
 	err := r.t.scan([]byte("t/"), func(_, val []byte) (bool, error) {
-		task := new(Task)
+		task := new(ledger.Task)
 		if err := decodeTask(val, task); err != nil {
 			return false, err
 		}
@@ -249,15 +248,15 @@ func (r *Reader) Tasks() ([]*Task, error) {
 }
 
 // FindTask resolves a task id or a unique prefix of one (at least 6 characters).
-func (r *Reader) FindTask(ref string) (*Task, error) {
+func (r *Reader) FindTask(ref string) (*ledger.Task, error) {
 	ref = strings.ToUpper(strings.TrimSpace(ref))
 	if task, err := r.Task(ref); err == nil {
 		return task, nil
-	} else if !errors.Is(err, ErrNotFound) {
+	} else if !errors.Is(err, ledger.ErrNotFound) {
 		return nil, err
 	}
 	if len(ref) < 6 {
-		return nil, fmt.Errorf("task %s: %w", ref, ErrNotFound)
+		return nil, fmt.Errorf("task %s: %w", ref, ledger.ErrNotFound)
 	}
 	var found []string
 	for _, k := range r.t.keys([]byte("t/" + ref)) {
@@ -265,7 +264,7 @@ func (r *Reader) FindTask(ref string) (*Task, error) {
 	}
 	switch len(found) {
 	case 0:
-		return nil, fmt.Errorf("task %s: %w", ref, ErrNotFound)
+		return nil, fmt.Errorf("task %s: %w", ref, ledger.ErrNotFound)
 	case 1:
 		return r.Task(found[0])
 	}
@@ -283,8 +282,8 @@ func (s *Store) Pending() bool {
 // ctx-free convenience wrappers.
 
 // Task returns one task record.
-func (s *Store) Task(_ context.Context, id string) (*Task, error) {
-	var out *Task
+func (s *Store) Task(_ context.Context, id string) (*ledger.Task, error) {
+	var out *ledger.Task
 	err := s.Read(func(r *Reader) error {
 		var err error
 		out, err = r.Task(id)

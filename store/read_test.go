@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/fault"
@@ -18,13 +20,13 @@ import (
 func TestStepOutputReadsTheCommittedAttemptOfEachUnit(t *testing.T) {
 	t.Parallel()
 	b := setup(t, fanOutPlanner(3))
-	task := b.submit(t, []StepState{{Name: "each", FanOut: true, Limit: 3}})
-	c, err := b.s.Claim(b.ctx, ClaimRequest{Owner: b.s.Owner("w"), Max: 3})
+	task := b.submit(t, []ledger.StepState{{Name: "each", FanOut: true, Limit: 3}})
+	c, err := b.s.Claim(b.ctx, ledger.ClaimRequest{Owner: b.s.Owner("w"), Max: 3})
 	require.NoError(t, err)
 	require.Len(t, c.Leases, 3)
 	for _, l := range c.Leases {
 		if l.Item == 1 {
-			_, err := b.s.Commit(b.ctx, Result{Lease: l, Failure: &Failure{Kind: fault.Trap, Message: "boom"}, RetryAt: b.clock.Now()})
+			_, err := b.s.Commit(b.ctx, ledger.Result{Lease: l, Failure: &ledger.Failure{Kind: fault.Trap, Message: "boom"}, RetryAt: b.clock.Now()})
 			require.NoError(t, err)
 			continue
 		}
@@ -46,7 +48,7 @@ func TestStepOutputReadsTheCommittedAttemptOfEachUnit(t *testing.T) {
 		require.NoError(t, err)
 		committed = units[1].Committed
 		out, err = r.StepOutputLimited(mustTask(t, b, task.ID), 0, 10)
-		require.ErrorIs(t, err, ErrTooLarge, "the limit is checked as outputs are read")
+		require.ErrorIs(t, err, ledger.ErrTooLarge, "the limit is checked as outputs are read")
 		require.Nil(t, out)
 		return nil
 	}))
@@ -55,12 +57,12 @@ func TestStepOutputReadsTheCommittedAttemptOfEachUnit(t *testing.T) {
 	require.NoError(t, b.s.update(b.ctx, func(t *tx) error { return t.del(attemptKey(task.ID, 0, 1, committed)) }))
 	require.NoError(t, b.s.Read(func(r *Reader) error {
 		_, err := r.StepOutput(task.ID, 0)
-		require.ErrorIs(t, err, ErrNotFound)
+		require.ErrorIs(t, err, ledger.ErrNotFound)
 		return nil
 	}))
 }
 
-func mustTask(t *testing.T, b *testBundle, id string) *Task {
+func mustTask(t *testing.T, b *testBundle, id string) *ledger.Task {
 	t.Helper()
 	task, err := b.s.Task(b.ctx, id)
 	require.NoError(t, err)

@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/stretchr/testify/require"
 )
 
@@ -30,25 +32,25 @@ func TestReleaseGivesBackUncharged(t *testing.T) {
 	require.Equal(t, 1, again.Attempt, "the same attempt runs again")
 	require.Greater(t, again.Epoch, first.Epoch, "under a new epoch")
 
-	require.ErrorIs(t, b.s.Release(b.ctx, first), ErrLeaseLost)
-	_, err = b.s.Commit(b.ctx, Result{Lease: first, Output: []byte(`1`)})
-	require.ErrorIs(t, err, ErrLeaseLost)
+	require.ErrorIs(t, b.s.Release(b.ctx, first), ledger.ErrLeaseLost)
+	_, err = b.s.Commit(b.ctx, ledger.Result{Lease: first, Output: []byte(`1`)})
+	require.ErrorIs(t, err, ledger.ErrLeaseLost)
 
 	task = b.done(t, again, `"ok"`)
-	require.Equal(t, Succeeded, task.Status)
+	require.Equal(t, ledger.Succeeded, task.Status)
 	require.Equal(t, 1, task.Attempts)
-	var evs []Event
+	var evs []ledger.Event
 	require.NoError(t, b.s.Read(func(r *Reader) error {
 		var err error
 		evs, err = r.Events(first.Task, 0, 0)
 		return err
 	}))
-	var released []Event
+	var released []ledger.Event
 	for _, e := range evs {
-		if e.Type == EvReleased {
+		if e.Type == ledger.EvReleased {
 			released = append(released, e)
 		}
-		require.NotEqual(t, EvLeaseExpired, e.Type)
+		require.NotEqual(t, ledger.EvLeaseExpired, e.Type)
 	}
 	require.Len(t, released, 1)
 	require.Equal(t, 1, released[0].Attempt)
@@ -61,12 +63,12 @@ func TestReleaseGivesBackUncharged(t *testing.T) {
 func TestReleaseOfAFanOutUnitKeepsTheStepsCount(t *testing.T) {
 	t.Parallel()
 	b := setup(t, fanOutPlanner(3))
-	b.submit(t, []StepState{{Name: "each", FanOut: true, Limit: 1}})
-	c, err := b.s.Claim(b.ctx, ClaimRequest{Owner: b.s.Owner("w"), Max: 3, LeaseFor: 30 * time.Second})
+	b.submit(t, []ledger.StepState{{Name: "each", FanOut: true, Limit: 1}})
+	c, err := b.s.Claim(b.ctx, ledger.ClaimRequest{Owner: b.s.Owner("w"), Max: 3, LeaseFor: 30 * time.Second})
 	require.NoError(t, err)
 	require.Len(t, c.Leases, 1, "the step's limit is 1")
 	require.NoError(t, b.s.Release(b.ctx, c.Leases[0]))
-	c, err = b.s.Claim(b.ctx, ClaimRequest{Owner: b.s.Owner("w"), Max: 3, LeaseFor: 30 * time.Second})
+	c, err = b.s.Claim(b.ctx, ledger.ClaimRequest{Owner: b.s.Owner("w"), Max: 3, LeaseFor: 30 * time.Second})
 	require.NoError(t, err)
 	require.Len(t, c.Leases, 1, "the released unit's place is free again")
 	require.Equal(t, 1, c.Leases[0].Attempt)

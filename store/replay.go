@@ -1,15 +1,14 @@
 package store
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/lhengine/lhengine/ledger"
 )
 
 // A replay set is the recorded model responses a task's model calls are
@@ -28,70 +27,25 @@ import (
 // conversation. A set replayed by many tasks is stored once; gc removes it
 // once no manifest pins it.
 
-// MaxReplayBytes bounds a replay set: the recordings' total size. They are
-// read into memory at submit.
-const MaxReplayBytes = 64 << 20
-
-// ReplaySet is a replay set ready to be stored: each recording file's bytes
-// by the sha256 of its request.
-type ReplaySet struct {
-	pin   ReplayPin
-	index []byte
-	files map[string][]byte // by file sha256
-}
-
-// ReplayIndex maps a request's sha256 to the sha256 of its recording file.
-type ReplayIndex map[string]string
-
-// NewReplaySet builds the replay set of recordings (each recording file's
-// bytes by the sha256 of the request it answers, 64 lower-case hex digits)
-// read from dir, and the pin a manifest records for it. A set larger than
-// MaxReplayBytes is an error.
-func NewReplaySet(dir string, recordings map[string][]byte) (*ReplaySet, error) {
-	set := &ReplaySet{files: map[string][]byte{}}
-	var idx bytes.Buffer
-	var total int64
-	for _, req := range slices.Sorted(maps.Keys(recordings)) {
-		if !isSHA256(req) {
-			return nil, fmt.Errorf("replay set: %q is not a request sha256 (64 lower-case hex digits)", req)
-		}
-		b := recordings[req]
-		if total += int64(len(b)); total > MaxReplayBytes {
-			return nil, fmt.Errorf("replay set %s: its recordings are more than %d bytes; replay a smaller conversation", dir, MaxReplayBytes)
-		}
-		sum := sha256.Sum256(b)
-		file := hex.EncodeToString(sum[:])
-		set.files[file] = b
-		fmt.Fprintf(&idx, "%s %s\n", req, file)
-	}
-	set.index = idx.Bytes()
-	sum := sha256.Sum256(set.index)
-	set.pin = ReplayPin{Dir: dir, Recordings: len(recordings), Bytes: total, SHA256: hex.EncodeToString(sum[:])}
-	return set, nil
-}
-
-// Pin is what a manifest records of the set.
-func (r *ReplaySet) Pin() ReplayPin { return r.pin }
-
 // putReplay stores the replay set nt brings (its recordings and index,
 // each once however many tasks replay them), which its manifest must pin.
 // The caller holds holdBlobs.
-func (s *Store) putReplay(ctx context.Context, nt NewTask) error {
+func (s *Store) putReplay(ctx context.Context, nt ledger.NewTask) error {
 	set := nt.Replay
 	switch pin := nt.Manifest.ModelReplay; {
 	case set == nil && pin != nil:
 		return fmt.Errorf("the manifest pins replay set %s, which was not given", pin.SHA256)
-	case set != nil && (pin == nil || *pin != set.pin):
+	case set != nil && (pin == nil || *pin != set.Pin()):
 		return errors.New("the manifest does not pin the replay set given")
 	case set != nil:
-		for _, file := range slices.Sorted(maps.Keys(set.files)) {
-			if _, err := s.putBlob(ctx, file, set.files[file]); err != nil {
+		for _, file := range slices.Sorted(maps.Keys(set.Files())) {
+			if _, err := s.putBlob(ctx, file, set.Files()[file]); err != nil {
 				return fmt.Errorf("storing recording %s: %w", file, err)
 			}
 		}
 		// The index last: a set whose index is stored has all its recordings.
-		if _, err := s.putBlob(ctx, set.pin.SHA256, set.index); err != nil {
-			return fmt.Errorf("storing replay set %s: %w", set.pin.SHA256, err)
+		if _, err := s.putBlob(ctx, set.Pin().SHA256, set.Index()); err != nil {
+			return fmt.Errorf("storing replay set %s: %w", set.Pin().SHA256, err)
 		}
 	}
 	return nil
@@ -99,9 +53,9 @@ func (s *Store) putReplay(ctx context.Context, nt NewTask) error {
 
 // ReplayIndex reads the index of the replay set with sha256 set. It
 // returns an error wrapping ErrNotFound when the store does not hold it.
-func (s *Store) ReplayIndex(set string) (ReplayIndex, error) {
-	if !isSHA256(set) {
-		return nil, fmt.Errorf("replay set %q: want 64 hex digits: %w", set, ErrNotFound)
+func (s *Store) ReplayIndex(set string) (ledger.ReplayIndex, error) {
+	if !ledger.IsSHA256(set) {
+		return nil, fmt.Errorf("replay set %q: want 64 hex digits: %w", set, ledger.ErrNotFound)
 	}
 	b, err := s.readBlob(set)
 	if err != nil {
@@ -110,11 +64,11 @@ func (s *Store) ReplayIndex(set string) (ReplayIndex, error) {
 	return parseReplayIndex(set, b)
 }
 
-func parseReplayIndex(set string, b []byte) (ReplayIndex, error) {
-	idx := ReplayIndex{}
+func parseReplayIndex(set string, b []byte) (ledger.ReplayIndex, error) {
+	idx := ledger.ReplayIndex{}
 	for line := range strings.Lines(string(b)) {
 		req, file, ok := strings.Cut(strings.TrimSuffix(line, "\n"), " ")
-		if !ok || !isSHA256(req) || !isSHA256(file) {
+		if !ok || !ledger.IsSHA256(req) || !ledger.IsSHA256(file) {
 			return nil, fmt.Errorf("replay set %s: index line %q is not \"<request sha256> <file sha256>\": the store is damaged", set, line)
 		}
 		idx[req] = file
@@ -125,8 +79,8 @@ func parseReplayIndex(set string, b []byte) (ReplayIndex, error) {
 // ReplayRecording returns the recording file whose sha256 is file (an
 // entry of a ReplayIndex), verified against it.
 func (s *Store) ReplayRecording(file string) ([]byte, error) {
-	if !isSHA256(file) {
-		return nil, fmt.Errorf("recording %q: want 64 hex digits: %w", file, ErrNotFound)
+	if !ledger.IsSHA256(file) {
+		return nil, fmt.Errorf("recording %q: want 64 hex digits: %w", file, ledger.ErrNotFound)
 	}
 	b, err := s.readBlob(file)
 	if err != nil {
@@ -140,7 +94,7 @@ func (s *Store) ReplayRecording(file string) ([]byte, error) {
 func (s *Store) replayBlobs(set string, used map[string]bool) error {
 	used[set] = true
 	idx, err := s.ReplayIndex(set)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, ledger.ErrNotFound) {
 		return nil // submitted without its set (a damaged store): nothing to keep
 	}
 	if err != nil {
@@ -150,16 +104,4 @@ func (s *Store) replayBlobs(set string, used map[string]bool) error {
 		used[file] = true
 	}
 	return nil
-}
-
-func isSHA256(s string) bool {
-	if len(s) != 64 {
-		return false
-	}
-	for _, c := range []byte(s) {
-		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
-	}
-	return true
 }

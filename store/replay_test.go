@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/stretchr/testify/require"
 )
 
@@ -20,12 +22,12 @@ func recordings(n int, tag string) map[string][]byte {
 	return out
 }
 
-func (b *testBundle) submitReplay(t *testing.T, set *ReplaySet) *Task {
+func (b *testBundle) submitReplay(t *testing.T, set *ledger.ReplaySet) *ledger.Task {
 	t.Helper()
 	wasm, sum := module(100, 1)
 	pin := set.Pin()
-	task, created, err := b.s.Submit(b.ctx, NewTask{Name: "t", Steps: plainSteps("a"), Manifest: Manifest{
-		Plugins: map[string]PluginPin{"a": {Path: "/gone/a.wasm", SHA256: sum}}, ModelReplay: &pin,
+	task, created, err := b.s.Submit(b.ctx, ledger.NewTask{Name: "t", Steps: plainSteps("a"), Manifest: ledger.Manifest{
+		Plugins: map[string]ledger.PluginPin{"a": {Path: "/gone/a.wasm", SHA256: sum}}, ModelReplay: &pin,
 	}, Modules: map[string][]byte{sum: wasm}, Replay: set})
 	require.NoError(t, err)
 	require.True(t, created)
@@ -39,15 +41,15 @@ func TestReplaySetIsStoredWithTheTask(t *testing.T) {
 	t.Parallel()
 	b := setupDisk(t)
 	recs := recordings(3, "a")
-	set, err := NewReplaySet("/recorded", recs)
+	set, err := ledger.NewReplaySet("/recorded", recs)
 	require.NoError(t, err)
 	pin := set.Pin()
 	require.Equal(t, 3, pin.Recordings)
 	require.Equal(t, "/recorded", pin.Dir)
-	again, err := NewReplaySet("/elsewhere", recs)
+	again, err := ledger.NewReplaySet("/elsewhere", recs)
 	require.NoError(t, err)
 	require.Equal(t, pin.SHA256, again.Pin().SHA256, "the set's sha256 is its content's, wherever it came from")
-	other, err := NewReplaySet("/recorded", recordings(3, "b"))
+	other, err := ledger.NewReplaySet("/recorded", recordings(3, "b"))
 	require.NoError(t, err)
 	require.NotEqual(t, pin.SHA256, other.Pin().SHA256)
 
@@ -72,7 +74,7 @@ func TestReplaySetIsStoredWithTheTask(t *testing.T) {
 	require.NoError(t, b.s.view(func(tx *tx) error { blobs = len(tx.keys([]byte("B/"))); return nil }))
 	require.Equal(t, 1+3+1, blobs, "the module, three recordings and the index, once for both tasks")
 
-	for i, task := range []*Task{first, second} {
+	for i, task := range []*ledger.Task{first, second} {
 		_, err = b.s.Cancel(b.ctx, task.ID, "")
 		require.NoError(t, err)
 		require.NoError(t, b.s.Remove(b.ctx, task.ID))
@@ -85,28 +87,28 @@ func TestReplaySetIsStoredWithTheTask(t *testing.T) {
 		} else {
 			require.Equal(t, 5, st.Blobs, "no task pins the set or the module")
 			_, err = b.s.ReplayIndex(pin.SHA256)
-			require.ErrorIs(t, err, ErrNotFound)
+			require.ErrorIs(t, err, ledger.ErrNotFound)
 		}
 	}
 }
 
 func TestReplaySetRefusals(t *testing.T) {
 	t.Parallel()
-	_, err := NewReplaySet("/d", map[string][]byte{"not-a-sum": nil})
+	_, err := ledger.NewReplaySet("/d", map[string][]byte{"not-a-sum": nil})
 	require.ErrorContains(t, err, "not a request sha256")
 
 	big := map[string][]byte{}
-	for i, chunk := 0, make([]byte, MaxReplayBytes/4+1); i < 4; i++ {
+	for i, chunk := 0, make([]byte, ledger.MaxReplayBytes/4+1); i < 4; i++ {
 		sum := sha256.Sum256([]byte{byte(i)})
 		big[hex.EncodeToString(sum[:])] = chunk
 	}
-	_, err = NewReplaySet("/d", big)
-	require.ErrorContains(t, err, fmt.Sprintf("more than %d bytes", MaxReplayBytes))
+	_, err = ledger.NewReplaySet("/d", big)
+	require.ErrorContains(t, err, fmt.Sprintf("more than %d bytes", ledger.MaxReplayBytes))
 
 	b := setupDisk(t)
-	set, err := NewReplaySet("/d", recordings(1, "x"))
+	set, err := ledger.NewReplaySet("/d", recordings(1, "x"))
 	require.NoError(t, err)
-	_, _, err = b.s.Submit(b.ctx, NewTask{Name: "t", Steps: plainSteps("a"), Manifest: Manifest{Plugins: map[string]PluginPin{}}, Replay: set})
+	_, _, err = b.s.Submit(b.ctx, ledger.NewTask{Name: "t", Steps: plainSteps("a"), Manifest: ledger.Manifest{Plugins: map[string]ledger.PluginPin{}}, Replay: set})
 	require.ErrorContains(t, err, "does not pin the replay set")
 
 	_, err = parseReplayIndex("x", []byte(strings.Repeat("a", 64)+"\n"))

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/dgraph-io/badger/v4"
 
 	"github.com/lhengine/lhengine/internal/crashpoint"
@@ -17,16 +19,6 @@ import (
 
 // removeBatch bounds the keys one transaction of Remove or GC deletes.
 const removeBatch = 1000
-
-// NotFinishedError is returned by Remove for a task that may still run.
-type NotFinishedError struct {
-	ID     string
-	Status Status
-}
-
-func (e *NotFinishedError) Error() string {
-	return fmt.Sprintf("task %s is %s, not finished: only succeeded, failed or cancelled tasks can be removed (cancel it first: lhengine cancel %s)", e.ID, e.Status, e.ID)
-}
 
 // taskTables are the tables whose keys of one task share the prefix
 // "<table>/<task>/". The task's own records (t/, m/, a/ and the idempotency
@@ -44,12 +36,12 @@ var taskTables = []string{"u", "o", "e", "p", "j", "v", "n", "q", "g", "f", "r",
 // which a later Remove finishes. It returns an error wrapping ErrNotFound for
 // an unknown task and a *NotFinishedError for one that is not finished.
 func (s *Store) Remove(ctx context.Context, id string) error {
-	task := new(Task)
+	task := new(ledger.Task)
 	if err := s.view(func(t *tx) error { return t.getJSON(taskKey(id), task) }); err != nil {
 		return fmt.Errorf("task %s: %w", id, err)
 	}
 	if !task.Status.Terminal() {
-		return &NotFinishedError{ID: id, Status: task.Status}
+		return &ledger.NotFinishedError{ID: id, Status: task.Status}
 	}
 	if err := s.markRemoving(ctx, id); err != nil {
 		return err
@@ -132,23 +124,6 @@ func (t *tx) keysLimit(prefix []byte, limit int, size int64) ([][]byte, int64) {
 	return out, size
 }
 
-// GCStats says what GC freed.
-type GCStats struct {
-	// Blobs is the number of artifact and module blobs deleted because no
-	// provenance record or manifest referred to them any more; BlobBytes
-	// their size.
-	Blobs     int   `json:"blobs"`
-	BlobBytes int64 `json:"blob_bytes"`
-	// Orphans counts the blobs whose chunks were deleted because their put
-	// never finished (a crash or cancel before the blob record was written);
-	// OrphanBytes their size.
-	Orphans     int   `json:"orphans"`
-	OrphanBytes int64 `json:"orphan_bytes"`
-	// VlogFiles is the number of value-log files Badger rewrote to give back
-	// the space of deleted values.
-	VlogFiles int `json:"vlog_files"`
-}
-
 // GC deletes the blobs (artifacts and modules) that no provenance record and
 // no manifest refers to, the chunks left by puts that never finished, and
 // then runs Badger's value-log GC until it has nothing left to rewrite.
@@ -158,8 +133,8 @@ type GCStats struct {
 // committed, and GC holds it exclusively while it decides and deletes, so
 // every chunk without a blob record that GC sees was left by a put that is
 // over. Puts wait while GC deletes.
-func (s *Store) GC(ctx context.Context) (GCStats, error) {
-	var st GCStats
+func (s *Store) GC(ctx context.Context) (ledger.GCStats, error) {
+	var st ledger.GCStats
 	if err := s.collectBlobs(ctx, &st); err != nil {
 		return st, err
 	}
@@ -219,7 +194,7 @@ func (s *Store) valueLogGC(ctx context.Context) error {
 	})
 }
 
-func (s *Store) collectBlobs(ctx context.Context, st *GCStats) error {
+func (s *Store) collectBlobs(ctx context.Context, st *ledger.GCStats) error {
 	blobMu.Lock()
 	defer blobMu.Unlock()
 	used := map[string]bool{}
@@ -228,7 +203,7 @@ func (s *Store) collectBlobs(ctx context.Context, st *GCStats) error {
 	replays := map[string]bool{} // replay sets pinned (replay.go)
 	err := s.view(func(t *tx) error {
 		if err := t.scan([]byte("m/"), func(_, val []byte) (bool, error) {
-			var m Manifest
+			var m ledger.Manifest
 			if err := json.Unmarshal(val, &m); err != nil {
 				return false, err
 			}
@@ -243,7 +218,7 @@ func (s *Store) collectBlobs(ctx context.Context, st *GCStats) error {
 			return err
 		}
 		if err := t.scan([]byte("p/"), func(_, val []byte) (bool, error) {
-			var p Provenance
+			var p ledger.Provenance
 			if err := json.Unmarshal(val, &p); err != nil {
 				return false, err
 			}
@@ -322,7 +297,7 @@ func (s *Store) collectBlobs(ctx context.Context, st *GCStats) error {
 // Retry never re-opens it), and deletes what would let anyone find it anew:
 // a submit with its idempotency key now creates another task.
 func (s *Store) markRemoving(ctx context.Context, id string) error {
-	task := new(Task)
+	task := new(ledger.Task)
 	return s.update(ctx, func(t *tx) error {
 		// Checked again where the runnable mark is deleted: the status read
 		// above may be stale.
@@ -330,7 +305,7 @@ func (s *Store) markRemoving(ctx context.Context, id string) error {
 			return fmt.Errorf("task %s: %w", id, err)
 		}
 		if !task.Status.Terminal() {
-			return &NotFinishedError{ID: id, Status: task.Status}
+			return &ledger.NotFinishedError{ID: id, Status: task.Status}
 		}
 		if task.IdempotencyKey != "" {
 			owner, err := t.getRaw(idemKey(task.IdempotencyKey))
@@ -338,7 +313,7 @@ func (s *Store) markRemoving(ctx context.Context, id string) error {
 				if err := t.del(idemKey(task.IdempotencyKey)); err != nil {
 					return err
 				}
-			} else if err != nil && !errors.Is(err, ErrNotFound) {
+			} else if err != nil && !errors.Is(err, ledger.ErrNotFound) {
 				return err
 			}
 		}

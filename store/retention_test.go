@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/stretchr/testify/require"
 )
 
@@ -40,21 +42,21 @@ func keysOf(t *testing.T, s *Store, id string) []string {
 // fullTask submits a task with an idempotency key and gives it a record in
 // every table: units, attempts, events, notes, counts, key/value, effects
 // and an artifact. Its first step is committed; the second is not.
-func (b *testBundle) fullTask(t *testing.T, key string) *Task {
+func (b *testBundle) fullTask(t *testing.T, key string) *ledger.Task {
 	t.Helper()
-	task, created, err := b.s.Submit(b.ctx, NewTask{Name: "full", Steps: plainSteps("a", "b"), IdempotencyKey: key})
+	task, created, err := b.s.Submit(b.ctx, ledger.NewTask{Name: "full", Steps: plainSteps("a", "b"), IdempotencyKey: key})
 	require.NoError(t, err)
 	require.True(t, created)
-	l, err := b.s.Claim(b.ctx, ClaimRequest{Owner: b.s.Owner("w"), Max: 1, Task: task.ID})
+	l, err := b.s.Claim(b.ctx, ledger.ClaimRequest{Owner: b.s.Owner("w"), Max: 1, Task: task.ID})
 	require.NoError(t, err)
 	require.Len(t, l.Leases, 1)
 	lease := l.Leases[0]
 	require.NoError(t, b.s.KVPut(b.ctx, lease, "cursor", json.RawMessage(`1`), 64<<20))
-	require.NoError(t, b.s.RecordEffect(b.ctx, lease, &Effect{Task: task.ID, Step: 0, Key: "mail", State: EffectIntent}))
-	_, err = b.s.PutArtifact(b.ctx, Provenance{Name: "out.txt", Task: task.ID, Step: "a"}, []byte("artifact of "+task.ID), 1<<30)
+	require.NoError(t, b.s.RecordEffect(b.ctx, lease, &ledger.Effect{Task: task.ID, Step: 0, Key: "mail", State: ledger.EffectIntent}))
+	_, err = b.s.PutArtifact(b.ctx, ledger.Provenance{Name: "out.txt", Task: task.ID, Step: "a"}, []byte("artifact of "+task.ID), 1<<30)
 	require.NoError(t, err)
-	_, err = b.s.Commit(b.ctx, Result{Lease: lease, Output: json.RawMessage(`{}`), Log: []byte("log"),
-		Counts: map[string]int64{"files": 2}, Notes: []Note{{Kind: "finding", Text: "found"}}})
+	_, err = b.s.Commit(b.ctx, ledger.Result{Lease: lease, Output: json.RawMessage(`{}`), Log: []byte("log"),
+		Counts: map[string]int64{"files": 2}, Notes: []ledger.Note{{Kind: "finding", Text: "found"}}})
 	require.NoError(t, err)
 	return task
 }
@@ -67,11 +69,11 @@ func TestRemoveDeletesEveryRecordOfAFinishedTask(t *testing.T) {
 	otherKeys := keysOf(t, b.s, other.ID)
 
 	err := b.s.Remove(b.ctx, task.ID)
-	var nf *NotFinishedError
+	var nf *ledger.NotFinishedError
 	require.ErrorAs(t, err, &nf)
-	require.Equal(t, Running, nf.Status)
+	require.Equal(t, ledger.Running, nf.Status)
 	require.ErrorContains(t, err, "cancel it first")
-	require.ErrorIs(t, b.s.Remove(b.ctx, "01NOSUCHTASK0000000000000A"), ErrNotFound)
+	require.ErrorIs(t, b.s.Remove(b.ctx, "01NOSUCHTASK0000000000000A"), ledger.ErrNotFound)
 
 	_, err = b.s.Cancel(b.ctx, task.ID, "")
 	require.NoError(t, err)
@@ -80,10 +82,10 @@ func TestRemoveDeletesEveryRecordOfAFinishedTask(t *testing.T) {
 	require.NotContains(t, allKeys(t, b.s), "k/key-1")
 	require.Equal(t, otherKeys, keysOf(t, b.s, other.ID), "another task is untouched")
 	_, err = b.s.Task(b.ctx, task.ID)
-	require.ErrorIs(t, err, ErrNotFound)
+	require.ErrorIs(t, err, ledger.ErrNotFound)
 
 	// The idempotency key is free again.
-	again, created, err := b.s.Submit(b.ctx, NewTask{Name: "again", Steps: plainSteps("a"), IdempotencyKey: "key-1"})
+	again, created, err := b.s.Submit(b.ctx, ledger.NewTask{Name: "again", Steps: plainSteps("a"), IdempotencyKey: "key-1"})
 	require.NoError(t, err)
 	require.True(t, created)
 	require.NotEqual(t, task.ID, again.ID)
@@ -114,7 +116,7 @@ func TestRemoveCutShortIsFinishedByRemove(t *testing.T) {
 	require.Equal(t, removeBatch, n)
 	got, err := b.s.Task(b.ctx, task.ID)
 	require.NoError(t, err, "the task record goes last")
-	require.Equal(t, Cancelled, got.Status)
+	require.Equal(t, ledger.Cancelled, got.Status)
 
 	require.NoError(t, b.s.Remove(b.ctx, task.ID))
 	require.Empty(t, keysOf(t, b.s, task.ID))
@@ -125,14 +127,14 @@ func TestGCCollectsUnreferencedBlobsAndOrphanChunks(t *testing.T) {
 	b := setupDisk(t)
 	s := b.s
 
-	wasm, sum := module(ArtifactChunk+10, 3)
+	wasm, sum := module(ledger.ArtifactChunk+10, 3)
 	live := b.submitPinned(t, wasm, sum)
 	done := b.submitPinned(t, wasm, sum)
-	_, err := s.PutArtifact(b.ctx, Provenance{Name: "a.txt", Task: done.ID, Step: "a"}, []byte("only done's"), 1<<30)
+	_, err := s.PutArtifact(b.ctx, ledger.Provenance{Name: "a.txt", Task: done.ID, Step: "a"}, []byte("only done's"), 1<<30)
 	require.NoError(t, err)
-	shared, err := s.PutArtifact(b.ctx, Provenance{Name: "s.txt", Task: done.ID, Step: "a"}, []byte("shared"), 1<<30)
+	shared, err := s.PutArtifact(b.ctx, ledger.Provenance{Name: "s.txt", Task: done.ID, Step: "a"}, []byte("shared"), 1<<30)
 	require.NoError(t, err)
-	_, err = s.PutArtifact(b.ctx, Provenance{Name: "s.txt", Task: live.ID, Step: "a"}, []byte("shared"), 1<<30)
+	_, err = s.PutArtifact(b.ctx, ledger.Provenance{Name: "s.txt", Task: live.ID, Step: "a"}, []byte("shared"), 1<<30)
 	require.NoError(t, err)
 	// A put that crashed after two chunks: chunks and no blob record.
 	_, orphan := module(10, 9)
@@ -206,8 +208,8 @@ func TestGCWhilePutsRun(t *testing.T) {
 		puts.Add(1)
 		go func() {
 			defer puts.Done()
-			data, _ := module(2*ArtifactChunk+i, byte(i))
-			refs[i], artErrs[i] = b.s.PutArtifact(b.ctx, Provenance{Name: fmt.Sprint(i), Task: task.ID, Step: "a"}, data, 1<<30)
+			data, _ := module(2*ledger.ArtifactChunk+i, byte(i))
+			refs[i], artErrs[i] = b.s.PutArtifact(b.ctx, ledger.Provenance{Name: fmt.Sprint(i), Task: task.ID, Step: "a"}, data, 1<<30)
 		}()
 	}
 	modErrs := make([]error, 4)
@@ -215,9 +217,9 @@ func TestGCWhilePutsRun(t *testing.T) {
 		puts.Add(1)
 		go func() {
 			defer puts.Done()
-			wasm, sum := module(ArtifactChunk+i, byte(100+i))
-			_, _, modErrs[i] = b.s.Submit(b.ctx, NewTask{Name: "m", Steps: plainSteps("a"), Manifest: Manifest{
-				Plugins: map[string]PluginPin{"a": {Path: "a.wasm", SHA256: sum}}}, Modules: map[string][]byte{sum: wasm}})
+			wasm, sum := module(ledger.ArtifactChunk+i, byte(100+i))
+			_, _, modErrs[i] = b.s.Submit(b.ctx, ledger.NewTask{Name: "m", Steps: plainSteps("a"), Manifest: ledger.Manifest{
+				Plugins: map[string]ledger.PluginPin{"a": {Path: "a.wasm", SHA256: sum}}}, Modules: map[string][]byte{sum: wasm}})
 		}()
 	}
 	puts.Wait()
@@ -225,7 +227,7 @@ func TestGCWhilePutsRun(t *testing.T) {
 	require.NoError(t, <-gcDone)
 	for i, ref := range refs {
 		require.NoError(t, artErrs[i])
-		data, _ := module(2*ArtifactChunk+i, byte(i))
+		data, _ := module(2*ledger.ArtifactChunk+i, byte(i))
 		buf := make([]byte, len(data)+1)
 		n, _, err := b.s.ReadArtifact(ref, 0, buf)
 		require.NoError(t, err)
@@ -233,7 +235,7 @@ func TestGCWhilePutsRun(t *testing.T) {
 	}
 	for i, err := range modErrs {
 		require.NoError(t, err)
-		wasm, sum := module(ArtifactChunk+i, byte(100+i))
+		wasm, sum := module(ledger.ArtifactChunk+i, byte(100+i))
 		got, err := b.s.Module(sum)
 		require.NoError(t, err)
 		require.True(t, bytes.Equal(wasm, got))

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/fault"
@@ -22,9 +24,9 @@ func setupOnDisk(t *testing.T, plan Planner) *testBundle {
 }
 
 // counted commits l as a success that counted one page.
-func (b *testBundle) counted(t *testing.T, l Lease, out string) *Task {
+func (b *testBundle) counted(t *testing.T, l ledger.Lease, out string) *ledger.Task {
 	t.Helper()
-	task, err := b.s.Commit(b.ctx, Result{Lease: l, Output: json.RawMessage(out), Counts: map[string]int64{"pages": 1}})
+	task, err := b.s.Commit(b.ctx, ledger.Result{Lease: l, Output: json.RawMessage(out), Counts: map[string]int64{"pages": 1}})
 	require.NoError(t, err)
 	return task
 }
@@ -49,7 +51,7 @@ func (b *testBundle) committedPerItem(t *testing.T, id string, step int) map[int
 func TestRetryKeepsTheUnitsItsStepCommitted(t *testing.T) {
 	t.Parallel()
 	b := setupOnDisk(t, fanOutPlanner(10))
-	task := b.submit(t, []StepState{{Name: "each", FanOut: true, Limit: 3}, {Name: "report"}})
+	task := b.submit(t, []ledger.StepState{{Name: "each", FanOut: true, Limit: 3}, {Name: "report"}})
 	var kept []int
 	for range 4 {
 		l := b.claim1(t, "w")
@@ -58,23 +60,23 @@ func TestRetryKeepsTheUnitsItsStepCommitted(t *testing.T) {
 	}
 	inFlight := b.claim1(t, "w")
 	failing := b.claim1(t, "w")
-	got, err := b.s.Commit(b.ctx, Result{Lease: failing, Failure: &Failure{Kind: fault.Trap, Message: "boom"}})
+	got, err := b.s.Commit(b.ctx, ledger.Result{Lease: failing, Failure: &ledger.Failure{Kind: fault.Trap, Message: "boom"}})
 	require.NoError(t, err)
-	require.Equal(t, Failed, got.Status)
+	require.Equal(t, ledger.Failed, got.Status)
 
 	got, err = b.s.Retry(b.ctx, task.ID, -1, "ana")
 	require.NoError(t, err)
-	require.Equal(t, Running, got.Status)
+	require.Equal(t, ledger.Running, got.Status)
 	require.Equal(t, 1, got.Steps[0].Pass, "the step it stopped at keeps its pass")
 	require.Equal(t, 4, got.Steps[0].Done, "and its committed units")
 	require.Equal(t, int64(4), got.Counters["pages"])
 
-	_, err = b.s.Commit(b.ctx, Result{Lease: inFlight, Output: json.RawMessage(`"late"`)})
-	require.ErrorIs(t, err, ErrLeaseLost, "a lease granted before the retry is dead")
+	_, err = b.s.Commit(b.ctx, ledger.Result{Lease: inFlight, Output: json.RawMessage(`"late"`)})
+	require.ErrorIs(t, err, ledger.ErrLeaseLost, "a lease granted before the retry is dead")
 
 	var ran []int
 	for {
-		c, err := b.s.Claim(b.ctx, ClaimRequest{Owner: b.s.Owner("w"), Max: 10, LeaseFor: time.Minute})
+		c, err := b.s.Claim(b.ctx, ledger.ClaimRequest{Owner: b.s.Owner("w"), Max: 10, LeaseFor: time.Minute})
 		require.NoError(t, err)
 		if len(c.Leases) == 0 {
 			break
@@ -94,7 +96,7 @@ func TestRetryKeepsTheUnitsItsStepCommitted(t *testing.T) {
 		require.NotContains(t, kept, i, "item %d was committed before the retry and ran again", i)
 	}
 	require.Len(t, ran, 6, "only the six items not committed ran")
-	require.Equal(t, Succeeded, got.Status)
+	require.Equal(t, ledger.Succeeded, got.Status)
 	require.Equal(t, int64(10), got.Counters["pages"], "ten items, each counted once")
 	for item, n := range b.committedPerItem(t, task.ID, 0) {
 		require.Equal(t, 1, n, "item %d committed %d times", item, n)
@@ -104,7 +106,7 @@ func TestRetryKeepsTheUnitsItsStepCommitted(t *testing.T) {
 func TestRetryOfACancelledStepStillBeingPlannedPlansTheRest(t *testing.T) {
 	t.Parallel()
 	b := setupOnDisk(t, fanOutPlanner(1_200))
-	task := b.submit(t, []StepState{{Name: "each", FanOut: true, Limit: 4}})
+	task := b.submit(t, []ledger.StepState{{Name: "each", FanOut: true, Limit: 4}})
 	// Cancelled with the first planning batch written and the rest not.
 	require.NoError(t, b.s.update(b.ctx, func(x *tx) error {
 		cur, err := x.loadTask(task.ID)
@@ -133,7 +135,7 @@ func TestRetryOfACancelledStepStillBeingPlannedPlansTheRest(t *testing.T) {
 	require.Equal(t, 1, got.Steps[0].Done)
 	n := 0
 	for {
-		c, err := b.s.Claim(b.ctx, ClaimRequest{Owner: b.s.Owner("w"), Max: 4, LeaseFor: time.Minute})
+		c, err := b.s.Claim(b.ctx, ledger.ClaimRequest{Owner: b.s.Owner("w"), Max: 4, LeaseFor: time.Minute})
 		require.NoError(t, err)
 		if len(c.Leases) == 0 {
 			break
@@ -145,21 +147,21 @@ func TestRetryOfACancelledStepStillBeingPlannedPlansTheRest(t *testing.T) {
 		}
 	}
 	require.Equal(t, 1_199, n)
-	require.Equal(t, Succeeded, got.Status)
+	require.Equal(t, ledger.Succeeded, got.Status)
 	require.Equal(t, int64(1_200), got.Counters["pages"])
 }
 
 func TestRetryFromAStepRunsItAgainAndItsCountsReplaceTheOld(t *testing.T) {
 	t.Parallel()
 	b := setupOnDisk(t, fanOutPlanner(3))
-	task := b.submit(t, []StepState{{Name: "each", FanOut: true, Limit: 3}, {Name: "report"}})
+	task := b.submit(t, []ledger.StepState{{Name: "each", FanOut: true, Limit: 3}, {Name: "report"}})
 	for range 3 {
 		b.counted(t, b.claim1(t, "w"), `1`)
 	}
 	l := b.claim1(t, "w")
-	got, err := b.s.Commit(b.ctx, Result{Lease: l, Failure: &Failure{Kind: fault.Trap, Message: "boom"}})
+	got, err := b.s.Commit(b.ctx, ledger.Result{Lease: l, Failure: &ledger.Failure{Kind: fault.Trap, Message: "boom"}})
 	require.NoError(t, err)
-	require.Equal(t, Failed, got.Status)
+	require.Equal(t, ledger.Failed, got.Status)
 	require.Equal(t, int64(3), got.Counters["pages"])
 
 	got, err = b.s.Retry(b.ctx, task.ID, 0, "")
@@ -172,7 +174,7 @@ func TestRetryFromAStepRunsItAgainAndItsCountsReplaceTheOld(t *testing.T) {
 	require.Equal(t, int64(3), got.Counters["pages"], "the units that ran again replace their counts")
 	require.Equal(t, map[string]int64{"pages": 3}, *got.Steps[0].Counters)
 	got = b.done(t, b.claim1(t, "w"), `"report"`)
-	require.Equal(t, Succeeded, got.Status)
+	require.Equal(t, ledger.Succeeded, got.Status)
 	require.Equal(t, int64(3), got.Counters["pages"])
 }
 
@@ -181,16 +183,16 @@ func TestARepairReplacesWhatTheStepsItRunsAgainCounted(t *testing.T) {
 	b := setupOnDisk(t, nil)
 	b.submit(t, plainSteps("draft", "verify"))
 	words := func(n int64) {
-		_, err := b.s.Commit(b.ctx, Result{Lease: b.claim1(t, "w"), Output: json.RawMessage(`"draft"`), Counts: map[string]int64{"words": n}})
+		_, err := b.s.Commit(b.ctx, ledger.Result{Lease: b.claim1(t, "w"), Output: json.RawMessage(`"draft"`), Counts: map[string]int64{"words": n}})
 		require.NoError(t, err)
 	}
 	words(5)
-	got, err := b.s.Commit(b.ctx, Result{Lease: b.claim1(t, "w"), Repair: &Repair{RestartFrom: 0, Max: 2, Reason: "too short"}})
+	got, err := b.s.Commit(b.ctx, ledger.Result{Lease: b.claim1(t, "w"), Repair: &ledger.Repair{RestartFrom: 0, Max: 2, Reason: "too short"}})
 	require.NoError(t, err)
 	require.Zero(t, got.Counters["words"])
 	words(7)
 	got = b.done(t, b.claim1(t, "w"), `"ok"`)
-	require.Equal(t, Succeeded, got.Status)
+	require.Equal(t, ledger.Succeeded, got.Status)
 	require.Equal(t, map[string]int64{"words": 7}, got.Counters, "the second draft's count replaces the first's")
 }
 
@@ -201,22 +203,22 @@ func TestTheRetryBudgetCountsTriesPerPass(t *testing.T) {
 	b.done(t, b.claim1(t, "w"), `"A"`)
 	l := b.claim1(t, "w")
 	require.Equal(t, 1, l.Try)
-	_, err := b.s.Commit(b.ctx, Result{Lease: l, Failure: &Failure{Kind: fault.Trap, Message: "x"}, RetryAt: b.clock.Now()})
+	_, err := b.s.Commit(b.ctx, ledger.Result{Lease: l, Failure: &ledger.Failure{Kind: fault.Trap, Message: "x"}, RetryAt: b.clock.Now()})
 	require.NoError(t, err)
 	l = b.claim1(t, "w")
 	require.Equal(t, 2, l.Attempt)
 	require.Equal(t, 2, l.Try)
 
 	// A repair enters the steps again: their units start counting again.
-	_, err = b.s.Commit(b.ctx, Result{Lease: l, Repair: &Repair{RestartFrom: 0, Max: 2, Reason: "again"}})
+	_, err = b.s.Commit(b.ctx, ledger.Result{Lease: l, Repair: &ledger.Repair{RestartFrom: 0, Max: 2, Reason: "again"}})
 	require.NoError(t, err)
 	b.done(t, b.claim1(t, "w"), `"A2"`)
 	l = b.claim1(t, "w")
 	require.Equal(t, 3, l.Attempt, "attempt numbers go on: they name the records")
 	require.Equal(t, 1, l.Try, "tries count from the pass")
-	got, err := b.s.Commit(b.ctx, Result{Lease: l, Failure: &Failure{Kind: fault.Trap, Message: "y"}})
+	got, err := b.s.Commit(b.ctx, ledger.Result{Lease: l, Failure: &ledger.Failure{Kind: fault.Trap, Message: "y"}})
 	require.NoError(t, err)
-	require.Equal(t, Failed, got.Status)
+	require.Equal(t, ledger.Failed, got.Status)
 
 	// So does a retry, which keeps the pass.
 	got, err = b.s.Retry(b.ctx, task.ID, -1, "")
@@ -242,14 +244,14 @@ func TestTheRetryBudgetCountsTriesPerPass(t *testing.T) {
 func TestADueRetryIsClaimedBeforeTheQueuedUnits(t *testing.T) {
 	t.Parallel()
 	b := setupOnDisk(t, fanOutPlanner(7))
-	b.submit(t, []StepState{{Name: "each", FanOut: true, Limit: 2}})
+	b.submit(t, []ledger.StepState{{Name: "each", FanOut: true, Limit: 2}})
 	failing := b.claim1(t, "w")
 	require.Equal(t, 0, failing.Item)
 	l := b.claim1(t, "w")
 	require.Equal(t, 1, l.Item)
 	b.done(t, l, `1`)
 	retryAt := b.clock.Now().Add(time.Second)
-	_, err := b.s.Commit(b.ctx, Result{Lease: failing, Failure: &Failure{Kind: fault.Timeout, Message: "slow"}, RetryAt: retryAt})
+	_, err := b.s.Commit(b.ctx, ledger.Result{Lease: failing, Failure: &ledger.Failure{Kind: fault.Timeout, Message: "slow"}, RetryAt: retryAt})
 	require.NoError(t, err)
 
 	l = b.claim1(t, "w")
@@ -272,19 +274,19 @@ func TestADueRetryIsClaimedBeforeTheQueuedUnits(t *testing.T) {
 func TestDueRetriesGoInTheOrderOfTheirBackoff(t *testing.T) {
 	t.Parallel()
 	b := setupOnDisk(t, fanOutPlanner(7))
-	b.submit(t, []StepState{{Name: "each", FanOut: true, Limit: 4}})
-	c, err := b.s.Claim(b.ctx, ClaimRequest{Owner: b.s.Owner("w"), Max: 3, LeaseFor: time.Minute})
+	b.submit(t, []ledger.StepState{{Name: "each", FanOut: true, Limit: 4}})
+	c, err := b.s.Claim(b.ctx, ledger.ClaimRequest{Owner: b.s.Owner("w"), Max: 3, LeaseFor: time.Minute})
 	require.NoError(t, err)
 	require.Len(t, c.Leases, 3)
 	b.done(t, b.claim1(t, "w"), `3`)
 	// Item 0 waits 3s, item 1 1s, item 2 2s.
 	for i, wait := range []time.Duration{3 * time.Second, time.Second, 2 * time.Second} {
-		_, err := b.s.Commit(b.ctx, Result{Lease: c.Leases[i], Failure: &Failure{Kind: fault.Timeout, Message: "slow"},
+		_, err := b.s.Commit(b.ctx, ledger.Result{Lease: c.Leases[i], Failure: &ledger.Failure{Kind: fault.Timeout, Message: "slow"},
 			RetryAt: b.clock.Now().Add(wait)})
 		require.NoError(t, err)
 	}
 	b.clock.Add(2 * time.Second)
-	c, err = b.s.Claim(b.ctx, ClaimRequest{Owner: b.s.Owner("w"), Max: 3, LeaseFor: time.Minute})
+	c, err = b.s.Claim(b.ctx, ledger.ClaimRequest{Owner: b.s.Owner("w"), Max: 3, LeaseFor: time.Minute})
 	require.NoError(t, err)
 	var items []int
 	for _, l := range c.Leases {

@@ -7,13 +7,15 @@ import (
 	"maps"
 	"slices"
 	"sync"
+
+	"github.com/lhengine/lhengine/ledger"
 )
 
 // Per-step records.
 //
 // A task is stored as a header, t/<task> (every field of Task but Steps,
 // and the number of steps), and one record per step, s/<task>/<step>. An
-// operation loads the header and only the steps it touches (Task.lazy), and
+// operation loads the header and only the steps it touches (Task.Partial), and
 // saving writes the header and the steps that changed: a commit costs the
 // same in a pipeline of 50 steps and of 1,000. Every write of a step record
 // writes the header in the same transaction, so the header's version is the
@@ -25,20 +27,27 @@ import (
 
 // lazySteps stands for a task's steps inside the ledger.
 type lazySteps struct {
-	n    int                // number of steps
-	got  map[int]*StepState // steps loaded (and maybe changed) by the operation
-	orig map[int]StepState  // the same steps as stored
+	n    int                       // number of steps
+	got  map[int]*ledger.StepState // steps loaded (and maybe changed) by the operation
+	orig map[int]ledger.StepState  // the same steps as stored
 }
 
 func newLazySteps(n int) *lazySteps {
-	return &lazySteps{n: n, got: map[int]*StepState{}, orig: map[int]StepState{}}
+	return &lazySteps{n: n, got: map[int]*ledger.StepState{}, orig: map[int]ledger.StepState{}}
 }
 
-func (l *lazySteps) clone() *lazySteps {
-	if l == nil {
-		return nil
-	}
-	c := &lazySteps{n: l.n, got: make(map[int]*StepState, len(l.got)), orig: maps.Clone(l.orig)}
+// lazyOf returns task's lazySteps; nil when it has its Steps.
+func lazyOf(task *ledger.Task) *lazySteps {
+	l, _ := task.Partial.(*lazySteps)
+	return l
+}
+
+// Count implements ledger.PartialSteps.
+func (l *lazySteps) Count() int { return l.n }
+
+// Clone implements ledger.PartialSteps.
+func (l *lazySteps) Clone() ledger.PartialSteps {
+	c := &lazySteps{n: l.n, got: make(map[int]*ledger.StepState, len(l.got)), orig: maps.Clone(l.orig)}
 	for i, st := range l.got {
 		v := *st
 		c.got[i] = &v
@@ -46,55 +55,47 @@ func (l *lazySteps) clone() *lazySteps {
 	return c
 }
 
-// stepCount returns the number of steps of the task.
-func (t *Task) stepCount() int {
-	if t.lazy != nil {
-		return t.lazy.n
-	}
-	return len(t.Steps)
-}
-
 // taskHeader is the stored form of a task record: the task without its
 // steps, and their number. A record of the earlier layout has no
 // step_count and holds the steps.
 type taskHeader struct {
-	*Task
+	*ledger.Task
 	StepCount int `json:"step_count,omitempty"`
 }
 
-// decodeTask decodes a task record into task: a header (task.lazy set,
+// decodeTask decodes a task record into task: a header (lazyOf(task) set,
 // Steps nil) or a record of the earlier layout (Steps set).
-func decodeTask(b []byte, task *Task) error {
+func decodeTask(b []byte, task *ledger.Task) error {
 	h := taskHeader{Task: task}
 	if err := json.Unmarshal(b, &h); err != nil {
 		return err
 	}
-	task.lazy = nil
+	task.Partial = nil
 	if h.StepCount > 0 {
-		task.Steps, task.lazy = nil, newLazySteps(h.StepCount)
+		task.Steps, task.Partial = nil, newLazySteps(h.StepCount)
 	}
 	return nil
 }
 
-func encodeTaskHeader(task *Task) ([]byte, error) {
+func encodeTaskHeader(task *ledger.Task) ([]byte, error) {
 	h := *task
-	h.Steps, h.lazy = nil, nil
-	return json.Marshal(taskHeader{Task: &h, StepCount: task.stepCount()})
+	h.Steps, h.Partial = nil, nil
+	return json.Marshal(taskHeader{Task: &h, StepCount: task.StepCount()})
 }
 
 // step returns step i of the task, to read or change (saveTask writes the
 // changes): from Steps when the task holds them, else loaded from its record
 // on first use. A record that cannot be read fails the operation (t.err)
 // and reads as a zero step.
-func (t *tx) step(task *Task, i int) *StepState {
-	lz := task.lazy
+func (t *tx) step(task *ledger.Task, i int) *ledger.StepState {
+	lz := lazyOf(task)
 	if lz == nil {
 		return &task.Steps[i]
 	}
 	if st, ok := lz.got[i]; ok {
 		return st
 	}
-	st := new(StepState)
+	st := new(ledger.StepState)
 	if i < 0 || i >= lz.n {
 		t.fail(fmt.Errorf("task %s has no step %d (it has %d)", task.ID, i, lz.n))
 		return st
@@ -108,15 +109,15 @@ func (t *tx) step(task *Task, i int) *StepState {
 }
 
 // stepValue is step i of the task without keeping it loaded.
-func (t *tx) stepValue(task *Task, i int) StepState {
-	lz := task.lazy
+func (t *tx) stepValue(task *ledger.Task, i int) ledger.StepState {
+	lz := lazyOf(task)
 	if lz == nil {
 		return task.Steps[i]
 	}
 	if st, ok := lz.got[i]; ok {
 		return *st
 	}
-	var st StepState
+	var st ledger.StepState
 	if err := t.getJSON(stepKey(task.ID, i), &st); err != nil {
 		t.fail(fmt.Errorf("step %d of task %s: %w", i, task.ID, err))
 	}
@@ -133,12 +134,12 @@ func (t *tx) fail(err error) {
 // saveTask writes the task's header and the steps that changed; a task that
 // holds its Steps (a new one, or one read from a record of the earlier
 // layout) has every step written.
-func (t *tx) saveTask(task *Task) error {
+func (t *tx) saveTask(task *ledger.Task) error {
 	t.saving = true
 	defer func() { t.saving = false }()
 	id := task.ID
-	wrote := map[int]StepState{}
-	if lz := task.lazy; lz != nil {
+	wrote := map[int]ledger.StepState{}
+	if lz := lazyOf(task); lz != nil {
 		for i, st := range lz.got {
 			if *st == lz.orig[i] {
 				continue
@@ -166,48 +167,39 @@ func (t *tx) saveTask(task *Task) error {
 	}
 	bs := t.batch()
 	if bs.wroteSteps == nil {
-		bs.wroteSteps = map[string]map[int]StepState{}
+		bs.wroteSteps = map[string]map[int]ledger.StepState{}
 	}
 	if bs.wroteSteps[id] == nil {
-		bs.wroteSteps[id] = map[int]StepState{}
+		bs.wroteSteps[id] = map[int]ledger.StepState{}
 	}
 	maps.Copy(bs.wroteSteps[id], wrote)
-	n := task.stepCount()
+	n := task.StepCount()
 	t.after(func(*index) { t.s.mirror.apply(id, n, wrote) })
 	// Kept to seed the cache of decoded records once committed: the header
 	// and the step under the cursor, which the next operation on the task
 	// most likely needs.
-	c := task.header()
-	c.lazy = newLazySteps(n)
+	c := task.Header()
+	c.Partial = newLazySteps(n)
 	if cur := task.Cursor; cur >= 0 && cur < n {
-		var st *StepState
-		if task.lazy == nil {
+		var st *ledger.StepState
+		if lazyOf(task) == nil {
 			st = &task.Steps[cur]
 		} else {
-			st = task.lazy.got[cur]
+			st = lazyOf(task).got[cur]
 		}
 		if st != nil {
 			v := *st
-			c.lazy.got[cur], c.lazy.orig[cur] = &v, v
+			lazyOf(c).got[cur], lazyOf(c).orig[cur] = &v, v
 		}
 	}
 	bs.wroteTask[string(key)] = c
 	return nil
 }
 
-// header returns a deep copy of the task without its steps.
-func (t *Task) header() *Task {
-	h := *t
-	h.Steps, h.lazy = nil, nil
-	c := new(Task)
-	h.copyTo(c)
-	return c
-}
-
 // fill loads every step of a task into Steps (readers get whole tasks). A
 // writer takes them from the mirror when it has the task.
-func (t *tx) fill(task *Task) error {
-	lz := task.lazy
+func (t *tx) fill(task *ledger.Task) error {
+	lz := lazyOf(task)
 	if lz == nil {
 		return nil
 	}
@@ -221,7 +213,7 @@ func (t *tx) fill(task *Task) error {
 			for i, st := range lz.got {
 				steps[i] = *st
 			}
-			task.Steps, task.lazy = steps, nil
+			task.Steps, task.Partial = steps, nil
 			return nil
 		}
 	}
@@ -229,13 +221,13 @@ func (t *tx) fill(task *Task) error {
 	// writes a step record again, and a scan would walk past the versions
 	// of it compaction has not dropped yet, so that reading a task would
 	// grow with the units it committed.
-	steps := make([]StepState, lz.n)
+	steps := make([]ledger.StepState, lz.n)
 	for i := range steps {
 		if _, ok := lz.got[i]; ok {
 			continue
 		}
 		if err := t.getJSON(stepKey(task.ID, i), &steps[i]); err != nil {
-			if errors.Is(err, ErrNotFound) {
+			if errors.Is(err, ledger.ErrNotFound) {
 				return fmt.Errorf("%w: task %s has no record of its step %d of %d", ErrDamaged, task.ID, i, lz.n)
 			}
 			return fmt.Errorf("step record %q: %w", stepKey(task.ID, i), err)
@@ -244,7 +236,7 @@ func (t *tx) fill(task *Task) error {
 	for i, st := range lz.got {
 		steps[i] = *st
 	}
-	task.Steps, task.lazy = steps, nil
+	task.Steps, task.Partial = steps, nil
 	if t.rw && !task.Status.Terminal() {
 		// What the scan saw is what is committed once this transaction
 		// is (operations after this one in it update the mirror after).
@@ -255,8 +247,8 @@ func (t *tx) fill(task *Task) error {
 }
 
 // loadTask reads a whole task (every step) inside a transaction.
-func (t *tx) loadTask(id string) (*Task, error) {
-	task := new(Task)
+func (t *tx) loadTask(id string) (*ledger.Task, error) {
+	task := new(ledger.Task)
 	if err := t.getJSON(taskKey(id), task); err != nil {
 		return nil, err
 	}
@@ -283,20 +275,20 @@ type stepPrefixes struct {
 	m  map[string]*prefixEntry
 }
 
-type prefixEntry struct{ steps []StepState }
+type prefixEntry struct{ steps []ledger.StepState }
 
 // maxPrefixTasks bounds the tasks whose prefix is kept; past it, it starts over.
 const maxPrefixTasks = 1024
 
 // snapshot returns a copy of the task's header for lease snapshots, with
 // Steps holding the steps before the cursor. The caller holds s.idx.mu.
-func (s *Store) snapshot(t *tx, task *Task) *Task {
-	snap := task.header()
+func (s *Store) snapshot(t *tx, task *ledger.Task) *ledger.Task {
+	snap := task.Header()
 	snap.Steps = s.prefixes.get(t, task)
 	return snap
 }
 
-func (p *stepPrefixes) get(t *tx, task *Task) []StepState {
+func (p *stepPrefixes) get(t *tx, task *ledger.Task) []ledger.StepState {
 	id, c := task.ID, task.Cursor
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -355,14 +347,14 @@ func (p *stepPrefixes) drop(id string) {
 // not use it.
 type stepMirror struct {
 	mu sync.Mutex
-	m  map[string][]StepState
+	m  map[string][]ledger.StepState
 }
 
 // maxMirrorTasks bounds the tasks mirrored; past it, the mirror starts over.
 const maxMirrorTasks = 64
 
 // get returns a copy of the task's steps, or nil.
-func (m *stepMirror) get(id string, n int) []StepState {
+func (m *stepMirror) get(id string, n int) []ledger.StepState {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if e, ok := m.m[id]; ok && len(e) == n {
@@ -371,17 +363,17 @@ func (m *stepMirror) get(id string, n int) []StepState {
 	return nil
 }
 
-func (m *stepMirror) add(id string, steps []StepState) {
+func (m *stepMirror) add(id string, steps []ledger.StepState) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.m == nil || len(m.m) >= maxMirrorTasks {
-		m.m = map[string][]StepState{}
+		m.m = map[string][]ledger.StepState{}
 	}
 	m.m[id] = steps
 }
 
 // apply records the steps a committed transaction wrote.
-func (m *stepMirror) apply(id string, n int, wrote map[int]StepState) {
+func (m *stepMirror) apply(id string, n int, wrote map[int]ledger.StepState) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e, ok := m.m[id]

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/dgraph-io/badger/v4"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -14,9 +16,9 @@ import (
 
 // writeEarlierLayout rewrites a task in the layout of stores written before
 // step records: every step inside the task record, no step records.
-func writeEarlierLayout(t *testing.T, s *Store, id string) *Task {
+func writeEarlierLayout(t *testing.T, s *Store, id string) *ledger.Task {
 	t.Helper()
-	var whole *Task
+	var whole *ledger.Task
 	require.NoError(t, s.update(t.Context(), func(tx *tx) error {
 		var err error
 		if whole, err = tx.loadTask(id); err != nil {
@@ -60,25 +62,25 @@ func TestTasksOfTheEarlierLayoutReadAndRun(t *testing.T) {
 	f := newDiskFixture(t)
 	clk := &clock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
 	s := f.mustOpen(t, Options{Planner: fanOutPlanner(3), Now: clk.Now})
-	steps := []StepState{{Name: "a"}, {Name: "each", FanOut: true, Limit: 2}, {Name: "c"}}
-	running, _, err := s.Submit(f.ctx, NewTask{Name: "running", Steps: steps})
+	steps := []ledger.StepState{{Name: "a"}, {Name: "each", FanOut: true, Limit: 2}, {Name: "c"}}
+	running, _, err := s.Submit(f.ctx, ledger.NewTask{Name: "running", Steps: steps})
 	require.NoError(t, err)
-	finished, _, err := s.Submit(f.ctx, NewTask{Name: "finished", Steps: plainSteps("x", "y")})
+	finished, _, err := s.Submit(f.ctx, ledger.NewTask{Name: "finished", Steps: plainSteps("x", "y")})
 	require.NoError(t, err)
-	commit := func(s *Store, id string) *Task {
+	commit := func(s *Store, id string) *ledger.Task {
 		t.Helper()
-		c, err := s.Claim(f.ctx, ClaimRequest{Owner: s.Owner("w"), Max: 1, LeaseFor: time.Minute, Task: id})
+		c, err := s.Claim(f.ctx, ledger.ClaimRequest{Owner: s.Owner("w"), Max: 1, LeaseFor: time.Minute, Task: id})
 		require.NoError(t, err)
 		require.Len(t, c.Leases, 1)
-		task, err := s.Commit(f.ctx, Result{Lease: c.Leases[0], Output: json.RawMessage(`1`)})
+		task, err := s.Commit(f.ctx, ledger.Result{Lease: c.Leases[0], Output: json.RawMessage(`1`)})
 		require.NoError(t, err)
 		return task
 	}
 	commit(s, finished.ID)
-	require.Equal(t, Succeeded, commit(s, finished.ID).Status)
+	require.Equal(t, ledger.Succeeded, commit(s, finished.ID).Status)
 	commit(s, running.ID)
 	// A unit of the fan-out step is leased when the process goes away.
-	c, err := s.Claim(f.ctx, ClaimRequest{Owner: s.Owner("w"), Max: 1, LeaseFor: time.Minute, Task: running.ID})
+	c, err := s.Claim(f.ctx, ledger.ClaimRequest{Owner: s.Owner("w"), Max: 1, LeaseFor: time.Minute, Task: running.ID})
 	require.NoError(t, err)
 	require.Len(t, c.Leases, 1)
 	wantRunning := writeEarlierLayout(t, s, running.ID)
@@ -93,7 +95,7 @@ func TestTasksOfTheEarlierLayoutReadAndRun(t *testing.T) {
 
 	s = f.mustOpen(t, Options{Planner: fanOutPlanner(3), Now: clk.Now})
 	defer func() { require.NoError(t, s.Close()) }()
-	for _, want := range []*Task{wantRunning, wantFinished} {
+	for _, want := range []*ledger.Task{wantRunning, wantFinished} {
 		got, err := s.Task(f.ctx, want.ID)
 		require.NoError(t, err)
 		require.Equal(t, want, got)
@@ -101,7 +103,7 @@ func TestTasksOfTheEarlierLayoutReadAndRun(t *testing.T) {
 	require.NoError(t, s.Read(func(r *Reader) error {
 		all, err := r.Tasks()
 		require.NoError(t, err)
-		require.ElementsMatch(t, []*Task{wantRunning, wantFinished}, all)
+		require.ElementsMatch(t, []*ledger.Task{wantRunning, wantFinished}, all)
 		out, err := r.StepOutput(finished.ID, 1)
 		require.NoError(t, err)
 		require.JSONEq(t, `1`, string(out))
@@ -115,7 +117,7 @@ func TestTasksOfTheEarlierLayoutReadAndRun(t *testing.T) {
 		requireEarlierLayout(t, s, running.ID, false)
 	}
 	got := commit(s, running.ID)
-	require.Equal(t, Succeeded, got.Status, got.Reason)
+	require.Equal(t, ledger.Succeeded, got.Status, got.Reason)
 	require.Equal(t, 1, got.Reclaims)
 	require.Equal(t, 3, got.Steps[1].Done)
 	require.Zero(t, got.Steps[1].Leased)
@@ -142,7 +144,7 @@ func TestSnapshotsHoldTheStepsBeforeTheLeasedOne(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	task := b.submit(t, plainSteps("a", "b", "c", "d"))
-	check := func(l Lease) {
+	check := func(l ledger.Lease) {
 		t.Helper()
 		whole, err := b.s.Task(b.ctx, task.ID)
 		require.NoError(t, err)
@@ -155,18 +157,18 @@ func TestSnapshotsHoldTheStepsBeforeTheLeasedOne(t *testing.T) {
 		require.Equal(t, whole.ID, l.Snapshot.ID)
 		require.Equal(t, whole.Cursor, l.Snapshot.Cursor)
 	}
-	var kept []Lease
-	var keptSteps [][]StepState
+	var kept []ledger.Lease
+	var keptSteps [][]ledger.StepState
 	for range 3 {
 		l := b.claim1(t, "w")
 		check(l)
-		kept, keptSteps = append(kept, l), append(keptSteps, append([]StepState(nil), l.Snapshot.Steps...))
+		kept, keptSteps = append(kept, l), append(keptSteps, append([]ledger.StepState(nil), l.Snapshot.Steps...))
 		b.done(t, l, `1`)
 	}
 	l := b.claim1(t, "w")
 	require.Equal(t, 3, l.Step)
 	check(l)
-	_, err := b.s.Commit(b.ctx, Result{Lease: l, Repair: &Repair{RestartFrom: 1, Max: 3, Reason: "again"}})
+	_, err := b.s.Commit(b.ctx, ledger.Result{Lease: l, Repair: &ledger.Repair{RestartFrom: 1, Max: 3, Reason: "again"}})
 	require.NoError(t, err)
 	for step := 1; step < 4; step++ {
 		l := b.claim1(t, "w")
@@ -182,7 +184,7 @@ func TestSnapshotsHoldTheStepsBeforeTheLeasedOne(t *testing.T) {
 	}
 	got, err := b.s.Task(b.ctx, task.ID)
 	require.NoError(t, err)
-	require.Equal(t, Succeeded, got.Status)
+	require.Equal(t, ledger.Succeeded, got.Status)
 }
 
 // A commit writes the task header and the steps it changed, not every step.
@@ -209,8 +211,8 @@ func TestACommitWritesOnlyTheStepsItChanges(t *testing.T) {
 	l := b.claim1(t, "w")
 	before := versions()
 	require.Len(t, before, 200)
-	_, claimed, err := b.s.CommitAndClaim(b.ctx, Result{Lease: l, Output: json.RawMessage(`1`), HeaderOnly: true},
-		ClaimRequest{Owner: b.s.Owner("w"), Max: 1, LeaseFor: time.Minute})
+	_, claimed, err := b.s.CommitAndClaim(b.ctx, ledger.Result{Lease: l, Output: json.RawMessage(`1`), HeaderOnly: true},
+		ledger.ClaimRequest{Owner: b.s.Owner("w"), Max: 1, LeaseFor: time.Minute})
 	require.NoError(t, err)
 	require.Len(t, claimed.Leases, 1)
 	after := versions()
@@ -228,7 +230,7 @@ func TestVerifyFindsAMissingStepRecord(t *testing.T) {
 	t.Parallel()
 	f := newDiskFixture(t)
 	s := f.mustOpen(t, Options{})
-	task, _, err := s.Submit(f.ctx, NewTask{Name: "t", Steps: plainSteps("a", "b", "c")})
+	task, _, err := s.Submit(f.ctx, ledger.NewTask{Name: "t", Steps: plainSteps("a", "b", "c")})
 	require.NoError(t, err)
 	require.NoError(t, s.update(f.ctx, func(tx *tx) error { return tx.del(stepKey(task.ID, 1)) }))
 	require.NoError(t, s.Close())
@@ -245,20 +247,20 @@ func TestVerifyFindsAMissingStepRecord(t *testing.T) {
 func TestCommittedTasksMatchTheRecords(t *testing.T) {
 	t.Parallel()
 	b := setup(t, fanOutPlanner(12))
-	task := b.submit(t, []StepState{{Name: "list"}, {Name: "each", FanOut: true, Limit: 4}, {Name: "end"}, {Name: "last"}})
-	check := func(got *Task) {
+	task := b.submit(t, []ledger.StepState{{Name: "list"}, {Name: "each", FanOut: true, Limit: 4}, {Name: "end"}, {Name: "last"}})
+	check := func(got *ledger.Task) {
 		t.Helper()
 		require.NoError(t, b.s.Read(func(r *Reader) error {
 			require.Equal(t, storedTask(t, r, task.ID), got)
 			return nil
 		}))
 	}
-	next := func(w string) ClaimRequest {
-		return ClaimRequest{Owner: b.s.Owner(w), Max: 1, LeaseFor: time.Minute, Task: task.ID}
+	next := func(w string) ledger.ClaimRequest {
+		return ledger.ClaimRequest{Owner: b.s.Owner(w), Max: 1, LeaseFor: time.Minute, Task: task.ID}
 	}
 	l := b.claim1(t, "w")
 	// (The task returned here is read before the claim that follows planning.)
-	_, c, err := b.s.CommitAndClaim(b.ctx, Result{Lease: l, Output: json.RawMessage(`1`)}, next("w0"))
+	_, c, err := b.s.CommitAndClaim(b.ctx, ledger.Result{Lease: l, Output: json.RawMessage(`1`)}, next("w0"))
 	require.NoError(t, err)
 	leases := c.Leases
 	for i := 1; i < 4; i++ {
@@ -268,13 +270,13 @@ func TestCommittedTasksMatchTheRecords(t *testing.T) {
 	}
 	require.Len(t, leases, 4)
 	var wg sync.WaitGroup
-	after := make(chan Lease, len(leases)) // a lease of the next step, taken with a commit
+	after := make(chan ledger.Lease, len(leases)) // a lease of the next step, taken with a commit
 	for _, l := range leases {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for {
-				_, c, err := b.s.CommitAndClaim(b.ctx, Result{Lease: l, Output: json.RawMessage(`2`)}, next(l.Owner[len(b.s.Session())+1:]))
+				_, c, err := b.s.CommitAndClaim(b.ctx, ledger.Result{Lease: l, Output: json.RawMessage(`2`)}, next(l.Owner[len(b.s.Session())+1:]))
 				if !assert.NoError(t, err) || len(c.Leases) == 0 {
 					return
 				}
@@ -295,16 +297,16 @@ func TestCommittedTasksMatchTheRecords(t *testing.T) {
 	default:
 		l = b.claim1(t, "w")
 	}
-	got, err = b.s.Commit(b.ctx, Result{Lease: l, Output: json.RawMessage(`3`)})
+	got, err = b.s.Commit(b.ctx, ledger.Result{Lease: l, Output: json.RawMessage(`3`)})
 	require.NoError(t, err)
 	check(got)
 	l = b.claim1(t, "w")
-	got, err = b.s.Commit(b.ctx, Result{Lease: l, Repair: &Repair{RestartFrom: 2, Max: 2, Reason: "again"}})
+	got, err = b.s.Commit(b.ctx, ledger.Result{Lease: l, Repair: &ledger.Repair{RestartFrom: 2, Max: 2, Reason: "again"}})
 	require.NoError(t, err)
 	check(got)
 	require.Equal(t, 2, got.Steps[2].Pass)
 	l = b.claim1(t, "w")
-	got, err = b.s.Commit(b.ctx, Result{Lease: l, Output: json.RawMessage(`4`)})
+	got, err = b.s.Commit(b.ctx, ledger.Result{Lease: l, Output: json.RawMessage(`4`)})
 	require.NoError(t, err)
 	check(got)
 	got, err = b.s.Cancel(b.ctx, task.ID, "enough")

@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/options"
 	"github.com/hashicorp/go-hclog"
@@ -24,39 +26,16 @@ import (
 	"github.com/lhengine/lhengine/store/internal/logsync"
 )
 
-// Errors returned by the ledger.
-var (
-	// ErrNotFound: no task (or unit, or output) with that id.
-	ErrNotFound = errors.New("not found")
-	// ErrLeaseLost: the lease presented is not the unit's current lease (it
-	// expired and was taken over, the unit was reset by a repair, or the task
-	// was cancelled). The caller's work must be thrown away.
-	ErrLeaseLost = errors.New("lease lost")
-	// ErrTerminal: the task already succeeded, failed or was cancelled.
-	ErrTerminal = errors.New("task is finished")
-	// ErrStoreFailed: a disk sync failed. The kernel may have dropped the
-	// data it could not write, so nothing written since the previous sync
-	// can be trusted to be on disk, nor to be absent: the store refuses
-	// every later write and must be reopened (the reopened store reads what
-	// really is on disk). Reads still work.
-	ErrStoreFailed = errors.New("store failed")
-	// ErrReadOnly: the store was opened read-only.
-	ErrReadOnly = errors.New("store is read-only")
-	// ErrInUse: another process has the store open (Badger's directory
-	// lock). Only one process may open a store for writing.
-	ErrInUse = errors.New("store is in use by another process")
-)
-
 // failedError is ErrStoreFailed with its cause.
 type failedError struct{ cause error }
 
 func (e *failedError) Error() string {
 	return fmt.Sprintf("%v: disk sync failed (%v); the outcome of the writes that waited for it is unknown "+
 		"(they may or may not be on disk) and no write is accepted any more: close and reopen the store "+
-		"(restart lhengine), then check the task", ErrStoreFailed, e.cause)
+		"(restart lhengine), then check the task", ledger.ErrStoreFailed, e.cause)
 }
 
-func (e *failedError) Is(target error) bool { return target == ErrStoreFailed }
+func (e *failedError) Is(target error) bool { return target == ledger.ErrStoreFailed }
 func (e *failedError) Unwrap() error        { return e.cause }
 
 // Options configure Open. The zero value is a durable on-disk store.
@@ -327,7 +306,7 @@ func Open(dir string, o Options) (*Store, error) {
 	if err != nil {
 		switch {
 		case strings.Contains(err.Error(), "Cannot acquire directory lock"):
-			return nil, fmt.Errorf("%w: %s (%v)", ErrInUse, dir, err)
+			return nil, fmt.Errorf("%w: %s (%v)", ledger.ErrInUse, dir, err)
 		case s.readOnly && s.space != nil && s.space.check() != nil:
 			return nil, fmt.Errorf("open store %s read-only (%v): %w", dir, s.space.check(), err)
 		case isCorruption(err):
@@ -338,7 +317,7 @@ func Open(dir string, o Options) (*Store, error) {
 	}
 	s.db = db
 	if s.readOnly && s.roErr == nil {
-		s.roErr = fmt.Errorf("%w: opened read-only", ErrReadOnly)
+		s.roErr = fmt.Errorf("%w: opened read-only", ledger.ErrReadOnly)
 	}
 	if !o.InMemory {
 		// After Badger's open, which created files of its own.
@@ -431,7 +410,7 @@ func (s *Store) checkHighWater(o Options) error {
 	var stored uint64
 	err := s.view(func(t *tx) error {
 		b, err := t.getRaw(syncSeqKey)
-		if errors.Is(err, ErrNotFound) {
+		if errors.Is(err, ledger.ErrNotFound) {
 			return nil
 		}
 		if err != nil {
@@ -471,11 +450,11 @@ func (s *Store) rebuildIndex() error {
 	return s.view(func(t *tx) error {
 		for _, k := range t.keys([]byte("a/")) {
 			id := string(k[2:])
-			task := new(Task)
+			task := new(ledger.Task)
 			if err := t.getJSON(taskKey(id), task); err != nil {
 				return err
 			}
-			if !task.Status.runnable() {
+			if !task.Status.Runnable() {
 				continue
 			}
 			s.idx.addActive(id)
@@ -486,7 +465,7 @@ func (s *Store) rebuildIndex() error {
 			for _, step := range t.liveSteps(task) {
 				st := *t.step(task, step)
 				err := t.scan(unitStepPrefix(id, step), func(_, val []byte) (bool, error) {
-					u := new(Unit)
+					u := new(ledger.Unit)
 					if err := json.Unmarshal(val, u); err != nil {
 						return false, err
 					}
@@ -495,13 +474,13 @@ func (s *Store) rebuildIndex() error {
 					}
 					r := unitRef{id, u.Step, u.Item}
 					switch u.State {
-					case UnitReady:
+					case ledger.UnitReady:
 						s.idx.addReady(r, u.NotBefore, st.Every > 0)
-					case UnitWaiting:
+					case ledger.UnitWaiting:
 						if !u.NotBefore.IsZero() { // claimed at its approval's expiry
 							s.idx.addReady(r, u.NotBefore, false)
 						}
-					case UnitLeased:
+					case ledger.UnitLeased:
 						s.idx.leases[r] = leaseRec{owner: u.Owner, until: u.LeaseUntil}
 					}
 					return true, nil
@@ -891,12 +870,12 @@ type tx struct {
 // offer the same ready unit (one wins, the other claims nothing) or both
 // take back the same expired lease.
 type batchState struct {
-	taken     map[unitRef]bool // units leased by an operation of the batch
-	ready     []unitRef        // units made ready by an operation of the batch
-	wroteTask map[string]*Task // task records written in the transaction (nil: not as a record)
+	taken     map[unitRef]bool        // units leased by an operation of the batch
+	ready     []unitRef               // units made ready by an operation of the batch
+	wroteTask map[string]*ledger.Task // task records written in the transaction (nil: not as a record)
 	// steps written in the transaction, by task, and tasks whose record
 	// was written other than by saveTask (see stepMirror)
-	wroteSteps map[string]map[int]StepState
+	wroteSteps map[string]map[int]ledger.StepState
 	rawTask    map[string]bool
 }
 
@@ -917,12 +896,12 @@ func (t *tx) after(fn func(*index)) { t.afters = append(t.afters, fn) }
 func (t *tx) getJSON(key []byte, v any) error {
 	item, err := t.txn.Get(key)
 	if errors.Is(err, badger.ErrKeyNotFound) {
-		return ErrNotFound
+		return ledger.ErrNotFound
 	}
 	if err != nil {
 		return err
 	}
-	if task, ok := v.(*Task); ok {
+	if task, ok := v.(*ledger.Task); ok {
 		return t.getTask(key, item, task)
 	}
 	return itemValue(item, func(b []byte) error { return json.Unmarshal(b, v) })
@@ -933,14 +912,14 @@ func (t *tx) getJSON(key []byte, v any) error {
 // this transaction wrote is always decoded: a pending write reports the
 // transaction's read timestamp as its version, which a committed version
 // may share.
-func (t *tx) getTask(key []byte, item *badger.Item, task *Task) error {
+func (t *tx) getTask(key []byte, item *badger.Item, task *ledger.Task) error {
 	pending := false
 	if t.b != nil {
 		_, pending = t.b.wroteTask[string(key)]
 	}
 	if !pending {
 		if c, ok := t.s.tasks.get(string(key), item.Version()); ok {
-			c.copyTo(task)
+			c.CopyTo(task)
 			return nil
 		}
 	}
@@ -948,8 +927,8 @@ func (t *tx) getTask(key []byte, item *badger.Item, task *Task) error {
 		return err
 	}
 	if !pending {
-		c := new(Task)
-		task.copyTo(c)
+		c := new(ledger.Task)
+		task.CopyTo(c)
 		t.s.tasks.put(string(key), item.Version(), c)
 	}
 	return nil
@@ -966,13 +945,13 @@ type taskCache struct {
 
 type cachedTask struct {
 	version uint64
-	task    *Task
+	task    *ledger.Task
 }
 
 // maxCachedTasks bounds the cache; past it, it starts over.
 const maxCachedTasks = 4096
 
-func (c *taskCache) get(key string, version uint64) (*Task, bool) {
+func (c *taskCache) get(key string, version uint64) (*ledger.Task, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.m[key]
@@ -982,7 +961,7 @@ func (c *taskCache) get(key string, version uint64) (*Task, bool) {
 	return e.task, true
 }
 
-func (c *taskCache) put(key string, version uint64, task *Task) {
+func (c *taskCache) put(key string, version uint64, task *ledger.Task) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.m == nil || len(c.m) >= maxCachedTasks {
@@ -1011,7 +990,7 @@ func itemValue(item *badger.Item, fn func([]byte) error) error {
 func (t *tx) getRaw(key []byte) ([]byte, error) {
 	item, err := t.txn.Get(key)
 	if errors.Is(err, badger.ErrKeyNotFound) {
-		return nil, ErrNotFound
+		return nil, ledger.ErrNotFound
 	}
 	if err != nil {
 		return nil, err
@@ -1025,7 +1004,7 @@ func (t *tx) getRaw(key []byte) ([]byte, error) {
 }
 
 func (t *tx) putJSON(key []byte, v any) error {
-	if task, ok := v.(*Task); ok {
+	if task, ok := v.(*ledger.Task); ok {
 		return t.saveTask(task) // a header and its steps
 	}
 	b, err := json.Marshal(v)
@@ -1056,7 +1035,7 @@ func (t *tx) noteWrite(key []byte) {
 	if len(key) > 2 && key[0] == 't' && key[1] == '/' {
 		b := t.batch()
 		if b.wroteTask == nil {
-			b.wroteTask = map[string]*Task{}
+			b.wroteTask = map[string]*ledger.Task{}
 		}
 		b.wroteTask[string(key)] = nil // a deletion, or a raw write
 		if !t.saving {

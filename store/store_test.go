@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/hashicorp/go-hclog"
 	"github.com/stretchr/testify/require"
 )
@@ -57,12 +59,12 @@ func (f *diskFixture) commitTasks(t *testing.T, s *Store, n int) []string {
 	t.Helper()
 	var ids []string
 	for range n {
-		task, _, err := s.Submit(f.ctx, NewTask{Name: "t", Steps: plainSteps("a", "b")})
+		task, _, err := s.Submit(f.ctx, ledger.NewTask{Name: "t", Steps: plainSteps("a", "b")})
 		require.NoError(t, err)
-		c, err := s.Claim(f.ctx, ClaimRequest{Owner: s.Owner("w"), Max: 1, Task: task.ID})
+		c, err := s.Claim(f.ctx, ledger.ClaimRequest{Owner: s.Owner("w"), Max: 1, Task: task.ID})
 		require.NoError(t, err)
 		require.Len(t, c.Leases, 1)
-		_, err = s.Commit(f.ctx, Result{Lease: c.Leases[0], Output: json.RawMessage(`{"ok":true}`)})
+		_, err = s.Commit(f.ctx, ledger.Result{Lease: c.Leases[0], Output: json.RawMessage(`{"ok":true}`)})
 		require.NoError(t, err)
 		ids = append(ids, task.ID)
 	}
@@ -348,20 +350,20 @@ func TestSyncFailureFailsTheStore(t *testing.T) {
 			_ = s.Close()
 		}
 	})
-	task, _, err := s.Submit(f.ctx, NewTask{Name: "t", Steps: plainSteps("a", "b")})
+	task, _, err := s.Submit(f.ctx, ledger.NewTask{Name: "t", Steps: plainSteps("a", "b")})
 	require.NoError(t, err)
-	_, _, err = s.Submit(f.ctx, NewTask{Name: "u", Steps: plainSteps("a")})
+	_, _, err = s.Submit(f.ctx, ledger.NewTask{Name: "u", Steps: plainSteps("a")})
 	require.NoError(t, err)
-	c, err := s.Claim(f.ctx, ClaimRequest{Owner: s.Owner("w"), Max: 1, Task: task.ID})
+	c, err := s.Claim(f.ctx, ledger.ClaimRequest{Owner: s.Owner("w"), Max: 1, Task: task.ID})
 	require.NoError(t, err)
 
 	// The commit also claims the next unit, in the same transaction.
 	failing.Lock()
 	fail = true
 	failing.Unlock()
-	_, _, err = s.CommitAndClaim(f.ctx, Result{Lease: c.Leases[0], Output: json.RawMessage(`1`)},
-		ClaimRequest{Owner: s.Owner("w"), Max: 1, LeaseFor: time.Hour})
-	require.ErrorIs(t, err, ErrStoreFailed)
+	_, _, err = s.CommitAndClaim(f.ctx, ledger.Result{Lease: c.Leases[0], Output: json.RawMessage(`1`)},
+		ledger.ClaimRequest{Owner: s.Owner("w"), Max: 1, LeaseFor: time.Hour})
+	require.ErrorIs(t, err, ledger.ErrStoreFailed)
 	require.Contains(t, err.Error(), "input/output error")
 	require.Contains(t, err.Error(), "unknown")
 	require.Contains(t, err.Error(), "reopen")
@@ -371,10 +373,10 @@ func TestSyncFailureFailsTheStore(t *testing.T) {
 	failing.Lock()
 	fail = false
 	failing.Unlock()
-	_, _, err = s.Submit(f.ctx, NewTask{Name: "t2", Steps: plainSteps("a")})
-	require.ErrorIs(t, err, ErrStoreFailed)
-	_, err = s.Claim(f.ctx, ClaimRequest{Owner: s.Owner("w"), Max: 1})
-	require.ErrorIs(t, err, ErrStoreFailed)
+	_, _, err = s.Submit(f.ctx, ledger.NewTask{Name: "t2", Steps: plainSteps("a")})
+	require.ErrorIs(t, err, ledger.ErrStoreFailed)
+	_, err = s.Claim(f.ctx, ledger.ClaimRequest{Owner: s.Owner("w"), Max: 1})
+	require.ErrorIs(t, err, ledger.ErrStoreFailed)
 
 	// Reads still work.
 	got, err := s.Task(f.ctx, task.ID)
@@ -388,7 +390,7 @@ func TestSyncFailureFailsTheStore(t *testing.T) {
 	// the other task's unit.
 	s2 := f.mustOpen(t, Options{})
 	defer s2.Close()
-	c, err = s2.Claim(f.ctx, ClaimRequest{Owner: s2.Owner("w"), Max: 10})
+	c, err = s2.Claim(f.ctx, ledger.ClaimRequest{Owner: s2.Owner("w"), Max: 10})
 	require.NoError(t, err)
 	require.Len(t, c.Leases, 2)
 }
@@ -406,7 +408,7 @@ func runWorkers(ctx context.Context, s *Store, n int) error {
 			defer wg.Done()
 			owner := s.Owner(fmt.Sprint("w", w))
 			for {
-				c, err := s.Claim(ctx, ClaimRequest{Owner: owner, Max: 1, LeaseFor: time.Hour})
+				c, err := s.Claim(ctx, ledger.ClaimRequest{Owner: owner, Max: 1, LeaseFor: time.Hour})
 				if err != nil {
 					errs <- err
 					return
@@ -415,7 +417,7 @@ func runWorkers(ctx context.Context, s *Store, n int) error {
 					return
 				}
 				l := c.Leases[0]
-				if _, err := s.Commit(ctx, Result{Lease: l, Output: json.RawMessage(fmt.Sprint(l.Item))}); err != nil {
+				if _, err := s.Commit(ctx, ledger.Result{Lease: l, Output: json.RawMessage(fmt.Sprint(l.Item))}); err != nil {
 					errs <- err
 					return
 				}
@@ -433,14 +435,14 @@ func TestGroupCommitOnDisk(t *testing.T) {
 	f := newDiskFixture(t)
 	s := f.mustOpen(t, Options{Planner: fanOutPlanner(items), markEvery: time.Hour})
 	defer s.Close()
-	task, _, err := s.Submit(f.ctx, NewTask{Name: "fan", Steps: []StepState{{Name: "each", FanOut: true, Limit: 16}}})
+	task, _, err := s.Submit(f.ctx, ledger.NewTask{Name: "fan", Steps: []ledger.StepState{{Name: "each", FanOut: true, Limit: 16}}})
 	require.NoError(t, err)
 
 	require.NoError(t, runWorkers(f.ctx, s, 16))
 
 	got, err := s.Task(f.ctx, task.ID)
 	require.NoError(t, err)
-	require.Equal(t, Succeeded, got.Status)
+	require.Equal(t, ledger.Succeeded, got.Status)
 	require.Equal(t, items, got.Steps[0].Done)
 	require.Equal(t, items, got.Attempts)
 	syncs, ops := s.SyncStats()
@@ -472,13 +474,13 @@ func TestGroupCommitSyncFailureFailsEveryWaiter(t *testing.T) {
 		return sync()
 	}})
 	defer s.Close()
-	task, _, err := s.Submit(f.ctx, NewTask{Name: "fan", Steps: []StepState{{Name: "each", FanOut: true, Limit: 16}}})
+	task, _, err := s.Submit(f.ctx, ledger.NewTask{Name: "fan", Steps: []ledger.StepState{{Name: "each", FanOut: true, Limit: 16}}})
 	require.NoError(t, err)
 
 	err = runWorkers(f.ctx, s, 16)
-	require.ErrorIs(t, err, ErrStoreFailed)
-	_, err = s.Commit(f.ctx, Result{Lease: Lease{Task: task.ID}})
-	require.ErrorIs(t, err, ErrStoreFailed, "every later write fails at once")
+	require.ErrorIs(t, err, ledger.ErrStoreFailed)
+	_, err = s.Commit(f.ctx, ledger.Result{Lease: ledger.Lease{Task: task.ID}})
+	require.ErrorIs(t, err, ledger.ErrStoreFailed, "every later write fails at once")
 	mu.Lock()
 	require.Equal(t, 21, syncs, "no sync runs after the failed one")
 	mu.Unlock()
@@ -500,8 +502,8 @@ func TestWritesStopAtTheFreeSpaceFloor(t *testing.T) {
 	ids := f.commitTasks(t, s, 2)
 
 	setFree(10 << 20)
-	_, _, err := s.Submit(f.ctx, NewTask{Name: "t", Steps: plainSteps("a")})
-	require.ErrorIs(t, err, ErrNoSpace)
+	_, _, err := s.Submit(f.ctx, ledger.NewTask{Name: "t", Steps: plainSteps("a")})
+	require.ErrorIs(t, err, ledger.ErrNoSpace)
 	require.Contains(t, err.Error(), "10 MiB free in "+f.dir+", floor 64 MiB")
 	require.Equal(t, 2, countTasks(t, s), "reads still work")
 	setFree(1 << 30)
@@ -514,8 +516,8 @@ func TestWritesStopAtTheFreeSpaceFloor(t *testing.T) {
 	require.Equal(t, 3, countTasks(t, s))
 	_, err = s.Task(f.ctx, ids[0])
 	require.NoError(t, err)
-	_, _, err = s.Submit(f.ctx, NewTask{Name: "t", Steps: plainSteps("a")})
-	require.ErrorIs(t, err, ErrNoSpace)
+	_, _, err = s.Submit(f.ctx, ledger.NewTask{Name: "t", Steps: plainSteps("a")})
+	require.ErrorIs(t, err, ledger.ErrNoSpace)
 	require.NoError(t, s.Close())
 }
 
@@ -533,9 +535,9 @@ func TestAWriteThatWouldPassTheFloorIsRefused(t *testing.T) {
 		return s.update(f.ctx, func(t *tx) error { return t.put([]byte(key), make([]byte, n)) })
 	}
 	err := put("x/big", 2<<20)
-	require.ErrorIs(t, err, ErrNoSpace)
+	require.ErrorIs(t, err, ledger.ErrNoSpace)
 	require.Contains(t, err.Error(), "65 MiB free in "+f.dir+", floor 64 MiB: a write of 3 MiB would go below it")
-	require.ErrorIs(t, s.view(func(t *tx) error { _, err := t.getRaw([]byte("x/big")); return err }), ErrNotFound)
+	require.ErrorIs(t, s.view(func(t *tx) error { _, err := t.getRaw([]byte("x/big")); return err }), ledger.ErrNotFound)
 
 	// Writes that fit one by one all commit, batched together or not.
 	var wg sync.WaitGroup
@@ -583,21 +585,21 @@ func TestCommitIsInTheLastSyncedImage(t *testing.T) {
 		return img
 	}
 
-	task, _, err := s.Submit(f.ctx, NewTask{Name: "t", Steps: plainSteps("a", "b")})
+	task, _, err := s.Submit(f.ctx, ledger.NewTask{Name: "t", Steps: plainSteps("a", "b")})
 	require.NoError(t, err)
-	c, err := s.Claim(f.ctx, ClaimRequest{Owner: s.Owner("w"), Max: 1})
+	c, err := s.Claim(f.ctx, ledger.ClaimRequest{Owner: s.Owner("w"), Max: 1})
 	require.NoError(t, err)
 	img := latest()
 	require.NoError(t, img.Read(func(r *Reader) error {
 		units, err := r.Units(task.ID, 0)
 		require.NoError(t, err)
 		require.Len(t, units, 1)
-		require.Equal(t, UnitReady, units[0].State, "the image holds only what was synced: the claim was not")
+		require.Equal(t, ledger.UnitReady, units[0].State, "the image holds only what was synced: the claim was not")
 		return nil
 	}))
 	require.NoError(t, img.Close())
 
-	_, err = s.Commit(f.ctx, Result{Lease: c.Leases[0], Output: json.RawMessage(`{"draft":"hello"}`)})
+	_, err = s.Commit(f.ctx, ledger.Result{Lease: c.Leases[0], Output: json.RawMessage(`{"draft":"hello"}`)})
 	require.NoError(t, err)
 	img = latest()
 	defer img.Close()

@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/internal/holdpoint"
@@ -20,9 +22,9 @@ func TestReadSyncedWaitsForTheSyncOfWhatItSees(t *testing.T) {
 	f := newDiskFixture(t)
 	s := f.mustOpen(t, Options{})
 	defer s.Close()
-	task, _, err := s.Submit(f.ctx, NewTask{Name: "t", Steps: plainSteps("only")})
+	task, _, err := s.Submit(f.ctx, ledger.NewTask{Name: "t", Steps: plainSteps("only")})
 	require.NoError(t, err)
-	c, err := s.Claim(f.ctx, ClaimRequest{Owner: s.Owner("w"), Max: 1})
+	c, err := s.Claim(f.ctx, ledger.ClaimRequest{Owner: s.Owner("w"), Max: 1})
 	require.NoError(t, err)
 	require.Len(t, c.Leases, 1)
 
@@ -33,22 +35,22 @@ func TestReadSyncedWaitsForTheSyncOfWhatItSees(t *testing.T) {
 	syncs.Hold()
 	committed := make(chan error, 1)
 	go func() {
-		_, err := s.Commit(f.ctx, Result{Lease: c.Leases[0], Output: json.RawMessage(`1`)})
+		_, err := s.Commit(f.ctx, ledger.Result{Lease: c.Leases[0], Output: json.RawMessage(`1`)})
 		committed <- err
 	}()
 	<-syncs.Arrived() // the final commit is in Badger; its sync is held
 
-	var inside *Task
+	var inside *ledger.Task
 	require.NoError(t, s.Read(func(r *Reader) error { inside, err = r.Task(task.ID); return err }))
-	require.Equal(t, Succeeded, inside.Status, "inside the process the commit is visible at once")
+	require.Equal(t, ledger.Succeeded, inside.Status, "inside the process the commit is visible at once")
 
 	type answer struct {
-		status Status
+		status ledger.Status
 		err    error
 	}
 	answered := make(chan answer, 1)
 	go func() {
-		var st Status
+		var st ledger.Status
 		err := s.ReadSynced(func(r *Reader) error {
 			t, err := r.Task(task.ID)
 			if err == nil {
@@ -74,7 +76,7 @@ func TestReadSyncedWaitsForTheSyncOfWhatItSees(t *testing.T) {
 	require.NoError(t, <-committed)
 	a := <-answered
 	require.NoError(t, a.err)
-	require.Equal(t, Succeeded, a.status)
+	require.Equal(t, ledger.Succeeded, a.status)
 }
 
 // TestReadSyncedOnASyncedStoreDoesNotSync: with every commit on disk a
@@ -84,7 +86,7 @@ func TestReadSyncedOnASyncedStoreDoesNotSync(t *testing.T) {
 	f := newDiskFixture(t)
 	s := f.mustOpen(t, Options{})
 	defer s.Close()
-	_, _, err := s.Submit(f.ctx, NewTask{Name: "t", Steps: plainSteps("a", "b")})
+	_, _, err := s.Submit(f.ctx, ledger.NewTask{Name: "t", Steps: plainSteps("a", "b")})
 	require.NoError(t, err)
 	before, _ := s.SyncStats()
 	for range 3 {
@@ -126,5 +128,5 @@ func TestReadSyncedReportsAFailedSync(t *testing.T) {
 	require.NoError(t, s.update(f.ctx, func(t *tx) error { return t.put([]byte("x/volatile"), []byte("1")) }))
 	fail.Store(true)
 	err := s.ReadSynced(func(r *Reader) error { return nil })
-	require.ErrorIs(t, err, ErrStoreFailed)
+	require.ErrorIs(t, err, ledger.ErrStoreFailed)
 }

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/dgraph-io/badger/v4"
 	"github.com/hashicorp/go-hclog"
 )
@@ -101,8 +103,8 @@ func countSuffix(dir, suffix string) int {
 // pin. Findings come in that order.
 func (s *Store) scrub(rep *Report) []Finding {
 	c := &scrubbed{
-		tasks: map[string]*Task{}, owned: map[string][]string{}, stepRecs: map[string]int{},
-		manifests: map[string]*Manifest{}, blobs: map[string]*blobMeta{}, chunks: map[string]int{},
+		tasks: map[string]*ledger.Task{}, owned: map[string][]string{}, stepRecs: map[string]int{},
+		manifests: map[string]*ledger.Manifest{}, blobs: map[string]*blobMeta{}, chunks: map[string]int{},
 	}
 	if err := s.db.View(func(txn *badger.Txn) error { return c.read(txn, rep) }); err != nil {
 		c.add("checksum", "", "scan stopped: %s", firstLine(err))
@@ -118,11 +120,11 @@ func (s *Store) scrub(rep *Report) []Finding {
 
 // scrubbed is what a scrub read of the records, and what it found.
 type scrubbed struct {
-	tasks     map[string]*Task
+	tasks     map[string]*ledger.Task
 	active    []string
 	owned     map[string][]string // task id -> first key of each kind that names it
 	stepRecs  map[string]int      // task id -> step records
-	manifests map[string]*Manifest
+	manifests map[string]*ledger.Manifest
 	blobs     map[string]*blobMeta // sha256 -> its meta record
 	chunks    map[string]int       // sha256 -> chunk records
 	findings  []Finding
@@ -172,35 +174,35 @@ func (c *scrubbed) record(key string, val []byte) {
 	var v any
 	switch table {
 	case "t":
-		task := new(Task)
+		task := new(ledger.Task)
 		c.tasks[id] = task
 		if err := decodeTask(val, task); err != nil {
 			c.add("record", key, "does not decode: %v", err)
 		}
 	case "s":
-		v = new(StepState)
+		v = new(ledger.StepState)
 		c.owned[id] = append(c.owned[id], key)
 		c.stepRecs[id]++
 	case "m":
-		m := new(Manifest)
+		m := new(ledger.Manifest)
 		c.manifests[id], v = m, m
 	case "u":
-		v = new(Unit)
+		v = new(ledger.Unit)
 		c.owned[id] = append(c.owned[id], key)
 	case "o":
-		v = new(Attempt)
+		v = new(ledger.Attempt)
 	case "e":
-		v = new(Event)
+		v = new(ledger.Event)
 	case "j":
-		v = new(Effect)
+		v = new(ledger.Effect)
 		c.owned[id] = append(c.owned[id], key)
 	case "g":
-		v = new(ModelCall)
+		v = new(ledger.ModelCall)
 		c.owned[id] = append(c.owned[id], key)
 	case "n":
-		v = new(Note)
+		v = new(ledger.Note)
 	case "p":
-		v = new(Provenance)
+		v = new(ledger.Provenance)
 	case "B":
 		b := new(blobMeta)
 		c.blobs[id], v = b, b
@@ -223,7 +225,7 @@ func (c *scrubbed) checkActive() {
 		switch {
 		case !ok:
 			c.add("invariant", string(activeKey(id)), "task is marked runnable but has no task record")
-		case !t.Status.runnable():
+		case !t.Status.Runnable():
 			c.add("invariant", string(activeKey(id)), "task is marked runnable but its record says %s", t.Status)
 		}
 	}
@@ -232,8 +234,8 @@ func (c *scrubbed) checkActive() {
 // checkSteps: every task has as many step records as it has steps.
 func (c *scrubbed) checkSteps() {
 	for id, t := range c.tasks {
-		if t.lazy != nil && c.stepRecs[id] != t.lazy.n {
-			c.add("invariant", string(taskKey(id)), "task has %d steps but %d step records", t.lazy.n, c.stepRecs[id])
+		if lazyOf(t) != nil && c.stepRecs[id] != lazyOf(t).n {
+			c.add("invariant", string(taskKey(id)), "task has %d steps but %d step records", lazyOf(t).n, c.stepRecs[id])
 		}
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/stretchr/testify/require"
 )
 
@@ -66,7 +68,7 @@ func TestVerifyReportsDamage(t *testing.T) {
 				if err := t.put(taskKey("zz"), []byte("{not json")); err != nil {
 					return err
 				}
-				return t.putJSON(unitKey("gone", 0, 0), &Unit{})
+				return t.putJSON(unitKey("gone", 0, 0), &ledger.Unit{})
 			}))
 			require.NoError(t, s.Close())
 		}, "invariant"},
@@ -160,7 +162,7 @@ func TestVerifyFindsMissingBlobParts(t *testing.T) {
 	s, err := Open(dir, Options{})
 	require.NoError(t, err)
 	b := &testBundle{s: s, ctx: t.Context()}
-	set, err := NewReplaySet("/recorded", recordings(3, "a"))
+	set, err := ledger.NewReplaySet("/recorded", recordings(3, "a"))
 	require.NoError(t, err)
 	task := b.submitReplay(t, set)
 	require.NoError(t, s.Close())
@@ -172,7 +174,7 @@ func TestVerifyFindsMissingBlobParts(t *testing.T) {
 	require.NoError(t, err)
 	idx, err := s.ReplayIndex(set.Pin().SHA256)
 	require.NoError(t, err)
-	m := new(Manifest)
+	m := new(ledger.Manifest)
 	require.NoError(t, s.Read(func(r *Reader) error {
 		m, err = r.Manifest(task.ID)
 		return err

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/stretchr/testify/require"
 )
 
@@ -13,8 +15,8 @@ import (
 func TestTaskVersionsMoveWithEveryChange(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	versions := func() []TaskVersion {
-		var vs []TaskVersion
+	versions := func() []ledger.TaskVersion {
+		var vs []ledger.TaskVersion
 		require.NoError(t, b.s.Read(func(r *Reader) error {
 			var err error
 			vs, err = r.TaskVersions()
@@ -31,7 +33,7 @@ func TestTaskVersionsMoveWithEveryChange(t *testing.T) {
 	l := b.claim1(t, "w")
 	v1 := versions()
 	require.Greater(t, v1[0].Version, v0[0].Version)
-	_, err := b.s.Commit(b.ctx, Result{Lease: l, Output: json.RawMessage(`1`)})
+	_, err := b.s.Commit(b.ctx, ledger.Result{Lease: l, Output: json.RawMessage(`1`)})
 	require.NoError(t, err)
 	v2 := versions()
 	require.Greater(t, v2[0].Version, v1[0].Version)

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/stretchr/testify/require"
 )
 
@@ -39,7 +41,7 @@ func TestChangedIsClosedByTheNextCommit(t *testing.T) {
 func TestUnitsUpToReadsAPage(t *testing.T) {
 	t.Parallel()
 	b := setup(t, fanOutPlanner(5))
-	task := b.submit(t, []StepState{{Name: "each", FanOut: true, Limit: 5}})
+	task := b.submit(t, []ledger.StepState{{Name: "each", FanOut: true, Limit: 5}})
 	_ = task
 	require.NoError(t, b.s.Read(func(r *Reader) error {
 		all, err := r.Units(task.ID, 0)
@@ -68,7 +70,7 @@ func TestASecondOpenNeverJudgesFilesInUse(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "000099.mem"), nil, 0o644))
 	for _, ro := range []bool{false, true} {
 		_, err = Open(dir, Options{ReadOnly: ro})
-		require.ErrorIs(t, err, ErrInUse, "read-only %v", ro)
+		require.ErrorIs(t, err, ledger.ErrInUse, "read-only %v", ro)
 		var de *DamagedError
 		require.False(t, errors.As(err, &de))
 	}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/lhengine/lhengine/ledger"
 )
 
 // Window steps (specs/ledger.md §2.4). A policy can insert a step "every N
@@ -22,19 +24,9 @@ import (
 // {"from": F, "to": T, "items": [...]}: the anchor's commits F+1 to T, in
 // commit order, and the anchor items they committed.
 
-// MaxEvery bounds N, so that an open window stays a small record.
-const MaxEvery = 1000
-
-// WindowItem is the item of one window unit.
-type WindowItem struct {
-	From  int   `json:"from"`
-	To    int   `json:"to"`
-	Items []int `json:"items"`
-}
-
 // checkWindows reports steps whose window fields do not describe window
 // steps placed right after their anchor.
-func checkWindows(steps []StepState) error {
+func checkWindows(steps []ledger.StepState) error {
 	owned := make([]bool, len(steps))
 	for i, st := range steps {
 		if st.Windows < 0 || i+st.Windows >= len(steps) {
@@ -52,8 +44,8 @@ func checkWindows(steps []StepState) error {
 		}
 	}
 	for i, st := range steps {
-		if st.Every > MaxEvery {
-			return fmt.Errorf("window step %d %q: every is %d; the most is %d", i, st.Name, st.Every, MaxEvery)
+		if st.Every > ledger.MaxEvery {
+			return fmt.Errorf("window step %d %q: every is %d; the most is %d", i, st.Name, st.Every, ledger.MaxEvery)
 		}
 		if (st.Every > 0) != owned[i] {
 			return fmt.Errorf("step %d %q: every=%d, but no step counts it among its window steps", i, st.Name, st.Every)
@@ -65,7 +57,7 @@ func checkWindows(steps []StepState) error {
 // enterWindows starts a new pass of each window step of the anchor step
 // being entered: what the earlier pass wrote is stale, and the first window
 // opens empty.
-func (s *Store) enterWindows(t *tx, task *Task, anchor int) error {
+func (s *Store) enterWindows(t *tx, task *ledger.Task, anchor int) error {
 	n := t.step(task, anchor).Windows
 	for c := anchor + 1; c <= anchor+n; c++ {
 		if err := s.resetStep(t, task, c); err != nil {
@@ -74,7 +66,7 @@ func (s *Store) enterWindows(t *tx, task *Task, anchor int) error {
 		ws := t.step(task, c)
 		ws.Pass++
 		ws.Planned, ws.Units, ws.Written, ws.Done, ws.Open = false, 0, 0, 0, ""
-		if err := s.event(t, task, Event{Type: EvStepStarted, Step: ws.Name, Message: fmt.Sprintf(
+		if err := s.event(t, task, ledger.Event{Type: ledger.EvStepStarted, Step: ws.Name, Message: fmt.Sprintf(
 			"pass %d, a unit every %d committed units of %q", ws.Pass, ws.Every, t.step(task, anchor).Name)}); err != nil {
 			return err
 		}
@@ -85,7 +77,7 @@ func (s *Store) enterWindows(t *tx, task *Task, anchor int) error {
 // addToWindows records that the anchor step committed item: each of its
 // window steps adds it to its open window, and a window that reaches N
 // units becomes a unit.
-func (s *Store) addToWindows(t *tx, task *Task, anchor, item int) error {
+func (s *Store) addToWindows(t *tx, task *ledger.Task, anchor, item int) error {
 	n := t.step(task, anchor).Windows
 	for c := anchor + 1; c <= anchor+n; c++ {
 		ws := t.step(task, c)
@@ -104,7 +96,7 @@ func (s *Store) addToWindows(t *tx, task *Task, anchor, item int) error {
 
 // finishWindows closes the anchor's last, shorter windows when the anchor
 // completes, and marks its window steps planned.
-func (s *Store) finishWindows(t *tx, task *Task, anchor int) error {
+func (s *Store) finishWindows(t *tx, task *ledger.Task, anchor int) error {
 	n := t.step(task, anchor).Windows
 	for c := anchor + 1; c <= anchor+n; c++ {
 		if t.step(task, c).Open != "" {
@@ -119,9 +111,9 @@ func (s *Store) finishWindows(t *tx, task *Task, anchor int) error {
 }
 
 // closeWindow turns window step c's open window into a ready unit.
-func (s *Store) closeWindow(t *tx, task *Task, c int) error {
+func (s *Store) closeWindow(t *tx, task *ledger.Task, c int) error {
 	ws := t.step(task, c)
-	var w WindowItem
+	var w ledger.WindowItem
 	for _, f := range strings.Split(ws.Open, ",") {
 		n, err := strconv.Atoi(f)
 		if err != nil {
@@ -136,7 +128,7 @@ func (s *Store) closeWindow(t *tx, task *Task, c int) error {
 	if err != nil {
 		return err
 	}
-	if err := s.writeUnits(t, task, c, []Item{{Key: json.RawMessage(strconv.Itoa(ws.Written)), Value: v}}); err != nil {
+	if err := s.writeUnits(t, task, c, []ledger.Item{{Key: json.RawMessage(strconv.Itoa(ws.Written)), Value: v}}); err != nil {
 		return err
 	}
 	ws.Units, ws.Open = ws.Written, ""
@@ -146,20 +138,20 @@ func (s *Store) closeWindow(t *tx, task *Task, c int) error {
 // windowClaimable says whether a unit of step i may be leased while the
 // task's cursor is at cur: a window step's units run from the moment its
 // anchor runs until the cursor has passed the window step.
-func windowClaimable(ws *StepState, i, cur int) bool {
+func windowClaimable(ws *ledger.StepState, i, cur int) bool {
 	return ws.Every > 0 && ws.Anchor <= cur && cur <= i
 }
 
 // windowRoom is how many more units the window steps that may run now
 // (those after the cursor) can lease. It reads no step unless the cursor's
 // step is an anchor or a window step.
-func (s *Store) windowRoom(t *tx, task *Task) int {
+func (s *Store) windowRoom(t *tx, task *ledger.Task) int {
 	cur := task.Cursor
 	if st := t.step(task, cur); st.Windows == 0 && st.Every == 0 {
 		return 0
 	}
 	room := 0
-	for c := cur + 1; c < task.stepCount(); c++ {
+	for c := cur + 1; c < task.StepCount(); c++ {
 		ws := t.step(task, c)
 		if !windowClaimable(ws, c, cur) {
 			break
@@ -171,12 +163,12 @@ func (s *Store) windowRoom(t *tx, task *Task) int {
 
 // liveSteps are the steps whose units may be claimed now: the cursor's,
 // and the window steps after it that run beside it.
-func (t *tx) liveSteps(task *Task) []int {
+func (t *tx) liveSteps(task *ledger.Task) []int {
 	steps := []int{task.Cursor}
 	if st := t.step(task, task.Cursor); st.Windows == 0 && st.Every == 0 {
 		return steps
 	}
-	for c := task.Cursor + 1; c < task.stepCount() && windowClaimable(t.step(task, c), c, task.Cursor); c++ {
+	for c := task.Cursor + 1; c < task.StepCount() && windowClaimable(t.step(task, c), c, task.Cursor); c++ {
 		steps = append(steps, c)
 	}
 	return steps
@@ -184,8 +176,8 @@ func (t *tx) liveSteps(task *Task) []int {
 
 // outputStep is the step whose output is the task's: the last step that is
 // not a window step.
-func (t *tx) outputStep(task *Task) int {
-	i := task.stepCount() - 1
+func (t *tx) outputStep(task *ledger.Task) int {
+	i := task.StepCount() - 1
 	for i > 0 && t.step(task, i).Every > 0 {
 		i--
 	}
@@ -196,7 +188,7 @@ func (t *tx) outputStep(task *Task) int {
 // outputs of the items of step (the anchor of a window step) in its current
 // pass: what a window unit reads as its anchor's output. It gives up with
 // ErrTooLarge past max bytes (max < 0: no limit).
-func (r *Reader) WindowOutputs(task *Task, step int, items []int, max int64) (json.RawMessage, error) {
+func (r *Reader) WindowOutputs(task *ledger.Task, step int, items []int, max int64) (json.RawMessage, error) {
 	st := *r.t.step(task, step)
 	if r.t.err != nil {
 		return nil, r.t.err
@@ -204,19 +196,19 @@ func (r *Reader) WindowOutputs(task *Task, step int, items []int, max int64) (js
 	var buf bytes.Buffer
 	buf.WriteByte('[')
 	for n, item := range items {
-		u := new(Unit)
+		u := new(ledger.Unit)
 		if err := r.t.getJSON(unitKey(task.ID, step, item), u); err != nil {
 			return nil, fmt.Errorf("unit %d of step %q: %w", item, st.Name, err)
 		}
-		if u.Pass != st.Pass || u.State != UnitDone {
-			return nil, fmt.Errorf("unit %d of step %q is %s in pass %d, not committed in pass %d: %w", item, st.Name, u.State, u.Pass, st.Pass, ErrNotFound)
+		if u.Pass != st.Pass || u.State != ledger.UnitDone {
+			return nil, fmt.Errorf("unit %d of step %q is %s in pass %d, not committed in pass %d: %w", item, st.Name, u.State, u.Pass, st.Pass, ledger.ErrNotFound)
 		}
 		a, err := r.Attempt(task.ID, step, item, u.Committed)
 		if err != nil {
 			return nil, err
 		}
 		if max >= 0 && int64(buf.Len()+len(a.Output)+2) > max {
-			return nil, fmt.Errorf("%w: the outputs of %d units of step %q are more than %d bytes", ErrTooLarge, len(items), st.Name, max)
+			return nil, fmt.Errorf("%w: the outputs of %d units of step %q are more than %d bytes", ledger.ErrTooLarge, len(items), st.Name, max)
 		}
 		if n > 0 {
 			buf.WriteByte(',')

@@ -7,13 +7,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/stretchr/testify/require"
 )
 
 // windowSteps is list -> each (fan-out of n, concurrency 2) with a window
 // step every 3 of its commits -> last.
-func windowSteps() []StepState {
-	return []StepState{
+func windowSteps() []ledger.StepState {
+	return []ledger.StepState{
 		{Name: "list"},
 		{Name: "each", FanOut: true, Limit: 2, Windows: 1},
 		{Name: "summary", FanOut: true, Every: 3, Anchor: 1},
@@ -21,16 +23,16 @@ func windowSteps() []StepState {
 	}
 }
 
-func claimAll(t *testing.T, s *Store, max int) []Lease {
+func claimAll(t *testing.T, s *Store, max int) []ledger.Lease {
 	t.Helper()
-	c, err := s.Claim(context.Background(), ClaimRequest{Owner: s.Owner("w"), Max: max, LeaseFor: 30 * time.Second})
+	c, err := s.Claim(context.Background(), ledger.ClaimRequest{Owner: s.Owner("w"), Max: max, LeaseFor: 30 * time.Second})
 	require.NoError(t, err)
 	return c.Leases
 }
 
-func windowOf(t *testing.T, l Lease) WindowItem {
+func windowOf(t *testing.T, l ledger.Lease) ledger.WindowItem {
 	t.Helper()
-	var w WindowItem
+	var w ledger.WindowItem
 	require.NoError(t, json.Unmarshal(l.Unit.Value, &w))
 	return w
 }
@@ -41,11 +43,11 @@ func TestWindowUnitsRunWhileTheirAnchorRuns(t *testing.T) {
 	ctx := context.Background()
 	s, err := Open(dir, Options{Planner: fanOutPlanner(7)})
 	require.NoError(t, err)
-	task, _, err := s.Submit(ctx, NewTask{Name: "t", Steps: windowSteps()})
+	task, _, err := s.Submit(ctx, ledger.NewTask{Name: "t", Steps: windowSteps()})
 	require.NoError(t, err)
-	commit := func(s *Store, l Lease, out string) *Task {
+	commit := func(s *Store, l ledger.Lease, out string) *ledger.Task {
 		t.Helper()
-		task, err := s.Commit(ctx, Result{Lease: l, Output: json.RawMessage(out)})
+		task, err := s.Commit(ctx, ledger.Result{Lease: l, Output: json.RawMessage(out)})
 		require.NoError(t, err)
 		return task
 	}
@@ -69,7 +71,7 @@ func TestWindowUnitsRunWhileTheirAnchorRuns(t *testing.T) {
 	require.Len(t, ls, 2, "the window unit, ahead of the anchor's queue, plus one anchor unit in the freed slot")
 	require.Equal(t, 2, ls[0].Step, "the window unit comes first")
 	require.Nil(t, ls[0].Snapshot, "a window unit's worker reads the whole task")
-	require.Equal(t, WindowItem{From: 0, To: 3, Items: []int{1, 0, 3}}, windowOf(t, ls[0]))
+	require.Equal(t, ledger.WindowItem{From: 0, To: 3, Items: []int{1, 0, 3}}, windowOf(t, ls[0]))
 	require.NoError(t, s.Read(func(r *Reader) error {
 		tk, err := r.Task(task.ID)
 		require.NoError(t, err)
@@ -90,7 +92,7 @@ func TestWindowUnitsRunWhileTheirAnchorRuns(t *testing.T) {
 	require.NoError(t, err)
 	defer s.Close()
 	commit(s, held, `"o2"`) // the lease of the earlier session is still valid: nobody took it
-	var anchor []Lease
+	var anchor []ledger.Lease
 	for len(anchor) < 2 {
 		for _, l := range claimAll(t, s, 10) {
 			require.Equal(t, 1, l.Step)
@@ -101,7 +103,7 @@ func TestWindowUnitsRunWhileTheirAnchorRuns(t *testing.T) {
 	commit(s, anchor[0], `"o5"`)
 	ls = claimAll(t, s, 10)
 	require.Len(t, ls, 1)
-	require.Equal(t, WindowItem{From: 3, To: 6, Items: []int{4, 2, 5}}, windowOf(t, ls[0]), "the window opened before the crash closed after it")
+	require.Equal(t, ledger.WindowItem{From: 3, To: 6, Items: []int{4, 2, 5}}, windowOf(t, ls[0]), "the window opened before the crash closed after it")
 	w1 := ls[0]
 	tk := commit(s, anchor[1], `"o6"`)
 	require.Equal(t, 2, tk.Cursor, "the anchor completed: the cursor waits at the window step")
@@ -109,14 +111,14 @@ func TestWindowUnitsRunWhileTheirAnchorRuns(t *testing.T) {
 	commit(s, w1, `"summary-1"`)
 	ls = claimAll(t, s, 10)
 	require.Len(t, ls, 1)
-	require.Equal(t, WindowItem{From: 6, To: 7, Items: []int{6}}, windowOf(t, ls[0]), "the rest: a shorter last window")
+	require.Equal(t, ledger.WindowItem{From: 6, To: 7, Items: []int{6}}, windowOf(t, ls[0]), "the rest: a shorter last window")
 	require.Empty(t, claimAll(t, s, 10), "the cursor stays until every window committed")
 	tk = commit(s, ls[0], `"summary-2"`)
 	require.Equal(t, 3, tk.Cursor)
 	ls = claimAll(t, s, 10)
 	require.Len(t, ls, 1)
 	tk = commit(s, ls[0], `"done"`)
-	require.Equal(t, Succeeded, tk.Status)
+	require.Equal(t, ledger.Succeeded, tk.Status)
 	require.JSONEq(t, `"done"`, string(tk.Output))
 	require.NoError(t, s.Read(func(r *Reader) error {
 		out, err := r.StepOutput(task.ID, 2)
@@ -129,39 +131,39 @@ func TestWindowUnitsRunWhileTheirAnchorRuns(t *testing.T) {
 func TestWindowStepLastGivesTheAnchorsOutputToTheTask(t *testing.T) {
 	t.Parallel()
 	b := setup(t, fanOutPlanner(2))
-	b.submit(t, []StepState{{Name: "each", FanOut: true, Limit: 4, Windows: 1}, {Name: "w", FanOut: true, Every: 5, Anchor: 0}})
+	b.submit(t, []ledger.StepState{{Name: "each", FanOut: true, Limit: 4, Windows: 1}, {Name: "w", FanOut: true, Every: 5, Anchor: 0}})
 	for _, l := range claimAll(t, b.s, 10) {
 		b.done(t, l, fmt.Sprintf(`"o%d"`, l.Item))
 	}
 	ls := claimAll(t, b.s, 10)
 	require.Len(t, ls, 1)
-	require.Equal(t, WindowItem{From: 0, To: 2, Items: []int{0, 1}}, windowOf(t, ls[0]))
+	require.Equal(t, ledger.WindowItem{From: 0, To: 2, Items: []int{0, 1}}, windowOf(t, ls[0]))
 	task := b.done(t, ls[0], `"sum"`)
-	require.Equal(t, Succeeded, task.Status)
+	require.Equal(t, ledger.Succeeded, task.Status)
 	require.JSONEq(t, `["o0","o1"]`, string(task.Output), "a window step observes; the task's output is its anchor's")
 }
 
 func TestEmptyAnchorLeavesItsWindowStepEmpty(t *testing.T) {
 	t.Parallel()
 	b := setup(t, fanOutPlanner(0))
-	b.submit(t, []StepState{{Name: "a"}, {Name: "each", FanOut: true, Windows: 1}, {Name: "w", FanOut: true, Every: 2, Anchor: 1}, {Name: "z"}})
+	b.submit(t, []ledger.StepState{{Name: "a"}, {Name: "each", FanOut: true, Windows: 1}, {Name: "w", FanOut: true, Every: 2, Anchor: 1}, {Name: "z"}})
 	b.done(t, b.claim1(t, "w"), `1`)
 	l := b.claim1(t, "w")
 	require.Equal(t, 3, l.Step, "no items: no windows, on to the next step")
 	task := b.done(t, l, `"z"`)
-	require.Equal(t, Succeeded, task.Status)
+	require.Equal(t, ledger.Succeeded, task.Status)
 }
 
 func TestRepairOfAWindowUnitRunsItsAnchorAgain(t *testing.T) {
 	t.Parallel()
 	b := setup(t, fanOutPlanner(2))
-	task := b.submit(t, []StepState{{Name: "each", FanOut: true, Limit: 2, Windows: 1}, {Name: "w", FanOut: true, Every: 2, Anchor: 0}})
+	task := b.submit(t, []ledger.StepState{{Name: "each", FanOut: true, Limit: 2, Windows: 1}, {Name: "w", FanOut: true, Every: 2, Anchor: 0}})
 	for _, l := range claimAll(t, b.s, 10) {
 		b.done(t, l, `"x"`)
 	}
 	ls := claimAll(t, b.s, 10)
 	require.Len(t, ls, 1)
-	tk, err := b.s.Commit(b.ctx, Result{Lease: ls[0], Repair: &Repair{RestartFrom: 1, Max: 1, Reason: "again"}})
+	tk, err := b.s.Commit(b.ctx, ledger.Result{Lease: ls[0], Repair: &ledger.Repair{RestartFrom: 1, Max: 1, Reason: "again"}})
 	require.NoError(t, err)
 	require.Equal(t, 0, tk.Cursor, "restarting a window step starts its anchor again")
 	ls = claimAll(t, b.s, 10)
@@ -174,7 +176,7 @@ func TestRepairOfAWindowUnitRunsItsAnchorAgain(t *testing.T) {
 	require.Len(t, ls, 1)
 	require.Equal(t, 2, ls[0].Unit.Pass)
 	tk = b.done(t, ls[0], `"w"`)
-	require.Equal(t, Succeeded, tk.Status)
+	require.Equal(t, ledger.Succeeded, tk.Status)
 	require.NoError(t, b.s.Read(func(r *Reader) error {
 		out, err := r.StepOutput(task.ID, 1)
 		require.NoError(t, err)
@@ -186,13 +188,13 @@ func TestRepairOfAWindowUnitRunsItsAnchorAgain(t *testing.T) {
 func TestSubmitRefusesInconsistentWindowSteps(t *testing.T) {
 	t.Parallel()
 	b := setup(t, fanOutPlanner(1))
-	for _, steps := range [][]StepState{
+	for _, steps := range [][]ledger.StepState{
 		{{Name: "a", Windows: 1}},
 		{{Name: "a", Windows: 1}, {Name: "w", Every: 2, Anchor: 1}},
 		{{Name: "a"}, {Name: "w", Every: 2}},
-		{{Name: "a", Windows: 1}, {Name: "w", Every: MaxEvery + 1}},
+		{{Name: "a", Windows: 1}, {Name: "w", Every: ledger.MaxEvery + 1}},
 	} {
-		_, _, err := b.s.Submit(b.ctx, NewTask{Name: "t", Steps: steps})
+		_, _, err := b.s.Submit(b.ctx, ledger.NewTask{Name: "t", Steps: steps})
 		require.Error(t, err, "%+v", steps)
 	}
 }

@@ -9,11 +9,12 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/api"
 	"github.com/lhengine/lhengine/internal/testwasm"
-	"github.com/lhengine/lhengine/store"
 )
 
 // approvalTaskFile writes a task of a 100-item fan-out of the pipeline
@@ -44,11 +45,11 @@ task "deploy" {
 	return path
 }
 
-func (b *procBundle) approvalsJSON(t *testing.T, args ...string) []store.Approval {
+func (b *procBundle) approvalsJSON(t *testing.T, args ...string) []ledger.Approval {
 	t.Helper()
 	code, out, errOut := b.lh(t, append([]string{"approvals", "-o", "json"}, args...)...)
 	require.Equal(t, 0, code, errOut)
-	var as []store.Approval
+	var as []ledger.Approval
 	require.NoError(t, json.Unmarshal([]byte(out), &as), out)
 	return as
 }
@@ -82,7 +83,7 @@ func TestApprovalSurvivesKill9OfServe(t *testing.T) {
 	require.Equal(t, 42, as[0].Item)
 	require.Equal(t, "Deploy 42?", as[0].Prompt)
 	require.JSONEq(t, `{"env":"prod","item":42}`, string(as[0].Subject))
-	require.Equal(t, store.ApprovalPending, as[0].State)
+	require.Equal(t, ledger.ApprovalPending, as[0].State)
 	code, out, _ = b.lh(t, "approvals")
 	require.Equal(t, 0, code)
 	require.Contains(t, out, "Deploy 42?")
@@ -99,7 +100,7 @@ func TestApprovalSurvivesKill9OfServe(t *testing.T) {
 	require.Equal(t, 100, rep.Task.Attempts, "every item ran once")
 	as = b.approvalsJSON(t, id)
 	require.Len(t, as, 1)
-	require.Equal(t, store.ApprovalApproved, as[0].State)
+	require.Equal(t, ledger.ApprovalApproved, as[0].State)
 	require.NotEmpty(t, as[0].DecidedBy)
 	require.Equal(t, "change window open", as[0].Note)
 	require.False(t, as[0].DecidedAt.IsZero())
@@ -155,7 +156,7 @@ func TestApprovalExpiryPausesUnderServe(t *testing.T) {
 	require.Equal(t, api.PauseApprovalExpired, rep.Task.Pause.Kind)
 	require.Equal(t, "1", rep.Task.Pause.Name)
 	as := b.approvalsJSON(t, id)
-	require.Equal(t, store.ApprovalExpired, as[0].State)
+	require.Equal(t, ledger.ApprovalExpired, as[0].State)
 	code, _, errOut = b.lh(t, "approve", id, "1")
 	require.Equal(t, 1, code)
 	require.Contains(t, errOut, "expired")
@@ -167,7 +168,7 @@ func TestApprovalExpiryPausesUnderServe(t *testing.T) {
 	follow.until(t, regexp.MustCompile(`approval_requested`)) // asked again
 	as = b.approvalsJSON(t, id)
 	require.Len(t, as, 2, "the resume asked again")
-	require.Equal(t, store.ApprovalPending, as[1].State)
+	require.Equal(t, ledger.ApprovalPending, as[1].State)
 	require.NoError(t, srv.c.Process.Signal(syscall.SIGTERM))
 	require.Equal(t, 0, srv.wait(t), srv.stderr.String())
 }

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/api"
@@ -101,7 +103,7 @@ func TestSiteAuditExample(t *testing.T) {
 	as := b.approvalsJSON(t, id)
 	require.Len(t, as, 1)
 	require.Equal(t, "suggest", as[0].Step)
-	require.Equal(t, store.ApprovalPending, as[0].State)
+	require.Equal(t, ledger.ApprovalPending, as[0].State)
 	require.Equal(t, fmt.Sprintf("Generate title rewrites for %d pages?", planted.MissingTitle), as[0].Prompt)
 	code, out, errOut = b.lh(t, "approve", id, as[0].ID, "--note", "go ahead")
 	require.Equal(t, 0, code, "%s\n%s", out, errOut)

@@ -6,10 +6,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/internal/crashpoint"
-	"github.com/lhengine/lhengine/store"
 )
 
 // TestBudgetUsageSurvivesSIGKILL: a 120-item fan-out under budget
@@ -50,7 +51,7 @@ task "budgeted" {
 	require.Contains(t, rout, "budget units reached: 50 of 50")
 	require.Contains(t, rout, "lhengine resume "+id+" --budget units=+50")
 	tk = b.task(t, id)
-	require.Equal(t, store.Paused, tk.Status)
+	require.Equal(t, ledger.Paused, tk.Status)
 	done, _ = tk.Progress()
 	require.Equal(t, 50, done, "the pause came exactly at the limit")
 	require.Equal(t, int64(50), tk.Budget.Units)
@@ -58,11 +59,11 @@ task "budgeted" {
 	code, rout, rerr = b.lh(t, "resume", id, "--budget", "units=+100")
 	require.Equal(t, 0, code, rout+rerr)
 	tk = b.task(t, id)
-	require.Equal(t, store.Succeeded, tk.Status)
+	require.Equal(t, ledger.Succeeded, tk.Status)
 	require.Equal(t, int64(120), tk.Budget.Units)
 	code, aout, aerr := b.lh(t, "-o", "json", "outputs", "--attempts", id)
 	require.Equal(t, 0, code, aerr)
-	var as []store.Attempt
+	var as []ledger.Attempt
 	require.NoError(t, json.Unmarshal([]byte(aout), &as))
 	committed := map[int]int{}
 	for _, a := range as {

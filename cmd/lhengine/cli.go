@@ -12,12 +12,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
 
 	"github.com/lhengine/lhengine/api"
 	"github.com/lhengine/lhengine/engine"
-	"github.com/lhengine/lhengine/store"
 )
 
 // Exit codes. One place decides them.
@@ -179,7 +180,7 @@ func jsonFailure(ctx context.Context, stderr io.Writer, err error) int {
 		out.Exit, out.Code, out.Message = exitInterrupted, "interrupted", "interrupted"
 	case isUsage(err):
 		out.Exit, out.Code = exitUsage, "usage"
-	case errors.Is(err, store.ErrNotFound), errors.Is(err, api.ErrNotFound), errors.As(err, new(*engine.NoHomeError)):
+	case errors.Is(err, ledger.ErrNotFound), errors.Is(err, api.ErrNotFound), errors.As(err, new(*engine.NoHomeError)):
 		out.Code = api.CodeNotFound
 	}
 	enc := json.NewEncoder(stderr)

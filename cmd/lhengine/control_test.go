@@ -15,12 +15,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/api"
 	"github.com/lhengine/lhengine/internal/testgate"
 	"github.com/lhengine/lhengine/internal/testwasm"
-	"github.com/lhengine/lhengine/store"
 )
 
 // procBundle runs the real binary in separate processes on one home.
@@ -243,7 +244,7 @@ func TestServeSurvivesKill9(t *testing.T) {
 	committed := func(id string) map[string]bool {
 		code, out, errOut := b.lh(t, "-o", "json", "outputs", "--attempts", id)
 		require.Equal(t, 0, code, errOut)
-		var as []store.Attempt
+		var as []ledger.Attempt
 		require.NoError(t, json.Unmarshal([]byte(out), &as))
 		m := map[string]bool{}
 		for _, a := range as {

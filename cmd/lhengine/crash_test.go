@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/engine"
@@ -113,7 +115,7 @@ func TestSIGKILLAtChosenPointsLosesAndRepeatsNothing(t *testing.T) {
 	require.NoError(t, e.Read(func(r *store.Reader) error {
 		task, err := r.Task(id)
 		require.NoError(t, err)
-		require.Equal(t, store.Succeeded, task.Status, task.Reason)
+		require.Equal(t, ledger.Succeeded, task.Status, task.Reason)
 		require.JSONEq(t, `{"mode":"echo","units":200}`, string(task.Output))
 
 		committed := map[int]int{}
@@ -132,7 +134,7 @@ func TestSIGKILLAtChosenPointsLosesAndRepeatsNothing(t *testing.T) {
 		require.NoError(t, err)
 		require.Len(t, units, 200)
 		for _, u := range units {
-			require.Equal(t, store.UnitDone, u.State)
+			require.Equal(t, ledger.UnitDone, u.State)
 		}
 		out, err := r.StepOutput(id, 1)
 		require.NoError(t, err)

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/engine"
@@ -122,8 +124,8 @@ func TestDriftAcrossSIGKILL(t *testing.T) {
 				require.NoError(t, e.Read(fn))
 			}
 			var (
-				task   *store.Task
-				drifts []store.Event
+				task   *ledger.Task
+				drifts []ledger.Event
 			)
 			load := func() {
 				read(func(r *store.Reader) error {
@@ -134,7 +136,7 @@ func TestDriftAcrossSIGKILL(t *testing.T) {
 					evs, err := r.Events(id, 0, 0)
 					drifts = drifts[:0]
 					for _, e := range evs {
-						if e.Type == store.EvDrift {
+						if e.Type == ledger.EvDrift {
 							drifts = append(drifts, e)
 						}
 					}
@@ -162,8 +164,8 @@ func TestDriftAcrossSIGKILL(t *testing.T) {
 
 			if onDrift == "pause" {
 				require.Equal(t, 3, code, "a paused task is exit status 3:\n%s", out)
-				require.Equal(t, store.Paused, task.Status)
-				require.Equal(t, store.PauseDrift, task.Pause.Kind)
+				require.Equal(t, ledger.Paused, task.Status)
+				require.Equal(t, ledger.PauseDrift, task.Pause.Kind)
 				require.Equal(t, "head", task.Pause.Name)
 				require.Contains(t, out, "environment fact head changed")
 				require.Equal(t, 1, task.Steps[0].Done)
@@ -174,9 +176,9 @@ func TestDriftAcrossSIGKILL(t *testing.T) {
 				require.Len(t, drifts, 1, "the resume does not see the same drift again")
 			}
 			require.Equal(t, 0, code, out)
-			require.Equal(t, store.Succeeded, task.Status, task.Reason)
+			require.Equal(t, ledger.Succeeded, task.Status, task.Reason)
 
-			var rename, deploy []*store.Attempt
+			var rename, deploy []*ledger.Attempt
 			read(func(r *store.Reader) error {
 				var err error
 				if rename, err = r.Attempts(id, 0); err != nil {
@@ -185,7 +187,7 @@ func TestDriftAcrossSIGKILL(t *testing.T) {
 				deploy, err = r.Attempts(id, 1)
 				return err
 			})
-			envOf := func(a *store.Attempt) string {
+			envOf := func(a *ledger.Attempt) string {
 				var o struct{ Environment map[string]string }
 				require.NoError(t, json.Unmarshal(a.Output, &o))
 				require.Equal(t, a.Environment, o.Environment, "the attempt records the values its request carried")

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/cmd/lhengine/internal/evalrun"
@@ -145,7 +147,7 @@ func recordAgentEval(t *testing.T, path, dst string) {
 			require.NoError(t, e.Work(ctx, engine.WorkOptions{Task: task.ID, ExitWhenIdle: true, ModelRecord: dst}))
 			got, err := e.Task(ctx, task.ID)
 			require.NoError(t, err)
-			require.Equal(t, store.Succeeded, got.Status, "%s in %s: %s", c.Name, st.Name, got.Reason)
+			require.Equal(t, ledger.Succeeded, got.Status, "%s in %s: %s", c.Name, st.Name, got.Reason)
 			require.NoError(t, e.Close(ctx))
 		}
 	}
@@ -236,7 +238,7 @@ func TestEvalAgentSet(t *testing.T) {
 	table := string(md)
 	stateCost := map[string]float64{}
 	for _, rr := range res.Runs {
-		var u store.ModelUsage
+		var u ledger.ModelUsage
 		withStore(t, rr.Home, func(r *store.Reader) {
 			task, err := r.Task(rr.Task)
 			require.NoError(t, err)

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/stretchr/testify/require"
 	"github.com/vbauerster/mpb/v8"
 
@@ -213,14 +215,14 @@ func recompute(t *testing.T, rr *evalrun.RunReport) measured {
 			require.NoError(t, err)
 			var v struct{ Pass bool }
 			require.NoError(t, json.Unmarshal(vt.Output, &v))
-			m.pass = task.Status == store.Succeeded && v.Pass
+			m.pass = task.Status == ledger.Succeeded && v.Pass
 		case "clean-draft":
-			m.pass = task.Status == store.Succeeded && strings.Contains(string(output), "## Findings") &&
+			m.pass = task.Status == ledger.Succeeded && strings.Contains(string(output), "## Findings") &&
 				!strings.Contains(string(output), "TODO") && !strings.Contains(string(output), "TBD")
 		case "planted-todo":
-			m.pass = task.Status == store.Succeeded && !strings.Contains(string(output), "TODO") && !strings.Contains(string(output), "TBD")
+			m.pass = task.Status == ledger.Succeeded && !strings.Contains(string(output), "TODO") && !strings.Contains(string(output), "TBD")
 		default:
-			m.pass = task.Status == store.Succeeded && !strings.Contains(string(output), "TODO")
+			m.pass = task.Status == ledger.Succeeded && !strings.Contains(string(output), "TODO")
 		}
 		if rr.Crash == nil {
 			return
@@ -228,16 +230,16 @@ func recompute(t *testing.T, rr *evalrun.RunReport) measured {
 		events, err := r.Events(rr.Task, 0, 0)
 		require.NoError(t, err)
 		doneInPass := map[string]int{}
-		m.recovered = task.Status == store.Succeeded
+		m.recovered = task.Status == ledger.Succeeded
 		for _, e := range events {
 			switch e.Type {
-			case store.EvStepStarted:
+			case ledger.EvStepStarted:
 				for k := range doneInPass {
 					if strings.HasPrefix(k, e.Step+"/") {
 						delete(doneInPass, k)
 					}
 				}
-			case store.EvUnitDone:
+			case ledger.EvUnitDone:
 				k := fmt.Sprintf("%s/%d", e.Step, *e.Item)
 				doneInPass[k]++
 				if doneInPass[k] > 1 {

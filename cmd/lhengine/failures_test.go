@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stretchr/testify/require"
+	"github.com/lhengine/lhengine/ledger"
 
-	"github.com/lhengine/lhengine/store"
+	"github.com/stretchr/testify/require"
 )
 
 const allowFailuresTask = `
@@ -64,7 +64,7 @@ func TestFailuresCommand(t *testing.T) {
 	for i, item := range []string{"3", "50", "77"} {
 		require.Regexp(t, `^pages\s+`+item+`\s+`+item+`\s+2\s+plugin_error\s+plugin step.wasm: attempt 2 fails on purpose$`, lines[i+1])
 	}
-	var fs []store.FailedItem
+	var fs []ledger.FailedItem
 	require.NoError(t, json.Unmarshal([]byte(lh("-o", "json", "failures", id)), &fs))
 	require.Len(t, fs, 3)
 	require.Equal(t, 50, fs[1].Item)
@@ -73,7 +73,7 @@ func TestFailuresCommand(t *testing.T) {
 	code, out, errOut = b.lh(t, "retry", id)
 	require.Equal(t, 0, code, out+errOut)
 	got := b.task(t, id)
-	require.Equal(t, store.Succeeded, got.Status, got.Reason)
+	require.Equal(t, ledger.Succeeded, got.Status, got.Reason)
 	require.Equal(t, before+3+1, got.Attempts, "only the 3 failed items and the step after them ran")
 	require.JSONEq(t, `{"mode":"echo","n":100}`, string(got.Output))
 	require.Equal(t, "no failed items\n", lh("failures", id))

@@ -9,10 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/api"
-	"github.com/lhengine/lhengine/store"
 )
 
 // pagesTask is a 30-item fan-out, one unit at a time so that its events
@@ -164,7 +165,7 @@ func TestOutputsLimitAndItem(t *testing.T) {
 	require.Contains(t, out, "… 30 more attempts: --limit 0 for all\n", "32 attempts of pages and 1 of count")
 	code, out, errOut = b.lh(t, "-o", "json", "outputs", id, "--attempts")
 	require.Equal(t, 0, code, errOut)
-	var all []*store.Attempt
+	var all []*ledger.Attempt
 	require.NoError(t, json.Unmarshal([]byte(out), &all))
 	require.Len(t, all, 33)
 }

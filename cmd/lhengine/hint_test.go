@@ -9,10 +9,11 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/internal/testwasm"
-	"github.com/lhengine/lhengine/store"
 )
 
 // TestManualHintSettlesAFanOutItem kills a real process after the second
@@ -42,7 +43,7 @@ func TestManualHintSettlesAFanOutItem(t *testing.T) {
 	code, rout, rerr := b.lh(t, "resume", id)
 	require.Equal(t, 3, code, "a pause is exit status 3: "+rout+rerr)
 	task := b.task(t, id)
-	require.Equal(t, store.Paused, task.Status, task.Reason)
+	require.Equal(t, ledger.Paused, task.Status, task.Reason)
 	m := regexp.MustCompile("confirm with `lhengine ([^`]*)`").FindStringSubmatch(task.Reason)
 	require.NotNil(t, m, "the hint names a confirm command: %s", task.Reason)
 	require.Contains(t, rout+rerr, m[1], "resume prints the hint")
@@ -54,7 +55,7 @@ func TestManualHintSettlesAFanOutItem(t *testing.T) {
 
 	code, rout, rerr = b.lh(t, "resume", id)
 	require.Equal(t, 0, code, rout+rerr)
-	require.Equal(t, store.Succeeded, b.task(t, id).Status)
+	require.Equal(t, ledger.Succeeded, b.task(t, id).Status)
 	st := sink.Stats()
 	require.Len(t, st.Applied, 3)
 	for k, n := range st.Received {

@@ -11,10 +11,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/lhengine/lhengine/api"
 	"github.com/lhengine/lhengine/engine"
 	"github.com/lhengine/lhengine/server"
-	"github.com/lhengine/lhengine/store"
 )
 
 // A home has one owner: the process that has its store open. The owner
@@ -95,7 +96,7 @@ func (a *app) connect(ctx context.Context, m homeMode) (*session, error) {
 		if err == nil {
 			return a.serveLocal(ctx, e, m)
 		}
-		if !errors.Is(err, store.ErrInUse) {
+		if !errors.Is(err, ledger.ErrInUse) {
 			return nil, err
 		}
 		// Another process has the store: talk to it, or wait for it to

@@ -6,10 +6,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/internal/crashpoint"
-	"github.com/lhengine/lhengine/store"
 )
 
 // TestErrorsNameTheirArgumentsAndSpeakJSON: a missing argument is named
@@ -70,12 +71,12 @@ func TestResumeRecordsWhoAndWhere(t *testing.T) {
 	require.False(t, killed, out)
 	code, evs, errOut := b.lh(t, "-o", "json", "events", id)
 	require.Equal(t, 0, code, errOut)
-	var resumed []store.Event
+	var resumed []ledger.Event
 	dec := json.NewDecoder(strings.NewReader(evs))
 	for dec.More() {
-		var e store.Event
+		var e ledger.Event
 		require.NoError(t, dec.Decode(&e))
-		if e.Type == store.EvResumed {
+		if e.Type == ledger.EvResumed {
 			resumed = append(resumed, e)
 		}
 	}

@@ -12,12 +12,13 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/internal/crashpoint"
 	"github.com/lhengine/lhengine/internal/testwasm"
 	"github.com/lhengine/lhengine/plugins/examples/notify/sink/mailsink"
-	"github.com/lhengine/lhengine/store"
 )
 
 // startSink serves a mail sink on a loopback port for the test's lifetime.
@@ -108,7 +109,7 @@ func TestCrashMatrix(t *testing.T) {
 					// The outcome of the first email is unknown: a human decides
 					// (resume returns on the pause with exit status 3).
 					require.Equal(t, 3, code, rout+rerr)
-					require.Equal(t, store.Paused, task.Status, task.Reason)
+					require.Equal(t, ledger.Paused, task.Status, task.Reason)
 					require.Contains(t, task.Reason, "outcome unknown")
 					_, ecode := b.effects(t, id)
 					require.Equal(t, 0, ecode)
@@ -122,13 +123,13 @@ func TestCrashMatrix(t *testing.T) {
 					task = b.task(t, id)
 				}
 				require.Equal(t, 0, code, rout+rerr)
-				require.Equal(t, store.Succeeded, task.Status, task.Reason)
+				require.Equal(t, ledger.Succeeded, task.Status, task.Reason)
 
 				st := sink.Stats()
 				require.Len(t, st.Applied, 3, "one applied email per recipient")
 				effects, _ := b.effects(t, id)
 				for _, e := range effects {
-					require.Equal(t, store.EffectDone, e.State)
+					require.Equal(t, ledger.EffectDone, e.State)
 					require.Contains(t, st.Applied, e.IdempotencyKey, "the journal's key is the one the receiver applied")
 					if mode != "resend" {
 						// check asks before sending again; manual never re-sends on its own.
@@ -139,7 +140,7 @@ func TestCrashMatrix(t *testing.T) {
 				require.EqualValues(t, 3, task.Notes, "notes are committed with the unit, once")
 				code, aout, _ := b.lh(t, "-o", "json", "artifacts", id)
 				require.Equal(t, 0, code)
-				var arts []store.Provenance
+				var arts []ledger.Provenance
 				require.NoError(t, json.Unmarshal([]byte(aout), &arts))
 				require.Len(t, arts, 3, "one message artifact per recipient, never doubled")
 			})
@@ -147,19 +148,19 @@ func TestCrashMatrix(t *testing.T) {
 	}
 }
 
-func (b *cliBundle) task(t *testing.T, id string) *store.Task {
+func (b *cliBundle) task(t *testing.T, id string) *ledger.Task {
 	t.Helper()
 	code, out, errOut := b.lh(t, "-o", "json", "status", id)
 	require.Equal(t, 0, code, errOut)
-	var st struct{ Task *store.Task }
+	var st struct{ Task *ledger.Task }
 	require.NoError(t, json.Unmarshal([]byte(out), &st))
 	return st.Task
 }
 
-func (b *cliBundle) effects(t *testing.T, id string) ([]store.Effect, int) {
+func (b *cliBundle) effects(t *testing.T, id string) ([]ledger.Effect, int) {
 	t.Helper()
 	code, out, _ := b.lh(t, "-o", "json", "effects", id)
-	var es []store.Effect
+	var es []ledger.Effect
 	if code == 0 {
 		require.NoError(t, json.Unmarshal([]byte(out), &es))
 	}

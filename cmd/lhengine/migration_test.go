@@ -10,11 +10,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/api"
 	"github.com/lhengine/lhengine/internal/testwasm"
-	"github.com/lhengine/lhengine/store"
 )
 
 // migrationEvidence is the evidence.json the migration example's last step
@@ -83,8 +84,8 @@ func TestMigrationExample(t *testing.T) {
 	first := as[0]
 	require.Equal(t, id, first.Task)
 	require.Equal(t, "deploy-config", first.Step)
-	require.Equal(t, store.ApprovalFromPlugin, first.Source)
-	require.Equal(t, store.ApprovalPending, first.State)
+	require.Equal(t, ledger.ApprovalFromPlugin, first.Source)
+	require.Equal(t, ledger.ApprovalPending, first.State)
 	require.Contains(t, string(first.Subject), `client_version: \"2.0.0\"`, "the subject is the diff")
 
 	// A colleague's commit lands while the task waits: one more use of
@@ -102,13 +103,13 @@ func TestMigrationExample(t *testing.T) {
 	require.Equal(t, 3, code, "the resume runs the stale steps again and asks again:\n%s\n%s", out, errOut)
 
 	events := b.eventsJSON(t, id)
-	var drifts []store.Event
+	var drifts []ledger.Event
 	started := map[string]int{}
 	for _, e := range events {
 		switch e.Type {
-		case store.EvDrift:
+		case ledger.EvDrift:
 			drifts = append(drifts, e)
-		case store.EvStepStarted:
+		case ledger.EvStepStarted:
 			started[e.Step]++
 		}
 	}
@@ -133,7 +134,7 @@ func TestMigrationExample(t *testing.T) {
 	require.Equal(t, api.Succeeded, rep.Task.Status, rep.Task.Reason)
 	as = b.approvalsJSON(t, id)
 	require.Len(t, as, 2)
-	require.Equal(t, store.ApprovalApproved, as[1].State)
+	require.Equal(t, ledger.ApprovalApproved, as[1].State)
 	require.NotEmpty(t, as[1].DecidedBy)
 
 	code, out, errOut = b.lh(t, "outputs", "-o", "json", id, "evidence")
@@ -171,14 +172,14 @@ func TestMigrationExample(t *testing.T) {
 
 // eventsJSON reads a task's events through the CLI (-o json: one event a
 // line).
-func (b *procBundle) eventsJSON(t *testing.T, id string) []store.Event {
+func (b *procBundle) eventsJSON(t *testing.T, id string) []ledger.Event {
 	t.Helper()
 	code, out, errOut := b.lh(t, "events", "-o", "json", id)
 	require.Equal(t, 0, code, errOut)
-	var evs []store.Event
+	var evs []ledger.Event
 	dec := json.NewDecoder(strings.NewReader(out))
 	for dec.More() {
-		var e store.Event
+		var e ledger.Event
 		require.NoError(t, dec.Decode(&e), out)
 		evs = append(evs, e)
 	}

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/engine"
@@ -94,7 +96,7 @@ task "cities" {
 	require.NoError(t, e.Read(func(r *store.Reader) error {
 		task, err := r.Task(id)
 		require.NoError(t, err)
-		require.Equal(t, store.Succeeded, task.Status, task.Reason)
+		require.Equal(t, ledger.Succeeded, task.Status, task.Reason)
 		u := task.ModelUsage
 		require.EqualValues(t, 6, u.Calls, "billed once per call")
 		require.InDelta(t, (float64(u.InputTokens)*1+float64(u.OutputTokens)*4)/1e6, u.Cost, 1e-12)
@@ -124,7 +126,7 @@ task "cities" {
 		require.NoError(t, err)
 		billed, replayed := 0, 0
 		for _, ev := range events {
-			if ev.Type == store.EvModelCall {
+			if ev.Type == ledger.EvModelCall {
 				if ev.Model.Replayed {
 					replayed++
 				} else {
@@ -366,7 +368,7 @@ task "weather" {
 	js, _ := runCrashing(t, bin, home, "", nil, "-o", "json", "status", id)
 	var rep struct {
 		Task struct {
-			ModelUsage store.ModelUsage `json:"model_usage"`
+			ModelUsage ledger.ModelUsage `json:"model_usage"`
 		} `json:"task"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(js), &rep), js)
@@ -385,7 +387,7 @@ task "weather" {
 		require.NoError(t, err)
 		var kinds []string
 		for _, ev := range events {
-			if ev.Type != store.EvModelCall {
+			if ev.Type != ledger.EvModelCall {
 				continue
 			}
 			switch {

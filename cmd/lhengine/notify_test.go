@@ -15,6 +15,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/engine"
@@ -65,11 +67,11 @@ func TestNotifyAcrossSIGKILL(t *testing.T) {
 		t.Run(tc.at, func(t *testing.T) {
 			t.Parallel()
 			var mu sync.Mutex
-			byKey := map[string][]store.Event{}
+			byKey := map[string][]ledger.Event{}
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 				var body struct {
-					Task  string      `json:"task"`
-					Event store.Event `json:"event"`
+					Task  string       `json:"task"`
+					Event ledger.Event `json:"event"`
 				}
 				b, _ := io.ReadAll(req.Body)
 				if err := json.Unmarshal(b, &body); err != nil || req.Header.Get("Idempotency-Key") == "" {
@@ -104,7 +106,7 @@ func TestNotifyAcrossSIGKILL(t *testing.T) {
 				require.Equal(t, fmt.Sprintf("%s/notify/%d", id, evs[0].Seq), key)
 				types = append(types, string(evs[0].Type))
 				want := 1
-				if evs[0].Type == store.EvPaused {
+				if evs[0].Type == ledger.EvPaused {
 					want = tc.pauses
 				}
 				require.Len(t, evs, want, "deliveries of %s", evs[0].Type)
@@ -122,7 +124,7 @@ func TestNotifyAcrossSIGKILL(t *testing.T) {
 			require.NoError(t, e.Read(func(r *store.Reader) error {
 				task, err := r.Task(id)
 				require.NoError(t, err)
-				require.Equal(t, store.Succeeded, task.Status, task.Reason)
+				require.Equal(t, ledger.Succeeded, task.Status, task.Reason)
 				outbox, err := r.Notifications(id)
 				require.NoError(t, err)
 				require.Empty(t, outbox)
@@ -130,8 +132,8 @@ func TestNotifyAcrossSIGKILL(t *testing.T) {
 				require.NoError(t, err)
 				done := 0
 				for _, f := range effs {
-					if f.StepName == store.NotifyStep {
-						require.Equal(t, store.EffectDone, f.State, "%+v", f)
+					if f.StepName == ledger.NotifyStep {
+						require.Equal(t, ledger.EffectDone, f.State, "%+v", f)
 						done++
 					}
 				}

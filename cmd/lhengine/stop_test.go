@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/api"
@@ -103,22 +105,22 @@ func TestServeStopsGracefully(t *testing.T) {
 		require.NoError(t, err)
 		done := 0
 		for _, u := range units {
-			if u.State == store.UnitDone {
+			if u.State == ledger.UnitDone {
 				done++
 				continue
 			}
-			require.Equal(t, store.UnitReady, u.State, "item %d", u.Item)
+			require.Equal(t, ledger.UnitReady, u.State, "item %d", u.Item)
 			require.Zero(t, u.Attempt, "item %d: no attempt charged", u.Item)
 		}
 		require.Equal(t, 4, done)
 		evs, err := r.Events(id, 0, 0)
 		require.NoError(t, err)
-		count := map[store.EventType]int{}
+		count := map[ledger.EventType]int{}
 		for _, e := range evs {
 			count[e.Type]++
 		}
-		require.Equal(t, 4, count[store.EvReleased])
-		require.Zero(t, count[store.EvLeaseExpired])
+		require.Equal(t, 4, count[ledger.EvReleased])
+		require.Zero(t, count[ledger.EvLeaseExpired])
 		ts, err := r.Tasks()
 		require.NoError(t, err)
 		require.Len(t, ts, 2, "the submit answered during the stop queued its task")

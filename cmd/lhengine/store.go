@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/spf13/cobra"
 
 	"github.com/lhengine/lhengine/store"
@@ -38,7 +40,7 @@ the store could not be read.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			rep, err := store.Verify(filepath.Join(a.home, "store"), a.logger())
-			if errors.Is(err, store.ErrInUse) {
+			if errors.Is(err, ledger.ErrInUse) {
 				if s := a.dialOwner(cmd.Context()); s != nil {
 					s.c.Close()
 					return fmt.Errorf("home %s is owned by %s: verify reads the store alone; stop that process first", a.home, s.owner)

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/store"
@@ -17,7 +19,7 @@ func TestStoreVerifyAndAllowDamaged(t *testing.T) {
 	b.home = filepath.Join(b.dir, "home")
 	s, err := store.Open(filepath.Join(b.home, "store"), store.Options{})
 	require.NoError(t, err)
-	task, _, err := s.Submit(context.Background(), store.NewTask{Name: "kept", Steps: []store.StepState{{Name: "a"}}})
+	task, _, err := s.Submit(context.Background(), ledger.NewTask{Name: "kept", Steps: []ledger.StepState{{Name: "a"}}})
 	require.NoError(t, err)
 	require.NoError(t, s.Close())
 

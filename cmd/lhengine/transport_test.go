@@ -10,12 +10,13 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/fault"
 	"github.com/lhengine/lhengine/internal/testwasm"
 	"github.com/lhengine/lhengine/plugins/examples/notify/sink/mailsink"
-	"github.com/lhengine/lhengine/store"
 )
 
 // TestEffectTransportFailureHasItsOwnKind: a receiver that closes the
@@ -68,7 +69,7 @@ func TestEffectTransportFailureHasItsOwnKind(t *testing.T) {
 
 	code, out, errOut = b.lh(t, "-o", "json", "outputs", id, "send", "--attempts")
 	require.Equal(t, 0, code, errOut)
-	var as []*store.Attempt
+	var as []*ledger.Attempt
 	require.NoError(t, json.Unmarshal([]byte(out), &as))
 	require.Len(t, as, 2, out)
 	require.NotNil(t, as[0].Failure, out)

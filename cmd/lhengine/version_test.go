@@ -8,10 +8,11 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/engine"
-	"github.com/lhengine/lhengine/store"
 )
 
 func TestVersion(t *testing.T) {
@@ -69,7 +70,7 @@ func TestATaskWhoseProcessIsGoneShowsInterrupted(t *testing.T) {
 	require.NoError(t, err)
 	// The worker stops after the first commit, the way a killed process
 	// leaves its task: recorded as running, worked on by nobody.
-	err = e.Work(ctx, engine.WorkOptions{Task: task.ID, OnCommit: func(*store.Task) { cancel() }})
+	err = e.Work(ctx, engine.WorkOptions{Task: task.ID, OnCommit: func(*ledger.Task) { cancel() }})
 	require.ErrorIs(t, err, context.Canceled)
 	require.NoError(t, e.Close(context.Background()))
 

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/engine"
@@ -71,7 +73,7 @@ func TestSIGKILLWhileWindowsFillLosesAndRepeatsNothing(t *testing.T) {
 	require.NoError(t, e.Read(func(r *store.Reader) error {
 		task, err := r.Task(id)
 		require.NoError(t, err)
-		require.Equal(t, store.Succeeded, task.Status, task.Reason)
+		require.Equal(t, ledger.Succeeded, task.Status, task.Reason)
 		for step := range 2 {
 			as, err := r.Attempts(id, step)
 			require.NoError(t, err)

@@ -6,10 +6,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/engine"
-	"github.com/lhengine/lhengine/store"
 )
 
 // TestRmOfAnInterruptedTaskSaysInterrupted: rm refuses a task whose
@@ -24,7 +25,7 @@ func TestRmOfAnInterruptedTaskSaysInterrupted(t *testing.T) {
 	require.NoError(t, err)
 	task, _, err := e.Submit(ctx, filepath.Join(b.dir, "task.hcl"), engine.SubmitOptions{})
 	require.NoError(t, err)
-	err = e.Work(ctx, engine.WorkOptions{Task: task.ID, OnCommit: func(*store.Task) { cancel() }})
+	err = e.Work(ctx, engine.WorkOptions{Task: task.ID, OnCommit: func(*ledger.Task) { cancel() }})
 	require.ErrorIs(t, err, context.Canceled)
 	require.NoError(t, e.Close(context.Background()))
 

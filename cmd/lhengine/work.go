@@ -14,12 +14,13 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/lhengine/lhengine/api"
 	"github.com/lhengine/lhengine/engine"
-	"github.com/lhengine/lhengine/store"
 )
 
 const defaultConcurrency = 16
@@ -405,7 +406,7 @@ why and the command that continues it, with exit status 3.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.withWorker(cmd.Context(), false, func(s *session) error {
 				for _, b := range budgets {
-					if _, err := store.ParseBudgetRaise(b); err != nil {
+					if _, err := ledger.ParseBudgetRaise(b); err != nil {
 						return &exitError{code: exitUsage, err: fmt.Errorf("--budget %v", err)}
 					}
 				}
@@ -462,7 +463,7 @@ func (a *app) workTask(ctx context.Context, s *session, id string, conc int, mf 
 	var err error
 	if s.local() {
 		s.srv.SetWorks(id)
-		o.OnCommit = func(*store.Task) { p.changed() }
+		o.OnCommit = func(*ledger.Task) { p.changed() }
 		err = a.work(ctx, s, o, p)
 	} else {
 		err = s.c.Follow(ctx, id, math.MaxUint64, func(it api.StreamItem) error {

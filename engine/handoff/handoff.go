@@ -17,6 +17,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/lhengine/lhengine/store"
 )
 
@@ -42,11 +44,11 @@ type Bundle struct {
 	Completed []CompletedStep `json:"completed_steps"`
 	Pending   []PendingStep   `json:"pending_steps"`
 	// Decisions are every decision note, oldest first, verbatim: never cut.
-	Decisions []store.Note `json:"decisions"`
+	Decisions []ledger.Note `json:"decisions"`
 	// Blockers are the newest blockers; BlockersTotal counts them all.
-	Blockers      []store.Note `json:"blockers"`
-	BlockersTotal int          `json:"blockers_total"`
-	Findings      Findings     `json:"findings"`
+	Blockers      []ledger.Note `json:"blockers"`
+	BlockersTotal int           `json:"blockers_total"`
+	Findings      Findings      `json:"findings"`
 	// Artifacts are the newest artifacts; ArtifactsTotal counts them all.
 	Artifacts      []Artifact `json:"artifacts"`
 	ArtifactsTotal int        `json:"artifacts_total"`
@@ -62,10 +64,10 @@ type Bundle struct {
 
 // TaskRef names the task and its state.
 type TaskRef struct {
-	ID     string       `json:"id"`
-	Name   string       `json:"name"`
-	Status store.Status `json:"status"`
-	Reason string       `json:"reason,omitempty"`
+	ID     string        `json:"id"`
+	Name   string        `json:"name"`
+	Status ledger.Status `json:"status"`
+	Reason string        `json:"reason,omitempty"`
 }
 
 // Checkpoint is where a task stands.
@@ -122,7 +124,7 @@ type Findings struct {
 	Total     int              `json:"total"`
 	Summaries int              `json:"summaries,omitempty"`
 	Counters  map[string]int64 `json:"counters,omitempty"`
-	Recent    []store.Note     `json:"recent"`
+	Recent    []ledger.Note    `json:"recent"`
 }
 
 // Artifact is one artifact the task stored.
@@ -136,17 +138,17 @@ type Artifact struct {
 
 // Environment is the task's facts as last read.
 type Environment struct {
-	Facts map[string]string `json:"facts"`
-	Read  time.Time         `json:"read"`
-	Drift *store.FactChange `json:"drift,omitempty"`
+	Facts map[string]string  `json:"facts"`
+	Read  time.Time          `json:"read"`
+	Drift *ledger.FactChange `json:"drift,omitempty"`
 }
 
 // Waiting is what waits for a person.
 type Waiting struct {
-	Approvals []store.Approval `json:"approvals"`
+	Approvals []ledger.Approval `json:"approvals"`
 	// Effects are the reasons of units waiting for an effect to be settled.
-	Effects []string           `json:"effects"`
-	Pause   *store.PauseReason `json:"pause,omitempty"`
+	Effects []string            `json:"effects"`
+	Pause   *ledger.PauseReason `json:"pause,omitempty"`
 }
 
 // Build reads task id's handoff in one snapshot of the store.
@@ -180,7 +182,7 @@ func Build(r *store.Reader, id string, now time.Time) (*Bundle, error) {
 		return nil, err
 	}
 	b.ArtifactsTotal = len(arts)
-	slices.SortStableFunc(arts, func(a, c store.Provenance) int { return c.Time.Compare(a.Time) })
+	slices.SortStableFunc(arts, func(a, c ledger.Provenance) int { return c.Time.Compare(a.Time) })
 	b.Artifacts = []Artifact{}
 	for _, a := range arts[:min(len(arts), maxArtifacts)] {
 		b.Artifacts = append(b.Artifacts, Artifact{Ref: a.Ref, Name: a.Name, Step: a.Step, Item: a.Item, Size: a.Size})
@@ -200,10 +202,10 @@ func Build(r *store.Reader, id string, now time.Time) (*Bundle, error) {
 }
 
 // steps fills Completed and Pending.
-func (b *Bundle) steps(r *store.Reader, t *store.Task) error {
+func (b *Bundle) steps(r *store.Reader, t *ledger.Task) error {
 	b.Completed, b.Pending = []CompletedStep{}, []PendingStep{}
 	for i, st := range t.Steps {
-		complete := t.Status == store.Succeeded || i < t.Cursor
+		complete := t.Status == ledger.Succeeded || i < t.Cursor
 		if !complete {
 			b.Pending = append(b.Pending, PendingStep{Name: st.Name, Planned: st.Planned && i == t.Cursor,
 				Units: st.Units, Done: st.Done, Leased: st.Leased, Waiting: st.Waiting, Failed: st.Failed})
@@ -215,7 +217,7 @@ func (b *Bundle) steps(r *store.Reader, t *store.Task) error {
 			return err
 		}
 		for _, u := range units {
-			if u.State != store.UnitDone || u.Pass != st.Pass || len(c.Evidence) == maxEvidence {
+			if u.State != ledger.UnitDone || u.Pass != st.Pass || len(c.Evidence) == maxEvidence {
 				continue
 			}
 			a, err := r.Attempt(t.ID, i, u.Item, u.Committed)
@@ -230,14 +232,14 @@ func (b *Bundle) steps(r *store.Reader, t *store.Task) error {
 }
 
 // notes fills Decisions (all), Blockers and Findings.
-func (b *Bundle) notes(r *store.Reader, t *store.Task) error {
+func (b *Bundle) notes(r *store.Reader, t *ledger.Task) error {
 	notes, err := r.Notes(t.ID)
 	if err != nil {
 		return err
 	}
-	b.Decisions, b.Blockers = []store.Note{}, []store.Note{}
-	b.Findings = Findings{Counters: t.Counters, Recent: []store.Note{}}
-	var findings []store.Note
+	b.Decisions, b.Blockers = []ledger.Note{}, []ledger.Note{}
+	b.Findings = Findings{Counters: t.Counters, Recent: []ledger.Note{}}
+	var findings []ledger.Note
 	for _, n := range notes {
 		switch n.Kind {
 		case "decision":
@@ -263,15 +265,15 @@ func (b *Bundle) notes(r *store.Reader, t *store.Task) error {
 
 // waiting fills Waiting: pending approvals, units waiting on effects, the
 // pause.
-func (b *Bundle) waiting(r *store.Reader, t *store.Task) error {
-	b.Waiting = Waiting{Approvals: []store.Approval{}, Effects: []string{}, Pause: t.Pause}
+func (b *Bundle) waiting(r *store.Reader, t *ledger.Task) error {
+	b.Waiting = Waiting{Approvals: []ledger.Approval{}, Effects: []string{}, Pause: t.Pause}
 	if t.NextApproval > 0 {
 		as, err := r.Approvals(t.ID)
 		if err != nil {
 			return err
 		}
 		for _, a := range as {
-			if a.State == store.ApprovalPending {
+			if a.State == ledger.ApprovalPending {
 				b.Waiting.Approvals = append(b.Waiting.Approvals, a)
 			}
 		}
@@ -282,7 +284,7 @@ func (b *Bundle) waiting(r *store.Reader, t *store.Task) error {
 			return err
 		}
 		for _, u := range units {
-			if u.State == store.UnitWaiting && u.Effect != "" {
+			if u.State == ledger.UnitWaiting && u.Effect != "" {
 				b.Waiting.Effects = append(b.Waiting.Effects, u.WaitReason)
 			}
 		}
@@ -292,7 +294,7 @@ func (b *Bundle) waiting(r *store.Reader, t *store.Task) error {
 
 // nextActions are the commands a person (or an agent with the CLI) may
 // take next, given the task's status.
-func nextActions(t *store.Task, w Waiting) []string {
+func nextActions(t *ledger.Task, w Waiting) []string {
 	id := t.ID
 	var out []string
 	for _, a := range w.Approvals {
@@ -306,19 +308,19 @@ func nextActions(t *store.Task, w Waiting) []string {
 		}
 	}
 	switch t.Status {
-	case store.Queued, store.Running:
+	case ledger.Queued, ledger.Running:
 		out = append(out, "lhengine events "+id+" --follow", "lhengine pause "+id+" --reason TEXT")
-	case store.WaitingApproval:
+	case ledger.WaitingApproval:
 		out = append(out, "lhengine resume "+id+"  # once decided, when no process works the home")
-	case store.Paused:
-		if p := t.Pause; p != nil && p.Kind == store.PauseBudget {
+	case ledger.Paused:
+		if p := t.Pause; p != nil && p.Kind == ledger.PauseBudget {
 			out = append(out, fmt.Sprintf("lhengine resume %s --budget %s=+N", id, p.Name))
 		} else {
 			out = append(out, "lhengine resume "+id)
 		}
-	case store.Failed, store.Cancelled:
+	case ledger.Failed, ledger.Cancelled:
 		out = append(out, "lhengine retry "+id, "lhengine retry "+id+" --from STEP")
-	case store.Succeeded:
+	case ledger.Succeeded:
 		out = append(out, "lhengine outputs "+id, "lhengine artifacts "+id)
 		if t.Steps != nil {
 			for _, st := range t.Steps {
@@ -329,7 +331,7 @@ func nextActions(t *store.Task, w Waiting) []string {
 			}
 		}
 	}
-	if t.Status != store.Succeeded && t.Status != store.Failed && t.Status != store.Cancelled {
+	if t.Status != ledger.Succeeded && t.Status != ledger.Failed && t.Status != ledger.Cancelled {
 		out = append(out, "lhengine cancel "+id)
 	}
 	return out

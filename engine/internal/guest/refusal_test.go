@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/stretchr/testify/require"
+	"github.com/lhengine/lhengine/ledger"
 
-	"github.com/lhengine/lhengine/store"
+	"github.com/stretchr/testify/require"
 )
 
 // TestRefusedHostCallsAreLogged: a host call refused for a quota, a budget
@@ -21,7 +21,7 @@ func TestRefusedHostCallsAreLogged(t *testing.T) {
 		err  error
 		line string
 	}{
-		{fmt.Errorf("kv.put: %w", store.ErrNoSpace), "[warn] host failed call kv.put: kv.put: no space left on device"},
+		{fmt.Errorf("kv.put: %w", ledger.ErrNoSpace), "[warn] host failed call kv.put: kv.put: no space left on device"},
 		{&HostError{Status: StatusBudget, Message: "kv quota"}, "[warn] host refused call kv.put: kv quota"},
 		{&HostError{Status: StatusTooLarge, Message: "value over the quota"}, "[warn] host refused call kv.put: value over the quota"},
 	}

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/lhengine/lhengine/engine/handoff"
 	"github.com/lhengine/lhengine/engine/internal/guest"
 	"github.com/lhengine/lhengine/store"
@@ -75,41 +77,41 @@ func (a *Attempt) approval(ctx context.Context, raw []byte) ([]byte, error) {
 	if err != nil {
 		return nil, herr(guest.StatusInvalid, "approval.request: subject: %v", err)
 	}
-	sum := store.SubjectSum(subject)
+	sum := ledger.SubjectSum(subject)
 	l := a.Lease
-	var prev *store.Approval
+	var prev *ledger.Approval
 	if id := l.Unit.Approval; id != "" {
 		err := a.Store.Read(func(rd *store.Reader) error {
 			var err error
 			prev, err = rd.Approval(l.Task, id)
 			return err
 		})
-		if err != nil && !errors.Is(err, store.ErrNotFound) {
+		if err != nil && !errors.Is(err, ledger.ErrNotFound) {
 			return nil, herr(guest.StatusInternal, "reading the unit's approval: %v", err)
 		}
-		if prev != nil && (prev.Source != store.ApprovalFromPlugin || prev.Pass != l.Unit.Pass || prev.Prompt != r.Prompt) {
+		if prev != nil && (prev.Source != ledger.ApprovalFromPlugin || prev.Pass != l.Unit.Pass || prev.Prompt != r.Prompt) {
 			prev = nil
 		}
 	}
 	if prev != nil {
 		switch {
 		case prev.Decided() && prev.SubjectSHA256 == sum:
-			if prev.State == store.ApprovalApproved {
+			if prev.State == ledger.ApprovalApproved {
 				if err := a.Store.UseApproval(ctx, l, prev.ID); err != nil {
 					return nil, leaseErr(err)
 				}
 			}
 			return json.Marshal(approvalDecision{Approval: prev.ID, Decision: string(prev.State), By: prev.DecidedBy, Note: prev.Note})
-		case prev.State == store.ApprovalPending && !prev.Expires.IsZero() && !l.Unit.Claimed.Before(prev.Expires):
-			if _, err := a.Store.CloseApproval(ctx, l, prev.ID, store.ApprovalExpired, ""); err != nil {
+		case prev.State == ledger.ApprovalPending && !prev.Expires.IsZero() && !l.Unit.Claimed.Before(prev.Expires):
+			if _, err := a.Store.CloseApproval(ctx, l, prev.ID, ledger.ApprovalExpired, ""); err != nil {
 				return nil, leaseErr(err)
 			}
-			return json.Marshal(approvalDecision{Approval: prev.ID, Decision: string(store.ApprovalExpired)})
-		case prev.State == store.ApprovalExpired:
-			return json.Marshal(approvalDecision{Approval: prev.ID, Decision: string(store.ApprovalExpired)})
+			return json.Marshal(approvalDecision{Approval: prev.ID, Decision: string(ledger.ApprovalExpired)})
+		case prev.State == ledger.ApprovalExpired:
+			return json.Marshal(approvalDecision{Approval: prev.ID, Decision: string(ledger.ApprovalExpired)})
 		case prev.Decided():
 			why := fmt.Sprintf("the subject changed since it was decided: sha256 %.12s… is now %.12s…", prev.SubjectSHA256, sum)
-			if _, err := a.Store.CloseApproval(ctx, l, prev.ID, store.ApprovalVoided, why); err != nil {
+			if _, err := a.Store.CloseApproval(ctx, l, prev.ID, ledger.ApprovalVoided, why); err != nil {
 				return nil, leaseErr(err)
 			}
 		}

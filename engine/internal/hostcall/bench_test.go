@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/engine/internal/taskfile"
@@ -23,9 +25,9 @@ func onDisk(b *testing.B, step *taskfile.Step) *Attempt {
 	require.NoError(b, err)
 	b.Cleanup(func() { s.Close() })
 	ctx := context.Background()
-	_, _, err = s.Submit(ctx, store.NewTask{Name: "t", Steps: []store.StepState{{Name: step.Name}}})
+	_, _, err = s.Submit(ctx, ledger.NewTask{Name: "t", Steps: []ledger.StepState{{Name: step.Name}}})
 	require.NoError(b, err)
-	c, err := s.Claim(ctx, store.ClaimRequest{Owner: s.Owner("w"), Max: 1, LeaseFor: time.Hour})
+	c, err := s.Claim(ctx, ledger.ClaimRequest{Owner: s.Owner("w"), Max: 1, LeaseFor: time.Hour})
 	require.NoError(b, err)
 	step.Workspace = "rw"
 	return &Attempt{Store: s, Lease: c.Leases[0], Step: step, Workspace: b.TempDir()}

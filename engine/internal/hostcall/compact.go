@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/lhengine/lhengine/engine/internal/guest"
 	"github.com/lhengine/lhengine/store"
 )
@@ -31,7 +33,7 @@ func (a *Attempt) notesList(raw []byte) ([]byte, error) {
 	if r.After != nil {
 		after = *r.After
 	}
-	var notes []store.Note
+	var notes []ledger.Note
 	err := a.Store.Read(func(rd *store.Reader) error {
 		var err error
 		notes, err = rd.OpenNotes(a.Lease.Task, after, r.Limit)
@@ -41,10 +43,10 @@ func (a *Attempt) notesList(raw []byte) ([]byte, error) {
 		return nil, herr(guest.StatusInternal, "reading the task's notes: %v", err)
 	}
 	if notes == nil {
-		notes = []store.Note{}
+		notes = []ledger.Note{}
 	}
 	return json.Marshal(struct {
-		Notes []store.Note `json:"notes"`
+		Notes []ledger.Note `json:"notes"`
 	}{notes})
 }
 
@@ -65,9 +67,9 @@ func (a *Attempt) notesCompact(ctx context.Context, raw []byte) ([]byte, error) 
 	}
 	seq, err := a.Store.CompactNotes(ctx, a.Lease, r.Replaces, r.Summary)
 	switch {
-	case errors.Is(err, store.ErrProtected):
+	case errors.Is(err, ledger.ErrProtected):
 		return nil, herr(guest.StatusDenied, "%v", err)
-	case errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, ledger.ErrNotFound):
 		return nil, herr(guest.StatusNotFound, "%v", err)
 	case err != nil:
 		return nil, leaseErr(err)

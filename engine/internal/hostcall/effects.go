@@ -15,10 +15,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/lhengine/lhengine/engine/internal/guest"
 	"github.com/lhengine/lhengine/engine/internal/taskfile"
 	"github.com/lhengine/lhengine/internal/crashpoint"
-	"github.com/lhengine/lhengine/store"
 )
 
 // maxEffectResponse bounds the response body of an http effect kept in the journal.
@@ -67,11 +68,11 @@ func (a *Attempt) effect(ctx context.Context, raw []byte) ([]byte, error) {
 	reconciled := "" // how an intent found without outcome was settled
 	e, err := a.Store.Effect(l.Task, l.Step, l.Item, r.Key)
 	switch {
-	case errors.Is(err, store.ErrNotFound):
-		e = &store.Effect{
+	case errors.Is(err, ledger.ErrNotFound):
+		e = &ledger.Effect{
 			Task: l.Task, Step: l.Step, StepName: a.Step.Name, Item: l.Item, Key: r.Key, Kind: r.Kind, Mode: grant.Mode,
-			IdempotencyKey: store.IdempotencyKey(l.Task, a.Step.Name, l.Item, r.Key),
-			Request:        r.Request, State: store.EffectIntent, Attempt: l.Attempt, IntentAt: time.Now(),
+			IdempotencyKey: ledger.IdempotencyKey(l.Task, a.Step.Name, l.Item, r.Key),
+			Request:        r.Request, State: ledger.EffectIntent, Attempt: l.Attempt, IntentAt: time.Now(),
 		}
 		if err := a.record(ctx, e); err != nil {
 			return nil, err
@@ -81,15 +82,15 @@ func (a *Attempt) effect(ctx context.Context, raw []byte) ([]byte, error) {
 		return nil, err
 	case !jsonEqual(e.Request, r.Request):
 		return nil, herr(guest.StatusInvalid, "effect key %q was first used with another request; a key names one effect", r.Key)
-	case e.State == store.EffectDone:
+	case e.State == ledger.EffectDone:
 		return respond(shapeOutcome(e), true)
-	case e.State == store.EffectUnknown:
+	case e.State == ledger.EffectUnknown:
 		return nil, a.pauseFor(e)
 	case e.Resend != "":
 		// The receiver answered, and not for good, or a person asked for a
 		// retry: send it again as is. The mark is cleared first, so that an
 		// interruption of this send is reconciled as the mode says.
-		if e.Resend == store.ResendRetry {
+		if e.Resend == ledger.ResendRetry {
 			reconciled = "retried"
 		}
 		e.Resend, e.Attempt = "", l.Attempt
@@ -99,7 +100,7 @@ func (a *Attempt) effect(ctx context.Context, raw []byte) ([]byte, error) {
 	default: // an intent with no outcome: the effect may or may not have happened
 		switch grant.Mode {
 		case "manual":
-			e.State, e.Note = store.EffectUnknown, "outcome unknown after an interruption; a human must confirm or retry"
+			e.State, e.Note = ledger.EffectUnknown, "outcome unknown after an interruption; a human must confirm or retry"
 			if err := a.record(ctx, e); err != nil {
 				return nil, err
 			}
@@ -110,7 +111,7 @@ func (a *Attempt) effect(ctx context.Context, raw []byte) ([]byte, error) {
 				return nil, err
 			}
 			if applied {
-				e.State, e.DoneAt, e.Note = store.EffectDone, time.Now(), "receiver reports the key applied"
+				e.State, e.DoneAt, e.Note = ledger.EffectDone, time.Now(), "receiver reports the key applied"
 				e.Outcome = checkedOutcome(e, answer)
 				if err := a.record(ctx, e); err != nil {
 					return nil, err
@@ -129,7 +130,7 @@ func (a *Attempt) effect(ctx context.Context, raw []byte) ([]byte, error) {
 		// The receiver answered and the effect stays open: the next attempt
 		// sends it again without reconciling. The answer is not an outcome.
 		e.Performs++
-		e.Resend = store.ResendRetryable
+		e.Resend = ledger.ResendRetryable
 		e.Note = fmt.Sprintf("attempt %d: the receiver answered %d; the effect stays open and is sent again under the same key", l.Attempt, open.status)
 		if rerr := a.record(ctx, e); rerr != nil {
 			return nil, rerr
@@ -144,7 +145,7 @@ func (a *Attempt) effect(ctx context.Context, raw []byte) ([]byte, error) {
 	if reconciled != "" {
 		outcome = withField(outcome, "reconciled", reconciled)
 	}
-	e.State, e.Outcome, e.DoneAt, e.Resend = store.EffectDone, outcome, time.Now(), ""
+	e.State, e.Outcome, e.DoneAt, e.Resend = ledger.EffectDone, outcome, time.Now(), ""
 	e.Performs++
 	if err := a.record(ctx, e); err != nil {
 		return nil, err
@@ -169,7 +170,7 @@ func finalStatus(code int) bool {
 // shapeOutcome is a recorded outcome in its kind's documented shape. An
 // outcome a person confirmed, or one a check_url reported applied, written
 // by an older engine lacks the shape and is given it.
-func shapeOutcome(e *store.Effect) json.RawMessage {
+func shapeOutcome(e *ledger.Effect) json.RawMessage {
 	var m map[string]json.RawMessage
 	if json.Unmarshal(e.Outcome, &m) != nil {
 		return e.Outcome
@@ -185,15 +186,15 @@ func shapeOutcome(e *store.Effect) json.RawMessage {
 	if _, ok := m["applied"]; ok {
 		how = "check_applied"
 	}
-	return store.ConfirmedOutcome(e.Kind, e.Request, how)
+	return ledger.ConfirmedOutcome(e.Kind, e.Request, how)
 }
 
 // checkedOutcome is the outcome of an effect its receiver's check_url
 // reported applied: the result shape of its kind, "reconciled":
 // "check_applied", and for http the check_url's own answer (status 200, its
 // headers and body), since the effect's response was lost.
-func checkedOutcome(e *store.Effect, answer map[string]any) json.RawMessage {
-	out := store.ConfirmedOutcome(e.Kind, e.Request, "check_applied")
+func checkedOutcome(e *ledger.Effect, answer map[string]any) json.RawMessage {
+	out := ledger.ConfirmedOutcome(e.Kind, e.Request, "check_applied")
 	if e.Kind != "http" {
 		return out
 	}
@@ -219,15 +220,15 @@ func withField(obj json.RawMessage, name string, v any) json.RawMessage {
 	return b
 }
 
-func (a *Attempt) record(ctx context.Context, e *store.Effect) error {
+func (a *Attempt) record(ctx context.Context, e *ledger.Effect) error {
 	err := a.Store.RecordEffect(ctx, a.Lease, e)
-	if errors.Is(err, store.ErrLeaseLost) {
+	if errors.Is(err, ledger.ErrLeaseLost) {
 		return herr(guest.StatusLeaseLost, "%v", err)
 	}
 	return err
 }
 
-func (a *Attempt) pauseFor(e *store.Effect) error {
+func (a *Attempt) pauseFor(e *ledger.Effect) error {
 	args := fmt.Sprintf("%s %s %s", shellWord(e.Task), shellWord(e.StepName), shellWord(e.Key))
 	if e.Item != 0 {
 		args += fmt.Sprintf(" --item %d", e.Item)

@@ -10,11 +10,12 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/engine/internal/guest"
 	"github.com/lhengine/lhengine/engine/internal/taskfile"
-	"github.com/lhengine/lhengine/store"
 )
 
 // receiver is a loopback effect receiver answering with the statuses of
@@ -102,7 +103,7 @@ func TestHTTPEffectNeverFollowsRedirects(t *testing.T) {
 	require.Zero(t, other.hits(), "nothing reached the host off the allowlist")
 	e, err := a.Store.Effect(a.Lease.Task, a.Lease.Step, a.Lease.Item, "mail-1")
 	require.NoError(t, err)
-	require.Equal(t, store.EffectDone, e.State, "a 3xx is final")
+	require.Equal(t, ledger.EffectDone, e.State, "a 3xx is final")
 
 	// An interrupted effect in check mode asks check_url, which redirects:
 	// neither applied nor not, and not followed.
@@ -126,9 +127,9 @@ func TestHTTPEffectOpenAnswersStayIntents(t *testing.T) {
 		require.Equal(t, guest.StatusInternal, status(t, err), "%d fails the call retryably", open)
 		e, err := a.Store.Effect(a.Lease.Task, a.Lease.Step, a.Lease.Item, "mail")
 		require.NoError(t, err)
-		require.Equal(t, store.EffectIntent, e.State, "%d is not an outcome", open)
+		require.Equal(t, ledger.EffectIntent, e.State, "%d is not an outcome", open)
 		require.Empty(t, e.Outcome)
-		require.Equal(t, store.ResendRetryable, e.Resend)
+		require.Equal(t, ledger.ResendRetryable, e.Resend)
 
 		out, err := doEffect(t, a, req) // the step's next attempt
 		require.NoError(t, err, "%d: sent again, not paused", open)
@@ -144,7 +145,7 @@ func TestHTTPEffectOpenAnswersStayIntents(t *testing.T) {
 		require.Equal(t, 2, rcv.hits(), "the outcome is recorded once and replayed")
 		e, err = a.Store.Effect(a.Lease.Task, a.Lease.Step, a.Lease.Item, "mail")
 		require.NoError(t, err)
-		require.Equal(t, store.EffectDone, e.State)
+		require.Equal(t, ledger.EffectDone, e.State)
 		require.Equal(t, 2, e.Performs)
 	}
 
@@ -166,9 +167,9 @@ func TestHTTPEffectOpenAnswersStayIntents(t *testing.T) {
 func recordIntent(t *testing.T, a *Attempt, key, kind, request string) {
 	t.Helper()
 	l := a.Lease
-	e := &store.Effect{Task: l.Task, Step: l.Step, StepName: a.Step.Name, Item: l.Item, Key: key, Kind: kind,
-		Mode: a.Step.Effects[kind].Mode, IdempotencyKey: store.IdempotencyKey(l.Task, a.Step.Name, l.Item, key),
-		Request: json.RawMessage(request), State: store.EffectIntent, Attempt: l.Attempt}
+	e := &ledger.Effect{Task: l.Task, Step: l.Step, StepName: a.Step.Name, Item: l.Item, Key: key, Kind: kind,
+		Mode: a.Step.Effects[kind].Mode, IdempotencyKey: ledger.IdempotencyKey(l.Task, a.Step.Name, l.Item, key),
+		Request: json.RawMessage(request), State: ledger.EffectIntent, Attempt: l.Attempt}
 	require.NoError(t, a.Store.RecordEffect(context.Background(), l, e))
 }
 
@@ -254,7 +255,7 @@ func TestReconciledEffectsKeepTheResultShape(t *testing.T) {
 	require.NoError(t, err)
 	shaped(out, 201, "retried")
 	require.Equal(t, hits+1, rcv.hits())
-	require.Equal(t, store.IdempotencyKey(a.Lease.Task, "send", 0, "m2"), rcv.keys[len(rcv.keys)-1])
+	require.Equal(t, ledger.IdempotencyKey(a.Lease.Task, "send", 0, "m2"), rcv.keys[len(rcv.keys)-1])
 
 	// manual file effect, confirmed: path, size and hash of its content
 	file := `{"path":"out/a.txt","content":"hello"}`
@@ -273,7 +274,7 @@ func TestReconciledEffectsKeepTheResultShape(t *testing.T) {
 	recordIntent(t, a, "old", "http", inner)
 	e, err := a.Store.Effect(a.Lease.Task, a.Lease.Step, a.Lease.Item, "old")
 	require.NoError(t, err)
-	e.State, e.Outcome = store.EffectDone, json.RawMessage(`{"applied":true,"reconciled":"check"}`)
+	e.State, e.Outcome = ledger.EffectDone, json.RawMessage(`{"applied":true,"reconciled":"check"}`)
 	require.NoError(t, a.Store.RecordEffect(ctx, a.Lease, e))
 	out, err = doEffect(t, a, req)
 	require.NoError(t, err)
@@ -320,7 +321,7 @@ func TestHTTPEffectRedirectToAnAllowedHostIsNotFollowed(t *testing.T) {
 	require.Equal(t, guest.StatusInternal, status(t, err), "a redirected check is neither answer")
 	e, err := a.Store.Effect(a.Lease.Task, a.Lease.Step, a.Lease.Item, "pay-2")
 	require.NoError(t, err)
-	require.Equal(t, store.EffectIntent, e.State)
+	require.Equal(t, ledger.EffectIntent, e.State)
 	mu.Lock()
 	require.Equal(t, []string{"/applied"}, paths, "the check's redirect is not followed and nothing is sent")
 	mu.Unlock()
@@ -361,7 +362,7 @@ func TestHTTPEffectResendInterruptedIsReconciled(t *testing.T) {
 	require.Equal(t, guest.StatusInternal, status(t, err), "the resend is cut off")
 	e, err := a.Store.Effect(a.Lease.Task, a.Lease.Step, a.Lease.Item, "pay")
 	require.NoError(t, err)
-	require.Equal(t, store.EffectIntent, e.State)
+	require.Equal(t, ledger.EffectIntent, e.State)
 	require.Empty(t, e.Resend, "a send cut off is not marked for resend")
 	mu.Lock()
 	sent := len(sends) // net/http may itself send a request with an Idempotency-Key again on a fresh connection

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/engine/internal/taskfile"
@@ -21,7 +23,7 @@ func TestArtifactProvenanceRecordsTheEnvironment(t *testing.T) {
 	require.NoError(t, err)
 	var ref struct{ Ref string }
 	require.NoError(t, json.Unmarshal(out, &ref))
-	var ps []store.Provenance
+	var ps []ledger.Provenance
 	require.NoError(t, a.Store.Read(func(r *store.Reader) (err error) {
 		ps, err = r.Artifacts(a.Lease.Task)
 		return err

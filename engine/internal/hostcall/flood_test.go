@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/hashicorp/go-hclog"
 	"github.com/stretchr/testify/require"
 
@@ -65,8 +67,8 @@ func TestFloodingGuestIsRefused(t *testing.T) {
 		require.NoError(t, json.Unmarshal(res.Output, &out))
 		return out, h, res
 	}
-	usage := func(a *Attempt) store.Usage {
-		var u store.Usage
+	usage := func(a *Attempt) ledger.Usage {
+		var u ledger.Usage
 		require.NoError(t, a.Store.Read(func(r *store.Reader) (err error) { u, err = r.Usage(a.Lease.Task); return err }))
 		return u
 	}

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/lhengine/lhengine/engine/internal/confine"
 	"github.com/lhengine/lhengine/engine/internal/guest"
 	"github.com/lhengine/lhengine/engine/internal/taskfile"
@@ -25,7 +27,7 @@ import (
 // attempt; its methods are called from the guest's goroutine.
 type Attempt struct {
 	Store    *store.Store
-	Lease    store.Lease
+	Lease    ledger.Lease
 	TaskName string
 	Step     *taskfile.Step
 	// Workspace is the task's workspace folder on the host ("" if none).
@@ -65,7 +67,7 @@ type Attempt struct {
 
 	mu        sync.Mutex
 	counts    map[string]int64
-	notes     []store.Note
+	notes     []ledger.Note
 	noteBytes uint64
 	pause     string
 	pauseKey  string
@@ -85,7 +87,7 @@ func (a *Attempt) LogPassthrough() int64 { return int64(a.limits().LogPassthroug
 
 // Progress returns the counts and notes the attempt reported, to be
 // committed with its outcome.
-func (a *Attempt) Progress() (map[string]int64, []store.Note) {
+func (a *Attempt) Progress() (map[string]int64, []ledger.Note) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.counts, a.notes
@@ -191,7 +193,7 @@ func (a *Attempt) Call(ctx context.Context, name string, req []byte) ([]byte, er
 			return nil, herr(guest.StatusInvalid, "kv.put wants {\"key\": string, \"value\": any}")
 		}
 		if err := a.Store.KVPut(ctx, a.Lease, r.Key, orNull(r.Value), int64(a.limits().KVBytes)); err != nil {
-			if errors.Is(err, store.ErrLeaseLost) {
+			if errors.Is(err, ledger.ErrLeaseLost) {
 				return nil, herr(guest.StatusLeaseLost, "%v", err)
 			}
 			return nil, quotaStatus("kv.put", err)
@@ -210,7 +212,7 @@ func (a *Attempt) PutArtifact(ctx context.Context, meta, data []byte) ([]byte, e
 	if err := json.Unmarshal(meta, &m); err != nil || m.Name == "" {
 		return nil, herr(guest.StatusInvalid, "artifact meta wants {\"name\": string, \"media_type\": string}")
 	}
-	ref, err := a.Store.PutArtifact(ctx, store.Provenance{
+	ref, err := a.Store.PutArtifact(ctx, ledger.Provenance{
 		Name: m.Name, MediaType: m.MediaType, Task: a.Lease.Task, Step: a.Step.Name, Item: a.Lease.Item,
 		Attempt: a.Lease.Attempt, PluginSHA256: a.PluginSHA256, InputSHA256: a.InputSHA256, Policies: a.Step.Policies,
 		Environment: a.Environment,
@@ -241,7 +243,7 @@ func (a *Attempt) ReadArtifact(_ context.Context, ref string, offset int64, buf 
 		a.own(ref)
 	}
 	n, _, err := a.Store.ReadArtifact(ref, offset, buf)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, ledger.ErrNotFound) {
 		return 0, herr(guest.StatusNotFound, "%v", err)
 	}
 	return n, err
@@ -267,7 +269,7 @@ func orNull(b json.RawMessage) json.RawMessage {
 // quotaStatus turns a store quota refusal into the status a plugin sees:
 // TooLarge for a value larger than the whole quota, Budget otherwise.
 func quotaStatus(fn string, err error) error {
-	var qe *store.QuotaError
+	var qe *ledger.QuotaError
 	if !errors.As(err, &qe) {
 		return err
 	}
@@ -356,6 +358,6 @@ func (a *Attempt) note(kind, text string) error {
 		return herr(guest.StatusBudget, "progress.note: this attempt's notes already hold %d of %d bytes (limits.note_bytes)", a.noteBytes, lim.NoteBytes)
 	}
 	a.noteBytes += size
-	a.notes = append(a.notes, store.Note{Kind: kind, Text: text})
+	a.notes = append(a.notes, ledger.Note{Kind: kind, Text: text})
 	return nil
 }

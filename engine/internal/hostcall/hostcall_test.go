@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
@@ -42,9 +44,9 @@ func setupIn(t *testing.T, step *taskfile.Step, opts store.Options) *Attempt {
 	require.NoError(t, err)
 	t.Cleanup(func() { s.Close() })
 	ctx := context.Background()
-	_, _, err = s.Submit(ctx, store.NewTask{Name: "t", Steps: []store.StepState{{Name: step.Name}}})
+	_, _, err = s.Submit(ctx, ledger.NewTask{Name: "t", Steps: []ledger.StepState{{Name: step.Name}}})
 	require.NoError(t, err)
-	c, err := s.Claim(ctx, store.ClaimRequest{Owner: s.Owner("w"), Max: 1})
+	c, err := s.Claim(ctx, ledger.ClaimRequest{Owner: s.Owner("w"), Max: 1})
 	require.NoError(t, err)
 	require.Len(t, c.Leases, 1)
 	if step.Workspace == "" {
@@ -130,7 +132,7 @@ func TestHTTPEffectIsJournaledAndReplayed(t *testing.T) {
 	require.Equal(t, int32(1), hits.Load(), "a recorded outcome is returned, not performed again")
 	require.Contains(t, string(first), `"replayed":false`)
 	require.Contains(t, string(second), `"replayed":true`)
-	require.Equal(t, store.IdempotencyKey(a.Lease.Task, "send", 0, "mail-1"), keys[0])
+	require.Equal(t, ledger.IdempotencyKey(a.Lease.Task, "send", 0, "mail-1"), keys[0])
 
 	_, err = a.Call(ctx, "effect.do", []byte(`{"key":"mail-1","kind":"http","request":{"method":"POST","url":"`+srv.URL+`/other"}}`))
 	require.Equal(t, guest.StatusInvalid, status(t, err), "one key names one effect")

@@ -19,10 +19,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/lhengine/lhengine/engine/internal/guest"
 	"github.com/lhengine/lhengine/engine/internal/taskfile"
 	"github.com/lhengine/lhengine/internal/crashpoint"
-	"github.com/lhengine/lhengine/store"
 )
 
 // model.generate: a call to a model the step is granted, journaled so that
@@ -130,11 +131,11 @@ func (a *Attempt) generate(ctx context.Context, raw []byte) ([]byte, error) {
 	switch c, err := a.Store.ModelCall(l.Task, l.Step, l.Item, r.Key, sum); {
 	case err == nil:
 		return a.replayModel(ctx, c)
-	case !errors.Is(err, store.ErrNotFound):
+	case !errors.Is(err, ledger.ErrNotFound):
 		return nil, err
 	}
 
-	call := &store.ModelCall{
+	call := &ledger.ModelCall{
 		Task: l.Task, Step: l.Step, StepName: a.Step.Name, Item: l.Item, Key: r.Key, RequestSHA256: sum,
 		Model: m.Name, Provider: m.Provider, ModelID: m.ID, Attempt: l.Attempt,
 	}
@@ -143,7 +144,7 @@ func (a *Attempt) generate(ctx context.Context, raw []byte) ([]byte, error) {
 	if a.Replay != nil {
 		resp, err = a.recorded(m, sum)
 	} else {
-		var prior *store.ModelCall
+		var prior *ledger.ModelCall
 		resp, prior, unknown, err = a.live(ctx, &r, m, call)
 		if prior != nil {
 			return a.replayModel(ctx, prior)
@@ -159,7 +160,7 @@ func (a *Attempt) generate(ctx context.Context, raw []byte) ([]byte, error) {
 	}
 	call.Response, call.InputTokens, call.OutputTokens, call.Cost = recorded, resp.Usage.InputTokens, resp.Usage.OutputTokens, resp.Cost
 	c, fresh, err := a.Store.RecordModelCall(ctx, l, call)
-	if errors.Is(err, store.ErrLeaseLost) {
+	if errors.Is(err, ledger.ErrLeaseLost) {
 		return nil, herr(guest.StatusLeaseLost, "%v", err)
 	}
 	if err != nil {
@@ -186,7 +187,7 @@ func (a *Attempt) generate(ctx context.Context, raw []byte) ([]byte, error) {
 // that entry and nothing is sent. unknown counts the sends whose connection
 // failed after the request may have reached the provider. A call that ends
 // without a response drops its intent and counts those sends.
-func (a *Attempt) live(ctx context.Context, r *ModelRequest, m *taskfile.Model, call *store.ModelCall) (resp *ModelResponse, prior *store.ModelCall, unknown int, err error) {
+func (a *Attempt) live(ctx context.Context, r *ModelRequest, m *taskfile.Model, call *ledger.ModelCall) (resp *ModelResponse, prior *ledger.ModelCall, unknown int, err error) {
 	body, err := providerRequest(r, m)
 	if err != nil {
 		return nil, nil, 0, err
@@ -228,7 +229,7 @@ func (a *Attempt) live(ctx context.Context, r *ModelRequest, m *taskfile.Model, 
 
 // leaseErr is err, as StatusLeaseLost when the attempt's lease is lost.
 func leaseErr(err error) error {
-	if errors.Is(err, store.ErrLeaseLost) {
+	if errors.Is(err, ledger.ErrLeaseLost) {
 		return herr(guest.StatusLeaseLost, "%v", err)
 	}
 	return err
@@ -236,14 +237,14 @@ func leaseErr(err error) error {
 
 // replayModel answers a call from its journal entry, with "replayed":
 // true, and records the replay as an event.
-func (a *Attempt) replayModel(ctx context.Context, c *store.ModelCall) ([]byte, error) {
+func (a *Attempt) replayModel(ctx context.Context, c *ledger.ModelCall) ([]byte, error) {
 	var resp ModelResponse
 	if err := json.Unmarshal(c.Response, &resp); err != nil {
 		return nil, fmt.Errorf("model journal entry %q: %w", c.Key, err)
 	}
 	resp.Replayed = true
 	if err := a.Store.ModelCallReplayed(ctx, a.Lease, c); err != nil {
-		if errors.Is(err, store.ErrLeaseLost) {
+		if errors.Is(err, ledger.ErrLeaseLost) {
 			return nil, herr(guest.StatusLeaseLost, "%v", err)
 		}
 		return nil, err

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/lhengine/lhengine/engine/internal/guest"
 	"github.com/lhengine/lhengine/engine/internal/taskfile"
 	"github.com/lhengine/lhengine/internal/testmodel"
@@ -69,10 +71,10 @@ func setupFuzz(f *testing.F, step *taskfile.Step) *Attempt {
 	}
 	f.Cleanup(func() { s.Close() })
 	ctx := context.Background()
-	if _, _, err := s.Submit(ctx, store.NewTask{Name: "t", Steps: []store.StepState{{Name: step.Name}}}); err != nil {
+	if _, _, err := s.Submit(ctx, ledger.NewTask{Name: "t", Steps: []ledger.StepState{{Name: step.Name}}}); err != nil {
 		f.Fatal(err)
 	}
-	c, err := s.Claim(ctx, store.ClaimRequest{Owner: s.Owner("w"), Max: 1, LeaseFor: 24 * time.Hour})
+	c, err := s.Claim(ctx, ledger.ClaimRequest{Owner: s.Owner("w"), Max: 1, LeaseFor: 24 * time.Hour})
 	if err != nil || len(c.Leases) != 1 {
 		f.Fatal(err)
 	}

@@ -8,9 +8,10 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/lhengine/lhengine/engine/internal/guest"
 	"github.com/lhengine/lhengine/engine/internal/taskfile"
-	"github.com/lhengine/lhengine/store"
 )
 
 // Recorded model responses, for tests and evals that must run the same
@@ -35,8 +36,8 @@ type Recording struct {
 // Replay is a task's replay set as its attempts read it: the manifest's
 // pin and the set's index, from the store.
 type Replay struct {
-	Pin   store.ReplayPin
-	Index store.ReplayIndex
+	Pin   ledger.ReplayPin
+	Index ledger.ReplayIndex
 }
 
 // ReadReplayDir reads the recordings of dir (its *.json files; other files
@@ -44,7 +45,7 @@ type Replay struct {
 // recording of the request its name says. A folder with no recordings, a
 // file that is not one, and recordings of more than store.MaxReplayBytes
 // in all are errors naming the folder or file.
-func ReadReplayDir(dir string) (*store.ReplaySet, error) {
+func ReadReplayDir(dir string) (*ledger.ReplaySet, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, err
@@ -63,9 +64,9 @@ func ReadReplayDir(dir string) (*store.ReplaySet, error) {
 		path := filepath.Join(abs, name)
 		// The budget is charged with what is read, not with a size seen
 		// before: a file that grows after a look would slip past it.
-		b, ok, err := readRegular(path, store.MaxReplayBytes-total)
+		b, ok, err := readRegular(path, ledger.MaxReplayBytes-total)
 		if err != nil {
-			return nil, fmt.Errorf("--model-replay %s: %w; its recordings are at most %d bytes in all", abs, err, store.MaxReplayBytes)
+			return nil, fmt.Errorf("--model-replay %s: %w; its recordings are at most %d bytes in all", abs, err, ledger.MaxReplayBytes)
 		}
 		if !ok {
 			continue
@@ -84,7 +85,7 @@ func ReadReplayDir(dir string) (*store.ReplaySet, error) {
 	if len(recs) == 0 {
 		return nil, fmt.Errorf("--model-replay: %s holds no recordings (<request sha256>.json files, made with --model-record)", abs)
 	}
-	return store.NewReplaySet(abs, recs)
+	return ledger.NewReplaySet(abs, recs)
 }
 
 // readRegular reads the file at path if it is a regular file (ok false,

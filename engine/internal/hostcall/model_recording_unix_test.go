@@ -10,9 +10,9 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/stretchr/testify/require"
+	"github.com/lhengine/lhengine/ledger"
 
-	"github.com/lhengine/lhengine/store"
+	"github.com/stretchr/testify/require"
 )
 
 // TestReadReplayDirHostileFiles: a FIFO named like a recording is passed
@@ -31,7 +31,7 @@ func TestReadReplayDirHostileFiles(t *testing.T) {
 
 	big := filepath.Join(dir, strings.Repeat("cd", 32)+".json")
 	require.NoError(t, os.WriteFile(big, nil, 0o644))
-	require.NoError(t, os.Truncate(big, store.MaxReplayBytes)) // sparse: no disk
+	require.NoError(t, os.Truncate(big, ledger.MaxReplayBytes)) // sparse: no disk
 	_, err = ReadReplayDir(dir)
 	require.ErrorContains(t, err, "takes it past the limit")
 }

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/dgraph-io/badger/v4"
 	"github.com/stretchr/testify/require"
 
@@ -66,7 +68,7 @@ func generate(t *testing.T, a *Attempt, req string) (ModelResponse, error) {
 	return out, nil
 }
 
-func usage(t *testing.T, a *Attempt) store.ModelUsage {
+func usage(t *testing.T, a *Attempt) ledger.ModelUsage {
 	t.Helper()
 	task, err := a.Store.Task(context.Background(), a.Lease.Task)
 	require.NoError(t, err)
@@ -136,21 +138,21 @@ func TestModelGenerateSpeaksBothProtocols(t *testing.T) {
 			require.Equal(t, out.Usage.OutputTokens+out2.Usage.OutputTokens, u.OutputTokens)
 			require.InDelta(t, out.Cost+out2.Cost, u.Cost, 1e-12)
 
-			var events []store.Event
+			var events []ledger.Event
 			require.NoError(t, a.Store.Read(func(r *store.Reader) error {
 				events, err = r.Events(a.Lease.Task, 0, 0)
 				return err
 			}))
-			var calls []*store.ModelCallEvent
+			var calls []*ledger.ModelCallEvent
 			for _, e := range events {
-				if e.Type == store.EvModelCall {
+				if e.Type == ledger.EvModelCall {
 					calls = append(calls, e.Model)
 					require.NotContains(t, e.Message, "Paris", "no prompt text in events")
 					require.NotContains(t, e.Message, "sunny")
 				}
 			}
 			require.Len(t, calls, 2)
-			require.Equal(t, store.ModelCallEvent{Model: "m", ModelID: "test-model", Key: "plan-1", InputTokens: 6, OutputTokens: 5, Cost: out.Cost}, *calls[0])
+			require.Equal(t, ledger.ModelCallEvent{Model: "m", ModelID: "test-model", Key: "plan-1", InputTokens: 6, OutputTokens: 5, Cost: out.Cost}, *calls[0])
 		})
 	}
 }
@@ -187,7 +189,7 @@ func TestModelGenerateReplaysTheJournal(t *testing.T) {
 	require.Equal(t, 2, len(srv.Requests()))
 	require.EqualValues(t, 2, usage(t, a).Calls)
 
-	var calls []store.ModelCall
+	var calls []ledger.ModelCall
 	require.NoError(t, a.Store.Read(func(r *store.Reader) error {
 		calls, err = r.ModelCalls(a.Lease.Task)
 		return err
@@ -299,9 +301,9 @@ func TestModelKeyNeverStored(t *testing.T) {
 	s, err := store.Open(dir, store.Options{})
 	require.NoError(t, err)
 	ctx := context.Background()
-	_, _, err = s.Submit(ctx, store.NewTask{Name: "t", Steps: []store.StepState{{Name: "think"}}})
+	_, _, err = s.Submit(ctx, ledger.NewTask{Name: "t", Steps: []ledger.StepState{{Name: "think"}}})
 	require.NoError(t, err)
-	c, err := s.Claim(ctx, store.ClaimRequest{Owner: s.Owner("w"), Max: 1})
+	c, err := s.Claim(ctx, ledger.ClaimRequest{Owner: s.Owner("w"), Max: 1})
 	require.NoError(t, err)
 	a := &Attempt{Store: s, Lease: c.Leases[0], Step: modelStep(srv, taskfile.ProviderAnthropic)}
 	withKey(a)
@@ -361,8 +363,8 @@ func TestModelRecordAndReplay(t *testing.T) {
 	require.NoError(t, err)
 	pin := set.Pin()
 	require.Equal(t, 2, pin.Recordings)
-	_, _, err = b.Store.Submit(context.Background(), store.NewTask{Name: "holder", Steps: []store.StepState{{Name: "s", Limit: 1}},
-		Manifest: store.Manifest{Plugins: map[string]store.PluginPin{}, ModelReplay: &pin}, Replay: set})
+	_, _, err = b.Store.Submit(context.Background(), ledger.NewTask{Name: "holder", Steps: []ledger.StepState{{Name: "s", Limit: 1}},
+		Manifest: ledger.Manifest{Plugins: map[string]ledger.PluginPin{}, ModelReplay: &pin}, Replay: set})
 	require.NoError(t, err)
 	require.NoError(t, os.RemoveAll(dir))
 	idx, err := b.Store.ReplayIndex(pin.SHA256)
@@ -507,7 +509,7 @@ func TestModelSendCutOffIsPossiblyBilled(t *testing.T) {
 
 	u := usage(t, a)
 	require.EqualValues(t, 1, u.Calls, "the answered call")
-	require.Equal(t, store.ModelPossiblyBilled{Calls: 1, RequestBytes: size.Load(), MaxCost: (float64(size.Load())*3 + 256*15) / 1e6}, u.PossiblyBilled)
+	require.Equal(t, ledger.ModelPossiblyBilled{Calls: 1, RequestBytes: size.Load(), MaxCost: (float64(size.Load())*3 + 256*15) / 1e6}, u.PossiblyBilled)
 	require.NoError(t, a.Store.Read(func(r *store.Reader) error {
 		calls, err := r.ModelCalls(a.Lease.Task)
 		require.Len(t, calls, 1, "the response; no intent left")

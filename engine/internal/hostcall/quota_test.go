@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/engine/internal/guest"
@@ -51,10 +53,10 @@ func TestCounterNamesAreBoundedPerAttemptAndTask(t *testing.T) {
 	s, err := store.Open("", store.Options{InMemory: true})
 	require.NoError(t, err)
 	t.Cleanup(func() { s.Close() })
-	_, _, err = s.Submit(ctx, store.NewTask{Name: "t", Steps: []store.StepState{{Name: "c"}, {Name: "d"}}})
+	_, _, err = s.Submit(ctx, ledger.NewTask{Name: "t", Steps: []ledger.StepState{{Name: "c"}, {Name: "d"}}})
 	require.NoError(t, err)
-	claim := func() store.Lease {
-		c, err := s.Claim(ctx, store.ClaimRequest{Owner: s.Owner("w"), Max: 1})
+	claim := func() ledger.Lease {
+		c, err := s.Claim(ctx, ledger.ClaimRequest{Owner: s.Owner("w"), Max: 1})
 		require.NoError(t, err)
 		require.Len(t, c.Leases, 1)
 		return c.Leases[0]
@@ -77,7 +79,7 @@ func TestCounterNamesAreBoundedPerAttemptAndTask(t *testing.T) {
 
 	// Once this attempt is committed, the next step's attempt may add only
 	// one more name: the task holds 3 of 4.
-	_, err = s.Commit(ctx, store.Result{Lease: a.Lease, Output: json.RawMessage(`{}`), Counts: counts})
+	_, err = s.Commit(ctx, ledger.Result{Lease: a.Lease, Output: json.RawMessage(`{}`), Counts: counts})
 	require.NoError(t, err)
 	b := &Attempt{Store: s, Lease: claim(), Step: step}
 	require.Equal(t, 1, b.Lease.Step)
@@ -88,12 +90,12 @@ func TestCounterNamesAreBoundedPerAttemptAndTask(t *testing.T) {
 
 // submitAndClaim adds a task of one step (named step) with units fan-out
 // items to s and leases its first unit.
-func submitAndClaim(t *testing.T, s *store.Store, step string, units int) store.Lease {
+func submitAndClaim(t *testing.T, s *store.Store, step string, units int) ledger.Lease {
 	t.Helper()
 	ctx := context.Background()
-	task, _, err := s.Submit(ctx, store.NewTask{Name: "other", Steps: []store.StepState{{Name: step}}})
+	task, _, err := s.Submit(ctx, ledger.NewTask{Name: "other", Steps: []ledger.StepState{{Name: step}}})
 	require.NoError(t, err)
-	c, err := s.Claim(ctx, store.ClaimRequest{Owner: s.Owner("w2"), Max: 1, Task: task.ID})
+	c, err := s.Claim(ctx, ledger.ClaimRequest{Owner: s.Owner("w2"), Max: 1, Task: task.ID})
 	require.NoError(t, err)
 	require.Len(t, c.Leases, 1)
 	return c.Leases[0]
@@ -113,7 +115,7 @@ func TestKVAndArtifactQuotasArePerTask(t *testing.T) {
 	require.Equal(t, guest.StatusBudget, status(t, put("k3", 40)))
 	require.NoError(t, put("k1", 1), "an overwrite counts the difference")
 	require.NoError(t, put("k3", 40))
-	var usage store.Usage
+	var usage ledger.Usage
 	require.NoError(t, a.Store.Read(func(r *store.Reader) (err error) { usage, err = r.Usage(a.Lease.Task); return err }))
 	require.Equal(t, int64(2+3+2+42+2+42), usage.KV)
 
@@ -137,7 +139,7 @@ func TestKVAndArtifactQuotasArePerTask(t *testing.T) {
 	require.Equal(t, guest.StatusBudget, status(t, err))
 	require.NoError(t, a.Store.Read(func(r *store.Reader) (err error) { usage, err = r.Usage(a.Lease.Task); return err }))
 	require.Equal(t, int64(600), usage.Artifacts)
-	var task *store.Task
+	var task *ledger.Task
 	require.NoError(t, a.Store.Read(func(r *store.Reader) (err error) { task, err = r.Task(a.Lease.Task); return err }))
 	raw, err := json.Marshal(task)
 	require.NoError(t, err)

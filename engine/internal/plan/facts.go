@@ -6,10 +6,11 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/lhengine/lhengine/engine/internal/guest"
 	"github.com/lhengine/lhengine/engine/internal/taskfile"
 	"github.com/lhengine/lhengine/fault"
-	"github.com/lhengine/lhengine/store"
 )
 
 // FactPluginKey is the key under which a plugin fact's module is pinned in
@@ -18,7 +19,7 @@ import (
 func FactPluginKey(fact string) string { return "fact:" + fact }
 
 // pinFactPlugins pins the module of every plugin fact of t in m.
-func pinFactPlugins(t *taskfile.Task, m *store.Manifest, sums map[string]string) error {
+func pinFactPlugins(t *taskfile.Task, m *ledger.Manifest, sums map[string]string) error {
 	for _, f := range factPlugins(t) {
 		sum, ok := sums[f.ResolvedPath]
 		if !ok {
@@ -28,7 +29,7 @@ func pinFactPlugins(t *taskfile.Task, m *store.Manifest, sums map[string]string)
 			}
 			sums[f.ResolvedPath] = sum
 		}
-		m.Plugins[FactPluginKey(f.Name)] = store.PluginPin{Path: f.ResolvedPath, SHA256: sum}
+		m.Plugins[FactPluginKey(f.Name)] = ledger.PluginPin{Path: f.ResolvedPath, SHA256: sum}
 	}
 	return nil
 }

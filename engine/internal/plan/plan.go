@@ -21,6 +21,8 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
@@ -42,8 +44,8 @@ const EngineVersion = "0.1.0"
 // plugins hashed: everything store.Submit needs.
 type Submission struct {
 	Task     *taskfile.Task
-	Steps    []store.StepState
-	Manifest store.Manifest
+	Steps    []ledger.StepState
+	Manifest ledger.Manifest
 }
 
 // InvalidTaskError carries the diagnostics of a task file that failed
@@ -86,13 +88,13 @@ func PrepareWith(ctx context.Context, path string, vars map[string]string, po Po
 	if vdiags.HasErrors() {
 		return nil, &InvalidTaskError{Diagnostics: vdiags, Files: files}
 	}
-	m := store.Manifest{
+	m := ledger.Manifest{
 		Objective:     t.Objective,
 		Constraints:   t.Constraints,
 		Filename:      t.Filename,
 		Source:        t.Source,
 		Vars:          map[string]json.RawMessage{},
-		Plugins:       map[string]store.PluginPin{},
+		Plugins:       map[string]ledger.PluginPin{},
 		EngineVersion: EngineVersion,
 		ABI:           strconv.Itoa(guest.ABIVersion),
 	}
@@ -100,7 +102,7 @@ func PrepareWith(ctx context.Context, path string, vars map[string]string, po Po
 		m.Policies = Pins(ps)
 	}
 	for _, md := range t.Models {
-		m.Models = append(m.Models, store.ModelPin{Name: md.Name, Provider: md.Provider, BaseURL: md.BaseURL,
+		m.Models = append(m.Models, ledger.ModelPin{Name: md.Name, Provider: md.Provider, BaseURL: md.BaseURL,
 			ID: md.ID, APIKeyEnv: md.APIKeyEnv, InputPrice: md.InputPrice, OutputPrice: md.OutputPrice})
 	}
 	m.Prompts = PromptPins(t)
@@ -111,7 +113,7 @@ func PrepareWith(ctx context.Context, path string, vars map[string]string, po Po
 		}
 		m.Vars[name] = b
 	}
-	steps := make([]store.StepState, len(t.Steps))
+	steps := make([]ledger.StepState, len(t.Steps))
 	sums := map[string]string{} // steps often share a plugin
 	for i, s := range t.Steps {
 		sum, ok := sums[s.PluginPath]
@@ -122,8 +124,8 @@ func PrepareWith(ctx context.Context, path string, vars map[string]string, po Po
 			}
 			sums[s.PluginPath] = sum
 		}
-		m.Plugins[s.Name] = store.PluginPin{Path: s.PluginPath, SHA256: sum}
-		steps[i] = store.StepState{Name: s.Name, FanOut: s.ForEach != nil || s.Every > 0, Limit: max(s.Concurrency, 1),
+		m.Plugins[s.Name] = ledger.PluginPin{Path: s.PluginPath, SHA256: sum}
+		steps[i] = ledger.StepState{Name: s.Name, FanOut: s.ForEach != nil || s.Every > 0, Limit: max(s.Concurrency, 1),
 			Windows: s.Windows, Every: s.Every, AllowFailures: s.AllowFailures, AllowPercent: s.AllowFailuresPercent}
 		for j, a := range t.Steps[:i] {
 			if s.Every > 0 && a.Name == s.Anchor {
@@ -140,11 +142,11 @@ func PrepareWith(ctx context.Context, path string, vars map[string]string, po Po
 // PromptPins pins the task's prompts: each one's text, as read when the
 // task was parsed with its files checked, and its sha256. Nil for a task
 // without prompts.
-func PromptPins(t *taskfile.Task) []store.PromptPin {
-	var pins []store.PromptPin
+func PromptPins(t *taskfile.Task) []ledger.PromptPin {
+	var pins []ledger.PromptPin
 	for _, p := range t.Prompts {
 		sum := sha256.Sum256([]byte(p.Text))
-		pins = append(pins, store.PromptPin{Name: p.Name, Version: p.Version, File: p.FilePath,
+		pins = append(pins, ledger.PromptPin{Name: p.Name, Version: p.Version, File: p.FilePath,
 			SHA256: hex.EncodeToString(sum[:]), Text: p.Text})
 	}
 	return pins
@@ -300,13 +302,13 @@ type Spec struct {
 	Task     *taskfile.Task
 	Vars     map[string]cty.Value
 	Prompts  map[string]cty.Value // the pinned texts, by prompt name
-	Manifest *store.Manifest
+	Manifest *ledger.Manifest
 }
 
 // FromManifest re-parses a task's pinned source and applies the policies
 // pinned with it, from their pinned texts. It does not look at plugin or
 // policy files: plugins are checked against the pinned hashes when loaded.
-func FromManifest(m *store.Manifest) (*Spec, error) {
+func FromManifest(m *ledger.Manifest) (*Spec, error) {
 	t, diags := taskfile.Parse(m.Filename, m.Source, taskfile.Options{})
 	if diags.HasErrors() {
 		return nil, &InvalidTaskError{Diagnostics: diags, Files: map[string][]byte{m.Filename: m.Source}}
@@ -334,7 +336,7 @@ func FromManifest(m *store.Manifest) (*Spec, error) {
 // specOf is the spec of task t as pinned in m: the variables are read back
 // from the manifest's JSON, exactly as a process that only has the manifest
 // reads them.
-func specOf(t *taskfile.Task, m *store.Manifest) (*Spec, error) {
+func specOf(t *taskfile.Task, m *ledger.Manifest) (*Spec, error) {
 	vars := map[string]cty.Value{}
 	for _, v := range t.Variables {
 		raw, ok := m.Vars[v.Name]
@@ -355,7 +357,7 @@ func specOf(t *taskfile.Task, m *store.Manifest) (*Spec, error) {
 	// The texts pinned at submit, never the files, which may have changed.
 	prompts := map[string]cty.Value{}
 	for _, p := range t.Prompts {
-		i := slices.IndexFunc(m.Prompts, func(pin store.PromptPin) bool { return pin.Name == p.Name })
+		i := slices.IndexFunc(m.Prompts, func(pin ledger.PromptPin) bool { return pin.Name == p.Name })
 		if i < 0 {
 			return nil, fmt.Errorf("manifest has no text for prompt %q", p.Name)
 		}
@@ -492,7 +494,7 @@ func (c *Cache) Forget(id string) {
 
 // scope builds the evaluation scope of a step: the outputs of the earlier
 // steps it references, read through r.
-func (c *Cache) scope(r *store.Reader, sp *Spec, task *store.Task, step *taskfile.Step, refs []string) (taskfile.Scope, error) {
+func (c *Cache) scope(r *store.Reader, sp *Spec, task *ledger.Task, step *taskfile.Step, refs []string) (taskfile.Scope, error) {
 	sc := taskfile.Scope{TaskID: task.ID, Vars: sp.Vars, Prompts: sp.Prompts, Outputs: map[string]cty.Value{}}
 	var read int64 // bytes of outputs read from the store for this scope
 	for _, name := range refs {
@@ -511,7 +513,7 @@ func (c *Cache) scope(r *store.Reader, sp *Spec, task *store.Task, step *taskfil
 		c.mu.Unlock()
 		if !ok {
 			raw, err := r.StepOutputLimited(task, idx, c.maxInputLen-read)
-			if errors.Is(err, store.ErrTooLarge) {
+			if errors.Is(err, ledger.ErrTooLarge) {
 				return sc, fault.Wrap(fault.TooLarge, err, fmt.Sprintf(
 					"step %q reads the outputs of earlier steps, which together exceed the input limit of %d bytes: %v", step.Name, c.maxInputLen, err))
 			}
@@ -537,7 +539,7 @@ func (c *Cache) scope(r *store.Reader, sp *Spec, task *store.Task, step *taskfil
 
 // Planner returns the store.Planner that evaluates for_each expressions.
 func (c *Cache) Planner() store.Planner {
-	return func(ctx context.Context, r *store.Reader, task *store.Task, idx int) ([]store.Item, error) {
+	return func(ctx context.Context, r *store.Reader, task *ledger.Task, idx int) ([]ledger.Item, error) {
 		sp, err := c.Spec(r, task.ID)
 		if err != nil {
 			return nil, err
@@ -551,7 +553,7 @@ func (c *Cache) Planner() store.Planner {
 		if diags.HasErrors() {
 			return nil, fault.New(fault.Input, "%s", sp.renderDiags(diags))
 		}
-		items := make([]store.Item, len(each))
+		items := make([]ledger.Item, len(each))
 		var total int64
 		for i, e := range each {
 			if i%1024 == 0 {
@@ -567,7 +569,7 @@ func (c *Cache) Planner() store.Planner {
 			if err != nil {
 				return nil, fault.New(fault.Input, "for_each value %d: %v", i, err)
 			}
-			items[i] = store.Item{Key: k, Value: v}
+			items[i] = ledger.Item{Key: k, Value: v}
 			if total += int64(len(k) + len(v)); total > c.maxPlanLen {
 				return nil, fault.New(fault.TooLarge, "the for_each list of step %q is more than %d bytes as JSON (%d of %d items); fan out over references (ids, paths, artifact refs) instead",
 					step.Name, c.maxPlanLen, i+1, len(each))
@@ -579,7 +581,7 @@ func (c *Cache) Planner() store.Planner {
 
 // Input evaluates the input of a leased unit. Errors are *fault.StepError of
 // kind input.
-func (c *Cache) Input(r *store.Reader, task *store.Task, l store.Lease) (json.RawMessage, error) {
+func (c *Cache) Input(r *store.Reader, task *ledger.Task, l ledger.Lease) (json.RawMessage, error) {
 	in, _, err := c.Unit(r, task, l)
 	return in, err
 }
@@ -588,7 +590,7 @@ func (c *Cache) Input(r *store.Reader, task *store.Task, l store.Lease) (json.Ra
 // block asks of it (nil: nothing, or no block). An ask without a subject
 // of its own gets the input as its subject. Errors are *fault.StepError
 // of kind input.
-func (c *Cache) Unit(r *store.Reader, task *store.Task, l store.Lease) (json.RawMessage, *taskfile.ApprovalAsk, error) {
+func (c *Cache) Unit(r *store.Reader, task *ledger.Task, l ledger.Lease) (json.RawMessage, *taskfile.ApprovalAsk, error) {
 	sp, err := c.Spec(r, task.ID)
 	if err != nil {
 		return nil, nil, fault.Wrap(fault.Internal, err, err.Error())
@@ -620,13 +622,13 @@ func (c *Cache) Unit(r *store.Reader, task *store.Task, l store.Lease) (json.Raw
 }
 
 // unitScope is the scope a leased unit's expressions are evaluated in.
-func (c *Cache) unitScope(r *store.Reader, sp *Spec, task *store.Task, step *taskfile.Step, l store.Lease) (taskfile.Scope, error) {
+func (c *Cache) unitScope(r *store.Reader, sp *Spec, task *ledger.Task, step *taskfile.Step, l ledger.Lease) (taskfile.Scope, error) {
 	refs := step.InputReferences()
-	var window *store.WindowItem
+	var window *ledger.WindowItem
 	readsAnchor := false
 	if step.Every > 0 {
 		// A window unit reads its anchor's outputs of the window only.
-		window = new(store.WindowItem)
+		window = new(ledger.WindowItem)
 		if err := json.Unmarshal(l.Unit.Value, window); err != nil {
 			return taskfile.Scope{}, fault.Wrap(fault.Internal, err, "window item: "+err.Error())
 		}
@@ -639,14 +641,14 @@ func (c *Cache) unitScope(r *store.Reader, sp *Spec, task *store.Task, step *tas
 		switch {
 		case errors.As(err, &se):
 			return taskfile.Scope{}, se
-		case errors.Is(err, store.ErrNotFound):
+		case errors.Is(err, ledger.ErrNotFound):
 			return taskfile.Scope{}, fault.Wrap(fault.Internal, err, err.Error())
 		}
 		return taskfile.Scope{}, fault.Wrap(fault.Input, err, err.Error())
 	}
 	if readsAnchor {
 		raw, err := r.WindowOutputs(task, task.StepIndex(step.Anchor), window.Items, c.maxInputLen)
-		if errors.Is(err, store.ErrTooLarge) {
+		if errors.Is(err, ledger.ErrTooLarge) {
 			return taskfile.Scope{}, fault.Wrap(fault.TooLarge, err, err.Error())
 		} else if err != nil {
 			return taskfile.Scope{}, fault.Wrap(fault.Internal, err, err.Error())

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
@@ -54,7 +56,7 @@ func setup(t *testing.T) *bundle {
 	return &bundle{st: st, cache: c, ctx: context.Background()}
 }
 
-func (b *bundle) submit(t *testing.T, src string, n int) *store.Task {
+func (b *bundle) submit(t *testing.T, src string, n int) *ledger.Task {
 	t.Helper()
 	items := make([]int, n)
 	for i := range items {
@@ -62,26 +64,26 @@ func (b *bundle) submit(t *testing.T, src string, n int) *store.Task {
 	}
 	raw, err := json.Marshal(items)
 	require.NoError(t, err)
-	m := store.Manifest{Filename: "task.hcl", Source: []byte(src),
+	m := ledger.Manifest{Filename: "task.hcl", Source: []byte(src),
 		Vars: map[string]json.RawMessage{"items": raw}}
-	task, _, err := b.st.Submit(b.ctx, store.NewTask{Name: "fan-in", Manifest: m, Steps: []store.StepState{
+	task, _, err := b.st.Submit(b.ctx, ledger.NewTask{Name: "fan-in", Manifest: m, Steps: []ledger.StepState{
 		{Name: "list", Limit: 1}, {Name: "each", FanOut: true, Limit: 64}, {Name: "gather", Limit: 1}}})
 	require.NoError(t, err)
 	return task
 }
 
 // work commits every unit of the task's current step with output out(item).
-func (b *bundle) work(t *testing.T, id string, out func(item int) string) *store.Task {
+func (b *bundle) work(t *testing.T, id string, out func(item int) string) *ledger.Task {
 	t.Helper()
-	var task *store.Task
+	var task *ledger.Task
 	for {
-		c, err := b.st.Claim(b.ctx, store.ClaimRequest{Owner: b.st.Owner("w"), Max: 64, LeaseFor: time.Minute, Task: id})
+		c, err := b.st.Claim(b.ctx, ledger.ClaimRequest{Owner: b.st.Owner("w"), Max: 64, LeaseFor: time.Minute, Task: id})
 		require.NoError(t, err)
 		if len(c.Leases) == 0 {
 			return task
 		}
 		for _, l := range c.Leases {
-			task, err = b.st.Commit(b.ctx, store.Result{Lease: l, Output: json.RawMessage(out(l.Item))})
+			task, err = b.st.Commit(b.ctx, ledger.Result{Lease: l, Output: json.RawMessage(out(l.Item))})
 			require.NoError(t, err)
 		}
 		if task.Cursor != c.Leases[0].Step {
@@ -90,12 +92,12 @@ func (b *bundle) work(t *testing.T, id string, out func(item int) string) *store
 	}
 }
 
-func (b *bundle) input(t *testing.T, task *store.Task, step int) (json.RawMessage, error) {
+func (b *bundle) input(t *testing.T, task *ledger.Task, step int) (json.RawMessage, error) {
 	t.Helper()
 	var in json.RawMessage
 	var ierr error
 	require.NoError(t, b.st.Read(func(r *store.Reader) error {
-		in, ierr = b.cache.Input(r, task, store.Lease{Task: task.ID, Step: step})
+		in, ierr = b.cache.Input(r, task, ledger.Lease{Task: task.ID, Step: step})
 		return nil
 	}))
 	return in, ierr
@@ -207,7 +209,7 @@ func TestForEachListOverThePlanLimitIsTooLarge(t *testing.T) {
 	b.cache.maxPlanLen = 1 << 10
 	task := b.submit(t, fanInTask, 500)
 	task = b.work(t, task.ID, func(int) string { return `"listed"` })
-	require.Equal(t, store.Failed, task.Status)
+	require.Equal(t, ledger.Failed, task.Status)
 	require.Equal(t, fault.TooLarge, task.Failure.Kind)
 	require.Contains(t, task.Reason, "for_each list")
 }
@@ -232,8 +234,8 @@ task "over-output" {
 }
 `
 	b := setup(t)
-	m := store.Manifest{Filename: "task.hcl", Source: []byte(src)}
-	task, _, err := b.st.Submit(b.ctx, store.NewTask{Name: "over-output", Manifest: m, Steps: []store.StepState{
+	m := ledger.Manifest{Filename: "task.hcl", Source: []byte(src)}
+	task, _, err := b.st.Submit(b.ctx, ledger.NewTask{Name: "over-output", Manifest: m, Steps: []ledger.StepState{
 		{Name: "list", Limit: 1}, {Name: "each", FanOut: true, Limit: 64}}})
 	require.NoError(t, err)
 	task = b.work(t, task.ID, func(int) string { return `[5, 6, 7]` })
@@ -244,7 +246,7 @@ task "over-output" {
 		units, err := r.Units(task.ID, 1)
 		require.NoError(t, err)
 		require.Len(t, units, 3)
-		in, err = b.cache.Input(r, task, store.Lease{Task: task.ID, Step: 1, Item: 1, Unit: *units[1]})
+		in, err = b.cache.Input(r, task, ledger.Lease{Task: task.ID, Step: 1, Item: 1, Unit: *units[1]})
 		return err
 	}))
 	require.JSONEq(t, `{"i":6}`, string(in))

@@ -11,12 +11,13 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/lhengine/lhengine/engine/internal/bounds"
 	"github.com/lhengine/lhengine/engine/internal/policylang"
 	"github.com/lhengine/lhengine/engine/internal/taskfile"
-	"github.com/lhengine/lhengine/store"
 )
 
 // PolicyOptions change which policies a run applies beyond the ones its
@@ -177,10 +178,10 @@ func ResolvePolicies(t *taskfile.Task, o PolicyOptions) ([]*policylang.Policy, m
 }
 
 // Pins returns the manifest records of the policies.
-func Pins(ps []*policylang.Policy) []store.PolicyPin {
-	pins := make([]store.PolicyPin, len(ps))
+func Pins(ps []*policylang.Policy) []ledger.PolicyPin {
+	pins := make([]ledger.PolicyPin, len(ps))
 	for i, p := range ps {
-		pins[i] = store.PolicyPin{
+		pins[i] = ledger.PolicyPin{
 			Name: p.Name, Version: p.Version, SHA256: p.SHA256, Filename: p.Filename,
 			Line: p.Start.Line, Column: p.Start.Column, Byte: p.Start.Byte, Text: string(p.Text),
 		}
@@ -190,7 +191,7 @@ func Pins(ps []*policylang.Policy) []store.PolicyPin {
 
 // pinnedPolicies reads back the policies a manifest pins, from their texts
 // alone, checking each text against its sha256.
-func pinnedPolicies(m *store.Manifest) ([]*policylang.Policy, hcl.Diagnostics) {
+func pinnedPolicies(m *ledger.Manifest) ([]*policylang.Policy, hcl.Diagnostics) {
 	var ps []*policylang.Policy
 	var diags hcl.Diagnostics
 	for _, pin := range m.Policies {

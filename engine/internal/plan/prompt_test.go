@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/store"
@@ -43,7 +45,7 @@ task "t" {
 		b := sha256.Sum256([]byte(s))
 		return hex.EncodeToString(b[:])
 	}
-	require.Equal(t, []store.PromptPin{
+	require.Equal(t, []ledger.PromptPin{
 		{Name: "system", Version: "3", File: promptFile, SHA256: sum("You are careful.\n"), Text: "You are careful.\n"},
 		{Name: "style", SHA256: sum("Be brief."), Text: "Be brief."},
 	}, sub.Manifest.Prompts)

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/engine/internal/policylang"
@@ -73,5 +75,5 @@ task "t" {
 // refused by the store for it.
 func TestEveryBoundsAgree(t *testing.T) {
 	t.Parallel()
-	require.Equal(t, store.MaxEvery, policylang.MaxEvery)
+	require.Equal(t, ledger.MaxEvery, policylang.MaxEvery)
 }

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/lhengine/lhengine/store"
+	"github.com/lhengine/lhengine/ledger"
 )
 
 // Aborts lets the engine stop the attempts of a task at once when the task
@@ -73,7 +73,7 @@ func (a *Aborts) Abort(task, why string) int {
 	}
 	a.mu.Unlock()
 	for _, h := range hs {
-		h.lose(fmt.Errorf("%w: %s", store.ErrLeaseLost, why))
+		h.lose(fmt.Errorf("%w: %s", ledger.ErrLeaseLost, why))
 	}
 	return len(hs)
 }

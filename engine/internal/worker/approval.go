@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/lhengine/lhengine/engine/internal/hostcall"
@@ -17,7 +19,7 @@ import (
 // decision (store.RequestApproval), or its approval expired and paused the
 // task. Its lease was given back uncharged. Task is the task as that left
 // it.
-type waitingError struct{ task *store.Task }
+type waitingError struct{ task *ledger.Task }
 
 func (e *waitingError) Error() string { return "waiting for a person: " + string(e.task.Status) }
 
@@ -36,41 +38,41 @@ func (e *rejectedError) Error() string { return e.reason }
 // time, again after the subject changed, or again after an expiry paused
 // the task and a person resumed it), a *rejectedError when it was rejected
 // or expired with on_expiry = "reject".
-func (w *Worker) gate(ctx context.Context, l store.Lease, step *taskfile.Step, ask *taskfile.ApprovalAsk, log hclog.Logger) error {
+func (w *Worker) gate(ctx context.Context, l ledger.Lease, step *taskfile.Step, ask *taskfile.ApprovalAsk, log hclog.Logger) error {
 	if ask == nil {
 		return nil
 	}
 	st := w.cfg.Store
-	var a *store.Approval
+	var a *ledger.Approval
 	if id := l.Unit.Approval; id != "" {
 		err := st.Read(func(r *store.Reader) error {
 			var err error
 			a, err = r.Approval(l.Task, id)
 			return err
 		})
-		if err != nil && !errors.Is(err, store.ErrNotFound) {
+		if err != nil && !errors.Is(err, ledger.ErrNotFound) {
 			return fault.Wrap(fault.Internal, err, "reading the unit's approval: "+err.Error())
 		}
-		if a != nil && (a.Source != store.ApprovalFromStep || a.Pass != l.Unit.Pass) {
+		if a != nil && (a.Source != ledger.ApprovalFromStep || a.Pass != l.Unit.Pass) {
 			a = nil // asked by the plugin, or for an earlier pass
 		}
 	}
-	sum := store.SubjectSum(ask.Subject)
+	sum := ledger.SubjectSum(ask.Subject)
 	now := w.clock.Now()
 	void := ""
 	if a != nil {
 		switch a.State {
-		case store.ApprovalPending:
+		case ledger.ApprovalPending:
 			if a.Expires.IsZero() || now.Before(a.Expires) {
 				void = "asked again: the unit was claimed while its approval was pending"
 				break
 			}
-			if _, err := st.CloseApproval(ctx, l, a.ID, store.ApprovalExpired, ""); err != nil {
+			if _, err := st.CloseApproval(ctx, l, a.ID, ledger.ApprovalExpired, ""); err != nil {
 				return leaseErr(err, "recording the approval's expiry")
 			}
 			log.Warn("approval expired", "approval", a.ID, "on_expiry", a.OnExpiry)
 			if a.OnExpiry == taskfile.OnExpiryPause {
-				why := store.PauseReason{Kind: store.PauseApprovalExpired, Name: a.ID,
+				why := ledger.PauseReason{Kind: ledger.PauseApprovalExpired, Name: a.ID,
 					Note: fmt.Sprintf("no decision on %q before %s; lhengine resume %s asks again", a.Prompt, a.Expires.UTC().Format("2006-01-02 15:04:05Z"), l.Task)}
 				task, err := st.PauseUnit(ctx, l, why)
 				if err != nil {
@@ -80,7 +82,7 @@ func (w *Worker) gate(ctx context.Context, l store.Lease, step *taskfile.Step, a
 			}
 			return &rejectedError{reason: fmt.Sprintf("approval %s expired at %s with no decision (on_expiry = reject): %s",
 				a.ID, a.Expires.UTC().Format("2006-01-02 15:04:05Z"), a.Prompt)}
-		case store.ApprovalApproved:
+		case ledger.ApprovalApproved:
 			if a.SubjectSHA256 != sum {
 				void = fmt.Sprintf("the subject changed since it was asked for: sha256 %.12s… is now %.12s…", a.SubjectSHA256, sum)
 				break
@@ -90,7 +92,7 @@ func (w *Worker) gate(ctx context.Context, l store.Lease, step *taskfile.Step, a
 			}
 			log.Info("running on approval", "approval", a.ID, "by", a.DecidedBy)
 			return nil
-		case store.ApprovalRejected:
+		case ledger.ApprovalRejected:
 			if a.SubjectSHA256 != sum {
 				void = fmt.Sprintf("the subject changed since it was rejected: sha256 %.12s… is now %.12s…", a.SubjectSHA256, sum)
 				break
@@ -105,12 +107,12 @@ func (w *Worker) gate(ctx context.Context, l store.Lease, step *taskfile.Step, a
 		// ask again.
 	}
 	if void != "" {
-		if _, err := st.CloseApproval(ctx, l, a.ID, store.ApprovalVoided, void); err != nil {
+		if _, err := st.CloseApproval(ctx, l, a.ID, ledger.ApprovalVoided, void); err != nil {
 			return leaseErr(err, "voiding the approval")
 		}
 		log.Warn("approval voided", "approval", a.ID, "why", void)
 	}
-	req := store.Approval{Source: store.ApprovalFromStep, Prompt: ask.Prompt, Subject: ask.Subject, OnExpiry: step.Approval.OnExpiry}
+	req := ledger.Approval{Source: ledger.ApprovalFromStep, Prompt: ask.Prompt, Subject: ask.Subject, OnExpiry: step.Approval.OnExpiry}
 	if step.Approval.ExpiresIn > 0 {
 		req.Expires = now.Add(step.Approval.ExpiresIn)
 	}
@@ -124,8 +126,8 @@ func (w *Worker) gate(ctx context.Context, l store.Lease, step *taskfile.Step, a
 
 // ask has the unit of lease l wait for the decision a plugin asked for
 // through approval.request (hostcall.Attempt.ApprovalAsk).
-func (w *Worker) ask(ctx context.Context, l store.Lease, a *hostcall.ApprovalAsk) (*store.Task, error) {
-	req := store.Approval{Source: store.ApprovalFromPlugin, Prompt: a.Prompt, Subject: a.Subject, OnExpiry: taskfile.OnExpiryReject}
+func (w *Worker) ask(ctx context.Context, l ledger.Lease, a *hostcall.ApprovalAsk) (*ledger.Task, error) {
+	req := ledger.Approval{Source: ledger.ApprovalFromPlugin, Prompt: a.Prompt, Subject: a.Subject, OnExpiry: taskfile.OnExpiryReject}
 	if a.ExpiresIn > 0 {
 		req.Expires = w.clock.Now().Add(a.ExpiresIn)
 	}
@@ -136,7 +138,7 @@ func (w *Worker) ask(ctx context.Context, l store.Lease, a *hostcall.ApprovalAsk
 // leaseErr classifies a store error met while deciding on an approval: a
 // lost lease ends the attempt uncommitted, anything else fails it.
 func leaseErr(err error, doing string) error {
-	if errors.Is(err, store.ErrLeaseLost) {
+	if errors.Is(err, ledger.ErrLeaseLost) {
 		return fmt.Errorf("%w: %v", errLeaseRanOut, err)
 	}
 	return fault.Wrap(fault.Internal, err, doing+": "+err.Error())

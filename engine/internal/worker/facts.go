@@ -6,19 +6,20 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/lhengine/lhengine/engine/internal/plan"
 	"github.com/lhengine/lhengine/engine/internal/taskfile"
 	"github.com/lhengine/lhengine/fault"
-	"github.com/lhengine/lhengine/store"
 )
 
 // driftedError: the task's environment changed and its on_drift pauses
 // the task or sends it back to an earlier step, so the unit does not run
 // now; its lease was given back uncharged (store.CheckFacts). Task is the
 // task as that left it.
-type driftedError struct{ task *store.Task }
+type driftedError struct{ task *ledger.Task }
 
 func (e *driftedError) Error() string { return "environment drift: " + string(e.task.Status) }
 
@@ -28,7 +29,7 @@ func (e *driftedError) Error() string { return "environment drift: " + string(e.
 // runs under (nil for a task without an environment block), a
 // *driftedError when the unit must not run, or a failure of kind input
 // when a fact cannot be read.
-func (w *Worker) checkFacts(ctx context.Context, l store.Lease, sp *plan.Spec, log hclog.Logger) (map[string]string, error) {
+func (w *Worker) checkFacts(ctx context.Context, l ledger.Lease, sp *plan.Spec, log hclog.Logger) (map[string]string, error) {
 	env := sp.Task.Environment
 	if env == nil {
 		return nil, nil
@@ -47,7 +48,7 @@ func (w *Worker) checkFacts(ctx context.Context, l store.Lease, sp *plan.Spec, l
 	if err != nil {
 		return nil, fault.Wrap(fault.Input, err, "reading the task's environment: "+err.Error())
 	}
-	on := store.OnDrift{Name: env.OnDrift}
+	on := ledger.OnDrift{Name: env.OnDrift}
 	switch env.OnDrift {
 	case taskfile.OnDriftPause:
 		on.Pause = true
@@ -60,7 +61,7 @@ func (w *Worker) checkFacts(ctx context.Context, l store.Lease, sp *plan.Spec, l
 		}
 	}
 	changes, run, task, err := w.cfg.Store.CheckFacts(ctx, l, values, on)
-	if errors.Is(err, store.ErrLeaseLost) {
+	if errors.Is(err, ledger.ErrLeaseLost) {
 		return nil, fmt.Errorf("%w: %v", errLeaseRanOut, err)
 	}
 	if err != nil {

@@ -3,6 +3,8 @@ package worker
 import (
 	"testing"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/store"
@@ -30,10 +32,10 @@ task "budget" {
 `)
 	w := b.worker("w", id, func(c *Config) { c.ExitWhenIdle = true })
 	// The first pass ends in a repair, as a verify step's answer would.
-	c, err := b.st.Claim(ctx, store.ClaimRequest{Owner: w.Owner(), Max: 1, LeaseFor: lease, Task: id})
+	c, err := b.st.Claim(ctx, ledger.ClaimRequest{Owner: w.Owner(), Max: 1, LeaseFor: lease, Task: id})
 	require.NoError(t, err)
 	require.Len(t, c.Leases, 1)
-	_, err = b.st.Commit(ctx, store.Result{Lease: c.Leases[0], Repair: &store.Repair{RestartFrom: 0, Max: 3, Reason: "again"}})
+	_, err = b.st.Commit(ctx, ledger.Result{Lease: c.Leases[0], Repair: &ledger.Repair{RestartFrom: 0, Max: 3, Reason: "again"}})
 	require.NoError(t, err)
 
 	errc, _ := start(t, ctx, w)
@@ -41,7 +43,7 @@ task "budget" {
 	require.NoError(t, b.st.Read(func(r *store.Reader) error {
 		task, err := r.Task(id)
 		require.NoError(t, err)
-		require.Equal(t, store.Failed, task.Status)
+		require.Equal(t, ledger.Failed, task.Status)
 		require.Equal(t, 2, task.Failures, "the second pass got both attempts of its budget")
 		require.Equal(t, 3, task.Failure.Attempt, "attempts 2 and 3, after the first pass's 1")
 		return nil

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/engine/internal/guest"
@@ -49,9 +51,9 @@ func (r *stopRecorder) config(c *Config) {
 }
 
 // unitStates reads the units of the task's only step.
-func unitStates(t *testing.T, st *store.Store, id string) []*store.Unit {
+func unitStates(t *testing.T, st *store.Store, id string) []*ledger.Unit {
 	t.Helper()
-	var units []*store.Unit
+	var units []*ledger.Unit
 	require.NoError(t, st.Read(func(r *store.Reader) error {
 		var err error
 		units, err = r.Units(id, 0)
@@ -88,10 +90,10 @@ func TestGracefulStopLetsAttemptsFinish(t *testing.T) {
 	done, ready := 0, 0
 	for _, u := range unitStates(t, b.st, id) {
 		switch u.State {
-		case store.UnitDone:
+		case ledger.UnitDone:
 			done++
 			require.Equal(t, 1, u.Attempt)
-		case store.UnitReady:
+		case ledger.UnitReady:
 			ready++
 			require.Zero(t, u.Attempt, "never claimed")
 		}
@@ -131,11 +133,11 @@ func TestGraceRunsOutGivesBackUncharged(t *testing.T) {
 	require.Equal(t, Stopped{InFlight: 2, GivenBack: 2}, receive(t, ctx, rec.stopped, "the stop's report"))
 
 	for _, u := range unitStates(t, b.st, id) {
-		require.Equal(t, store.UnitReady, u.State)
+		require.Equal(t, ledger.UnitReady, u.State)
 		require.Zero(t, u.Attempt, "unit %d: the cut-short attempt is not charged", u.Item)
 	}
-	require.Equal(t, 2, countEvents(events(t, b.st, id), store.EvReleased))
-	require.Zero(t, countEvents(events(t, b.st, id), store.EvLeaseExpired))
+	require.Equal(t, 2, countEvents(events(t, b.st, id), ledger.EvReleased))
+	require.Zero(t, countEvents(events(t, b.st, id), ledger.EvLeaseExpired))
 
 	// The next worker runs every unit, the given-back ones at once (no
 	// lease to wait out) and as their first attempt.
@@ -143,7 +145,7 @@ func TestGraceRunsOutGivesBackUncharged(t *testing.T) {
 	require.NoError(t, receive(t, ctx, errc, "the second Run"))
 	task, err := b.st.Task(ctx, id)
 	require.NoError(t, err)
-	require.Equal(t, store.Succeeded, task.Status, task.Reason)
+	require.Equal(t, ledger.Succeeded, task.Status, task.Reason)
 	require.Equal(t, 3, task.Attempts)
 	for _, u := range unitStates(t, b.st, id) {
 		require.Equal(t, 1, u.Committed, "unit %d", u.Item)
@@ -176,7 +178,7 @@ func TestContextEndGivesBackUncharged(t *testing.T) {
 	require.Equal(t, Stopped{InFlight: 1, GivenBack: 1}, receive(t, ctx, rec.stopped, "the stop's report"))
 	units := unitStates(t, b.st, id)
 	require.Len(t, units, 1)
-	require.Equal(t, store.UnitReady, units[0].State)
+	require.Equal(t, ledger.UnitReady, units[0].State)
 	require.Zero(t, units[0].Attempt)
 	task, err := b.st.Task(ctx, id)
 	require.NoError(t, err)
@@ -203,7 +205,7 @@ task "t" {
 	aborts := &Aborts{}
 	w := b.worker("w", id, func(c *Config) {
 		c.Aborts = aborts
-		c.load = func(ctx context.Context, pin store.PluginPin, load func(context.Context, store.PluginPin) (*guest.Plugin, error)) (*guest.Plugin, error) {
+		c.load = func(ctx context.Context, pin ledger.PluginPin, load func(context.Context, ledger.PluginPin) (*guest.Plugin, error)) (*guest.Plugin, error) {
 			close(loading)
 			<-ctx.Done() // a compile that takes long, but gives way to a cancel
 			p, err := load(ctx, pin)
@@ -250,11 +252,11 @@ task "t" {
 	var beats atomic.Int32
 	w := b.worker("w", id, func(c *Config) {
 		c.ExitWhenIdle = true
-		c.heartbeat = func(ctx context.Context, l store.Lease, d time.Duration) (time.Time, error) {
+		c.heartbeat = func(ctx context.Context, l ledger.Lease, d time.Duration) (time.Time, error) {
 			beats.Add(1)
 			return b.st.Heartbeat(ctx, l, d)
 		}
-		c.load = func(ctx context.Context, pin store.PluginPin, load func(context.Context, store.PluginPin) (*guest.Plugin, error)) (*guest.Plugin, error) {
+		c.load = func(ctx context.Context, pin ledger.PluginPin, load func(context.Context, ledger.PluginPin) (*guest.Plugin, error)) (*guest.Plugin, error) {
 			close(loading)
 			select {
 			case <-hold:
@@ -273,9 +275,9 @@ task "t" {
 	require.NoError(t, receive(t, ctx, errc, "Run"))
 	task, err := b.st.Task(ctx, id)
 	require.NoError(t, err)
-	require.Equal(t, store.Succeeded, task.Status, task.Reason)
+	require.Equal(t, ledger.Succeeded, task.Status, task.Reason)
 	require.Equal(t, 1, task.Attempts)
-	require.Zero(t, countEvents(events(t, b.st, id), store.EvLeaseExpired))
+	require.Zero(t, countEvents(events(t, b.st, id), ledger.EvLeaseExpired))
 }
 
 // TestFinishedTaskReleasesItsInstances: the instances a stateless plugin
@@ -305,7 +307,7 @@ task "stateless" {
 	require.NoError(t, receive(t, ctx, errc, "Run"))
 	got, err := b.st.Task(ctx, id)
 	require.NoError(t, err)
-	require.Equal(t, store.Succeeded, got.Status, got.Reason)
+	require.Equal(t, ledger.Succeeded, got.Status, got.Reason)
 	require.Zero(t, b.rt.ReleaseTask(id), "the finished task's instance was closed as it finished")
 
 	// A check that the plugin does keep an instance while its task runs.
@@ -327,15 +329,15 @@ func TestStopDuringCommitGivesBack(t *testing.T) {
 	id := b.submit(t, "t", fetchTask(newServer(t, 0).url+"/fast"))
 	wctx, cancel := context.WithCancel(ctx)
 	w := b.worker("w", id, func(c *Config) {
-		c.commit = func(context.Context, store.Result, store.ClaimRequest) (*store.Task, store.Claimed, store.Durability, error) {
+		c.commit = func(context.Context, ledger.Result, ledger.ClaimRequest) (*ledger.Task, ledger.Claimed, store.Durability, error) {
 			cancel() // the stop, as the commit is under way
-			return nil, store.Claimed{}, store.Durability{}, context.Canceled
+			return nil, ledger.Claimed{}, store.Durability{}, context.Canceled
 		}
 	})
 	errc, _ := start(t, wctx, w)
 	require.ErrorIs(t, receive(t, ctx, errc, "Run"), context.Canceled)
 	units := unitStates(t, b.st, id)
 	require.Len(t, units, 1)
-	require.Equal(t, store.UnitReady, units[0].State, "given back, not left leased")
+	require.Equal(t, ledger.UnitReady, units[0].State, "given back, not left leased")
 	require.Zero(t, units[0].Attempt)
 }

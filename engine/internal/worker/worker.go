@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/lhengine/lhengine/engine/internal/confine"
@@ -61,7 +63,7 @@ type Config struct {
 	ModelRecord string
 	// OnCommit, when set, is called after every committed attempt with the
 	// task as committed (for progress displays). Called from unit goroutines.
-	OnCommit func(*store.Task)
+	OnCommit func(*ledger.Task)
 	// Aborts, when set, lets the engine stop this worker's attempts of a
 	// task it cancelled (see Aborts).
 	Aborts *Aborts
@@ -83,11 +85,11 @@ type Config struct {
 
 	// Seams for tests of failures the store cannot be made to produce on
 	// demand; nil uses the Store.
-	heartbeat func(context.Context, store.Lease, time.Duration) (time.Time, error)
-	claim     func(context.Context, store.ClaimRequest) (store.Claimed, error)
-	commit    func(context.Context, store.Result, store.ClaimRequest) (*store.Task, store.Claimed, store.Durability, error)
+	heartbeat func(context.Context, ledger.Lease, time.Duration) (time.Time, error)
+	claim     func(context.Context, ledger.ClaimRequest) (ledger.Claimed, error)
+	commit    func(context.Context, ledger.Result, ledger.ClaimRequest) (*ledger.Task, ledger.Claimed, store.Durability, error)
 	// load wraps the loading of an attempt's plugin (Worker.plugin).
-	load func(ctx context.Context, pin store.PluginPin, plugin func(context.Context, store.PluginPin) (*guest.Plugin, error)) (*guest.Plugin, error)
+	load func(ctx context.Context, pin ledger.PluginPin, plugin func(context.Context, ledger.PluginPin) (*guest.Plugin, error)) (*guest.Plugin, error)
 }
 
 // Stopped is what a stop of Run did with the attempts in flight.
@@ -105,8 +107,8 @@ type Worker struct {
 	clock Clock
 
 	mu      sync.Mutex
-	plugins map[string]*loaded           // by pinned path+sha256
-	replays map[string]store.ReplayIndex // by set sha256; at most maxReplays
+	plugins map[string]*loaded            // by pinned path+sha256
+	replays map[string]ledger.ReplayIndex // by set sha256; at most maxReplays
 
 	// A stop: begun, and what became of the attempts since.
 	stopping  atomic.Bool
@@ -157,13 +159,13 @@ func New(cfg Config) *Worker {
 		log:     cfg.Logger.Named("worker"),
 		clock:   cfg.Clock,
 		plugins: map[string]*loaded{},
-		replays: map[string]store.ReplayIndex{},
+		replays: map[string]ledger.ReplayIndex{},
 	}
 }
 
 // replay is the replay set a task's manifest pins, with its index read
 // from the store (once per set while it is cached); nil for none.
-func (w *Worker) replay(m *store.Manifest) (*hostcall.Replay, error) {
+func (w *Worker) replay(m *ledger.Manifest) (*hostcall.Replay, error) {
 	pin := m.ModelReplay
 	if pin == nil {
 		return nil, nil
@@ -253,7 +255,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		}
 		var wake time.Time
 		if free := w.cfg.Concurrency - running; free > 0 {
-			c, err := w.cfg.claim(runCtx, store.ClaimRequest{
+			c, err := w.cfg.claim(runCtx, ledger.ClaimRequest{
 				Owner: w.owner, Max: free, LeaseFor: w.cfg.LeaseFor, Task: w.cfg.Task,
 			})
 			if err != nil {
@@ -266,11 +268,11 @@ func (w *Worker) Run(ctx context.Context) error {
 			for _, l := range c.Leases {
 				running++
 				wg.Add(1)
-				go func(l store.Lease) {
+				go func(l ledger.Lease) {
 					defer wg.Done()
 					// A commit may hand back the next unit: run it in this slot.
 					var after store.Durability
-					for next := []store.Lease{l}; len(next) > 0; {
+					for next := []ledger.Lease{l}; len(next) > 0; {
 						if w.stopping.Load() || runCtx.Err() != nil {
 							// Claimed as the stop began, not started.
 							w.giveBack(runCtx, next[0], w.log)
@@ -331,7 +333,7 @@ const releaseWait = 10 * time.Second
 
 // giveBack gives back the unit of l, whose attempt the stop cut short or
 // never started, without charging the attempt (store.Release).
-func (w *Worker) giveBack(ctx context.Context, l store.Lease, log hclog.Logger) {
+func (w *Worker) giveBack(ctx context.Context, l ledger.Lease, log hclog.Logger) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseWait)
 	defer cancel()
 	err := w.cfg.Store.Release(rctx, l)
@@ -339,7 +341,7 @@ func (w *Worker) giveBack(ctx context.Context, l store.Lease, log hclog.Logger) 
 	case err == nil:
 		w.givenBack.Add(1)
 		log.Debug("unit given back uncharged: the worker is stopping", "task", l.Task, "step", l.Step, "item", l.Item, "attempt", l.Attempt)
-	case errors.Is(err, store.ErrLeaseLost):
+	case errors.Is(err, ledger.ErrLeaseLost):
 		log.Debug("unit not given back: its lease is gone", "error", err)
 	default:
 		log.Warn("giving the unit back failed; it runs again once its lease expires", "task", l.Task, "error", err)
@@ -357,7 +359,7 @@ func (w *Worker) idle() (bool, error) {
 		if err != nil {
 			return err
 		}
-		idle = t.Status != store.Queued && t.Status != store.Running
+		idle = t.Status != ledger.Queued && t.Status != ledger.Running
 		return nil
 	})
 	return idle, err
@@ -371,7 +373,7 @@ func (w *Worker) idle() (bool, error) {
 // unit, which then runs beside the sync (the Durability returned goes with
 // it); otherwise it waits for the sync, which also covers every earlier
 // commit.
-func (w *Worker) attempt(ctx context.Context, l store.Lease, after store.Durability) ([]store.Lease, store.Durability) {
+func (w *Worker) attempt(ctx context.Context, l ledger.Lease, after store.Durability) ([]ledger.Lease, store.Durability) {
 	log := w.log.With("task", l.Task, "step", l.Step, "item", l.Item, "attempt", l.Attempt, "epoch", l.Epoch)
 	started := w.clock.Now()
 	res, step, hc, stepErr := w.execute(ctx, l, log, after)
@@ -441,7 +443,7 @@ func (w *Worker) attempt(ctx context.Context, l store.Lease, after store.Durabil
 		return nil, store.Durability{}
 	}
 	// Only a progress display (OnCommit) reads the committed task's steps.
-	r := store.Result{Lease: l, Started: started, HeaderOnly: w.cfg.OnCommit == nil}
+	r := ledger.Result{Lease: l, Started: started, HeaderOnly: w.cfg.OnCommit == nil}
 	if res != nil {
 		r.Log = res.Log
 	}
@@ -452,10 +454,10 @@ func (w *Worker) attempt(ctx context.Context, l store.Lease, after store.Durabil
 	var rejected *rejectedError
 	switch {
 	case errors.As(stepErr, &rejected) && step.Repair != nil:
-		r.Repair = &store.Repair{RestartFrom: step.Repair.RestartIndex, Max: step.Repair.Max, Reason: rejected.reason}
+		r.Repair = &ledger.Repair{RestartFrom: step.Repair.RestartIndex, Max: step.Repair.Max, Reason: rejected.reason}
 		log.Warn("approval rejected; the step's repair runs", "reason", rejected.reason)
 	case rejected != nil:
-		r.Failure = &store.Failure{Kind: fault.Rejected, Message: rejected.reason}
+		r.Failure = &ledger.Failure{Kind: fault.Rejected, Message: rejected.reason}
 		log.Warn("approval rejected", "reason", rejected.reason)
 	case stepErr != nil:
 		kind := fault.KindOf(stepErr)
@@ -469,7 +471,7 @@ func (w *Worker) attempt(ctx context.Context, l store.Lease, after store.Durabil
 			// the receiver's connection, not the plugin, is at fault.
 			kind, msg = fault.EffectTransport, hc.TransportFailure()+"; then "+msg
 		}
-		r.Failure = &store.Failure{Kind: kind, Message: msg}
+		r.Failure = &ledger.Failure{Kind: kind, Message: msg}
 		// The budget counts the tries of this pass (Lease.Try), not the
 		// attempt numbers, which go on across repairs and retries.
 		if step != nil && kind.Retryable() && l.Try < step.Retry.Attempts {
@@ -478,15 +480,15 @@ func (w *Worker) attempt(ctx context.Context, l store.Lease, after store.Durabil
 		log.Warn("attempt failed", "kind", kind, "error", msg, "retry", !r.RetryAt.IsZero())
 	case res.NeedsRepair:
 		if step.Repair == nil {
-			r.Failure = &store.Failure{Kind: fault.PluginError,
+			r.Failure = &ledger.Failure{Kind: fault.PluginError,
 				Message: fmt.Sprintf("plugin asked for repair (%s) but step %q has no repair block", res.RepairReason, step.Name)}
 			break
 		}
-		r.Repair = &store.Repair{RestartFrom: step.Repair.RestartIndex, Max: step.Repair.Max, Reason: res.RepairReason}
+		r.Repair = &ledger.Repair{RestartFrom: step.Repair.RestartIndex, Max: step.Repair.Max, Reason: res.RepairReason}
 	default:
 		r.Output = res.Output
 	}
-	next := store.ClaimRequest{Owner: w.owner, Max: 1, LeaseFor: w.cfg.LeaseFor, Task: w.cfg.Task}
+	next := ledger.ClaimRequest{Owner: w.owner, Max: 1, LeaseFor: w.cfg.LeaseFor, Task: w.cfg.Task}
 	if w.stopping.Load() {
 		next.Max = 0 // a stopping worker claims nothing more
 	}
@@ -507,19 +509,19 @@ func (w *Worker) attempt(ctx context.Context, l store.Lease, after store.Durabil
 		crashpoint.Reached(crashpoint.UnitAfterCommit)
 	}
 	switch {
-	case errors.Is(err, store.ErrLeaseLost):
+	case errors.Is(err, ledger.ErrLeaseLost):
 		log.Warn("commit refused: lease lost", "error", err)
 		return nil, store.Durability{}
-	case errors.Is(err, store.ErrBudgetReached):
+	case errors.Is(err, ledger.ErrBudgetReached):
 		// A budget paused the task while this attempt ran: its result
 		// would go past the budget, so the unit goes back uncharged.
 		log.Info("commit refused: the task's budget is reached; the unit is given back", "error", err)
 		w.giveBack(ctx, l, log)
 		return nil, store.Durability{}
-	case errors.Is(err, store.ErrStoreFailed):
+	case errors.Is(err, ledger.ErrStoreFailed):
 		log.Error("commit outcome unknown: the store failed and accepts no more writes; restart lhengine, then check the task", "error", err)
 		return nil, store.Durability{}
-	case errors.Is(err, store.ErrNoSpace):
+	case errors.Is(err, ledger.ErrNoSpace):
 		log.Error("commit refused: the disk is below the free-space floor; nothing was written, and the unit runs again once space is freed", "error", err)
 		return nil, store.Durability{}
 	case err != nil && ctx.Err() != nil:
@@ -541,18 +543,18 @@ func (w *Worker) attempt(ctx context.Context, l store.Lease, after store.Durabil
 // ended notes an attempt recorded in task: counted if a stop has begun,
 // and when the task runs no more (finished or paused) the idle instances
 // it kept in the runtime are closed.
-func (w *Worker) ended(task *store.Task) {
+func (w *Worker) ended(task *ledger.Task) {
 	if w.stopping.Load() {
 		w.finished.Add(1)
 	}
-	if task.Status != store.Queued && task.Status != store.Running {
+	if task.Status != ledger.Queued && task.Status != ledger.Running {
 		w.cfg.Runtime.ReleaseTask(task.ID)
 	}
 }
 
 // execute evaluates the unit's input, loads the plugin and runs the attempt
 // while renewing the lease.
-func (w *Worker) execute(ctx context.Context, l store.Lease, log hclog.Logger, after store.Durability) (*guest.Result, *taskfile.Step, *hostcall.Attempt, error) {
+func (w *Worker) execute(ctx context.Context, l ledger.Lease, log hclog.Logger, after store.Durability) (*guest.Result, *taskfile.Step, *hostcall.Attempt, error) {
 	// From its first moment the attempt can be cancelled (Aborts) and its
 	// lease is renewed: reading its input and loading its plugin (perhaps
 	// compiling it) may take a while.
@@ -563,7 +565,7 @@ func (w *Worker) execute(ctx context.Context, l store.Lease, log hclog.Logger, a
 	stop := sync.OnceFunc(w.renew(attemptCtx, h))
 	defer stop()
 	var (
-		task  *store.Task
+		task  *ledger.Task
 		sp    *plan.Spec
 		input []byte
 		ask   *taskfile.ApprovalAsk
@@ -679,11 +681,11 @@ func (w *Worker) execute(ctx context.Context, l store.Lease, log hclog.Logger, a
 // Tasks submitted by engines that did not keep module bytes in the store
 // fall back to the pinned path, checked against the pinned sha256, once per
 // process unless the file changed.
-func (w *Worker) plugin(ctx context.Context, pin store.PluginPin) (*guest.Plugin, error) {
+func (w *Worker) plugin(ctx context.Context, pin ledger.PluginPin) (*guest.Plugin, error) {
 	var fromPath bool
 	p, err := w.cfg.Runtime.LoadPinned(ctx, filepath.Base(pin.Path), pin.SHA256, func() ([]byte, error) {
 		b, err := w.cfg.Store.Module(pin.SHA256)
-		if errors.Is(err, store.ErrNotFound) {
+		if errors.Is(err, ledger.ErrNotFound) {
 			fromPath = true
 		} else if err != nil {
 			return nil, fault.Wrap(fault.HashMismatch, err, "plugin "+pin.Path+": the module pinned in the store cannot be read: "+err.Error())
@@ -780,7 +782,7 @@ func (w *Worker) renew(ctx context.Context, h *host) (stop func()) {
 type host struct {
 	*hostcall.Attempt // Call, PutArtifact, ReadArtifact
 	w                 *Worker
-	lease             store.Lease
+	lease             ledger.Lease
 	log               hclog.Logger
 	cancel            context.CancelFunc
 
@@ -805,7 +807,7 @@ func (h *host) beat(ctx context.Context) error {
 			h.until = until
 		}
 		h.mu.Unlock()
-	case errors.Is(err, store.ErrLeaseLost):
+	case errors.Is(err, ledger.ErrLeaseLost):
 		h.lose(err)
 	}
 	return err

@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/engine/internal/guest"
@@ -67,7 +69,7 @@ func (b *bundle) submit(t *testing.T, name, hcl string) string {
 		return err
 	})
 	require.NoError(t, err)
-	task, _, err := b.st.Submit(context.Background(), store.NewTask{Name: sub.Task.Name, Steps: sub.Steps, Manifest: sub.Manifest})
+	task, _, err := b.st.Submit(context.Background(), ledger.NewTask{Name: sub.Task.Name, Steps: sub.Steps, Manifest: sub.Manifest})
 	require.NoError(t, err)
 	return task.ID
 }
@@ -166,8 +168,8 @@ func testCtx(t *testing.T) context.Context {
 	return ctx
 }
 
-func events(t *testing.T, st *store.Store, id string) []store.Event {
-	var evs []store.Event
+func events(t *testing.T, st *store.Store, id string) []ledger.Event {
+	var evs []ledger.Event
 	require.NoError(t, st.Read(func(r *store.Reader) error {
 		var err error
 		evs, err = r.Events(id, 0, 0)
@@ -176,7 +178,7 @@ func events(t *testing.T, st *store.Store, id string) []store.Event {
 	return evs
 }
 
-func countEvents(evs []store.Event, typ store.EventType) int {
+func countEvents(evs []ledger.Event, typ ledger.EventType) int {
 	n := 0
 	for _, e := range evs {
 		if e.Type == typ {
@@ -199,7 +201,7 @@ func TestHeartbeatRetriedAfterTransientError(t *testing.T) {
 	var calls atomic.Int32
 	w := b.worker("w", id, func(c *Config) {
 		c.ExitWhenIdle = true
-		c.heartbeat = func(ctx context.Context, l store.Lease, d time.Duration) (time.Time, error) {
+		c.heartbeat = func(ctx context.Context, l ledger.Lease, d time.Duration) (time.Time, error) {
 			if calls.Add(1) == 1 {
 				return time.Time{}, errors.New("store briefly unavailable")
 			}
@@ -215,7 +217,7 @@ func TestHeartbeatRetriedAfterTransientError(t *testing.T) {
 	b.clk.fireAt(t, ctx, epoch.Add(2*lease/3+lease/30))
 	b.clk.waitTimer(t, ctx, epoch.Add(lease+lease/30))
 	require.Equal(t, int32(3), calls.Load())
-	var units []*store.Unit
+	var units []*ledger.Unit
 	require.NoError(t, b.st.Read(func(r *store.Reader) error {
 		var err error
 		units, err = r.Units(id, 0)
@@ -228,7 +230,7 @@ func TestHeartbeatRetriedAfterTransientError(t *testing.T) {
 	require.NoError(t, receive(t, ctx, errc, "Run"))
 	task, err := b.st.Task(ctx, id)
 	require.NoError(t, err)
-	require.Equal(t, store.Succeeded, task.Status, task.Reason)
+	require.Equal(t, ledger.Succeeded, task.Status, task.Reason)
 	require.Equal(t, 1, task.Attempts)
 }
 
@@ -247,7 +249,7 @@ func TestLeaseRunsOutWhileHeartbeatsFail(t *testing.T) {
 	var at []time.Duration
 	w := b.worker("w", id, func(c *Config) {
 		c.ExitWhenIdle = true
-		c.heartbeat = func(ctx context.Context, l store.Lease, d time.Duration) (time.Time, error) {
+		c.heartbeat = func(ctx context.Context, l ledger.Lease, d time.Duration) (time.Time, error) {
 			if l.Attempt > 1 {
 				return b.st.Heartbeat(ctx, l, d)
 			}
@@ -275,7 +277,7 @@ func TestLeaseRunsOutWhileHeartbeatsFail(t *testing.T) {
 
 	task, err := b.st.Task(ctx, id)
 	require.NoError(t, err)
-	require.Equal(t, store.Succeeded, task.Status, task.Reason)
+	require.Equal(t, ledger.Succeeded, task.Status, task.Reason)
 	require.NoError(t, b.st.Read(func(r *store.Reader) error {
 		as, err := r.Attempts(id, 0)
 		require.NoError(t, err)
@@ -283,7 +285,7 @@ func TestLeaseRunsOutWhileHeartbeatsFail(t *testing.T) {
 		require.Equal(t, 2, as[0].Attempt)
 		return nil
 	}))
-	require.Equal(t, 1, countEvents(events(t, b.st, id), store.EvLeaseExpired))
+	require.Equal(t, 1, countEvents(events(t, b.st, id), ledger.EvLeaseExpired))
 }
 
 // TestTakeoverAfterExpiry: a worker whose heartbeat hangs past the end of
@@ -302,7 +304,7 @@ func TestTakeoverAfterExpiry(t *testing.T) {
 	var calls atomic.Int32
 	var answer atomic.Value
 	a := b.worker("a", id, func(c *Config) {
-		c.heartbeat = func(ctx context.Context, l store.Lease, d time.Duration) (time.Time, error) {
+		c.heartbeat = func(ctx context.Context, l ledger.Lease, d time.Duration) (time.Time, error) {
 			calls.Add(1)
 			entered <- struct{}{}
 			<-unblock // a store call that hangs
@@ -322,11 +324,11 @@ func TestTakeoverAfterExpiry(t *testing.T) {
 	require.NoError(t, receive(t, ctx, bErr, "b's Run"))
 	task, err := b.st.Task(ctx, id)
 	require.NoError(t, err)
-	require.Equal(t, store.Succeeded, task.Status, task.Reason)
+	require.Equal(t, ledger.Succeeded, task.Status, task.Reason)
 
 	close(unblock)
 	receive(t, ctx, srv.gone, "a's attempt to be cancelled")
-	require.Contains(t, answer.Load(), store.ErrLeaseLost.Error())
+	require.Contains(t, answer.Load(), ledger.ErrLeaseLost.Error())
 	select {
 	case err := <-aErr:
 		t.Fatalf("a stopped on its own: %v", err)
@@ -343,7 +345,7 @@ func TestTakeoverAfterExpiry(t *testing.T) {
 		require.Equal(t, second.Owner(), as[0].Owner)
 		return nil
 	}))
-	require.Equal(t, 1, countEvents(events(t, b.st, id), store.EvLeaseExpired))
+	require.Equal(t, 1, countEvents(events(t, b.st, id), ledger.EvLeaseExpired))
 }
 
 // TestClaimErrorCancelsRunningAttempts: when a claim fails, Run cancels
@@ -359,9 +361,9 @@ func TestClaimErrorCancelsRunningAttempts(t *testing.T) {
 	w := b.worker("w", "", func(c *Config) {
 		c.Concurrency = 2
 		c.PollEvery = time.Second
-		c.claim = func(ctx context.Context, req store.ClaimRequest) (store.Claimed, error) {
+		c.claim = func(ctx context.Context, req ledger.ClaimRequest) (ledger.Claimed, error) {
 			if fail.Load() {
-				return store.Claimed{}, errors.New("disk on fire")
+				return ledger.Claimed{}, errors.New("disk on fire")
 			}
 			return b.st.Claim(ctx, req)
 		}
@@ -375,7 +377,7 @@ func TestClaimErrorCancelsRunningAttempts(t *testing.T) {
 	receive(t, ctx, srv.gone, "the attempt to be cancelled")
 	task, err := b.st.Task(ctx, id)
 	require.NoError(t, err)
-	require.Equal(t, store.Running, task.Status)
+	require.Equal(t, ledger.Running, task.Status)
 }
 
 // TestUnitsGetTheirOwnRandomBytes: every unit's plugin gets random bytes
@@ -445,14 +447,14 @@ task "repair" {
 }
 `)
 	w := b.worker("w", id, func(c *Config) { c.ExitWhenIdle = true; c.Concurrency = 2 })
-	c, err := b.st.Claim(ctx, store.ClaimRequest{Owner: w.Owner(), Max: 2, LeaseFor: lease, Task: id})
+	c, err := b.st.Claim(ctx, ledger.ClaimRequest{Owner: w.Owner(), Max: 2, LeaseFor: lease, Task: id})
 	require.NoError(t, err)
 	require.Len(t, c.Leases, 2)
 	stale := c.Leases[1]
 	require.NotNil(t, stale.Snapshot)
 	require.Zero(t, stale.Snapshot.Repairs)
 
-	_, err = b.st.Commit(ctx, store.Result{Lease: c.Leases[0], Repair: &store.Repair{RestartFrom: 0, Max: 3, Reason: "again"}})
+	_, err = b.st.Commit(ctx, ledger.Result{Lease: c.Leases[0], Repair: &ledger.Repair{RestartFrom: 0, Max: 3, Reason: "again"}})
 	require.NoError(t, err)
 	next, _ := w.attempt(ctx, stale, store.Durability{})
 	require.Nil(t, next)
@@ -462,13 +464,13 @@ task "repair" {
 	require.NoError(t, b.st.Read(func(r *store.Reader) error {
 		task, err := r.Task(id)
 		require.NoError(t, err)
-		require.Equal(t, store.Succeeded, task.Status)
+		require.Equal(t, ledger.Succeeded, task.Status)
 		require.Equal(t, 1, task.Repairs)
 		units, err := r.Units(id, 0)
 		require.NoError(t, err)
 		done := 0
 		for _, u := range units {
-			if u.State != store.UnitDone {
+			if u.State != ledger.UnitDone {
 				continue
 			}
 			done++

@@ -25,13 +25,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/chromedp/chromedp"
 
 	"github.com/lhengine/lhengine/api"
 	"github.com/lhengine/lhengine/engine"
 	"github.com/lhengine/lhengine/plugins/examples/site-audit/site/sitegen"
 	"github.com/lhengine/lhengine/server"
-	"github.com/lhengine/lhengine/store"
 )
 
 func main() {
@@ -106,7 +107,7 @@ func run(ctx context.Context, out string, pages int, chrome string, width, heigh
 	if task, err = e.Task(ctx, task.ID); err != nil {
 		return err
 	}
-	if task.Status != store.WaitingApproval {
+	if task.Status != ledger.WaitingApproval {
 		return fmt.Errorf("the task is %s (%s), not waiting for its approval", task.Status, task.Reason)
 	}
 	fmt.Fprintf(os.Stderr, "dashshot: task %s waits for its approval\n", task.ID)

@@ -19,10 +19,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/lhengine/lhengine/engine"
-	"github.com/lhengine/lhengine/store"
 )
 
 // Limits of the counts in a Config.
@@ -309,7 +310,7 @@ func runTask(ctx context.Context, e *engine.Engine, path string, concurrency int
 	if err != nil {
 		return 0, err
 	}
-	if got.Status != store.Succeeded {
+	if got.Status != ledger.Succeeded {
 		return 0, fmt.Errorf("task %s (%s) ended %s: %s", t.ID, filepath.Base(path), got.Status, got.Reason)
 	}
 	return elapsed, nil

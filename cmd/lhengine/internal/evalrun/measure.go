@@ -10,6 +10,8 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/lhengine/lhengine/store"
 )
 
@@ -54,7 +56,7 @@ func Measure(r *store.Reader, id, verifier string, v Verify) (Measured, error) {
 	if man.ModelReplay != nil {
 		m.ReplaySet = man.ModelReplay.SHA256
 	}
-	if t.Status != store.Succeeded {
+	if t.Status != ledger.Succeeded {
 		m.Reason = fmt.Sprintf("the task %s", t.Status)
 		if t.Reason != "" {
 			m.Reason += ": " + t.Reason
@@ -73,7 +75,7 @@ func Measure(r *store.Reader, id, verifier string, v Verify) (Measured, error) {
 	if err != nil {
 		return Measured{}, err
 	}
-	if vt.Status != store.Succeeded {
+	if vt.Status != ledger.Succeeded {
 		m.Pass, m.Reason = false, fmt.Sprintf("the verifier task %s: %s", vt.Status, vt.Reason)
 		return m, nil
 	}
@@ -101,7 +103,7 @@ func ReplayMiss(r *store.Reader, id string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if t.Status == store.Succeeded {
+	if t.Status == ledger.Succeeded {
 		return "", nil
 	}
 	for step := range t.Steps {
@@ -201,7 +203,7 @@ func Recovery(r *store.Reader, id string, resumedAt uint64, want json.RawMessage
 	if err != nil {
 		return false, "", err
 	}
-	if t.Status != store.Succeeded {
+	if t.Status != ledger.Succeeded {
 		return false, fmt.Sprintf("the resumed task %s: %s", t.Status, t.Reason), nil
 	}
 	var got, exp any
@@ -226,11 +228,11 @@ func Recovery(r *store.Reader, id string, resumedAt uint64, want json.RawMessage
 
 // ranAgain returns how a unit committed before the crash (events before
 // resumedAt) ran again after it, or "" if none did.
-func ranAgain(events []store.Event, resumedAt uint64) string {
+func ranAgain(events []ledger.Event, resumedAt uint64) string {
 	committed := map[unitKey]int{} // attempt committed before the crash
 	entered := map[string]bool{}   // steps entered again after the crash
 	for _, e := range events {
-		if e.Type == store.EvStepStarted {
+		if e.Type == ledger.EvStepStarted {
 			if e.Seq < resumedAt {
 				for k := range committed {
 					if k.step == e.Step {
@@ -247,7 +249,7 @@ func ranAgain(events []store.Event, resumedAt uint64) string {
 		}
 		k := unitKey{e.Step, *e.Item}
 		if e.Seq < resumedAt {
-			if e.Type == store.EvUnitDone {
+			if e.Type == ledger.EvUnitDone {
 				committed[k] = e.Attempt
 			}
 			continue

@@ -19,6 +19,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
@@ -565,7 +567,7 @@ func (r *runner) verifyAndMeasure(ctx context.Context, e *engine.Engine, home st
 		if err != nil {
 			return Measured{}, err
 		}
-		if t.Status == store.Succeeded {
+		if t.Status == ledger.Succeeded {
 			if verifier, err = runVerifier(ctx, e, home, j, t.Output); err != nil {
 				return Measured{}, fmt.Errorf("verifier: %w", err)
 			}

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/engine"
@@ -125,7 +127,7 @@ func TestRunInProcess(t *testing.T) {
 		withHome(t, rr.Home, func(r *store.Reader) {
 			task, err := r.Task(rr.Task)
 			require.NoError(t, err)
-			require.Equal(t, store.Succeeded, task.Status)
+			require.Equal(t, ledger.Succeeded, task.Status)
 			require.Equal(t, task.Attempts, rr.Attempts)
 			m, err := r.Manifest(rr.Task)
 			require.NoError(t, err)

@@ -9,10 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lhengine/lhengine/ledger"
+
 	"github.com/hashicorp/hcl/v2"
 	"github.com/stretchr/testify/require"
-
-	"github.com/lhengine/lhengine/store"
 )
 
 // setDir is a directory with a task file, a verifier "plugin" and a policy
@@ -214,29 +214,29 @@ func TestCheck(t *testing.T) {
 func TestRanAgain(t *testing.T) {
 	t.Parallel()
 	item := func(n int) *int { return &n }
-	history := []store.Event{
-		{Seq: 0, Type: store.EvSubmitted},
-		{Seq: 1, Type: store.EvStepStarted, Step: "draft"},
-		{Seq: 2, Type: store.EvUnitDone, Step: "draft", Item: item(0), Attempt: 1},
-		{Seq: 3, Type: store.EvStepStarted, Step: "critic"},
-		{Seq: 4, Type: store.EvUnitRetry, Step: "critic", Item: item(0), Attempt: 1},
+	history := []ledger.Event{
+		{Seq: 0, Type: ledger.EvSubmitted},
+		{Seq: 1, Type: ledger.EvStepStarted, Step: "draft"},
+		{Seq: 2, Type: ledger.EvUnitDone, Step: "draft", Item: item(0), Attempt: 1},
+		{Seq: 3, Type: ledger.EvStepStarted, Step: "critic"},
+		{Seq: 4, Type: ledger.EvUnitRetry, Step: "critic", Item: item(0), Attempt: 1},
 	}
 	// The crash came at seq 5.
 	require.Empty(t, ranAgain(append(history,
-		store.Event{Seq: 5, Type: store.EvUnitDone, Step: "critic", Item: item(0), Attempt: 3},
+		ledger.Event{Seq: 5, Type: ledger.EvUnitDone, Step: "critic", Item: item(0), Attempt: 3},
 	), 5), "the critic was not committed")
 	require.Empty(t, ranAgain(append(history,
-		store.Event{Seq: 5, Type: store.EvRepair, Step: "critic", Item: item(0), Attempt: 2},
-		store.Event{Seq: 6, Type: store.EvStepStarted, Step: "draft"},
-		store.Event{Seq: 7, Type: store.EvUnitDone, Step: "draft", Item: item(0), Attempt: 2},
+		ledger.Event{Seq: 5, Type: ledger.EvRepair, Step: "critic", Item: item(0), Attempt: 2},
+		ledger.Event{Seq: 6, Type: ledger.EvStepStarted, Step: "draft"},
+		ledger.Event{Seq: 7, Type: ledger.EvUnitDone, Step: "draft", Item: item(0), Attempt: 2},
 	), 5), "a repair pass runs the draft again")
 	require.Equal(t, "unit draft[0] committed attempt 1 before the crash and ran again as attempt 2 (unit_done)", ranAgain(append(history,
-		store.Event{Seq: 5, Type: store.EvUnitDone, Step: "draft", Item: item(0), Attempt: 2},
+		ledger.Event{Seq: 5, Type: ledger.EvUnitDone, Step: "draft", Item: item(0), Attempt: 2},
 	), 5))
 	// A pass entered before the crash forgets the earlier pass's commits.
 	require.Empty(t, ranAgain(append(history,
-		store.Event{Seq: 5, Type: store.EvStepStarted, Step: "draft"},
-		store.Event{Seq: 6, Type: store.EvUnitDone, Step: "draft", Item: item(0), Attempt: 2},
+		ledger.Event{Seq: 5, Type: ledger.EvStepStarted, Step: "draft"},
+		ledger.Event{Seq: 6, Type: ledger.EvUnitDone, Step: "draft", Item: item(0), Attempt: 2},
 	), 6))
 }
 

@@ -1,6 +1,9 @@
-package store
+package ledger
 
 import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -34,7 +37,7 @@ func (s Status) Terminal() bool {
 // runnable reports whether units of a task in this status may be leased. A
 // task waiting for approvals is: an approval that expires makes its unit
 // claimable, and the claim that takes it puts the task back to running.
-func (s Status) runnable() bool { return s == Queued || s == Running || s == WaitingApproval }
+func (s Status) Runnable() bool { return s == Queued || s == Running || s == WaitingApproval }
 
 // Task is the ledger record of one task.
 type Task struct {
@@ -111,9 +114,11 @@ type Task struct {
 
 	NextEvent uint64 `json:"next_event"`
 
-	// lazy, inside the ledger, stands for Steps: the number of steps and
-	// those loaded so far. A task with lazy set has no Steps.
-	lazy *lazySteps
+	// Partial, inside a store that reads a task's steps one at a time,
+	// stands for Steps: the number of steps and those loaded so far. A task
+	// with Partial set has no Steps. It is nil in every task a store hands
+	// out, and never encoded.
+	Partial PartialSteps `json:"-"`
 }
 
 // PauseKind names what paused a task. The string value is persisted. Append
@@ -154,7 +159,7 @@ func (p *PauseReason) String() string {
 			s = "paused by an operator"
 		}
 	case PauseBudget:
-		s = fmt.Sprintf("budget %s reached: %s of %s", p.Name, formatUsage(p.Name, p.Used), formatUsage(p.Name, p.Limit))
+		s = fmt.Sprintf("budget %s reached: %s of %s", p.Name, FormatUsage(p.Name, p.Used), FormatUsage(p.Name, p.Limit))
 	case PauseRepairs:
 		s = fmt.Sprintf("step %s reached its repair.max", p.Name)
 	case PauseDrift:
@@ -173,14 +178,6 @@ func (p *PauseReason) String() string {
 	return s
 }
 
-// formatUsage writes a budget amount in the budget's unit.
-func formatUsage(budget string, v float64) string {
-	if budget == "wall_time" {
-		return (time.Duration(v * float64(time.Second))).Round(time.Second).String()
-	}
-	return strconv.FormatFloat(v, 'f', -1, 64)
-}
-
 // StepIndex returns the index of the step named name, or -1.
 func (t *Task) StepIndex(name string) int {
 	for i, s := range t.Steps {
@@ -192,7 +189,7 @@ func (t *Task) StepIndex(name string) int {
 }
 
 // copyTo makes dst a deep copy of t.
-func (t *Task) copyTo(dst *Task) {
+func (t *Task) CopyTo(dst *Task) {
 	*dst = *t
 	dst.Steps = slices.Clone(t.Steps)
 	dst.Output = slices.Clone(t.Output)
@@ -210,7 +207,10 @@ func (t *Task) copyTo(dst *Task) {
 		b.Warned = slices.Clone(b.Warned)
 		dst.Budget = &b
 	}
-	dst.lazy = t.lazy.clone()
+	dst.Partial = nil
+	if t.Partial != nil {
+		dst.Partial = t.Partial.Clone()
+	}
 }
 
 // StepState is the progress of one step of a task.
@@ -578,3 +578,176 @@ type Attempt struct {
 	// by name (Facts); nil for a task without an environment block.
 	Environment map[string]string `json:"environment,omitempty"`
 }
+
+// FormatUsage writes a budget amount in the budget's unit.
+func FormatUsage(budget string, v float64) string {
+	if budget == "wall_time" {
+		return (time.Duration(v * float64(time.Second))).Round(time.Second).String()
+	}
+	return strconv.FormatFloat(v, 'f', -1, 64)
+}
+
+// BudgetNames is every budget, in the order they are checked.
+var BudgetNames = []string{BudgetUnits, BudgetRepairs, BudgetConsecutiveFailures, BudgetCost, BudgetWallTime}
+
+func IsSHA256(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for _, c := range []byte(s) {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}
+
+// PartialSteps is how a store that reads a task's steps one at a time
+// stands for those of Task.Steps it holds (Task.Partial).
+type PartialSteps interface {
+	// Count is the number of steps of the task.
+	Count() int
+	// Clone is a deep copy.
+	Clone() PartialSteps
+}
+
+// StepCount returns the number of steps of the task.
+func (t *Task) StepCount() int {
+	if t.Partial != nil {
+		return t.Partial.Count()
+	}
+	return len(t.Steps)
+}
+
+// Header returns a deep copy of the task without its steps.
+func (t *Task) Header() *Task {
+	h := *t
+	h.Steps, h.Partial = nil, nil
+	c := new(Task)
+	h.CopyTo(c)
+	return c
+}
+
+// ItemOutput is the output of one committed unit of a step.
+type ItemOutput struct {
+	Item    int             `json:"item"`
+	Attempt int             `json:"attempt"`
+	Output  json.RawMessage `json:"output"`
+}
+
+// TaskVersion is a task's id and the commit version of its record. Every
+// operation that changes anything of a task a Task read returns (its
+// header or any step) writes the header, so a version that did not change
+// means a task that did not change.
+type TaskVersion struct {
+	ID      string
+	Version uint64
+}
+
+// MaxEvery bounds N, so that an open window stays a small record.
+const MaxEvery = 1000
+
+// WindowItem is the item of one window unit.
+type WindowItem struct {
+	From  int   `json:"from"`
+	To    int   `json:"to"`
+	Items []int `json:"items"`
+}
+
+// FailedItem is an item of a fan-out step that failed beyond its retries
+// and that the step's allow_failures tolerated: the step completed without
+// it, and later steps do not see it.
+type FailedItem struct {
+	Step    string          `json:"step"`
+	Item    int             `json:"item"`
+	Key     json.RawMessage `json:"key,omitempty"`
+	Value   json.RawMessage `json:"value,omitempty"`
+	Attempt int             `json:"attempt"`
+	Failure *Failure        `json:"failure"`
+}
+
+// NotFinishedError is returned by Remove for a task that may still run.
+type NotFinishedError struct {
+	ID     string
+	Status Status
+}
+
+func (e *NotFinishedError) Error() string {
+	return fmt.Sprintf("task %s is %s, not finished: only succeeded, failed or cancelled tasks can be removed (cancel it first: lhengine cancel %s)", e.ID, e.Status, e.ID)
+}
+
+// GCStats says what GC freed.
+type GCStats struct {
+	// Blobs is the number of artifact and module blobs deleted because no
+	// provenance record or manifest referred to them any more; BlobBytes
+	// their size.
+	Blobs     int   `json:"blobs"`
+	BlobBytes int64 `json:"blob_bytes"`
+	// Orphans counts the blobs whose chunks were deleted because their put
+	// never finished (a crash or cancel before the blob record was written);
+	// OrphanBytes their size.
+	Orphans     int   `json:"orphans"`
+	OrphanBytes int64 `json:"orphan_bytes"`
+	// VlogFiles is the number of value-log files Badger rewrote to give back
+	// the space of deleted values.
+	VlogFiles int `json:"vlog_files"`
+}
+
+// MaxReplayBytes bounds a replay set: the recordings' total size. They are
+// read into memory at submit.
+const MaxReplayBytes = 64 << 20
+
+// ReplaySet is a replay set ready to be stored: each recording file's bytes
+// by the sha256 of its request.
+type ReplaySet struct {
+	pin   ReplayPin
+	index []byte
+	files map[string][]byte // by file sha256
+}
+
+// ReplayIndex maps a request's sha256 to the sha256 of its recording file.
+type ReplayIndex map[string]string
+
+// NewReplaySet builds the replay set of recordings (each recording file's
+// bytes by the sha256 of the request it answers, 64 lower-case hex digits)
+// read from dir, and the pin a manifest records for it. A set larger than
+// MaxReplayBytes is an error.
+func NewReplaySet(dir string, recordings map[string][]byte) (*ReplaySet, error) {
+	set := &ReplaySet{files: map[string][]byte{}}
+	var idx bytes.Buffer
+	var total int64
+	for _, req := range slices.Sorted(maps.Keys(recordings)) {
+		if !IsSHA256(req) {
+			return nil, fmt.Errorf("replay set: %q is not a request sha256 (64 lower-case hex digits)", req)
+		}
+		b := recordings[req]
+		if total += int64(len(b)); total > MaxReplayBytes {
+			return nil, fmt.Errorf("replay set %s: its recordings are more than %d bytes; replay a smaller conversation", dir, MaxReplayBytes)
+		}
+		sum := sha256.Sum256(b)
+		file := hex.EncodeToString(sum[:])
+		set.files[file] = b
+		fmt.Fprintf(&idx, "%s %s\n", req, file)
+	}
+	set.index = idx.Bytes()
+	sum := sha256.Sum256(set.index)
+	set.pin = ReplayPin{Dir: dir, Recordings: len(recordings), Bytes: total, SHA256: hex.EncodeToString(sum[:])}
+	return set, nil
+}
+
+// Pin is what a manifest records of the set.
+func (r *ReplaySet) Pin() ReplayPin { return r.pin }
+
+// Index is the set's index, the blob its pin's sha256 names.
+func (r *ReplaySet) Index() []byte { return r.index }
+
+// Files is the set's recordings by their sha256. A store keeps each once,
+// and the index last: a set whose index is stored has all its recordings.
+func (r *ReplaySet) Files() map[string][]byte { return r.files }
