@@ -3,9 +3,9 @@ package engine_test
 import (
 	"testing"
 
-	"github.com/lhengine/lhengine/ledger"
-
 	"github.com/stretchr/testify/require"
+
+	"github.com/lhengine/lhengine/ledger"
 )
 
 // TestUnitsBudgetPausesWorkAndARaiseFinishes: a fan-out of 20 under

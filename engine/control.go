@@ -5,9 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/lhengine/lhengine/ledger"
-
 	"github.com/lhengine/lhengine/engine/internal/taskfile"
+	"github.com/lhengine/lhengine/ledger"
 	"github.com/lhengine/lhengine/store"
 )
 

@@ -4,13 +4,12 @@ import (
 	"context"
 	"io"
 
-	"github.com/lhengine/lhengine/ledger"
-
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/lhengine/lhengine/engine/internal/guest"
 	"github.com/lhengine/lhengine/engine/internal/plan"
 	"github.com/lhengine/lhengine/engine/internal/taskfile"
+	"github.com/lhengine/lhengine/ledger"
 )
 
 // Diagnostics are the problems found in a task file, with the sources they

@@ -10,8 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lhengine/lhengine/ledger"
-
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/lhengine/lhengine/engine/internal/guest"
@@ -19,6 +17,7 @@ import (
 	"github.com/lhengine/lhengine/engine/internal/plan"
 	"github.com/lhengine/lhengine/engine/internal/taskfile"
 	"github.com/lhengine/lhengine/engine/internal/worker"
+	"github.com/lhengine/lhengine/ledger"
 	"github.com/lhengine/lhengine/store"
 )
 

@@ -9,14 +9,13 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/lhengine/lhengine/ledger"
-
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
 	"github.com/lhengine/lhengine/engine"
 	"github.com/lhengine/lhengine/fault"
 	"github.com/lhengine/lhengine/internal/testwasm"
+	"github.com/lhengine/lhengine/ledger"
 	"github.com/lhengine/lhengine/store"
 )
 

@@ -9,12 +9,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lhengine/lhengine/ledger"
-
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/engine"
 	"github.com/lhengine/lhengine/internal/testwasm"
+	"github.com/lhengine/lhengine/ledger"
 )
 
 // runTimeFanOut lists n items in its first step; the second fans out over

@@ -7,13 +7,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lhengine/lhengine/ledger"
-
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/engine"
 	"github.com/lhengine/lhengine/internal/testgate"
 	"github.com/lhengine/lhengine/internal/testwasm"
+	"github.com/lhengine/lhengine/ledger"
 	"github.com/lhengine/lhengine/store"
 )
 

@@ -12,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lhengine/lhengine/ledger"
-
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
@@ -21,6 +19,7 @@ import (
 	"github.com/lhengine/lhengine/engine"
 	"github.com/lhengine/lhengine/internal/testgate"
 	"github.com/lhengine/lhengine/internal/testwasm"
+	"github.com/lhengine/lhengine/ledger"
 	"github.com/lhengine/lhengine/server"
 	"github.com/lhengine/lhengine/store"
 )

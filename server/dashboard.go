@@ -16,9 +16,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lhengine/lhengine/ledger"
-
 	"github.com/lhengine/lhengine/api"
+	"github.com/lhengine/lhengine/ledger"
 )
 
 // The web dashboard: server-rendered pages (html/template, which escapes

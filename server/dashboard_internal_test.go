@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lhengine/lhengine/ledger"
-
 	"github.com/stretchr/testify/require"
+
+	"github.com/lhengine/lhengine/ledger"
 )
 
 // TestPrettyJSONShowsHTMLCharacters: the escapes Go's encoder writes for

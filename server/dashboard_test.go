@@ -20,14 +20,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lhengine/lhengine/ledger"
-
 	"github.com/chromedp/chromedp"
 	"github.com/hashicorp/go-hclog"
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/api"
 	"github.com/lhengine/lhengine/engine"
+	"github.com/lhengine/lhengine/ledger"
 	"github.com/lhengine/lhengine/server"
 	"github.com/lhengine/lhengine/store"
 )

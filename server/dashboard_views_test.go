@@ -16,8 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lhengine/lhengine/ledger"
-
 	"github.com/chromedp/chromedp"
 	"github.com/hashicorp/go-hclog"
 	"github.com/stretchr/testify/require"
@@ -25,6 +23,7 @@ import (
 	"github.com/lhengine/lhengine/api"
 	"github.com/lhengine/lhengine/engine"
 	"github.com/lhengine/lhengine/internal/testwasm"
+	"github.com/lhengine/lhengine/ledger"
 	"github.com/lhengine/lhengine/server"
 )
 

@@ -7,9 +7,8 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/lhengine/lhengine/ledger"
-
 	"github.com/lhengine/lhengine/api"
+	"github.com/lhengine/lhengine/ledger"
 	"github.com/lhengine/lhengine/store"
 )
 

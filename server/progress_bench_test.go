@@ -8,10 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lhengine/lhengine/ledger"
-
 	"github.com/stretchr/testify/require"
 
+	"github.com/lhengine/lhengine/ledger"
 	"github.com/lhengine/lhengine/server"
 	"github.com/lhengine/lhengine/store"
 )

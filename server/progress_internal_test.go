@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lhengine/lhengine/ledger"
-
 	"github.com/stretchr/testify/require"
+
+	"github.com/lhengine/lhengine/ledger"
 )
 
 var progressNow = time.Date(2026, 3, 4, 12, 0, 0, 0, time.UTC)

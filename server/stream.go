@@ -8,9 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lhengine/lhengine/ledger"
-
 	"github.com/lhengine/lhengine/api"
+	"github.com/lhengine/lhengine/ledger"
 	"github.com/lhengine/lhengine/store"
 )
 

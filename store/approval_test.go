@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lhengine/lhengine/ledger"
-
 	"github.com/stretchr/testify/require"
+
+	"github.com/lhengine/lhengine/ledger"
 )
 
 func (b *testBundle) approvals(t *testing.T, id string) []ledger.Approval {

@@ -7,9 +7,9 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/lhengine/lhengine/ledger"
-
 	"github.com/stretchr/testify/require"
+
+	"github.com/lhengine/lhengine/ledger"
 )
 
 // BenchmarkClaimCommit measures one serial claim + commit of a plain step on

@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lhengine/lhengine/ledger"
-
 	"github.com/stretchr/testify/require"
+
+	"github.com/lhengine/lhengine/ledger"
 )
 
 func (b *testBundle) submitBudget(t *testing.T, steps []ledger.StepState, l ledger.BudgetLimits) *ledger.Task {

@@ -6,11 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lhengine/lhengine/ledger"
-
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/fault"
+	"github.com/lhengine/lhengine/ledger"
 )
 
 func TestArtifactsAreContentAddressedChunkedAndDeduplicated(t *testing.T) {

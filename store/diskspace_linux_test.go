@@ -9,11 +9,10 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/lhengine/lhengine/ledger"
-
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/internal/diskfree"
+	"github.com/lhengine/lhengine/ledger"
 )
 
 // mountTmpfs mounts a tmpfs of size bytes on a new directory, unmounted when

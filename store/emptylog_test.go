@@ -9,10 +9,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lhengine/lhengine/ledger"
-
 	"github.com/hashicorp/go-hclog"
 	"github.com/stretchr/testify/require"
+
+	"github.com/lhengine/lhengine/ledger"
 )
 
 // logFids returns the numbers of the store's log files with ext (".mem",

@@ -4,9 +4,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lhengine/lhengine/ledger"
-
 	"github.com/stretchr/testify/require"
+
+	"github.com/lhengine/lhengine/ledger"
 )
 
 func (b *testBundle) submitFacts(t *testing.T, steps []ledger.StepState, facts map[string]string) *ledger.Task {

@@ -4,9 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/lhengine/lhengine/ledger"
-
 	"github.com/dgraph-io/badger/v4"
+
+	"github.com/lhengine/lhengine/ledger"
 )
 
 // CommittedItem returns the output of item of step as its unit committed

@@ -13,11 +13,10 @@ import (
 	"sort"
 	"time"
 
-	"github.com/lhengine/lhengine/ledger"
-
 	"github.com/dgraph-io/badger/v4"
 
 	"github.com/lhengine/lhengine/fault"
+	"github.com/lhengine/lhengine/ledger"
 )
 
 // Planner produces the items of a fan-out step once the task's cursor has

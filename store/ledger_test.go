@@ -9,12 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lhengine/lhengine/ledger"
-
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
 	"github.com/lhengine/lhengine/fault"
+	"github.com/lhengine/lhengine/ledger"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

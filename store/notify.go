@@ -8,9 +8,9 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/lhengine/lhengine/ledger"
-
 	"github.com/dgraph-io/badger/v4"
+
+	"github.com/lhengine/lhengine/ledger"
 )
 
 // Notifications (a task's notify block, specs/task-language.md).

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lhengine/lhengine/ledger"
-
 	"github.com/stretchr/testify/require"
+
+	"github.com/lhengine/lhengine/ledger"
 )
 
 // outboxInvariant checks, in one snapshot, that every event of a type spec

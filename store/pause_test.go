@@ -4,9 +4,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lhengine/lhengine/ledger"
-
 	"github.com/stretchr/testify/require"
+
+	"github.com/lhengine/lhengine/ledger"
 )
 
 // TestPauseTaskStopsClaimsAndLetsInFlightCommit: PauseTask takes effect at

@@ -7,9 +7,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lhengine/lhengine/ledger"
-
 	"github.com/lhengine/lhengine/fault"
+	"github.com/lhengine/lhengine/ledger"
 )
 
 // Storage quotas. What a task's plugins make the store keep is counted per

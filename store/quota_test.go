@@ -5,11 +5,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lhengine/lhengine/ledger"
-
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/fault"
+	"github.com/lhengine/lhengine/ledger"
 )
 
 func (b *testBundle) usage(t *testing.T, id string) ledger.Usage {

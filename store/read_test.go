@@ -6,11 +6,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lhengine/lhengine/ledger"
-
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/fault"
+	"github.com/lhengine/lhengine/ledger"
 )
 
 // TestStepOutputReadsTheCommittedAttemptOfEachUnit: a fan-out step's output

@@ -7,11 +7,10 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/lhengine/lhengine/ledger"
-
 	"github.com/dgraph-io/badger/v4"
 
 	"github.com/lhengine/lhengine/internal/crashpoint"
+	"github.com/lhengine/lhengine/ledger"
 )
 
 // Retention: Remove deletes a finished task's records, GC deletes the blobs

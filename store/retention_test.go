@@ -10,9 +10,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/lhengine/lhengine/ledger"
-
 	"github.com/stretchr/testify/require"
+
+	"github.com/lhengine/lhengine/ledger"
 )
 
 // allKeys returns every key of the store.

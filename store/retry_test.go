@@ -6,11 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lhengine/lhengine/ledger"
-
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/fault"
+	"github.com/lhengine/lhengine/ledger"
 )
 
 // setupOnDisk is setup with the store in a folder of the test's own.

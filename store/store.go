@@ -15,14 +15,13 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/lhengine/lhengine/ledger"
-
 	"github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/options"
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/lhengine/lhengine/internal/diskfree"
 	"github.com/lhengine/lhengine/internal/holdpoint"
+	"github.com/lhengine/lhengine/ledger"
 	"github.com/lhengine/lhengine/store/internal/logsync"
 )
 

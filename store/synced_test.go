@@ -6,11 +6,10 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/lhengine/lhengine/ledger"
-
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/internal/holdpoint"
+	"github.com/lhengine/lhengine/ledger"
 )
 
 // TestReadSyncedWaitsForTheSyncOfWhatItSees: the commit that finishes a

@@ -9,10 +9,10 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/lhengine/lhengine/ledger"
-
 	"github.com/dgraph-io/badger/v4"
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/lhengine/lhengine/ledger"
 )
 
 // Report is what Verify found in a store.

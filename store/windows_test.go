@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lhengine/lhengine/ledger"
-
 	"github.com/stretchr/testify/require"
+
+	"github.com/lhengine/lhengine/ledger"
 )
 
 // windowSteps is list -> each (fan-out of n, concurrency 2) with a window

@@ -9,12 +9,11 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/lhengine/lhengine/ledger"
-
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/api"
 	"github.com/lhengine/lhengine/internal/testwasm"
+	"github.com/lhengine/lhengine/ledger"
 )
 
 // approvalTaskFile writes a task of a 100-item fan-out of the pipeline

@@ -6,11 +6,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lhengine/lhengine/ledger"
-
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/internal/crashpoint"
+	"github.com/lhengine/lhengine/ledger"
 )
 
 // TestBudgetUsageSurvivesSIGKILL: a 120-item fan-out under budget

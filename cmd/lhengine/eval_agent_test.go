@@ -13,13 +13,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lhengine/lhengine/ledger"
-
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/cmd/lhengine/internal/evalrun"
 	"github.com/lhengine/lhengine/engine"
 	"github.com/lhengine/lhengine/internal/testmodel"
+	"github.com/lhengine/lhengine/ledger"
 	"github.com/lhengine/lhengine/store"
 )
 

@@ -14,14 +14,13 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/lhengine/lhengine/ledger"
-
 	"github.com/stretchr/testify/require"
 	"github.com/vbauerster/mpb/v8"
 
 	"github.com/lhengine/lhengine/cmd/lhengine/internal/evalrun"
 	"github.com/lhengine/lhengine/engine"
 	"github.com/lhengine/lhengine/internal/testwasm"
+	"github.com/lhengine/lhengine/ledger"
 	"github.com/lhengine/lhengine/store"
 )
 

@@ -9,11 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lhengine/lhengine/ledger"
-
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/api"
+	"github.com/lhengine/lhengine/ledger"
 )
 
 // pagesTask is a 30-item fan-out, one unit at a time so that its events

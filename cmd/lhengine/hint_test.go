@@ -9,11 +9,10 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/lhengine/lhengine/ledger"
-
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/internal/testwasm"
+	"github.com/lhengine/lhengine/ledger"
 )
 
 // TestManualHintSettlesAFanOutItem kills a real process after the second

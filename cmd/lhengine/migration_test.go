@@ -10,12 +10,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lhengine/lhengine/ledger"
-
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/api"
 	"github.com/lhengine/lhengine/internal/testwasm"
+	"github.com/lhengine/lhengine/ledger"
 )
 
 // migrationEvidence is the evidence.json the migration example's last step

@@ -13,13 +13,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lhengine/lhengine/ledger"
-
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/api"
 	"github.com/lhengine/lhengine/engine"
 	"github.com/lhengine/lhengine/internal/testgate"
+	"github.com/lhengine/lhengine/ledger"
 	"github.com/lhengine/lhengine/store"
 )
 

@@ -10,12 +10,11 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/lhengine/lhengine/ledger"
-
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/fault"
 	"github.com/lhengine/lhengine/internal/testwasm"
+	"github.com/lhengine/lhengine/ledger"
 	"github.com/lhengine/lhengine/plugins/examples/notify/sink/mailsink"
 )
 

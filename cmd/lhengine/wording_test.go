@@ -6,11 +6,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lhengine/lhengine/ledger"
-
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/engine"
+	"github.com/lhengine/lhengine/ledger"
 )
 
 // TestRmOfAnInterruptedTaskSaysInterrupted: rm refuses a task whose

@@ -14,13 +14,12 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/lhengine/lhengine/ledger"
-
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/lhengine/lhengine/api"
 	"github.com/lhengine/lhengine/engine"
+	"github.com/lhengine/lhengine/ledger"
 )
 
 const defaultConcurrency = 16

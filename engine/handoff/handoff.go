@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/lhengine/lhengine/ledger"
-
 	"github.com/lhengine/lhengine/store"
 )
 

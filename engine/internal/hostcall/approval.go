@@ -8,10 +8,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/lhengine/lhengine/ledger"
-
 	"github.com/lhengine/lhengine/engine/handoff"
 	"github.com/lhengine/lhengine/engine/internal/guest"
+	"github.com/lhengine/lhengine/ledger"
 	"github.com/lhengine/lhengine/store"
 )
 

@@ -19,11 +19,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lhengine/lhengine/ledger"
-
 	"github.com/lhengine/lhengine/engine/internal/guest"
 	"github.com/lhengine/lhengine/engine/internal/taskfile"
 	"github.com/lhengine/lhengine/internal/crashpoint"
+	"github.com/lhengine/lhengine/ledger"
 )
 
 // model.generate: a call to a model the step is granted, journaled so that

@@ -6,11 +6,10 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/lhengine/lhengine/ledger"
-
 	"github.com/lhengine/lhengine/engine/internal/guest"
 	"github.com/lhengine/lhengine/engine/internal/taskfile"
 	"github.com/lhengine/lhengine/fault"
+	"github.com/lhengine/lhengine/ledger"
 )
 
 // FactPluginKey is the key under which a plugin fact's module is pinned in

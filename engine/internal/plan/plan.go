@@ -21,8 +21,6 @@ import (
 	"strconv"
 	"sync"
 
-	"github.com/lhengine/lhengine/ledger"
-
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
@@ -33,6 +31,7 @@ import (
 	"github.com/lhengine/lhengine/engine/internal/policylang"
 	"github.com/lhengine/lhengine/engine/internal/taskfile"
 	"github.com/lhengine/lhengine/fault"
+	"github.com/lhengine/lhengine/ledger"
 	"github.com/lhengine/lhengine/store"
 )
 

@@ -11,13 +11,12 @@ import (
 	"slices"
 	"sort"
 
-	"github.com/lhengine/lhengine/ledger"
-
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/lhengine/lhengine/engine/internal/bounds"
 	"github.com/lhengine/lhengine/engine/internal/policylang"
 	"github.com/lhengine/lhengine/engine/internal/taskfile"
+	"github.com/lhengine/lhengine/ledger"
 )
 
 // PolicyOptions change which policies a run applies beyond the ones its

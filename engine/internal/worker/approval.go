@@ -5,13 +5,12 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/lhengine/lhengine/ledger"
-
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/lhengine/lhengine/engine/internal/hostcall"
 	"github.com/lhengine/lhengine/engine/internal/taskfile"
 	"github.com/lhengine/lhengine/fault"
+	"github.com/lhengine/lhengine/ledger"
 	"github.com/lhengine/lhengine/store"
 )
 

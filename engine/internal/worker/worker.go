@@ -15,8 +15,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/lhengine/lhengine/ledger"
-
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/lhengine/lhengine/engine/internal/confine"
@@ -26,6 +24,7 @@ import (
 	"github.com/lhengine/lhengine/engine/internal/taskfile"
 	"github.com/lhengine/lhengine/fault"
 	"github.com/lhengine/lhengine/internal/crashpoint"
+	"github.com/lhengine/lhengine/ledger"
 	"github.com/lhengine/lhengine/store"
 )
 

@@ -25,12 +25,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lhengine/lhengine/ledger"
-
 	"github.com/chromedp/chromedp"
 
 	"github.com/lhengine/lhengine/api"
 	"github.com/lhengine/lhengine/engine"
+	"github.com/lhengine/lhengine/ledger"
 	"github.com/lhengine/lhengine/plugins/examples/site-audit/site/sitegen"
 	"github.com/lhengine/lhengine/server"
 )

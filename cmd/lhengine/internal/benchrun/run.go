@@ -19,11 +19,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lhengine/lhengine/ledger"
-
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/lhengine/lhengine/engine"
+	"github.com/lhengine/lhengine/ledger"
 )
 
 // Limits of the counts in a Config.

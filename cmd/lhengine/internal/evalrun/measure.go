@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	"github.com/lhengine/lhengine/ledger"
-
 	"github.com/lhengine/lhengine/store"
 )
 

@@ -19,13 +19,12 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/lhengine/lhengine/ledger"
-
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 
 	"github.com/lhengine/lhengine/engine"
+	"github.com/lhengine/lhengine/ledger"
 	"github.com/lhengine/lhengine/store"
 )
 

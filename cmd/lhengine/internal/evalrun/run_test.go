@@ -10,13 +10,12 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/lhengine/lhengine/ledger"
-
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/engine"
 	"github.com/lhengine/lhengine/internal/testmodel"
 	"github.com/lhengine/lhengine/internal/testwasm"
+	"github.com/lhengine/lhengine/ledger"
 	"github.com/lhengine/lhengine/store"
 )
 

@@ -9,10 +9,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lhengine/lhengine/ledger"
-
 	"github.com/hashicorp/hcl/v2"
 	"github.com/stretchr/testify/require"
+
+	"github.com/lhengine/lhengine/ledger"
 )
 
 // setDir is a directory with a task file, a verifier "plugin" and a policy
