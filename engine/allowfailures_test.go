@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/ledger"
-	"github.com/lhengine/lhengine/store"
 )
 
 // allowTask is a 100-item fan-out whose items 3, 50 and 77 fail their two
@@ -58,7 +57,7 @@ func TestAllowFailuresToleratesFailedItems(t *testing.T) {
 	require.Contains(t, out.Pages, 51)
 
 	var failed []ledger.FailedItem
-	require.NoError(t, b.e.Read(func(r *store.Reader) error {
+	require.NoError(t, b.e.Read(func(r ledger.Reader) error {
 		var err error
 		failed, err = r.FailedItems(task.ID)
 		return err
@@ -84,7 +83,7 @@ func TestAllowFailuresToleratesFailedItems(t *testing.T) {
 	require.Zero(t, got.Steps[0].Failed)
 	require.NoError(t, json.Unmarshal(got.Output, &out))
 	require.Equal(t, 100, out.N)
-	require.NoError(t, b.e.Read(func(r *store.Reader) error {
+	require.NoError(t, b.e.Read(func(r ledger.Reader) error {
 		var err error
 		failed, err = r.FailedItems(task.ID)
 		return err

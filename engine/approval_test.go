@@ -11,7 +11,6 @@ import (
 	"github.com/lhengine/lhengine/fault"
 	"github.com/lhengine/lhengine/internal/testwasm"
 	"github.com/lhengine/lhengine/ledger"
-	"github.com/lhengine/lhengine/store"
 )
 
 // approvalTask fans out over 100 items; item 42 needs an approval whose
@@ -39,7 +38,7 @@ task "approve" {
 func (b *testBundle) approvals(t *testing.T, id string) []ledger.Approval {
 	t.Helper()
 	var out []ledger.Approval
-	require.NoError(t, b.e.Read(func(r *store.Reader) error {
+	require.NoError(t, b.e.Read(func(r ledger.Reader) error {
 		var err error
 		out, err = r.Approvals(id)
 		return err
@@ -139,7 +138,7 @@ task "one" {
 	require.Contains(t, as[0].Void, "the subject changed")
 	require.JSONEq(t, `"replicas: 200"`, string(as[1].Subject))
 	var voided []ledger.Event
-	require.NoError(t, b.e.Read(func(r *store.Reader) error {
+	require.NoError(t, b.e.Read(func(r ledger.Reader) error {
 		evs, err := r.Events(task.ID, 0, 0)
 		for _, e := range evs {
 			if e.Type == ledger.EvApprovalVoided {

@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/ledger"
-	"github.com/lhengine/lhengine/store"
 )
 
 // TestStepSeesTheAttemptsTime: a step's request carries "now", the time
@@ -39,7 +38,7 @@ task "clock" {
 	require.Equal(t, stamp.Unix(), out.Wall, "the guest's wall clock starts at now")
 
 	var units []*ledger.Unit
-	require.NoError(t, b.e.Read(func(r *store.Reader) error {
+	require.NoError(t, b.e.Read(func(r ledger.Reader) error {
 		units, err = r.Units(task.ID, 0)
 		return err
 	}))

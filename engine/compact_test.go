@@ -14,7 +14,6 @@ import (
 	"github.com/lhengine/lhengine/engine/handoff"
 	"github.com/lhengine/lhengine/internal/testwasm"
 	"github.com/lhengine/lhengine/ledger"
-	"github.com/lhengine/lhengine/store"
 )
 
 // TestCompactionKeepsProtectedFactsVerbatim: 20 protected facts (5
@@ -64,7 +63,7 @@ func TestCompactionKeepsProtectedFactsVerbatim(t *testing.T) {
 	var h *handoff.Bundle
 	var notes []ledger.Note
 	var failed []*ledger.Attempt
-	require.NoError(t, b.e.Read(func(r *store.Reader) error {
+	require.NoError(t, b.e.Read(func(r ledger.Reader) error {
 		var err error
 		if h, err = handoff.Build(r, task.ID, time.Now()); err != nil {
 			return err
@@ -104,7 +103,7 @@ func TestCompactionKeepsProtectedFactsVerbatim(t *testing.T) {
 			Kinds           []string `json:"kinds"`
 			DecisionRefused bool     `json:"decision_refused"`
 		}
-		require.NoError(t, b.e.Read(func(r *store.Reader) error {
+		require.NoError(t, b.e.Read(func(r ledger.Reader) error {
 			raw, err := r.StepOutput(task.ID, 6)
 			if err != nil {
 				return err
@@ -168,7 +167,7 @@ task "audit" {
 	require.Equal(t, ledger.Succeeded, got.Status, got.Reason)
 	var h *handoff.Bundle
 	var open []ledger.Note
-	require.NoError(t, b.e.Read(func(r *store.Reader) error {
+	require.NoError(t, b.e.Read(func(r ledger.Reader) error {
 		var err error
 		if h, err = handoff.Build(r, task.ID, time.Now()); err != nil {
 			return err

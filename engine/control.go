@@ -7,7 +7,6 @@ import (
 
 	"github.com/lhengine/lhengine/engine/internal/taskfile"
 	"github.com/lhengine/lhengine/ledger"
-	"github.com/lhengine/lhengine/store"
 )
 
 // The read and control side of an Engine: what a program that embeds
@@ -20,7 +19,7 @@ import (
 // snapshot, answered once everything it can show is on disk
 // (store.Store.ReadSynced): what a caller reports from it cannot be rolled
 // back by a crash.
-func (e *Engine) Read(fn func(r *store.Reader) error) error { return e.store.ReadSynced(fn) }
+func (e *Engine) Read(fn func(r ledger.Reader) error) error { return e.store.ReadSynced(fn) }
 
 // Changed returns a channel closed when the ledger next changes (see
 // store.Store.Changed): take it, read, then wait on it.
@@ -29,7 +28,7 @@ func (e *Engine) Changed() <-chan struct{} { return e.store.Changed() }
 // Task returns one task record.
 func (e *Engine) Task(_ context.Context, id string) (*ledger.Task, error) {
 	var t *ledger.Task
-	err := e.Read(func(r *store.Reader) error {
+	err := e.Read(func(r ledger.Reader) error {
 		var err error
 		t, err = r.Task(id)
 		return err

@@ -85,7 +85,7 @@ func (e *NoHomeError) Error() string {
 type Engine struct {
 	home  string
 	log   hclog.Logger
-	store *store.Store
+	store ledger.Store
 	rt    *guest.Runtime
 	specs *plan.Cache
 
@@ -352,7 +352,7 @@ var ErrPluginChanged = errors.New("plugin changed since the task was submitted")
 // first lets the user restore the file and resume again.
 func (e *Engine) CheckPlugins(id string) error {
 	var m *ledger.Manifest
-	if err := e.store.Read(func(r *store.Reader) error {
+	if err := e.store.Read(func(r ledger.Reader) error {
 		var err error
 		m, err = r.Manifest(id)
 		return err

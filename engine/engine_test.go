@@ -16,7 +16,6 @@ import (
 	"github.com/lhengine/lhengine/fault"
 	"github.com/lhengine/lhengine/internal/testwasm"
 	"github.com/lhengine/lhengine/ledger"
-	"github.com/lhengine/lhengine/store"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -81,7 +80,7 @@ func (b *testBundle) work(t *testing.T, id string) *ledger.Task {
 func (b *testBundle) output(t *testing.T, id, step string) string {
 	t.Helper()
 	var out json.RawMessage
-	require.NoError(t, b.e.Read(func(r *store.Reader) error {
+	require.NoError(t, b.e.Read(func(r ledger.Reader) error {
 		task, err := r.Task(id)
 		require.NoError(t, err)
 		for i, s := range task.Steps {
@@ -303,7 +302,7 @@ task "long" {
 	require.JSONEq(t, `{"mode":"echo","n":12}`, string(got.Output))
 	// Every unit committed exactly once: 1 + 12 + 1 attempts that succeeded,
 	// and no committed unit ran again.
-	require.NoError(t, b.e.Read(func(r *store.Reader) error {
+	require.NoError(t, b.e.Read(func(r ledger.Reader) error {
 		for step := range 3 {
 			as, err := r.Attempts(task.ID, step)
 			require.NoError(t, err)
@@ -353,7 +352,7 @@ task "pinned" {
 			got := b.work(t, task.ID)
 			require.Equal(t, ledger.Succeeded, got.Status, got.Reason)
 			require.JSONEq(t, `{"mode":"echo","n":2}`, string(got.Output))
-			require.NoError(t, b.e.Read(func(r *store.Reader) error {
+			require.NoError(t, b.e.Read(func(r ledger.Reader) error {
 				m, err := r.Manifest(task.ID)
 				require.NoError(t, err)
 				require.Equal(t, path, m.Plugins["a"].Path, "the manifest keeps the path for display")

@@ -12,7 +12,6 @@ import (
 	"github.com/lhengine/lhengine/engine"
 	"github.com/lhengine/lhengine/internal/testwasm"
 	"github.com/lhengine/lhengine/ledger"
-	"github.com/lhengine/lhengine/store"
 )
 
 // TestPluginFact: a fact read by a plugin is its output, read at submit
@@ -55,7 +54,7 @@ func TestPluginFact(t *testing.T) {
 	require.NoError(t, e.Work(ctx, engine.WorkOptions{Task: tk.ID, ExitWhenIdle: true}))
 	// The fact plugin's output: its request has no environment and a null input.
 	const probe = `{"environment":null,"input":null}`
-	require.NoError(t, e.Read(func(r *store.Reader) error {
+	require.NoError(t, e.Read(func(r ledger.Reader) error {
 		got, err := r.Task(tk.ID)
 		require.NoError(t, err)
 		require.Equal(t, ledger.Succeeded, got.Status, got.Reason)

@@ -11,7 +11,6 @@ import (
 	"github.com/lhengine/lhengine/engine/handoff"
 	"github.com/lhengine/lhengine/internal/testwasm"
 	"github.com/lhengine/lhengine/ledger"
-	"github.com/lhengine/lhengine/store"
 )
 
 const handoffTask = `
@@ -52,7 +51,7 @@ func TestHandoffAfterAContextReset(t *testing.T) {
 
 	b.reopen(t) // nothing survives but the store
 	var h *handoff.Bundle
-	require.NoError(t, b.e.Read(func(r *store.Reader) error {
+	require.NoError(t, b.e.Read(func(r ledger.Reader) error {
 		var err error
 		h, err = handoff.Build(r, task.ID, time.Now())
 		return err

@@ -19,7 +19,6 @@ import (
 	"github.com/lhengine/lhengine/internal/testmodel"
 	"github.com/lhengine/lhengine/internal/testwasm"
 	"github.com/lhengine/lhengine/ledger"
-	"github.com/lhengine/lhengine/store"
 )
 
 // lockedBuffer is a log sink written from the engine's goroutines.
@@ -119,7 +118,7 @@ task "ask" {
 			}
 			var events []ledger.Event
 			var attempts []*ledger.Attempt
-			require.NoError(t, e.Read(func(r *store.Reader) error {
+			require.NoError(t, e.Read(func(r ledger.Reader) error {
 				out, err := r.StepOutput(task.ID, 0)
 				require.NoError(t, err)
 				require.NoError(t, json.Unmarshal(out, &ask))
@@ -147,7 +146,7 @@ task "ask" {
 			require.InDelta(t, (float64(u.InputTokens)*2+float64(u.OutputTokens)*10)/1e6, u.Cost, 1e-12)
 
 			var m *ledger.Manifest
-			require.NoError(t, e.Read(func(r *store.Reader) error {
+			require.NoError(t, e.Read(func(r ledger.Reader) error {
 				m, err = r.Manifest(task.ID)
 				return err
 			}))

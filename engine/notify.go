@@ -16,7 +16,6 @@ import (
 	"github.com/lhengine/lhengine/engine/internal/taskfile"
 	"github.com/lhengine/lhengine/internal/crashpoint"
 	"github.com/lhengine/lhengine/ledger"
-	"github.com/lhengine/lhengine/store"
 )
 
 // Delivery of the notifications of the tasks' notify blocks
@@ -63,7 +62,7 @@ func notifySpec(n *taskfile.Notify) *ledger.NotifySpec {
 // sender (run) for as long as it runs. The notifications of one task are
 // delivered in event order, by one sender at a time.
 type notifier struct {
-	store  *store.Store
+	store  ledger.Store
 	log    hclog.Logger
 	client *http.Client
 
@@ -74,7 +73,7 @@ type notifier struct {
 	waiting map[string]time.Time // tasks whose first entry waits for its next try, until then
 }
 
-func newNotifier(st *store.Store, log hclog.Logger) *notifier {
+func newNotifier(st ledger.Store, log hclog.Logger) *notifier {
 	return &notifier{
 		store: st,
 		log:   log.Named("notify"),

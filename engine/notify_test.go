@@ -14,7 +14,6 @@ import (
 
 	"github.com/lhengine/lhengine/engine"
 	"github.com/lhengine/lhengine/ledger"
-	"github.com/lhengine/lhengine/store"
 )
 
 // delivery is one request a notify receiver got.
@@ -93,7 +92,7 @@ task "notified" {
 // journal returns the task's outbox and its notifications' journal entries.
 func (b *testBundle) journal(t *testing.T, id string) (outbox []ledger.Notification, effects []ledger.Effect) {
 	t.Helper()
-	require.NoError(t, b.e.Read(func(r *store.Reader) error {
+	require.NoError(t, b.e.Read(func(r ledger.Reader) error {
 		var err error
 		if outbox, err = r.Notifications(id); err != nil {
 			return err

@@ -12,7 +12,6 @@ import (
 	"github.com/lhengine/lhengine/engine"
 	"github.com/lhengine/lhengine/internal/testwasm"
 	"github.com/lhengine/lhengine/ledger"
-	"github.com/lhengine/lhengine/store"
 )
 
 // copyFile copies a built module into the test's folder.
@@ -203,7 +202,7 @@ policy "mark" {
 	require.JSONEq(t, `{"mode":"echo","mark":"new","from":{"mode":"echo","n":1}}`, string(second.Output))
 
 	var m1, m2 *ledger.Manifest
-	require.NoError(t, b.e.Read(func(r *store.Reader) error {
+	require.NoError(t, b.e.Read(func(r ledger.Reader) error {
 		var err error
 		if m1, err = r.Manifest(first.ID); err != nil {
 			return err
@@ -238,7 +237,7 @@ task "art" {
 	task := b.work(t, b.submit(t, nil).ID)
 	require.Equal(t, ledger.Succeeded, task.Status, task.Reason)
 	var arts []ledger.Provenance
-	require.NoError(t, b.e.Read(func(r *store.Reader) error {
+	require.NoError(t, b.e.Read(func(r ledger.Reader) error {
 		var err error
 		arts, err = r.Artifacts(task.ID)
 		return err

@@ -7,7 +7,6 @@ import (
 
 	"github.com/lhengine/lhengine/fault"
 	"github.com/lhengine/lhengine/ledger"
-	"github.com/lhengine/lhengine/store"
 )
 
 // TestOutputQuotaOfTheLimitsBlock: the task file's limits.output_bytes
@@ -41,6 +40,6 @@ task "outputs" {
 	require.Contains(t, got.Failure.Message, "output_bytes quota is exhausted")
 	require.Equal(t, 2, got.Attempts, "a quota refusal is not retried")
 	var u ledger.Usage
-	require.NoError(t, b.e.Read(func(r *store.Reader) (err error) { u, err = r.Usage(task.ID); return err }))
+	require.NoError(t, b.e.Read(func(r ledger.Reader) (err error) { u, err = r.Usage(task.ID); return err }))
 	require.Equal(t, int64(len(`{"mode":"echo","text":"0123456789012345678901234567890123456789"}`)), u.Outputs)
 }

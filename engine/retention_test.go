@@ -12,7 +12,6 @@ import (
 	"github.com/lhengine/lhengine/fault"
 	"github.com/lhengine/lhengine/internal/testwasm"
 	"github.com/lhengine/lhengine/ledger"
-	"github.com/lhengine/lhengine/store"
 )
 
 const workspaceTask = `
@@ -49,7 +48,7 @@ func TestRemoveAndGCReclaimTheStore(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, rep.Blobs, "the one module the tasks shared")
 	require.Zero(t, rep.Orphans)
-	require.NoError(t, b.e.Read(func(r *store.Reader) error {
+	require.NoError(t, b.e.Read(func(r ledger.Reader) error {
 		tasks, err := r.Tasks()
 		require.NoError(t, err)
 		require.Empty(t, tasks)
@@ -108,7 +107,7 @@ func TestTaskOfAnOlderEngineRunsFromItsPath(t *testing.T) {
 	first := b.submit(t, nil)
 	var m *ledger.Manifest
 	var steps []ledger.StepState
-	require.NoError(t, b.e.Read(func(r *store.Reader) error {
+	require.NoError(t, b.e.Read(func(r ledger.Reader) error {
 		var err error
 		m, err = r.Manifest(first.ID)
 		return err

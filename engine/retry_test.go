@@ -15,7 +15,6 @@ import (
 	"github.com/lhengine/lhengine/internal/testgate"
 	"github.com/lhengine/lhengine/internal/testwasm"
 	"github.com/lhengine/lhengine/ledger"
-	"github.com/lhengine/lhengine/store"
 )
 
 // TestRetryOfACancelledFanOutRunsOnlyTheItemsNotCommitted: a fan-out of
@@ -73,7 +72,7 @@ task "audit" {
 	// committed an output.
 	attempts := func() (all, committed map[int]int) {
 		all, committed = map[int]int{}, map[int]int{}
-		require.NoError(t, b.e.Read(func(r *store.Reader) error {
+		require.NoError(t, b.e.Read(func(r ledger.Reader) error {
 			recs, err := r.Attempts(task.ID, 0)
 			for _, a := range recs {
 				all[a.Item]++

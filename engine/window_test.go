@@ -13,7 +13,6 @@ import (
 	"github.com/lhengine/lhengine/internal/testgate"
 	"github.com/lhengine/lhengine/internal/testwasm"
 	"github.com/lhengine/lhengine/ledger"
-	"github.com/lhengine/lhengine/store"
 )
 
 // TestEveryInsertRunsWhileItsAnchorRuns: a policy inserts a step every 2
@@ -157,7 +156,7 @@ task "long" {
 	]`, b.output(t, task.ID, "periodic-summary.summary@each"))
 	require.JSONEq(t, `["unit 1 of step done produced a list of 1 item"]`, b.output(t, task.ID, "periodic-summary.summary@done"))
 	var notes []ledger.Note
-	require.NoError(t, b.e.Read(func(r *store.Reader) error {
+	require.NoError(t, b.e.Read(func(r ledger.Reader) error {
 		notes, err = r.Notes(task.ID)
 		return err
 	}))

@@ -10,7 +10,6 @@ import (
 
 	"github.com/lhengine/lhengine/internal/testwasm"
 	"github.com/lhengine/lhengine/ledger"
-	"github.com/lhengine/lhengine/store"
 )
 
 // WASI error numbers the guest sees (wasi-libc uses them as errno).
@@ -41,7 +40,7 @@ func filesBundle(t *testing.T, task string) *testBundle {
 func (b *testBundle) attemptLog(t *testing.T, id string, step int) string {
 	t.Helper()
 	var log []byte
-	require.NoError(t, b.e.Read(func(r *store.Reader) error {
+	require.NoError(t, b.e.Read(func(r ledger.Reader) error {
 		as, err := r.Attempts(id, step)
 		if err != nil {
 			return err

@@ -10,13 +10,12 @@ import (
 	"github.com/lhengine/lhengine/api"
 	"github.com/lhengine/lhengine/engine/handoff"
 	"github.com/lhengine/lhengine/ledger"
-	"github.com/lhengine/lhengine/store"
 )
 
 // approvalsOf answers GET /v1/tasks/{id}/approvals: every approval of
 // the task, oldest first.
 func (s *Server) approvalsOf(w http.ResponseWriter, req *http.Request) {
-	answerRead(s, w, req, func(r *store.Reader, t *ledger.Task) ([]api.Approval, error) {
+	answerRead(s, w, req, func(r ledger.Reader, t *ledger.Task) ([]api.Approval, error) {
 		as, err := r.Approvals(t.ID)
 		return nonNil(wireList(as, wireApproval)), err
 	})
@@ -26,7 +25,7 @@ func (s *Server) approvalsOf(w http.ResponseWriter, req *http.Request) {
 // every task that has not finished, oldest task first.
 func (s *Server) pendingApprovals(w http.ResponseWriter, req *http.Request) {
 	var out []ledger.Approval
-	err := s.e.Read(func(r *store.Reader) error {
+	err := s.e.Read(func(r ledger.Reader) error {
 		var err error
 		out, err = pending(r)
 		return err
@@ -39,7 +38,7 @@ func (s *Server) pendingApprovals(w http.ResponseWriter, req *http.Request) {
 }
 
 // pending lists the pending approvals of the tasks that have not finished.
-func pending(r *store.Reader) ([]ledger.Approval, error) {
+func pending(r ledger.Reader) ([]ledger.Approval, error) {
 	ts, err := r.Tasks()
 	if err != nil {
 		return nil, err
@@ -115,7 +114,7 @@ func (s *Server) partialOutputs(w http.ResponseWriter, req *http.Request) {
 		s.fail(w, req, err)
 		return
 	}
-	answerRead(s, w, req, func(r *store.Reader, t *ledger.Task) (*api.Committed, error) {
+	answerRead(s, w, req, func(r ledger.Reader, t *ledger.Task) (*api.Committed, error) {
 		i := t.StepIndex(req.PathValue("step"))
 		if i < 0 {
 			return nil, fmt.Errorf("%w: task %s has no step %q", ledger.ErrNotFound, t.ID, req.PathValue("step"))
@@ -142,7 +141,7 @@ func (s *Server) partialOutputs(w http.ResponseWriter, req *http.Request) {
 // handoff answers GET /v1/tasks/{id}/handoff: the bundle a fresh context
 // resumes the task from (package handoff).
 func (s *Server) handoff(w http.ResponseWriter, req *http.Request) {
-	answerRead(s, w, req, func(r *store.Reader, t *ledger.Task) (*api.Handoff, error) {
+	answerRead(s, w, req, func(r ledger.Reader, t *ledger.Task) (*api.Handoff, error) {
 		b, err := handoff.Build(r, t.ID, s.o.Now())
 		if err != nil {
 			return nil, err

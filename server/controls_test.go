@@ -21,7 +21,6 @@ import (
 	"github.com/lhengine/lhengine/internal/testwasm"
 	"github.com/lhengine/lhengine/ledger"
 	"github.com/lhengine/lhengine/server"
-	"github.com/lhengine/lhengine/store"
 )
 
 // controlTask fans out over n items of the pipeline guest, one at a time;
@@ -329,7 +328,7 @@ func TestDashboardAgentControls(t *testing.T) {
 func eventsOf(t *testing.T, e *engine.Engine, id string) []ledger.Event {
 	t.Helper()
 	var out []ledger.Event
-	require.NoError(t, e.Read(func(r *store.Reader) error {
+	require.NoError(t, e.Read(func(r ledger.Reader) error {
 		var err error
 		out, err = r.Events(id, 0, 0)
 		return err

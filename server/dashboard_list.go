@@ -11,7 +11,6 @@ import (
 
 	"github.com/lhengine/lhengine/api"
 	"github.com/lhengine/lhengine/ledger"
-	"github.com/lhengine/lhengine/store"
 )
 
 // The task list: GET / with its filters in the query, so that a filtered
@@ -187,7 +186,7 @@ func (s *Server) pageList(w http.ResponseWriter, r *http.Request) {
 	ts, err := s.taskList()
 	var pend []ledger.Approval
 	if err == nil {
-		err = s.e.Read(func(rd *store.Reader) error {
+		err = s.e.Read(func(rd ledger.Reader) error {
 			var err error
 			pend, err = pending(rd)
 			return err

@@ -16,7 +16,6 @@ import (
 
 	"github.com/lhengine/lhengine/api"
 	"github.com/lhengine/lhengine/ledger"
-	"github.com/lhengine/lhengine/store"
 )
 
 // A task's page: GET /tasks/{id}, with what it shows of the longer lists
@@ -227,7 +226,7 @@ func (s *Server) pageTask(w http.ResponseWriter, r *http.Request) {
 	var v taskView
 	now := time.Now()
 	badQuery := ""
-	err := s.e.Read(func(rd *store.Reader) error {
+	err := s.e.Read(func(rd ledger.Reader) error {
 		t, err := find(rd, r)
 		if err != nil {
 			return err
@@ -373,7 +372,7 @@ func (s *Server) pageTask(w http.ResponseWriter, r *http.Request) {
 // event goes to tl, and the page of events q asks for is returned (the
 // newest pageEvents before q.EventsBefore, routine ones left out unless
 // q.AllEvents).
-func readEvents(rd *store.Reader, t *ledger.Task, q taskPageQuery, tl *timeline) (eventsView, error) {
+func readEvents(rd ledger.Reader, t *ledger.Task, q taskPageQuery, tl *timeline) (eventsView, error) {
 	ev := eventsView{All: q.AllEvents, Live: q.EventsBefore == 0}
 	names := make([]string, len(routineEvents))
 	for i, e := range routineEvents {
@@ -426,7 +425,7 @@ func readEvents(rd *store.Reader, t *ledger.Task, q taskPageQuery, tl *timeline)
 
 // pageUnitsOf reads the page of units of fan-out step i the page shows:
 // the one q asks for, or its first.
-func pageUnitsOf(rd *store.Reader, t *ledger.Task, i int, q taskPageQuery, sv *stepView) error {
+func pageUnitsOf(rd ledger.Reader, t *ledger.Task, i int, q taskPageQuery, sv *stepView) error {
 	st := t.Steps[i]
 	from := 0
 	if q.UnitsStep == i {
@@ -466,7 +465,7 @@ func pageUnitsOf(rd *store.Reader, t *ledger.Task, i int, q taskPageQuery, sv *s
 
 // readFailure reads the task's failure with its failed attempt's record;
 // nil when the task recorded none.
-func readFailure(rd *store.Reader, t *ledger.Task) (*failureView, error) {
+func readFailure(rd ledger.Reader, t *ledger.Task) (*failureView, error) {
 	if t.Failure == nil {
 		return nil, nil
 	}

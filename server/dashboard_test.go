@@ -28,7 +28,6 @@ import (
 	"github.com/lhengine/lhengine/engine"
 	"github.com/lhengine/lhengine/ledger"
 	"github.com/lhengine/lhengine/server"
-	"github.com/lhengine/lhengine/store"
 )
 
 // chromium returns the browser to drive. A machine without one fails the
@@ -341,7 +340,7 @@ func (w testWriter) Write(p []byte) (int, error) {
 func effects(t *testing.T, e *engine.Engine, id string) []ledger.Effect {
 	t.Helper()
 	var out []ledger.Effect
-	require.NoError(t, e.Read(func(r *store.Reader) error {
+	require.NoError(t, e.Read(func(r ledger.Reader) error {
 		var err error
 		out, err = r.Effects(id)
 		return err
@@ -472,7 +471,7 @@ func TestDashboardPages(t *testing.T) {
 	// source's sha256, the policies (none here).
 	page := read(send("GET", "/tasks/"+task.ID, nil, cookie))
 	var version, source string
-	require.NoError(t, e.Read(func(r *store.Reader) error {
+	require.NoError(t, e.Read(func(r ledger.Reader) error {
 		pinned, err := r.Manifest(task.ID)
 		if err != nil {
 			return err

@@ -9,7 +9,6 @@ import (
 
 	"github.com/lhengine/lhengine/api"
 	"github.com/lhengine/lhengine/ledger"
-	"github.com/lhengine/lhengine/store"
 )
 
 // streamTasks is the event of GET /v1/tasks?follow=1 whose data is the
@@ -44,7 +43,7 @@ type taskCache struct {
 // step record of the home's whole history.
 func (s *Server) taskListFrom(c *taskCache) ([]api.Task, error) {
 	var ids []string
-	err := s.e.Read(func(r *store.Reader) error {
+	err := s.e.Read(func(r ledger.Reader) error {
 		vs, err := r.TaskVersions()
 		if err != nil {
 			return err

@@ -10,7 +10,6 @@ import (
 
 	"github.com/lhengine/lhengine/api"
 	"github.com/lhengine/lhengine/ledger"
-	"github.com/lhengine/lhengine/store"
 )
 
 // What a progress read looks at, whatever the size of the task.
@@ -27,7 +26,7 @@ const (
 // come from. It reads the task record, the newest notes and the newest
 // approvals by point reads, so its cost does not grow with the units
 // committed (specs/ledger.md, "Progress").
-func ReadProgress(r *store.Reader, t *ledger.Task, shown string, now time.Time) (*api.Progress, error) {
+func ReadProgress(r ledger.Reader, t *ledger.Task, shown string, now time.Time) (*api.Progress, error) {
 	// The newest notes until every kind the record counts has its newest
 	// few (or the walk reaches progressNotes).
 	notes, err := r.RecentNotes(t, progressNotes, enoughNotes(t.Meter))
@@ -218,7 +217,7 @@ func noteGroups(m *ledger.Progress, recorded uint64, newest []ledger.Note) []api
 
 // reportNotes is the notes of a report: the newest api.ReportNotes, oldest
 // first.
-func reportNotes(r *store.Reader, t *ledger.Task) ([]ledger.Note, error) {
+func reportNotes(r ledger.Reader, t *ledger.Task) ([]ledger.Note, error) {
 	notes, err := r.RecentNotes(t, api.ReportNotes, nil)
 	slices.Reverse(notes)
 	return notes, err
@@ -243,7 +242,7 @@ func (s *Server) notes(w http.ResponseWriter, req *http.Request) {
 			p.to(v)
 		}
 	}
-	answerRead(s, w, req, func(r *store.Reader, t *ledger.Task) (api.NotesPage, error) {
+	answerRead(s, w, req, func(r ledger.Reader, t *ledger.Task) (api.NotesPage, error) {
 		notes, next, err := r.NotesPage(t.ID, nq)
 		return api.NotesPage{Task: t.ID, Notes: wireList(notes, wireNote), Next: next, Total: t.Notes}, err
 	})

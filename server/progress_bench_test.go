@@ -28,7 +28,7 @@ func BenchmarkStatusAt100kUnits(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for range b.N {
-				require.NoError(b, s.Read(func(r *store.Reader) error {
+				require.NoError(b, s.Read(func(r ledger.Reader) error {
 					t, err := r.Task(id)
 					if err != nil {
 						return err
@@ -64,7 +64,7 @@ func committedTask(b *testing.B, n int) (*store.Store, string) {
 	}
 	s, err := store.Open(b.TempDir(), store.Options{NoSync: true,
 		Now:     func() time.Time { return start.Add(time.Duration(clock.Load()) * 10 * time.Millisecond) },
-		Planner: func(context.Context, *store.Reader, *ledger.Task, int) ([]ledger.Item, error) { return items, nil }})
+		Planner: func(context.Context, ledger.Reader, *ledger.Task, int) ([]ledger.Item, error) { return items, nil }})
 	require.NoError(b, err)
 	b.Cleanup(func() { require.NoError(b, s.Close()) })
 	t, _, err := s.Submit(ctx, ledger.NewTask{Name: "audit", Steps: []ledger.StepState{{Name: "pages", FanOut: true, Limit: 64}},

@@ -10,7 +10,6 @@ import (
 
 	"github.com/lhengine/lhengine/api"
 	"github.com/lhengine/lhengine/ledger"
-	"github.com/lhengine/lhengine/store"
 )
 
 // streamBatch bounds the events one read of a follower takes, so a long
@@ -81,7 +80,7 @@ func (s *Server) stream(w http.ResponseWriter, req *http.Request, from uint64) {
 			t   *ledger.Task
 			evs []ledger.Event
 		)
-		err := s.e.Read(func(r *store.Reader) error {
+		err := s.e.Read(func(r ledger.Reader) error {
 			var err error
 			if t, err = find(r, req); err != nil {
 				return err

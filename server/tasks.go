@@ -16,7 +16,6 @@ import (
 	"github.com/lhengine/lhengine/api"
 	"github.com/lhengine/lhengine/engine"
 	"github.com/lhengine/lhengine/ledger"
-	"github.com/lhengine/lhengine/store"
 )
 
 // view is a task as the owner sees it: a running task that none of its
@@ -31,16 +30,16 @@ func (s *Server) view(t *ledger.Task) api.Task {
 }
 
 // find resolves the {id} of a request (an id or a unique prefix) in r.
-func find(r *store.Reader, req *http.Request) (*ledger.Task, error) {
+func find(r ledger.Reader, req *http.Request) (*ledger.Task, error) {
 	return r.FindTask(req.PathValue("id"))
 }
 
 // answerRead answers a GET about the request's task: fn reads what it
 // needs in the same snapshot the task was found in, and its result is the
 // answer (a failure, an API error).
-func answerRead[T any](s *Server, w http.ResponseWriter, req *http.Request, fn func(*store.Reader, *ledger.Task) (T, error)) {
+func answerRead[T any](s *Server, w http.ResponseWriter, req *http.Request, fn func(ledger.Reader, *ledger.Task) (T, error)) {
 	var out T
-	err := s.e.Read(func(r *store.Reader) error {
+	err := s.e.Read(func(r ledger.Reader) error {
 		t, err := find(r, req)
 		if err != nil {
 			return err
@@ -66,7 +65,7 @@ func nonNil[T any](l []T) []T {
 // findTask resolves the request's task in its own snapshot.
 func (s *Server) findTask(req *http.Request) (*ledger.Task, error) {
 	var t *ledger.Task
-	err := s.e.Read(func(r *store.Reader) error {
+	err := s.e.Read(func(r ledger.Reader) error {
 		var err error
 		t, err = find(r, req)
 		return err
@@ -93,7 +92,7 @@ func (s *Server) tasks(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	var ts []*ledger.Task
-	if err := s.e.Read(func(r *store.Reader) error {
+	if err := s.e.Read(func(r ledger.Reader) error {
 		var err error
 		ts, err = r.Tasks()
 		return err
@@ -197,7 +196,7 @@ func (s *Server) report(w http.ResponseWriter, req *http.Request) {
 
 func (s *Server) readReport(req *http.Request) (*api.Report, error) {
 	var rep api.Report
-	err := s.e.Read(func(r *store.Reader) error {
+	err := s.e.Read(func(r ledger.Reader) error {
 		t, err := find(r, req)
 		if err != nil {
 			return err
@@ -238,7 +237,7 @@ func summary(m *ledger.Manifest) api.ManifestSummary {
 // manifest answers GET /v1/tasks/{id}/manifest: the whole run manifest as
 // pinned at submit, policy texts included.
 func (s *Server) manifest(w http.ResponseWriter, req *http.Request) {
-	answerRead(s, w, req, func(r *store.Reader, t *ledger.Task) (api.Manifest, error) {
+	answerRead(s, w, req, func(r ledger.Reader, t *ledger.Task) (api.Manifest, error) {
 		m, err := r.Manifest(t.ID)
 		if err != nil {
 			return api.Manifest{}, err
@@ -457,7 +456,7 @@ func steps(t *ledger.Task, req *http.Request) ([]int, error) {
 }
 
 func (s *Server) outputs(w http.ResponseWriter, req *http.Request) {
-	answerRead(s, w, req, func(r *store.Reader, t *ledger.Task) (map[string]json.RawMessage, error) {
+	answerRead(s, w, req, func(r ledger.Reader, t *ledger.Task) (map[string]json.RawMessage, error) {
 		idx, err := steps(t, req)
 		if err != nil {
 			return nil, err
@@ -492,7 +491,7 @@ func (s *Server) attempts(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	total := 0
-	answerRead(s, w, req, func(r *store.Reader, t *ledger.Task) ([]*api.Attempt, error) {
+	answerRead(s, w, req, func(r ledger.Reader, t *ledger.Task) ([]*api.Attempt, error) {
 		idx, err := steps(t, req)
 		if err != nil {
 			return nil, err
@@ -516,7 +515,7 @@ func (s *Server) attempts(w http.ResponseWriter, req *http.Request) {
 }
 
 func (s *Server) artifacts(w http.ResponseWriter, req *http.Request) {
-	answerRead(s, w, req, func(r *store.Reader, t *ledger.Task) ([]api.Provenance, error) {
+	answerRead(s, w, req, func(r ledger.Reader, t *ledger.Task) ([]api.Provenance, error) {
 		ps, err := r.Artifacts(t.ID)
 		return nonNil(wireList(ps, wireProvenance)), err
 	})
@@ -550,14 +549,14 @@ func (s *Server) artifact(w http.ResponseWriter, req *http.Request) {
 }
 
 func (s *Server) effects(w http.ResponseWriter, req *http.Request) {
-	answerRead(s, w, req, func(r *store.Reader, t *ledger.Task) ([]api.Effect, error) {
+	answerRead(s, w, req, func(r ledger.Reader, t *ledger.Task) ([]api.Effect, error) {
 		es, err := r.Effects(t.ID)
 		return nonNil(wireList(es, wireEffect)), err
 	})
 }
 
 func (s *Server) failures(w http.ResponseWriter, req *http.Request) {
-	answerRead(s, w, req, func(r *store.Reader, t *ledger.Task) ([]api.FailedItem, error) {
+	answerRead(s, w, req, func(r ledger.Reader, t *ledger.Task) ([]api.FailedItem, error) {
 		fs, err := r.FailedItems(t.ID)
 		return wireList(fs, wireFailedItem), err
 	})
@@ -657,7 +656,7 @@ func (s *Server) eventPage(w http.ResponseWriter, req *http.Request, from uint64
 		s.fail(w, req, err)
 		return
 	}
-	answerRead(s, w, req, func(r *store.Reader, t *ledger.Task) ([]api.Event, error) {
+	answerRead(s, w, req, func(r ledger.Reader, t *ledger.Task) ([]api.Event, error) {
 		out := []api.Event{}
 		total := 0
 		err := r.EachEvent(t.ID, from, func(e *ledger.Event) bool {

@@ -16,7 +16,6 @@ import (
 	"github.com/lhengine/lhengine/internal/testwasm"
 	"github.com/lhengine/lhengine/ledger"
 	"github.com/lhengine/lhengine/server"
-	"github.com/lhengine/lhengine/store"
 )
 
 // approvalTask fans out over four items; items 1 and 2 wait for a
@@ -202,7 +201,7 @@ func TestTokenFiles(t *testing.T) {
 func approvalsOf(t *testing.T, e *engine.Engine, id string) []ledger.Approval {
 	t.Helper()
 	var out []ledger.Approval
-	require.NoError(t, e.Read(func(r *store.Reader) error {
+	require.NoError(t, e.Read(func(r ledger.Reader) error {
 		var err error
 		out, err = r.Approvals(id)
 		return err

@@ -34,7 +34,7 @@ func approvalSeq(id string) (uint64, error) {
 }
 
 // Approvals lists a task's approvals in the order they were asked for.
-func (r *Reader) Approvals(id string) ([]ledger.Approval, error) {
+func (r *reader) Approvals(id string) ([]ledger.Approval, error) {
 	var out []ledger.Approval
 	err := r.t.scan([]byte("r/"+id+"/"), func(_, val []byte) (bool, error) {
 		var a ledger.Approval
@@ -48,7 +48,7 @@ func (r *Reader) Approvals(id string) ([]ledger.Approval, error) {
 }
 
 // Approval returns approval id of task; ErrNotFound when there is none.
-func (r *Reader) Approval(task, id string) (*ledger.Approval, error) {
+func (r *reader) Approval(task, id string) (*ledger.Approval, error) {
 	n, err := approvalSeq(id)
 	if err != nil {
 		return nil, err

@@ -13,7 +13,7 @@ import (
 func (b *testBundle) approvals(t *testing.T, id string) []ledger.Approval {
 	t.Helper()
 	var out []ledger.Approval
-	require.NoError(t, b.s.Read(func(r *Reader) error {
+	require.NoError(t, b.s.Read(func(r ledger.Reader) error {
 		var err error
 		out, err = r.Approvals(id)
 		return err
@@ -215,7 +215,7 @@ func TestCompactNotesRefusesProtectedAndReplaced(t *testing.T) {
 	require.NoError(t, err)
 	l = b.claim1(t, "w")
 	var open []ledger.Note
-	require.NoError(t, b.s.Read(func(r *Reader) error {
+	require.NoError(t, b.s.Read(func(r ledger.Reader) error {
 		var err error
 		open, err = r.OpenNotes(l.Task, -1, 10)
 		return err
@@ -230,7 +230,7 @@ func TestCompactNotesRefusesProtectedAndReplaced(t *testing.T) {
 	require.Equal(t, uint64(4), seq)
 	_, err = b.s.CompactNotes(b.ctx, l, []uint64{3}, "again")
 	require.ErrorIs(t, err, ledger.ErrNotFound, "a note is replaced once")
-	require.NoError(t, b.s.Read(func(r *Reader) error {
+	require.NoError(t, b.s.Read(func(r ledger.Reader) error {
 		var err error
 		open, err = r.OpenNotes(l.Task, -1, 10)
 		return err

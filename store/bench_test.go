@@ -96,7 +96,7 @@ func serialCommitLength(b *testing.B, headerOnly bool) {
 					l = &c.Leases[0]
 					b.StartTimer()
 				}
-				_, c, err := s.CommitAndClaim(ctx, ledger.Result{Lease: *l, Output: json.RawMessage(`{"ok":true}`), HeaderOnly: headerOnly}, next)
+				_, c, err := s.commitAndClaimSynced(ctx, ledger.Result{Lease: *l, Output: json.RawMessage(`{"ok":true}`), HeaderOnly: headerOnly}, next)
 				require.NoError(b, err)
 				l = nil
 				if len(c.Leases) > 0 {
@@ -131,7 +131,7 @@ func BenchmarkStepOutputFanOut(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		require.NoError(b, s.Read(func(r *Reader) error {
+		require.NoError(b, s.Read(func(r ledger.Reader) error {
 			out, err := r.StepOutput(task.ID, 0)
 			if err == nil && !bytes.HasPrefix(out, []byte(`[{"item":0,`)) {
 				err = fmt.Errorf("output starts %.40s", out)

@@ -106,7 +106,7 @@ func (s *Store) ReadArtifact(ref string, offset int64, buf []byte) (int, int64, 
 }
 
 // Artifacts lists the provenance records of a task's artifacts.
-func (r *Reader) Artifacts(id string) ([]ledger.Provenance, error) {
+func (r *reader) Artifacts(id string) ([]ledger.Provenance, error) {
 	var out []ledger.Provenance
 	err := r.t.scan([]byte("p/"+id+"/"), func(_, val []byte) (bool, error) {
 		var p ledger.Provenance
@@ -174,7 +174,7 @@ func (s *Store) KVPut(ctx context.Context, l ledger.Lease, key string, value jso
 }
 
 // Notes returns a task's progress notes, oldest first.
-func (r *Reader) Notes(id string) ([]ledger.Note, error) {
+func (r *reader) Notes(id string) ([]ledger.Note, error) {
 	var out []ledger.Note
 	err := r.t.scan([]byte("n/"+id+"/"), func(_, val []byte) (bool, error) {
 		var n ledger.Note
@@ -211,7 +211,7 @@ func (s *Store) RecordEffect(ctx context.Context, l ledger.Lease, e *ledger.Effe
 }
 
 // Effects lists a task's journal entries.
-func (r *Reader) Effects(id string) ([]ledger.Effect, error) {
+func (r *reader) Effects(id string) ([]ledger.Effect, error) {
 	var out []ledger.Effect
 	err := r.t.scan([]byte("j/"+id+"/"), func(_, val []byte) (bool, error) {
 		var e ledger.Effect

@@ -48,7 +48,7 @@ func TestArtifactsAreContentAddressedChunkedAndDeduplicated(t *testing.T) {
 	_, _, err = s.ReadArtifact("sha256:"+string(bytes.Repeat([]byte("0"), 64)), 0, buf)
 	require.ErrorIs(t, err, ledger.ErrNotFound)
 
-	require.NoError(t, s.Read(func(r *Reader) error {
+	require.NoError(t, s.Read(func(r ledger.Reader) error {
 		ps, err := r.Artifacts(task.ID)
 		require.NoError(t, err)
 		require.Len(t, ps, 2)
@@ -90,7 +90,7 @@ func TestCountsAndNotesCommitOnlyWithASuccessfulAttempt(t *testing.T) {
 		Counts: map[string]int64{"pages": 5}, Notes: []ledger.Note{{Kind: "decision", Text: "kept"}}})
 	require.NoError(t, err)
 	require.Equal(t, map[string]int64{"pages": 5}, got.Counters)
-	require.NoError(t, b.s.Read(func(r *Reader) error {
+	require.NoError(t, b.s.Read(func(r ledger.Reader) error {
 		notes, err := r.Notes(task.ID)
 		require.NoError(t, err)
 		require.Len(t, notes, 1)

@@ -114,7 +114,7 @@ func TestStaticFanOutOf40000ItemsIsPlannedInBatches(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, c.Leases, 4)
 	var units int
-	require.NoError(t, b.s.Read(func(r *Reader) error {
+	require.NoError(t, b.s.Read(func(r ledger.Reader) error {
 		us, err := r.Units(task.ID, 0)
 		units = len(us)
 		return err
@@ -123,8 +123,8 @@ func TestStaticFanOutOf40000ItemsIsPlannedInBatches(t *testing.T) {
 }
 
 // bigItems plans n items whose values are size bytes each.
-func bigItems(n, size int) Planner {
-	return func(context.Context, *Reader, *ledger.Task, int) ([]ledger.Item, error) {
+func bigItems(n, size int) ledger.Planner {
+	return func(context.Context, ledger.Reader, *ledger.Task, int) ([]ledger.Item, error) {
 		items := make([]ledger.Item, n)
 		v, _ := json.Marshal(strings.Repeat("x", size))
 		for i := range items {
@@ -139,7 +139,7 @@ func TestFanOutPlannedAtRunTimeAfterACommit(t *testing.T) {
 	b := setup(t, bigItems(2_000, 3<<10))
 	task := b.submit(t, []ledger.StepState{{Name: "list"}, {Name: "each", FanOut: true, Limit: 2}})
 	l := b.claim1(t, "w")
-	got, claimed, err := b.s.CommitAndClaim(b.ctx, ledger.Result{Lease: l, Output: json.RawMessage(`"listed"`)},
+	got, claimed, err := b.s.commitAndClaimSynced(b.ctx, ledger.Result{Lease: l, Output: json.RawMessage(`"listed"`)},
 		ledger.ClaimRequest{Owner: b.s.Owner("w"), Max: 1, LeaseFor: time.Minute})
 	require.NoError(t, err)
 	require.Equal(t, ledger.Running, got.Status)
@@ -181,7 +181,7 @@ func TestPlanningResumesAfterACrash(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	items := 2_500
-	planner := func(context.Context, *Reader, *ledger.Task, int) ([]ledger.Item, error) {
+	planner := func(context.Context, ledger.Reader, *ledger.Task, int) ([]ledger.Item, error) {
 		out := make([]ledger.Item, items)
 		for i := range out {
 			out[i] = ledger.Item{Key: json.RawMessage(fmt.Sprint(i)), Value: json.RawMessage(fmt.Sprintf(`"v%d"`, i))}
@@ -214,7 +214,7 @@ func TestPlanningResumesAfterACrash(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, got.Steps[0].Planned)
 	require.Equal(t, items, got.Steps[0].Written)
-	require.NoError(t, s.Read(func(r *Reader) error {
+	require.NoError(t, s.Read(func(r ledger.Reader) error {
 		us, err := r.Units(task.ID, 0)
 		require.NoError(t, err)
 		require.Len(t, us, items)
@@ -258,10 +258,10 @@ func TestTaskCacheMatchesTheRecords(t *testing.T) {
 	task := b.submit(t, []ledger.StepState{{Name: "list"}, {Name: "each", FanOut: true, Limit: 4}, {Name: "end"}})
 	check := func() {
 		t.Helper()
-		require.NoError(t, b.s.Read(func(r *Reader) error {
+		require.NoError(t, b.s.Read(func(r ledger.Reader) error {
 			got, err := r.Task(task.ID)
 			require.NoError(t, err)
-			want := storedTask(t, r, task.ID)
+			want := storedTask(t, r.(*reader), task.ID)
 			require.Equal(t, want, got)
 			got.Steps[0].Done = 99 // a reader's copy is its own
 			again, err := r.Task(task.ID)
@@ -281,7 +281,7 @@ func TestTaskCacheMatchesTheRecords(t *testing.T) {
 	}
 	for _, c := range claimOps(t, b.s, reqs...) {
 		check()
-		_, claimed, err := b.s.CommitAndClaim(b.ctx, ledger.Result{Lease: c.Leases[0], Output: json.RawMessage(`1`)},
+		_, claimed, err := b.s.commitAndClaimSynced(b.ctx, ledger.Result{Lease: c.Leases[0], Output: json.RawMessage(`1`)},
 			ledger.ClaimRequest{Owner: c.Leases[0].Owner, Max: 1, LeaseFor: time.Minute})
 		require.NoError(t, err)
 		require.NotNil(t, claimed.Leases[0].Snapshot)
@@ -296,7 +296,7 @@ func TestTaskCacheMatchesTheRecords(t *testing.T) {
 
 // storedTask decodes a task from its stored bytes, without the ledger's
 // decoding or cache: the header, then one record per step.
-func storedTask(t *testing.T, r *Reader, id string) *ledger.Task {
+func storedTask(t *testing.T, r *reader, id string) *ledger.Task {
 	t.Helper()
 	raw, err := r.t.getRaw(taskKey(id))
 	require.NoError(t, err)
@@ -354,7 +354,7 @@ func TestRetryReopensAFailedTaskKeepingEarlierOutputs(t *testing.T) {
 	require.Len(t, seen, 3)
 	done := b.done(t, b.claim1(t, "w"), `"D"`)
 	require.Equal(t, ledger.Succeeded, done.Status)
-	require.NoError(t, b.s.Read(func(r *Reader) error {
+	require.NoError(t, b.s.Read(func(r ledger.Reader) error {
 		out, err := r.StepOutput(task.ID, 1)
 		require.NoError(t, err)
 		require.JSONEq(t, `"B"`, string(out))

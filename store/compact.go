@@ -20,7 +20,7 @@ import (
 // OpenNotes returns up to limit of a task's notes that a summary may
 // replace (not protected, not replaced yet), oldest first, after seq after
 // (-1 for from the start).
-func (r *Reader) OpenNotes(id string, after int64, limit int) ([]ledger.Note, error) {
+func (r *reader) OpenNotes(id string, after int64, limit int) ([]ledger.Note, error) {
 	var out []ledger.Note
 	start := []byte("n/" + id + "/")
 	if after >= 0 {

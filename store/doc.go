@@ -52,3 +52,8 @@
 // trace: operations validate before they write, and if one fails after
 // writing, the batch is discarded and each operation is run again on its own.
 package store
+
+import "github.com/lhengine/lhengine/ledger"
+
+// A Store is the embedded implementation of the store contract.
+var _ ledger.Store = (*Store)(nil)

@@ -12,7 +12,7 @@ import (
 	"github.com/lhengine/lhengine/ledger"
 )
 
-// TestEarlyCommitReturnsBeforeItsSync: CommitAndClaimEarly hands back the
+// TestEarlyCommitReturnsBeforeItsSync: CommitAndClaim hands back the
 // next unit once the transaction committed, while the sync is held; the
 // commit is visible at once, and its Durability is done only once the sync
 // is.
@@ -37,7 +37,7 @@ func TestEarlyCommitReturnsBeforeItsSync(t *testing.T) {
 	require.Len(t, c.Leases, 1)
 
 	hold.Store(true)
-	_, next, dur, err := s.CommitAndClaimEarly(f.ctx, ledger.Result{Lease: c.Leases[0], Output: json.RawMessage(`1`)},
+	_, next, dur, err := s.CommitAndClaim(f.ctx, ledger.Result{Lease: c.Leases[0], Output: json.RawMessage(`1`)},
 		ledger.ClaimRequest{Owner: s.Owner("w"), Max: 1})
 	require.NoError(t, err)
 	require.Len(t, next.Leases, 1, "the next unit, handed back in the same transaction")
@@ -55,7 +55,7 @@ func TestEarlyCommitReturnsBeforeItsSync(t *testing.T) {
 	hold.Store(false)
 	close(release)
 	require.NoError(t, dur.Wait(f.ctx))
-	require.NoError(t, (Durability{}).Wait(f.ctx), "the zero Durability is on disk")
+	require.NoError(t, (durability{}).Wait(f.ctx), "the zero durability is on disk")
 }
 
 // TestEarlyCommitLearnsOfAFailedSync: the sync of an early commit fails;
@@ -77,7 +77,7 @@ func TestEarlyCommitLearnsOfAFailedSync(t *testing.T) {
 	c, err := s.Claim(f.ctx, ledger.ClaimRequest{Owner: s.Owner("w"), Max: 1})
 	require.NoError(t, err)
 	fail.Store(true)
-	_, _, dur, err := s.CommitAndClaimEarly(f.ctx, ledger.Result{Lease: c.Leases[0], Output: json.RawMessage(`1`)}, ledger.ClaimRequest{})
+	_, _, dur, err := s.CommitAndClaim(f.ctx, ledger.Result{Lease: c.Leases[0], Output: json.RawMessage(`1`)}, ledger.ClaimRequest{})
 	require.NoError(t, err, "the transaction committed")
 	require.ErrorIs(t, dur.Wait(context.Background()), ledger.ErrStoreFailed)
 	_, _, err = s.Submit(f.ctx, ledger.NewTask{Name: "t", Steps: plainSteps("a")})

@@ -23,7 +23,7 @@ func factsKey(task string) []byte { return []byte("f/" + task + "/values") }
 
 // Facts returns the facts recorded for task id; nil when it has none (a
 // task without an environment block).
-func (r *Reader) Facts(id string) (*ledger.Facts, error) {
+func (r *reader) Facts(id string) (*ledger.Facts, error) {
 	f := new(ledger.Facts)
 	if err := r.t.getJSON(factsKey(id), f); err != nil {
 		if errors.Is(err, ledger.ErrNotFound) {

@@ -20,7 +20,7 @@ func (b *testBundle) submitFacts(t *testing.T, steps []ledger.StepState, facts m
 func (b *testBundle) events(t *testing.T, id string, typ ledger.EventType) []ledger.Event {
 	t.Helper()
 	var out []ledger.Event
-	require.NoError(t, b.s.Read(func(r *Reader) error {
+	require.NoError(t, b.s.Read(func(r ledger.Reader) error {
 		evs, err := r.Events(id, 0, 0)
 		for _, e := range evs {
 			if e.Type == typ {
@@ -40,7 +40,7 @@ func TestCheckFactsContinue(t *testing.T) {
 	b := setup(t)
 	task := b.submitFacts(t, plainSteps("a", "b"), map[string]string{"head": "aaa", "config": "c1"})
 	var rec *ledger.Facts
-	require.NoError(t, b.s.Read(func(r *Reader) (err error) { rec, err = r.Facts(task.ID); return }))
+	require.NoError(t, b.s.Read(func(r ledger.Reader) (err error) { rec, err = r.Facts(task.ID); return }))
 	require.Equal(t, map[string]string{"head": "aaa", "config": "c1"}, rec.Values)
 
 	l := b.claim1(t, "w")

@@ -34,7 +34,7 @@ func (s *Store) failItem(t *tx, task *ledger.Task, step int, f *ledger.Failure) 
 
 // FailedItems returns the failed items of the current pass of every fan-out
 // step of a task, in step and item order.
-func (r *Reader) FailedItems(id string) ([]ledger.FailedItem, error) {
+func (r *reader) FailedItems(id string) ([]ledger.FailedItem, error) {
 	task, err := r.Task(id)
 	if err != nil {
 		return nil, err

@@ -13,7 +13,7 @@ import (
 // it in the step's current pass (the unit's committed attempt). A unit
 // that has not committed in the current pass, or an item the step does not
 // have, is ErrNotFound.
-func (r *Reader) CommittedItem(task *ledger.Task, step, item int) (*ledger.ItemOutput, error) {
+func (r *reader) CommittedItem(task *ledger.Task, step, item int) (*ledger.ItemOutput, error) {
 	if step < 0 || step >= len(task.Steps) || item < 0 {
 		return nil, ledger.ErrNotFound
 	}
@@ -36,7 +36,7 @@ func (r *Reader) CommittedItem(task *ledger.Task, step, item int) (*ledger.ItemO
 // < 0: all), by item then attempt, of one item (item >= 0) or of every
 // item (item < 0), and how many there are in all. Only the attempts
 // returned are decoded; the rest are counted by key.
-func (r *Reader) AttemptsPage(id string, step, item, limit int) ([]*ledger.Attempt, int, error) {
+func (r *reader) AttemptsPage(id string, step, item, limit int) ([]*ledger.Attempt, int, error) {
 	prefix := attemptPrefix(id, step)
 	if item >= 0 {
 		prefix = fmt.Appendf(nil, "o/%s/%04x/%08x/", id, step, item)
@@ -64,7 +64,7 @@ func (r *Reader) AttemptsPage(id string, step, item, limit int) ([]*ledger.Attem
 
 // EachEvent calls fn with each event of a task with Seq >= from, in order,
 // until fn returns false.
-func (r *Reader) EachEvent(id string, from uint64, fn func(*ledger.Event) bool) error {
+func (r *reader) EachEvent(id string, from uint64, fn func(*ledger.Event) bool) error {
 	return r.t.scanFrom([]byte("e/"+id+"/"), eventKey(id, from), func(_, val []byte) (bool, error) {
 		var e ledger.Event
 		if err := json.Unmarshal(val, &e); err != nil {

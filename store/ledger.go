@@ -19,15 +19,6 @@ import (
 	"github.com/lhengine/lhengine/ledger"
 )
 
-// Planner produces the items of a fan-out step once the task's cursor has
-// reached it. It runs after the transaction that completed the previous step
-// committed, in a read-only view (r sees that step's outputs), outside the
-// commit leader, and may take as long as it needs: it should stop when ctx
-// is done. It must be deterministic: after a crash the step is planned again
-// and must give the same list. An error fails the task; a *fault.StepError
-// keeps its kind, any other error is recorded as kind input.
-type Planner func(ctx context.Context, r *Reader, t *ledger.Task, step int) ([]ledger.Item, error)
-
 // Submit creates a queued task and plans its first step, after storing the
 // modules and the replay set it brings (NewTask.Modules, NewTask.Replay).
 // It returns the task and whether it was created (false: the idempotency
@@ -559,39 +550,40 @@ func (s *Store) leased(t *tx, l ledger.Lease) (*ledger.Unit, *ledger.Task, error
 // new state, the task's advance and the events, in one transaction. A lease
 // that is no longer current gets ErrLeaseLost and changes nothing.
 func (s *Store) Commit(ctx context.Context, r ledger.Result) (*ledger.Task, error) {
-	task, _, err := s.CommitAndClaim(ctx, r, ledger.ClaimRequest{})
+	task, _, err := s.commitAndClaimSynced(ctx, r, ledger.ClaimRequest{})
 	return task, err
+}
+
+// commitAndClaimSynced is CommitAndClaim that returns once the commit is on
+// disk.
+func (s *Store) commitAndClaimSynced(ctx context.Context, r ledger.Result, next ledger.ClaimRequest) (*ledger.Task, ledger.Claimed, error) {
+	out, claimed, _, err := s.commitAndClaim(ctx, r, next, false)
+	return out, claimed, err
 }
 
 // CommitAndClaim is Commit followed, in the same transaction, by Claim(next)
 // when next.Max > 0: a worker finishing one unit takes its next without a
 // transaction (and a disk sync) of its own. If the commit is refused, nothing
-// is claimed.
-func (s *Store) CommitAndClaim(ctx context.Context, r ledger.Result, next ledger.ClaimRequest) (*ledger.Task, ledger.Claimed, error) {
-	out, claimed, _, err := s.commitAndClaim(ctx, r, next, false)
-	return out, claimed, err
-}
-
-// CommitAndClaimEarly is CommitAndClaim that returns as soon as the
-// transaction committed, while its sync may still be under way: a worker
+// is claimed. It returns as soon as the transaction committed, while its
+// sync may still be under way: a worker
 // starts its next unit beside the sync. What it committed is visible to
 // every reader of the store at once; the Durability says when it is on
 // disk. Before anything outside the process acts on the commit (a task
 // reported finished, a request sent that its output shaped), the caller
 // waits for the Durability, or for a later operation's sync, which covers
 // it. A failed sync fails the store, as for every commit.
-func (s *Store) CommitAndClaimEarly(ctx context.Context, r ledger.Result, next ledger.ClaimRequest) (*ledger.Task, ledger.Claimed, Durability, error) {
+func (s *Store) CommitAndClaim(ctx context.Context, r ledger.Result, next ledger.ClaimRequest) (*ledger.Task, ledger.Claimed, ledger.Durability, error) {
 	return s.commitAndClaim(ctx, r, next, true)
 }
 
-func (s *Store) commitAndClaim(ctx context.Context, r ledger.Result, next ledger.ClaimRequest, early bool) (*ledger.Task, ledger.Claimed, Durability, error) {
+func (s *Store) commitAndClaim(ctx context.Context, r ledger.Result, next ledger.ClaimRequest, early bool) (*ledger.Task, ledger.Claimed, durability, error) {
 	if next.LeaseFor <= 0 {
 		next.LeaseFor = 30 * time.Second
 	}
 	var (
 		out     *ledger.Task
 		claimed ledger.Claimed
-		dur     Durability
+		dur     durability
 		err     error
 	)
 	commit := func(t *tx) error {
@@ -615,7 +607,7 @@ func (s *Store) commitAndClaim(ctx context.Context, r ledger.Result, next ledger
 		return s.commitAndClaim(ctx, fr, next, early)
 	}
 	if err != nil {
-		return nil, ledger.Claimed{}, Durability{}, err
+		return nil, ledger.Claimed{}, durability{}, err
 	}
 	out, claimed = s.planAfterCommit(ctx, out, claimed, next)
 	return out, claimed, dur, nil
@@ -860,7 +852,7 @@ func (s *Store) advance(t *tx, task *ledger.Task) error {
 			return err
 		}
 		if cur == task.StepCount()-1 {
-			out, err := (&Reader{t: t}).StepOutputOf(task, t.outputStep(task))
+			out, err := (&reader{t: t}).StepOutputOf(task, t.outputStep(task))
 			if err != nil {
 				return err
 			}
@@ -1009,7 +1001,7 @@ func (s *Store) planTask(ctx context.Context, id string) (done bool, err error) 
 			task = nil
 			return nil
 		}
-		items, perr = s.plan(ctx, &Reader{t: t}, task, task.Cursor)
+		items, perr = s.plan(ctx, &reader{t: t}, task, task.Cursor)
 		return nil
 	})
 	if errors.Is(err, ledger.ErrNotFound) {

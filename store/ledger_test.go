@@ -33,7 +33,7 @@ type testBundle struct {
 	ctx   context.Context
 }
 
-func setup(t *testing.T, plan ...Planner) *testBundle {
+func setup(t *testing.T, plan ...ledger.Planner) *testBundle {
 	t.Helper()
 	c := &clock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
 	o := Options{InMemory: true, Now: c.Now}
@@ -146,7 +146,7 @@ func TestStepOutputPersistsAcrossReopen(t *testing.T) {
 	s, err = Open(dir, Options{})
 	require.NoError(t, err)
 	defer s.Close()
-	require.NoError(t, s.Read(func(r *Reader) error {
+	require.NoError(t, s.Read(func(r ledger.Reader) error {
 		out, err := r.StepOutput(task.ID, 0)
 		require.NoError(t, err)
 		require.JSONEq(t, `{"draft":"hello"}`, string(out))
@@ -216,7 +216,7 @@ func TestRepairRunsLaterStepsWithNewOutputs(t *testing.T) {
 	require.Equal(t, 0, l.Step)
 	require.Equal(t, 2, l.Attempt, "attempt numbers keep rising across passes")
 	b.done(t, l, `"v2"`)
-	require.NoError(t, b.s.Read(func(r *Reader) error {
+	require.NoError(t, b.s.Read(func(r ledger.Reader) error {
 		out, err := r.StepOutput(task.ID, 0)
 		require.NoError(t, err)
 		require.JSONEq(t, `"v2"`, string(out))
@@ -268,7 +268,7 @@ func TestZombieCommitIsRejected(t *testing.T) {
 	_, err = b.s.Heartbeat(b.ctx, zombie, time.Minute)
 	require.ErrorIs(t, err, ledger.ErrLeaseLost)
 	b.done(t, fresh, `"on time"`)
-	require.NoError(t, b.s.Read(func(r *Reader) error {
+	require.NoError(t, b.s.Read(func(r ledger.Reader) error {
 		out, err := r.StepOutput(task.ID, 0)
 		require.NoError(t, err)
 		require.JSONEq(t, `"on time"`, string(out))
@@ -313,8 +313,8 @@ func TestStoreDirectoryIsExclusive(t *testing.T) {
 	require.ErrorIs(t, err, ledger.ErrInUse)
 }
 
-func fanOutPlanner(n int) Planner {
-	return func(_ context.Context, _ *Reader, _ *ledger.Task, _ int) ([]ledger.Item, error) {
+func fanOutPlanner(n int) ledger.Planner {
+	return func(_ context.Context, _ ledger.Reader, _ *ledger.Task, _ int) ([]ledger.Item, error) {
 		items := make([]ledger.Item, n)
 		for i := range items {
 			items[i] = ledger.Item{Key: json.RawMessage(fmt.Sprint(i)), Value: json.RawMessage(fmt.Sprintf(`"item-%d"`, i))}
@@ -359,7 +359,7 @@ func TestFanOutRespectsConcurrencyAndOrdersOutputs(t *testing.T) {
 			break
 		}
 	}
-	require.NoError(t, b.s.Read(func(r *Reader) error {
+	require.NoError(t, b.s.Read(func(r ledger.Reader) error {
 		out, err := r.StepOutput(task.ID, 1)
 		require.NoError(t, err)
 		require.JSONEq(t, `[{"n":0},{"n":1},{"n":2},{"n":3},{"n":4},{"n":5},{"n":6},{"n":7},{"n":8},{"n":9}]`, string(out))
@@ -373,7 +373,7 @@ func TestEmptyFanOutCompletesAtOnce(t *testing.T) {
 	task := b.submit(t, []ledger.StepState{{Name: "each", FanOut: true, Limit: 3}, {Name: "after"}})
 	l := b.claim1(t, "w")
 	require.Equal(t, 1, l.Step)
-	require.NoError(t, b.s.Read(func(r *Reader) error {
+	require.NoError(t, b.s.Read(func(r ledger.Reader) error {
 		out, err := r.StepOutput(task.ID, 0)
 		require.NoError(t, err)
 		require.JSONEq(t, `[]`, string(out))
@@ -383,7 +383,7 @@ func TestEmptyFanOutCompletesAtOnce(t *testing.T) {
 
 func TestPlanningFailureFailsTheTask(t *testing.T) {
 	t.Parallel()
-	bad := func(context.Context, *Reader, *ledger.Task, int) ([]ledger.Item, error) {
+	bad := func(context.Context, ledger.Reader, *ledger.Task, int) ([]ledger.Item, error) {
 		return nil, errors.New("for_each is a string")
 	}
 	b := setup(t, bad)
@@ -449,7 +449,7 @@ func TestEventsTellTheStory(t *testing.T) {
 	task := b.submit(t, plainSteps("a"))
 	b.done(t, b.claim1(t, "w"), `1`)
 	var types []ledger.EventType
-	require.NoError(t, b.s.Read(func(r *Reader) error {
+	require.NoError(t, b.s.Read(func(r ledger.Reader) error {
 		evs, err := r.Events(task.ID, 0, 0)
 		for i, e := range evs {
 			require.Equal(t, uint64(i), e.Seq)
@@ -477,7 +477,7 @@ func TestCommitAndClaimTakesTheNextUnitButNotABackingOffRetry(t *testing.T) {
 	// A failure with a retry later: the same transaction must not lease it,
 	// and must not forget it either.
 	retryAt := b.clock.Now().Add(time.Second)
-	_, c, err := b.s.CommitAndClaim(b.ctx, ledger.Result{Lease: l, Failure: &ledger.Failure{Kind: fault.Trap, Message: "x"}, RetryAt: retryAt}, next)
+	_, c, err := b.s.commitAndClaimSynced(b.ctx, ledger.Result{Lease: l, Failure: &ledger.Failure{Kind: fault.Trap, Message: "x"}, RetryAt: retryAt}, next)
 	require.NoError(t, err)
 	require.Empty(t, c.Leases)
 	require.Equal(t, retryAt, c.Wake)
@@ -485,7 +485,7 @@ func TestCommitAndClaimTakesTheNextUnitButNotABackingOffRetry(t *testing.T) {
 	l = b.claim1(t, "w")
 	require.Equal(t, 2, l.Attempt)
 	// Success: the next step's unit comes back with the commit.
-	got, c, err := b.s.CommitAndClaim(b.ctx, ledger.Result{Lease: l, Output: json.RawMessage(`1`)}, next)
+	got, c, err := b.s.commitAndClaimSynced(b.ctx, ledger.Result{Lease: l, Output: json.RawMessage(`1`)}, next)
 	require.NoError(t, err)
 	require.Len(t, c.Leases, 1)
 	require.Equal(t, 1, c.Leases[0].Step)

@@ -205,7 +205,7 @@ func (s *Store) modelEvent(t *tx, task *ledger.Task, c *ledger.ModelCall, attemp
 // ModelCalls lists a task's model journal entries, by step, item and
 // request hash: the recorded responses and the intents of calls being sent
 // (State ModelSending).
-func (r *Reader) ModelCalls(id string) ([]ledger.ModelCall, error) {
+func (r *reader) ModelCalls(id string) ([]ledger.ModelCall, error) {
 	var out []ledger.ModelCall
 	err := r.t.scan([]byte("g/"+id+"/"), func(_, val []byte) (bool, error) {
 		var c ledger.ModelCall

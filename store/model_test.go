@@ -57,7 +57,7 @@ func TestModelJournal(t *testing.T) {
 	require.True(t, errors.Is(err, ledger.ErrLeaseLost), "%v", err)
 
 	var events []ledger.Event
-	require.NoError(t, s.Read(func(r *Reader) error {
+	require.NoError(t, s.Read(func(r ledger.Reader) error {
 		events, err = r.Events(task.ID, 0, 0)
 		return err
 	}))
@@ -79,7 +79,7 @@ func TestModelJournal(t *testing.T) {
 	require.NoError(t, err)
 	defer s.Close()
 	require.NoError(t, s.Remove(t.Context(), task.ID))
-	require.NoError(t, s.Read(func(r *Reader) error {
+	require.NoError(t, s.Read(func(r ledger.Reader) error {
 		calls, err := r.ModelCalls(task.ID)
 		require.Empty(t, calls, "removed with the task")
 		return err
@@ -158,7 +158,7 @@ func TestModelIntent(t *testing.T) {
 	require.ErrorIs(t, err, ledger.ErrLeaseLost)
 
 	var possibly []string
-	require.NoError(t, s.Read(func(r *Reader) error {
+	require.NoError(t, s.Read(func(r ledger.Reader) error {
 		calls, err := r.ModelCalls(task.ID)
 		require.NoError(t, err)
 		require.Len(t, calls, 1, "no intent left")

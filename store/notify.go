@@ -93,7 +93,7 @@ func (s *Store) PendingNotifications(max int, skip func(task string) bool) ([]le
 }
 
 // Notifications lists a task's outbox entries, in event order.
-func (r *Reader) Notifications(id string) ([]ledger.Notification, error) {
+func (r *reader) Notifications(id string) ([]ledger.Notification, error) {
 	var out []ledger.Notification
 	err := r.t.scan([]byte("x/"+id+"/"), func(_, val []byte) (bool, error) {
 		var n ledger.Notification

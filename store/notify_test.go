@@ -19,7 +19,7 @@ import (
 // lists has exactly its own outbox entry or a delivered journal entry, and
 // that no other event has either: what one transaction for the event and
 // its entry guarantees.
-func outboxInvariant(r *Reader, id string, spec *ledger.NotifySpec) error {
+func outboxInvariant(r ledger.Reader, id string, spec *ledger.NotifySpec) error {
 	evs, err := r.Events(id, 0, 0)
 	if err != nil {
 		return err
@@ -96,7 +96,7 @@ func TestNotifyOutboxIsWrittenWithTheEvent(t *testing.T) {
 			default:
 			}
 			snapshots++
-			if err := b.s.Read(func(r *Reader) error { return outboxInvariant(r, task.ID, spec) }); err != nil {
+			if err := b.s.Read(func(r ledger.Reader) error { return outboxInvariant(r, task.ID, spec) }); err != nil {
 				bad = err
 				return
 			}
@@ -115,7 +115,7 @@ func TestNotifyOutboxIsWrittenWithTheEvent(t *testing.T) {
 
 	var ns []ledger.Notification
 	var evs []ledger.Event
-	require.NoError(t, b.s.Read(func(r *Reader) error {
+	require.NoError(t, b.s.Read(func(r ledger.Reader) error {
 		if err := outboxInvariant(r, task.ID, spec); err != nil {
 			return err
 		}
@@ -175,7 +175,7 @@ func TestNotifyOutboxIsWrittenWithTheEvent(t *testing.T) {
 	require.ErrorIs(t, b.s.NotifyOutcome(b.ctx, &first, json.RawMessage(`{}`), ""), ledger.ErrNotFound)
 
 	var effs []ledger.Effect
-	require.NoError(t, b.s.Read(func(r *Reader) (err error) {
+	require.NoError(t, b.s.Read(func(r ledger.Reader) (err error) {
 		effs, err = r.Effects(task.ID)
 		return err
 	}))
@@ -218,7 +218,7 @@ func TestNotifyEveryListedType(t *testing.T) {
 	_, err = b.s.Cancel(b.ctx, task.ID, "not needed")
 	require.NoError(t, err)
 	var ns []ledger.Notification
-	require.NoError(t, b.s.Read(func(r *Reader) (err error) {
+	require.NoError(t, b.s.Read(func(r ledger.Reader) (err error) {
 		ns, err = r.Notifications(task.ID)
 		return err
 	}))

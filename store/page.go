@@ -8,7 +8,7 @@ import (
 
 // UnitsUpTo returns the first limit units of a step, in item order: a page
 // of a large fan-out without decoding the rest (Units reads them all).
-func (r *Reader) UnitsUpTo(id string, step, limit int) ([]*ledger.Unit, error) {
+func (r *reader) UnitsUpTo(id string, step, limit int) ([]*ledger.Unit, error) {
 	var out []*ledger.Unit
 	if limit <= 0 {
 		return out, nil
@@ -28,7 +28,7 @@ func (r *Reader) UnitsUpTo(id string, step, limit int) ([]*ledger.Unit, error) {
 // that committed in the step's current pass, in item order, and how many
 // units of the pass committed in all (the step's Done): what a fan-out
 // still running has produced so far.
-func (r *Reader) CommittedOutputs(task *ledger.Task, step, limit int) ([]ledger.ItemOutput, int, error) {
+func (r *reader) CommittedOutputs(task *ledger.Task, step, limit int) ([]ledger.ItemOutput, int, error) {
 	if step < 0 || step >= len(task.Steps) {
 		return nil, 0, ledger.ErrNotFound
 	}

@@ -54,7 +54,7 @@ func TestPauseTaskStopsClaimsAndLetsInFlightCommit(t *testing.T) {
 	require.Len(t, rest.Leases, 2)
 
 	var evs []ledger.Event
-	require.NoError(t, b.s.Read(func(r *Reader) error {
+	require.NoError(t, b.s.Read(func(r ledger.Reader) error {
 		var err error
 		evs, err = r.Events(id, 0, 0)
 		return err

@@ -77,7 +77,7 @@ const notesScan = 10000
 // from seq q.From on, and the seq to ask for the next page from (0 when no
 // note is left to look at). It looks at no more than 10,000 notes, so a
 // page may hold fewer than q.Limit notes and still have a next one.
-func (r *Reader) NotesPage(id string, q ledger.NoteQuery) ([]ledger.Note, uint64, error) {
+func (r *reader) NotesPage(id string, q ledger.NoteQuery) ([]ledger.Note, uint64, error) {
 	limit := q.Limit
 	if limit <= 0 {
 		limit = ledger.DefaultNotesPage
@@ -111,7 +111,7 @@ func (r *Reader) NotesPage(id string, q ledger.NoteQuery) ([]ledger.Note, uint64
 }
 
 // noteCount is the seq the task's next note will take.
-func (r *Reader) noteCount(id string) uint64 {
+func (r *reader) noteCount(id string) uint64 {
 	var task ledger.Task
 	if err := r.t.getJSON(taskKey(id), &task); err != nil {
 		return 0
@@ -123,7 +123,7 @@ func (r *Reader) noteCount(id string) uint64 {
 // walking the notes back from the newest, never the older ones; enough,
 // when not nil, ends the walk early once it says the notes read so far
 // are enough.
-func (r *Reader) RecentNotes(task *ledger.Task, max int, enough func([]ledger.Note) bool) ([]ledger.Note, error) {
+func (r *reader) RecentNotes(task *ledger.Task, max int, enough func([]ledger.Note) bool) ([]ledger.Note, error) {
 	out := make([]ledger.Note, 0, min(uint64(max), task.Notes))
 	if max <= 0 || task.Notes == 0 {
 		return out, nil
@@ -148,7 +148,7 @@ func (r *Reader) RecentNotes(task *ledger.Task, max int, enough func([]ledger.No
 
 // RecentApprovals returns the newest approvals of task, up to max, newest
 // first, by point reads as RecentNotes.
-func (r *Reader) RecentApprovals(task *ledger.Task, max int) ([]ledger.Approval, error) {
+func (r *reader) RecentApprovals(task *ledger.Task, max int) ([]ledger.Approval, error) {
 	var out []ledger.Approval
 	for seq, looked := task.NextApproval, 0; seq > 0 && len(out) < max && looked < 4*max; seq, looked = seq-1, looked+1 {
 		var a ledger.Approval

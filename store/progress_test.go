@@ -39,7 +39,7 @@ func TestProgressRate(t *testing.T) {
 
 	// The task record read back holds the same ring.
 	var back *ledger.Task
-	require.NoError(t, b.s.Read(func(r *Reader) error { back, err = r.Task(task.ID); return err }))
+	require.NoError(t, b.s.Read(func(r ledger.Reader) error { back, err = r.Task(task.ID); return err }))
 	require.Equal(t, task.Meter, back.Meter)
 
 	b.clock.Add(ledger.ProgressStale + time.Second)
@@ -92,7 +92,7 @@ func TestNotesPageAndRecent(t *testing.T) {
 		require.NoError(t, err)
 	}
 	require.EqualValues(t, 30, task.Notes)
-	require.NoError(t, b.s.Read(func(r *Reader) error {
+	require.NoError(t, b.s.Read(func(r ledger.Reader) error {
 		page, next, err := r.NotesPage(task.ID, ledger.NoteQuery{Kind: ledger.NoteFinding, Grep: "missing TITLE", Limit: 3})
 		require.NoError(t, err)
 		require.Len(t, page, 3)

@@ -50,7 +50,7 @@ func charge(what string, used *int64, n, limit int64) error {
 }
 
 // Usage returns what task id keeps in the store.
-func (r *Reader) Usage(id string) (ledger.Usage, error) { return r.t.usage(id) }
+func (r *reader) Usage(id string) (ledger.Usage, error) { return r.t.usage(id) }
 
 // OwnsArtifact reports whether task has stored the artifact ref: a unit of
 // it put that content (a provenance record of the task names it). Plugins

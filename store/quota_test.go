@@ -14,7 +14,7 @@ import (
 func (b *testBundle) usage(t *testing.T, id string) ledger.Usage {
 	t.Helper()
 	var u ledger.Usage
-	require.NoError(t, b.s.Read(func(r *Reader) (err error) { u, err = r.Usage(id); return err }))
+	require.NoError(t, b.s.Read(func(r ledger.Reader) (err error) { u, err = r.Usage(id); return err }))
 	return u
 }
 

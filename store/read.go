@@ -14,15 +14,15 @@ import (
 
 // Reader reads records inside a transaction: the one of a Planner, or a
 // read-only one opened by Store.Read.
-type Reader struct{ t *tx }
+type reader struct{ t *tx }
 
 // Read runs fn with a Reader over a consistent snapshot.
-func (s *Store) Read(fn func(r *Reader) error) error {
-	return s.view(func(t *tx) error { return fn(&Reader{t: t}) })
+func (s *Store) Read(fn func(r ledger.Reader) error) error {
+	return s.view(func(t *tx) error { return fn(&reader{t: t}) })
 }
 
 // Task returns the task record, every step's state included.
-func (r *Reader) Task(id string) (*ledger.Task, error) {
+func (r *reader) Task(id string) (*ledger.Task, error) {
 	task, err := r.t.loadTask(id)
 	if err != nil {
 		return nil, fmt.Errorf("task %s: %w", id, err)
@@ -31,7 +31,7 @@ func (r *Reader) Task(id string) (*ledger.Task, error) {
 }
 
 // Manifest returns the task's pinned run manifest.
-func (r *Reader) Manifest(id string) (*ledger.Manifest, error) {
+func (r *reader) Manifest(id string) (*ledger.Manifest, error) {
 	m := new(ledger.Manifest)
 	if err := r.t.getJSON(manifestKey(id), m); err != nil {
 		return nil, fmt.Errorf("manifest of task %s: %w", id, err)
@@ -42,7 +42,7 @@ func (r *Reader) Manifest(id string) (*ledger.Manifest, error) {
 // StepOutput returns the current output of a completed step: the output of
 // its unit, or for a fan-out step the JSON array of its items' outputs in item
 // order. It returns ErrNotFound if the step has not completed in its current pass.
-func (r *Reader) StepOutput(id string, step int) (json.RawMessage, error) {
+func (r *reader) StepOutput(id string, step int) (json.RawMessage, error) {
 	task := new(ledger.Task)
 	if err := r.t.getJSON(taskKey(id), task); err != nil {
 		return nil, fmt.Errorf("task %s: %w", id, err)
@@ -57,7 +57,7 @@ func (r *Reader) StepOutput(id string, step int) (json.RawMessage, error) {
 // Planner must use the record it was given: it is newer than the stored one).
 // Only the state of that step is read from the task (a lease's Snapshot
 // holds the steps before the leased one).
-func (r *Reader) StepOutputOf(task *ledger.Task, step int) (json.RawMessage, error) {
+func (r *reader) StepOutputOf(task *ledger.Task, step int) (json.RawMessage, error) {
 	return r.StepOutputLimited(task, step, -1)
 }
 
@@ -87,7 +87,7 @@ func parseAttemptSuffix(b []byte) (unitAttempt, bool) {
 // StepOutputLimited is StepOutputOf that gives up with ErrTooLarge as soon
 // as the output would exceed max bytes (max < 0: no limit), before holding
 // more than that in memory.
-func (r *Reader) StepOutputLimited(task *ledger.Task, step int, max int64) (json.RawMessage, error) {
+func (r *reader) StepOutputLimited(task *ledger.Task, step int, max int64) (json.RawMessage, error) {
 	st := *r.t.step(task, step)
 	if r.t.err != nil {
 		return nil, r.t.err
@@ -173,7 +173,7 @@ func (r *Reader) StepOutputLimited(task *ledger.Task, step int, max int64) (json
 
 // Units returns the units of a step in item order, including stale units of
 // earlier passes that have no counterpart in the current one.
-func (r *Reader) Units(id string, step int) ([]*ledger.Unit, error) {
+func (r *reader) Units(id string, step int) ([]*ledger.Unit, error) {
 	var out []*ledger.Unit
 	err := r.t.scan(unitStepPrefix(id, step), func(_, val []byte) (bool, error) {
 		u := new(ledger.Unit)
@@ -187,7 +187,7 @@ func (r *Reader) Units(id string, step int) ([]*ledger.Unit, error) {
 }
 
 // Attempt returns the record of one attempt.
-func (r *Reader) Attempt(id string, step, item, attempt int) (*ledger.Attempt, error) {
+func (r *reader) Attempt(id string, step, item, attempt int) (*ledger.Attempt, error) {
 	a := new(ledger.Attempt)
 	if err := r.t.getJSON(attemptKey(id, step, item, attempt), a); err != nil {
 		return nil, fmt.Errorf("attempt %d of task %s step %d item %d: %w", attempt, id, step, item, err)
@@ -196,7 +196,7 @@ func (r *Reader) Attempt(id string, step, item, attempt int) (*ledger.Attempt, e
 }
 
 // Attempts returns every recorded attempt of a step, by item then attempt.
-func (r *Reader) Attempts(id string, step int) ([]*ledger.Attempt, error) {
+func (r *reader) Attempts(id string, step int) ([]*ledger.Attempt, error) {
 	var out []*ledger.Attempt
 	err := r.t.scan(attemptPrefix(id, step), func(_, val []byte) (bool, error) {
 		a := new(ledger.Attempt)
@@ -210,7 +210,7 @@ func (r *Reader) Attempts(id string, step int) ([]*ledger.Attempt, error) {
 }
 
 // Events returns up to limit events of a task with Seq >= from (limit <= 0: all).
-func (r *Reader) Events(id string, from uint64, limit int) ([]ledger.Event, error) {
+func (r *reader) Events(id string, from uint64, limit int) ([]ledger.Event, error) {
 	var out []ledger.Event
 	prefix := []byte("e/" + id + "/")
 	start := eventKey(id, from)
@@ -226,7 +226,7 @@ func (r *Reader) Events(id string, from uint64, limit int) ([]ledger.Event, erro
 }
 
 // Tasks returns all tasks, oldest first.
-func (r *Reader) Tasks() ([]*ledger.Task, error) {
+func (r *reader) Tasks() ([]*ledger.Task, error) {
 	var out []*ledger.Task
 	err := r.t.scan([]byte("t/"), func(_, val []byte) (bool, error) {
 		task := new(ledger.Task)
@@ -248,7 +248,7 @@ func (r *Reader) Tasks() ([]*ledger.Task, error) {
 }
 
 // FindTask resolves a task id or a unique prefix of one (at least 6 characters).
-func (r *Reader) FindTask(ref string) (*ledger.Task, error) {
+func (r *reader) FindTask(ref string) (*ledger.Task, error) {
 	ref = strings.ToUpper(strings.TrimSpace(ref))
 	if task, err := r.Task(ref); err == nil {
 		return task, nil
@@ -284,7 +284,7 @@ func (s *Store) Pending() bool {
 // Task returns one task record.
 func (s *Store) Task(_ context.Context, id string) (*ledger.Task, error) {
 	var out *ledger.Task
-	err := s.Read(func(r *Reader) error {
+	err := s.Read(func(r ledger.Reader) error {
 		var err error
 		out, err = r.Task(id)
 		return err

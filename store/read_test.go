@@ -36,7 +36,7 @@ func TestStepOutputReadsTheCommittedAttemptOfEachUnit(t *testing.T) {
 	b.done(t, l, `"out-1-again"`)
 
 	var committed int
-	require.NoError(t, b.s.Read(func(r *Reader) error {
+	require.NoError(t, b.s.Read(func(r ledger.Reader) error {
 		out, err := r.StepOutput(task.ID, 0)
 		require.NoError(t, err)
 		require.JSONEq(t, `["out-0","out-1-again","out-2"]`, string(out))
@@ -54,7 +54,7 @@ func TestStepOutputReadsTheCommittedAttemptOfEachUnit(t *testing.T) {
 
 	// Item 1's committed attempt gone, its failed one still there.
 	require.NoError(t, b.s.update(b.ctx, func(t *tx) error { return t.del(attemptKey(task.ID, 0, 1, committed)) }))
-	require.NoError(t, b.s.Read(func(r *Reader) error {
+	require.NoError(t, b.s.Read(func(r ledger.Reader) error {
 		_, err := r.StepOutput(task.ID, 0)
 		require.ErrorIs(t, err, ledger.ErrNotFound)
 		return nil

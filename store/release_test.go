@@ -40,7 +40,7 @@ func TestReleaseGivesBackUncharged(t *testing.T) {
 	require.Equal(t, ledger.Succeeded, task.Status)
 	require.Equal(t, 1, task.Attempts)
 	var evs []ledger.Event
-	require.NoError(t, b.s.Read(func(r *Reader) error {
+	require.NoError(t, b.s.Read(func(r ledger.Reader) error {
 		var err error
 		evs, err = r.Events(first.Task, 0, 0)
 		return err

@@ -55,7 +55,7 @@ func TestReplaySetIsStoredWithTheTask(t *testing.T) {
 
 	first := b.submitReplay(t, set)
 	second := b.submitReplay(t, set)
-	require.NoError(t, b.s.Read(func(r *Reader) error {
+	require.NoError(t, b.s.Read(func(r ledger.Reader) error {
 		m, err := r.Manifest(first.ID)
 		require.NoError(t, err)
 		require.Equal(t, pin, *m.ModelReplay)

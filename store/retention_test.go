@@ -324,8 +324,8 @@ func TestValueLogGCSyncsBeforeItDeletes(t *testing.T) {
 	}
 	require.Positive(t, deleted)
 	for i := 0; i < 40; i += 8 {
-		require.NoError(t, s.Read(func(r *Reader) error {
-			v, err := r.t.getRaw(fmt.Appendf(nil, "x/%03d", i))
+		require.NoError(t, s.Read(func(r ledger.Reader) error {
+			v, err := r.(*reader).t.getRaw(fmt.Appendf(nil, "x/%03d", i))
 			require.NoError(t, err)
 			require.Equal(t, big, v)
 			return nil

@@ -13,7 +13,7 @@ import (
 )
 
 // setupOnDisk is setup with the store in a folder of the test's own.
-func setupOnDisk(t *testing.T, plan Planner) *testBundle {
+func setupOnDisk(t *testing.T, plan ledger.Planner) *testBundle {
 	t.Helper()
 	c := &clock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
 	s, err := Open(t.TempDir(), Options{Now: c.Now, Planner: plan})
@@ -35,7 +35,7 @@ func (b *testBundle) counted(t *testing.T, l ledger.Lease, out string) *ledger.T
 func (b *testBundle) committedPerItem(t *testing.T, id string, step int) map[int]int {
 	t.Helper()
 	per := map[int]int{}
-	require.NoError(t, b.s.Read(func(r *Reader) error {
+	require.NoError(t, b.s.Read(func(r ledger.Reader) error {
 		all, err := r.Attempts(id, step)
 		for _, a := range all {
 			if a.Output != nil {
@@ -227,7 +227,7 @@ func TestTheRetryBudgetCountsTriesPerPass(t *testing.T) {
 	require.Equal(t, 4, l.Attempt)
 	require.Equal(t, 1, l.Try)
 	b.done(t, l, `"C"`)
-	require.NoError(t, b.s.Read(func(r *Reader) error {
+	require.NoError(t, b.s.Read(func(r ledger.Reader) error {
 		all, err := r.Attempts(task.ID, 1)
 		require.NoError(t, err)
 		var tries, passes []int

@@ -100,7 +100,7 @@ func TestTasksOfTheEarlierLayoutReadAndRun(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, want, got)
 	}
-	require.NoError(t, s.Read(func(r *Reader) error {
+	require.NoError(t, s.Read(func(r ledger.Reader) error {
 		all, err := r.Tasks()
 		require.NoError(t, err)
 		require.ElementsMatch(t, []*ledger.Task{wantRunning, wantFinished}, all)
@@ -122,8 +122,8 @@ func TestTasksOfTheEarlierLayoutReadAndRun(t *testing.T) {
 	require.Equal(t, 3, got.Steps[1].Done)
 	require.Zero(t, got.Steps[1].Leased)
 	require.Zero(t, got.Leases)
-	require.NoError(t, s.Read(func(r *Reader) error {
-		require.Equal(t, got, storedTask(t, r, running.ID))
+	require.NoError(t, s.Read(func(r ledger.Reader) error {
+		require.Equal(t, got, storedTask(t, r.(*reader), running.ID))
 		return nil
 	}))
 
@@ -211,7 +211,7 @@ func TestACommitWritesOnlyTheStepsItChanges(t *testing.T) {
 	l := b.claim1(t, "w")
 	before := versions()
 	require.Len(t, before, 200)
-	_, claimed, err := b.s.CommitAndClaim(b.ctx, ledger.Result{Lease: l, Output: json.RawMessage(`1`), HeaderOnly: true},
+	_, claimed, err := b.s.commitAndClaimSynced(b.ctx, ledger.Result{Lease: l, Output: json.RawMessage(`1`), HeaderOnly: true},
 		ledger.ClaimRequest{Owner: b.s.Owner("w"), Max: 1, LeaseFor: time.Minute})
 	require.NoError(t, err)
 	require.Len(t, claimed.Leases, 1)
@@ -250,8 +250,8 @@ func TestCommittedTasksMatchTheRecords(t *testing.T) {
 	task := b.submit(t, []ledger.StepState{{Name: "list"}, {Name: "each", FanOut: true, Limit: 4}, {Name: "end"}, {Name: "last"}})
 	check := func(got *ledger.Task) {
 		t.Helper()
-		require.NoError(t, b.s.Read(func(r *Reader) error {
-			require.Equal(t, storedTask(t, r, task.ID), got)
+		require.NoError(t, b.s.Read(func(r ledger.Reader) error {
+			require.Equal(t, storedTask(t, r.(*reader), task.ID), got)
 			return nil
 		}))
 	}
@@ -260,7 +260,7 @@ func TestCommittedTasksMatchTheRecords(t *testing.T) {
 	}
 	l := b.claim1(t, "w")
 	// (The task returned here is read before the claim that follows planning.)
-	_, c, err := b.s.CommitAndClaim(b.ctx, ledger.Result{Lease: l, Output: json.RawMessage(`1`)}, next("w0"))
+	_, c, err := b.s.commitAndClaimSynced(b.ctx, ledger.Result{Lease: l, Output: json.RawMessage(`1`)}, next("w0"))
 	require.NoError(t, err)
 	leases := c.Leases
 	for i := 1; i < 4; i++ {
@@ -276,7 +276,7 @@ func TestCommittedTasksMatchTheRecords(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for {
-				_, c, err := b.s.CommitAndClaim(b.ctx, ledger.Result{Lease: l, Output: json.RawMessage(`2`)}, next(l.Owner[len(b.s.Session())+1:]))
+				_, c, err := b.s.commitAndClaimSynced(b.ctx, ledger.Result{Lease: l, Output: json.RawMessage(`2`)}, next(l.Owner[len(b.s.Session())+1:]))
 				if !assert.NoError(t, err) || len(c.Leases) == 0 {
 					return
 				}

@@ -53,7 +53,7 @@ type Options struct {
 	MaxBatch int
 	// Planner plans fan-out steps when a task's cursor reaches them. A store
 	// without one fails tasks that reach a fan-out step.
-	Planner Planner
+	Planner ledger.Planner
 	// AllowDamaged opens a store that failed an integrity check (see
 	// ErrDamaged) instead of refusing it, with a warning on Logger. What is
 	// missing stays missing; the high-water mark moves on with the next sync.
@@ -91,7 +91,7 @@ type Store struct {
 	maxBatch int
 	sync     bool // fsync after transactions that must be durable
 	log      hclog.Logger
-	plan     Planner
+	plan     ledger.Planner
 	tasks    taskCache    // decoded task records (see getTask)
 	prefixes stepPrefixes // step states shared by lease snapshots
 	mirror   stepMirror   // every step of tasks read whole by writers
@@ -549,15 +549,15 @@ type op struct {
 	syncErr   error
 }
 
-// Durability is an operation whose transaction committed and whose sync
-// may still be under way (Store.CommitAndClaimEarly). The zero value is
+// durability is an operation whose transaction committed and whose sync
+// may still be under way (Store.CommitAndClaim). The zero value is
 // on disk already.
-type Durability struct{ o *op }
+type durability struct{ o *op }
 
 var closedDone = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 // Done is closed once the operation is on disk, or the sync failed.
-func (d Durability) Done() <-chan struct{} {
+func (d durability) Done() <-chan struct{} {
 	if d.o == nil {
 		return closedDone
 	}
@@ -566,7 +566,7 @@ func (d Durability) Done() <-chan struct{} {
 
 // Wait waits for Done and returns the sync's failure (ErrStoreFailed),
 // or ctx's error if ctx ends first.
-func (d Durability) Wait(ctx context.Context) error {
+func (d durability) Wait(ctx context.Context) error {
 	select {
 	case <-d.Done():
 	case <-ctx.Done():
@@ -590,12 +590,12 @@ func (s *Store) update(ctx context.Context, fn func(*tx) error) error {
 // before its sync: the Durability says when it is on disk. A caller may act
 // on what it committed inside the process at once, and must wait for the
 // Durability before anything outside the process depends on it.
-func (s *Store) updateEarly(ctx context.Context, fn func(*tx) error) (Durability, error) {
+func (s *Store) updateEarly(ctx context.Context, fn func(*tx) error) (durability, error) {
 	o := &op{fn: fn, done: make(chan struct{}), lead: make(chan struct{}, 1), early: true, committed: make(chan struct{})}
 	if err := s.run(ctx, o); err != nil {
-		return Durability{}, err
+		return durability{}, err
 	}
-	return Durability{o: o}, nil
+	return durability{o: o}, nil
 }
 
 // run queues o and waits for its transaction (and, unless o is early, its

@@ -83,7 +83,7 @@ func (f *diskFixture) build(t *testing.T, n int) []string {
 func countTasks(t *testing.T, s *Store) int {
 	t.Helper()
 	var n int
-	require.NoError(t, s.Read(func(r *Reader) error {
+	require.NoError(t, s.Read(func(r ledger.Reader) error {
 		tasks, err := r.Tasks()
 		n = len(tasks)
 		return err
@@ -361,7 +361,7 @@ func TestSyncFailureFailsTheStore(t *testing.T) {
 	failing.Lock()
 	fail = true
 	failing.Unlock()
-	_, _, err = s.CommitAndClaim(f.ctx, ledger.Result{Lease: c.Leases[0], Output: json.RawMessage(`1`)},
+	_, _, err = s.commitAndClaimSynced(f.ctx, ledger.Result{Lease: c.Leases[0], Output: json.RawMessage(`1`)},
 		ledger.ClaimRequest{Owner: s.Owner("w"), Max: 1, LeaseFor: time.Hour})
 	require.ErrorIs(t, err, ledger.ErrStoreFailed)
 	require.Contains(t, err.Error(), "input/output error")
@@ -448,7 +448,7 @@ func TestGroupCommitOnDisk(t *testing.T) {
 	syncs, ops := s.SyncStats()
 	t.Logf("%d durable operations, %d syncs", ops, syncs)
 	require.Greater(t, ops, syncs, "commits shared syncs (%d ops, %d syncs)", ops, syncs)
-	require.NoError(t, s.Read(func(r *Reader) error {
+	require.NoError(t, s.Read(func(r ledger.Reader) error {
 		out, err := r.StepOutput(task.ID, 0)
 		require.NoError(t, err)
 		var vals []int
@@ -590,7 +590,7 @@ func TestCommitIsInTheLastSyncedImage(t *testing.T) {
 	c, err := s.Claim(f.ctx, ledger.ClaimRequest{Owner: s.Owner("w"), Max: 1})
 	require.NoError(t, err)
 	img := latest()
-	require.NoError(t, img.Read(func(r *Reader) error {
+	require.NoError(t, img.Read(func(r ledger.Reader) error {
 		units, err := r.Units(task.ID, 0)
 		require.NoError(t, err)
 		require.Len(t, units, 1)
@@ -603,7 +603,7 @@ func TestCommitIsInTheLastSyncedImage(t *testing.T) {
 	require.NoError(t, err)
 	img = latest()
 	defer img.Close()
-	require.NoError(t, img.Read(func(r *Reader) error {
+	require.NoError(t, img.Read(func(r ledger.Reader) error {
 		out, err := r.StepOutput(task.ID, 0)
 		if err != nil {
 			return err

@@ -4,6 +4,7 @@ import (
 	"sync/atomic"
 
 	"github.com/lhengine/lhengine/internal/holdpoint"
+	"github.com/lhengine/lhengine/ledger"
 )
 
 // syncedCommits tells what a reader saw apart from what is on disk.
@@ -37,13 +38,13 @@ func (c *syncedCommits) endCommit(n uint64)  { c.done.Store(n) }
 // none is under way. A store that does not sync answers at once. The
 // error is fn's, or the store's failure if the sync failed (what fn saw
 // may then be lost).
-func (s *Store) ReadSynced(fn func(r *Reader) error) error {
+func (s *Store) ReadSynced(fn func(r ledger.Reader) error) error {
 	var want uint64
 	err := s.view(func(t *tx) error {
 		// Read after the snapshot was taken: every commit it shows had
 		// begun by now.
 		want = s.commits.started.Load()
-		return fn(&Reader{t: t})
+		return fn(&reader{t: t})
 	})
 	if werr := s.awaitSynced(want); werr != nil {
 		return werr

@@ -40,7 +40,7 @@ func TestReadSyncedWaitsForTheSyncOfWhatItSees(t *testing.T) {
 	<-syncs.Arrived() // the final commit is in Badger; its sync is held
 
 	var inside *ledger.Task
-	require.NoError(t, s.Read(func(r *Reader) error { inside, err = r.Task(task.ID); return err }))
+	require.NoError(t, s.Read(func(r ledger.Reader) error { inside, err = r.Task(task.ID); return err }))
 	require.Equal(t, ledger.Succeeded, inside.Status, "inside the process the commit is visible at once")
 
 	type answer struct {
@@ -50,7 +50,7 @@ func TestReadSyncedWaitsForTheSyncOfWhatItSees(t *testing.T) {
 	answered := make(chan answer, 1)
 	go func() {
 		var st ledger.Status
-		err := s.ReadSynced(func(r *Reader) error {
+		err := s.ReadSynced(func(r ledger.Reader) error {
 			t, err := r.Task(task.ID)
 			if err == nil {
 				st = t.Status
@@ -89,7 +89,7 @@ func TestReadSyncedOnASyncedStoreDoesNotSync(t *testing.T) {
 	require.NoError(t, err)
 	before, _ := s.SyncStats()
 	for range 3 {
-		require.NoError(t, s.ReadSynced(func(r *Reader) error { _, err := r.Tasks(); return err }))
+		require.NoError(t, s.ReadSynced(func(r ledger.Reader) error { _, err := r.Tasks(); return err }))
 	}
 	after, _ := s.SyncStats()
 	require.Equal(t, before, after, "reads of a synced store sync nothing")
@@ -105,7 +105,7 @@ func TestReadSyncedSyncsACommitNobodySynced(t *testing.T) {
 	require.NoError(t, s.update(f.ctx, func(t *tx) error { return t.put([]byte("x/volatile"), []byte("1")) }))
 	require.Less(t, s.commits.synced.Load(), s.commits.done.Load(), "the write is not synced")
 	before, _ := s.SyncStats()
-	require.NoError(t, s.ReadSynced(func(r *Reader) error { return nil }))
+	require.NoError(t, s.ReadSynced(func(r ledger.Reader) error { return nil }))
 	after, _ := s.SyncStats()
 	require.Equal(t, before+1, after)
 	require.Equal(t, s.commits.done.Load(), s.commits.synced.Load())
@@ -126,6 +126,6 @@ func TestReadSyncedReportsAFailedSync(t *testing.T) {
 	defer s.Close()
 	require.NoError(t, s.update(f.ctx, func(t *tx) error { return t.put([]byte("x/volatile"), []byte("1")) }))
 	fail.Store(true)
-	err := s.ReadSynced(func(r *Reader) error { return nil })
+	err := s.ReadSynced(func(r ledger.Reader) error { return nil })
 	require.ErrorIs(t, err, ledger.ErrStoreFailed)
 }

@@ -175,7 +175,7 @@ func TestVerifyFindsMissingBlobParts(t *testing.T) {
 	idx, err := s.ReplayIndex(set.Pin().SHA256)
 	require.NoError(t, err)
 	m := new(ledger.Manifest)
-	require.NoError(t, s.Read(func(r *Reader) error {
+	require.NoError(t, s.Read(func(r ledger.Reader) error {
 		m, err = r.Manifest(task.ID)
 		return err
 	}))

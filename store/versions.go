@@ -9,7 +9,7 @@ import (
 // TaskVersions returns the version of every task, oldest first, reading
 // keys only: what a reader that keeps tasks it has read needs to know which
 // to read again (the task list stream of the API).
-func (r *Reader) TaskVersions() ([]ledger.TaskVersion, error) {
+func (r *reader) TaskVersions() ([]ledger.TaskVersion, error) {
 	opts := badger.DefaultIteratorOptions
 	opts.Prefix = []byte("t/")
 	opts.PrefetchValues = false

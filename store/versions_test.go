@@ -17,7 +17,7 @@ func TestTaskVersionsMoveWithEveryChange(t *testing.T) {
 	b := setup(t)
 	versions := func() []ledger.TaskVersion {
 		var vs []ledger.TaskVersion
-		require.NoError(t, b.s.Read(func(r *Reader) error {
+		require.NoError(t, b.s.Read(func(r ledger.Reader) error {
 			var err error
 			vs, err = r.TaskVersions()
 			return err

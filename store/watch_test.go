@@ -43,7 +43,7 @@ func TestUnitsUpToReadsAPage(t *testing.T) {
 	b := setup(t, fanOutPlanner(5))
 	task := b.submit(t, []ledger.StepState{{Name: "each", FanOut: true, Limit: 5}})
 	_ = task
-	require.NoError(t, b.s.Read(func(r *Reader) error {
+	require.NoError(t, b.s.Read(func(r ledger.Reader) error {
 		all, err := r.Units(task.ID, 0)
 		require.NoError(t, err)
 		page, err := r.UnitsUpTo(task.ID, 0, 3)

@@ -188,7 +188,7 @@ func (t *tx) outputStep(task *ledger.Task) int {
 // outputs of the items of step (the anchor of a window step) in its current
 // pass: what a window unit reads as its anchor's output. It gives up with
 // ErrTooLarge past max bytes (max < 0: no limit).
-func (r *Reader) WindowOutputs(task *ledger.Task, step int, items []int, max int64) (json.RawMessage, error) {
+func (r *reader) WindowOutputs(task *ledger.Task, step int, items []int, max int64) (json.RawMessage, error) {
 	st := *r.t.step(task, step)
 	if r.t.err != nil {
 		return nil, r.t.err

@@ -72,7 +72,7 @@ func TestWindowUnitsRunWhileTheirAnchorRuns(t *testing.T) {
 	require.Equal(t, 2, ls[0].Step, "the window unit comes first")
 	require.Nil(t, ls[0].Snapshot, "a window unit's worker reads the whole task")
 	require.Equal(t, ledger.WindowItem{From: 0, To: 3, Items: []int{1, 0, 3}}, windowOf(t, ls[0]))
-	require.NoError(t, s.Read(func(r *Reader) error {
+	require.NoError(t, s.Read(func(r ledger.Reader) error {
 		tk, err := r.Task(task.ID)
 		require.NoError(t, err)
 		out, err := r.WindowOutputs(tk, 1, windowOf(t, ls[0]).Items, -1)
@@ -120,7 +120,7 @@ func TestWindowUnitsRunWhileTheirAnchorRuns(t *testing.T) {
 	tk = commit(s, ls[0], `"done"`)
 	require.Equal(t, ledger.Succeeded, tk.Status)
 	require.JSONEq(t, `"done"`, string(tk.Output))
-	require.NoError(t, s.Read(func(r *Reader) error {
+	require.NoError(t, s.Read(func(r ledger.Reader) error {
 		out, err := r.StepOutput(task.ID, 2)
 		require.NoError(t, err)
 		require.JSONEq(t, `["summary-0","summary-1","summary-2"]`, string(out))
@@ -177,7 +177,7 @@ func TestRepairOfAWindowUnitRunsItsAnchorAgain(t *testing.T) {
 	require.Equal(t, 2, ls[0].Unit.Pass)
 	tk = b.done(t, ls[0], `"w"`)
 	require.Equal(t, ledger.Succeeded, tk.Status)
-	require.NoError(t, b.s.Read(func(r *Reader) error {
+	require.NoError(t, b.s.Read(func(r ledger.Reader) error {
 		out, err := r.StepOutput(task.ID, 1)
 		require.NoError(t, err)
 		require.JSONEq(t, `["w"]`, string(out))

@@ -23,7 +23,6 @@ import (
 	"github.com/lhengine/lhengine/internal/testwasm"
 	"github.com/lhengine/lhengine/ledger"
 	"github.com/lhengine/lhengine/plugins/examples/site-audit/site/sitegen"
-	"github.com/lhengine/lhengine/store"
 )
 
 // auditKinds are the finding counters of the site-audit example, with the
@@ -150,7 +149,7 @@ func TestSiteAuditExample(t *testing.T) {
 	e, err := engine.Open(context.Background(), engine.Config{Home: b.home})
 	require.NoError(t, err)
 	defer e.Close(context.Background())
-	require.NoError(t, e.Read(func(r *store.Reader) error {
+	require.NoError(t, e.Read(func(r ledger.Reader) error {
 		raw, err := r.StepOutput(id, 1)
 		require.NoError(t, err)
 		var checked []struct {

@@ -16,7 +16,6 @@ import (
 	"github.com/lhengine/lhengine/engine"
 	"github.com/lhengine/lhengine/internal/crashpoint"
 	"github.com/lhengine/lhengine/ledger"
-	"github.com/lhengine/lhengine/store"
 )
 
 // buildBinary builds the real lhengine command once per test binary.
@@ -111,7 +110,7 @@ func TestSIGKILLAtChosenPointsLosesAndRepeatsNothing(t *testing.T) {
 	e, err := engine.Open(context.Background(), engine.Config{Home: b.home})
 	require.NoError(t, err)
 	defer e.Close(context.Background())
-	require.NoError(t, e.Read(func(r *store.Reader) error {
+	require.NoError(t, e.Read(func(r ledger.Reader) error {
 		task, err := r.Task(id)
 		require.NoError(t, err)
 		require.Equal(t, ledger.Succeeded, task.Status, task.Reason)

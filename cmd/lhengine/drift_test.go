@@ -18,7 +18,6 @@ import (
 	"github.com/lhengine/lhengine/internal/crashpoint"
 	"github.com/lhengine/lhengine/internal/testwasm"
 	"github.com/lhengine/lhengine/ledger"
-	"github.com/lhengine/lhengine/store"
 )
 
 // driftTask: two steps, each echoing the environment facts of its
@@ -116,7 +115,7 @@ func TestDriftAcrossSIGKILL(t *testing.T) {
 			require.NotEqual(t, before, after)
 
 			out, code = lhExit(t, bin, home, "", "resume", id)
-			read := func(fn func(r *store.Reader) error) {
+			read := func(fn func(r ledger.Reader) error) {
 				e, err := engine.Open(context.Background(), engine.Config{Home: home})
 				require.NoError(t, err)
 				defer e.Close(context.Background())
@@ -127,7 +126,7 @@ func TestDriftAcrossSIGKILL(t *testing.T) {
 				drifts []ledger.Event
 			)
 			load := func() {
-				read(func(r *store.Reader) error {
+				read(func(r ledger.Reader) error {
 					var err error
 					if task, err = r.Task(id); err != nil {
 						return err
@@ -178,7 +177,7 @@ func TestDriftAcrossSIGKILL(t *testing.T) {
 			require.Equal(t, ledger.Succeeded, task.Status, task.Reason)
 
 			var rename, deploy []*ledger.Attempt
-			read(func(r *store.Reader) error {
+			read(func(r ledger.Reader) error {
 				var err error
 				if rename, err = r.Attempts(id, 0); err != nil {
 					return err

@@ -19,7 +19,6 @@ import (
 	"github.com/lhengine/lhengine/engine"
 	"github.com/lhengine/lhengine/internal/testmodel"
 	"github.com/lhengine/lhengine/ledger"
-	"github.com/lhengine/lhengine/store"
 )
 
 var updateEvals = flag.Bool("update-evals", false, "record testdata/evals/agent/recorded anew, every case of testdata/evals/agent.hcl in every policy state, against the scripted loopback model")
@@ -238,7 +237,7 @@ func TestEvalAgentSet(t *testing.T) {
 	stateCost := map[string]float64{}
 	for _, rr := range res.Runs {
 		var u ledger.ModelUsage
-		withStore(t, rr.Home, func(r *store.Reader) {
+		withStore(t, rr.Home, func(r ledger.Reader) {
 			task, err := r.Task(rr.Task)
 			require.NoError(t, err)
 			u = task.ModelUsage

@@ -21,7 +21,6 @@ import (
 	"github.com/lhengine/lhengine/engine"
 	"github.com/lhengine/lhengine/internal/testwasm"
 	"github.com/lhengine/lhengine/ledger"
-	"github.com/lhengine/lhengine/store"
 )
 
 // evalTree copies the files the eval set testdata/evals/critic.hcl needs
@@ -189,7 +188,7 @@ func recompute(t *testing.T, rr *evalrun.RunReport) measured {
 	require.NotEmpty(t, rr.Home)
 	var m measured
 	var output json.RawMessage
-	withStore(t, rr.Home, func(r *store.Reader) {
+	withStore(t, rr.Home, func(r ledger.Reader) {
 		task, err := r.Task(rr.Task)
 		require.NoError(t, err)
 		units := 0
@@ -249,7 +248,7 @@ func recompute(t *testing.T, rr *evalrun.RunReport) measured {
 	})
 	if rr.Crash != nil {
 		require.NotEmpty(t, rr.Crash.ReferenceHome)
-		withStore(t, rr.Crash.ReferenceHome, func(r *store.Reader) {
+		withStore(t, rr.Crash.ReferenceHome, func(r ledger.Reader) {
 			ref, err := r.Task(rr.Crash.Reference.Task)
 			require.NoError(t, err)
 			if string(ref.Output) != string(output) {
@@ -260,12 +259,12 @@ func recompute(t *testing.T, rr *evalrun.RunReport) measured {
 	return m
 }
 
-func withStore(t *testing.T, home string, fn func(r *store.Reader)) {
+func withStore(t *testing.T, home string, fn func(r ledger.Reader)) {
 	t.Helper()
 	e, err := engine.Open(context.Background(), engine.Config{Home: home, MustExist: true})
 	require.NoError(t, err)
 	defer e.Close(context.Background())
-	require.NoError(t, e.Read(func(r *store.Reader) error {
+	require.NoError(t, e.Read(func(r ledger.Reader) error {
 		fn(r)
 		return nil
 	}))

@@ -21,7 +21,6 @@ import (
 	"github.com/lhengine/lhengine/internal/testmodel"
 	"github.com/lhengine/lhengine/internal/testwasm"
 	"github.com/lhengine/lhengine/ledger"
-	"github.com/lhengine/lhengine/store"
 )
 
 // TestModelCallsSurviveSIGKILL runs a fan-out whose items each make two
@@ -92,7 +91,7 @@ task "cities" {
 	e, err := engine.Open(context.Background(), engine.Config{Home: home})
 	require.NoError(t, err)
 	defer e.Close(context.Background())
-	require.NoError(t, e.Read(func(r *store.Reader) error {
+	require.NoError(t, e.Read(func(r ledger.Reader) error {
 		task, err := r.Task(id)
 		require.NoError(t, err)
 		require.Equal(t, ledger.Succeeded, task.Status, task.Reason)
@@ -381,7 +380,7 @@ task "weather" {
 	e, err := engine.Open(context.Background(), engine.Config{Home: home})
 	require.NoError(t, err)
 	defer e.Close(context.Background())
-	require.NoError(t, e.Read(func(r *store.Reader) error {
+	require.NoError(t, e.Read(func(r ledger.Reader) error {
 		events, err := r.Events(id, 0, 0)
 		require.NoError(t, err)
 		var kinds []string

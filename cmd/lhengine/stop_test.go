@@ -19,7 +19,6 @@ import (
 	"github.com/lhengine/lhengine/engine"
 	"github.com/lhengine/lhengine/internal/testgate"
 	"github.com/lhengine/lhengine/ledger"
-	"github.com/lhengine/lhengine/store"
 )
 
 // within receives from ch, failing the test after a minute.
@@ -89,14 +88,14 @@ func TestServeStopsGracefully(t *testing.T) {
 	require.NoError(t, follow.c.Process.Kill())
 	follow.wait(t)
 
-	readStore := func(fn func(r *store.Reader)) {
+	readStore := func(fn func(r ledger.Reader)) {
 		t.Helper()
 		e, err := engine.Open(context.Background(), engine.Config{Home: b.home})
 		require.NoError(t, err)
 		defer e.Close(context.Background())
-		require.NoError(t, e.Read(func(r *store.Reader) error { fn(r); return nil }))
+		require.NoError(t, e.Read(func(r ledger.Reader) error { fn(r); return nil }))
 	}
-	readStore(func(r *store.Reader) {
+	readStore(func(r ledger.Reader) {
 		task, err := r.Task(id)
 		require.NoError(t, err)
 		require.Equal(t, 4, task.Attempts, "only the attempts that finished count")
@@ -129,7 +128,7 @@ func TestServeStopsGracefully(t *testing.T) {
 	code, out, errOut = b.lh(t, "resume", id)
 	require.Equal(t, 0, code, errOut)
 	require.Contains(t, out, "succeeded: 20/20 units")
-	readStore(func(r *store.Reader) {
+	readStore(func(r ledger.Reader) {
 		as, err := r.Attempts(id, 0)
 		require.NoError(t, err)
 		committed := map[int]int{}

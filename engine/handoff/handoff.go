@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/lhengine/lhengine/ledger"
-	"github.com/lhengine/lhengine/store"
 )
 
 // Caps of the lists that grow with a task.
@@ -151,7 +150,7 @@ type Waiting struct {
 }
 
 // Build reads task id's handoff in one snapshot of the store.
-func Build(r *store.Reader, id string, now time.Time) (*Bundle, error) {
+func Build(r ledger.Reader, id string, now time.Time) (*Bundle, error) {
 	t, err := r.Task(id)
 	if err != nil {
 		return nil, err
@@ -201,7 +200,7 @@ func Build(r *store.Reader, id string, now time.Time) (*Bundle, error) {
 }
 
 // steps fills Completed and Pending.
-func (b *Bundle) steps(r *store.Reader, t *ledger.Task) error {
+func (b *Bundle) steps(r ledger.Reader, t *ledger.Task) error {
 	b.Completed, b.Pending = []CompletedStep{}, []PendingStep{}
 	for i, st := range t.Steps {
 		complete := t.Status == ledger.Succeeded || i < t.Cursor
@@ -231,7 +230,7 @@ func (b *Bundle) steps(r *store.Reader, t *ledger.Task) error {
 }
 
 // notes fills Decisions (all), Blockers and Findings.
-func (b *Bundle) notes(r *store.Reader, t *ledger.Task) error {
+func (b *Bundle) notes(r ledger.Reader, t *ledger.Task) error {
 	notes, err := r.Notes(t.ID)
 	if err != nil {
 		return err
@@ -264,7 +263,7 @@ func (b *Bundle) notes(r *store.Reader, t *ledger.Task) error {
 
 // waiting fills Waiting: pending approvals, units waiting on effects, the
 // pause.
-func (b *Bundle) waiting(r *store.Reader, t *ledger.Task) error {
+func (b *Bundle) waiting(r ledger.Reader, t *ledger.Task) error {
 	b.Waiting = Waiting{Approvals: []ledger.Approval{}, Effects: []string{}, Pause: t.Pause}
 	if t.NextApproval > 0 {
 		as, err := r.Approvals(t.ID)

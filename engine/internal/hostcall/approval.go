@@ -11,7 +11,6 @@ import (
 	"github.com/lhengine/lhengine/engine/handoff"
 	"github.com/lhengine/lhengine/engine/internal/guest"
 	"github.com/lhengine/lhengine/ledger"
-	"github.com/lhengine/lhengine/store"
 )
 
 // ApprovalAsk is a person's decision a plugin asked for through
@@ -80,7 +79,7 @@ func (a *Attempt) approval(ctx context.Context, raw []byte) ([]byte, error) {
 	l := a.Lease
 	var prev *ledger.Approval
 	if id := l.Unit.Approval; id != "" {
-		err := a.Store.Read(func(rd *store.Reader) error {
+		err := a.Store.Read(func(rd ledger.Reader) error {
 			var err error
 			prev, err = rd.Approval(l.Task, id)
 			return err
@@ -140,7 +139,7 @@ func compactJSON(raw []byte) ([]byte, error) {
 // the store holds it now. The request is ignored.
 func (a *Attempt) handoff() ([]byte, error) {
 	var b *handoff.Bundle
-	err := a.Store.Read(func(r *store.Reader) error {
+	err := a.Store.Read(func(r ledger.Reader) error {
 		var err error
 		b, err = handoff.Build(r, a.Lease.Task, time.Now())
 		return err

@@ -7,7 +7,6 @@ import (
 
 	"github.com/lhengine/lhengine/engine/internal/guest"
 	"github.com/lhengine/lhengine/ledger"
-	"github.com/lhengine/lhengine/store"
 )
 
 // maxListedNotes bounds what one notes.list returns.
@@ -33,7 +32,7 @@ func (a *Attempt) notesList(raw []byte) ([]byte, error) {
 		after = *r.After
 	}
 	var notes []ledger.Note
-	err := a.Store.Read(func(rd *store.Reader) error {
+	err := a.Store.Read(func(rd ledger.Reader) error {
 		var err error
 		notes, err = rd.OpenNotes(a.Lease.Task, after, r.Limit)
 		return err

@@ -9,7 +9,6 @@ import (
 
 	"github.com/lhengine/lhengine/engine/internal/taskfile"
 	"github.com/lhengine/lhengine/ledger"
-	"github.com/lhengine/lhengine/store"
 )
 
 // TestArtifactProvenanceRecordsTheEnvironment: an artifact's provenance
@@ -23,7 +22,7 @@ func TestArtifactProvenanceRecordsTheEnvironment(t *testing.T) {
 	var ref struct{ Ref string }
 	require.NoError(t, json.Unmarshal(out, &ref))
 	var ps []ledger.Provenance
-	require.NoError(t, a.Store.Read(func(r *store.Reader) (err error) {
+	require.NoError(t, a.Store.Read(func(r ledger.Reader) (err error) {
 		ps, err = r.Artifacts(a.Lease.Task)
 		return err
 	}))

@@ -68,7 +68,7 @@ func TestFloodingGuestIsRefused(t *testing.T) {
 	}
 	usage := func(a *Attempt) ledger.Usage {
 		var u ledger.Usage
-		require.NoError(t, a.Store.Read(func(r *store.Reader) (err error) { u, err = r.Usage(a.Lease.Task); return err }))
+		require.NoError(t, a.Store.Read(func(r ledger.Reader) (err error) { u, err = r.Usage(a.Lease.Task); return err }))
 		return u
 	}
 

@@ -19,13 +19,12 @@ import (
 	"github.com/lhengine/lhengine/engine/internal/taskfile"
 	"github.com/lhengine/lhengine/internal/crashpoint"
 	"github.com/lhengine/lhengine/ledger"
-	"github.com/lhengine/lhengine/store"
 )
 
 // Attempt is the host side of one attempt's capability calls. Create one per
 // attempt; its methods are called from the guest's goroutine.
 type Attempt struct {
-	Store    *store.Store
+	Store    ledger.Store
 	Lease    ledger.Lease
 	TaskName string
 	Step     *taskfile.Step
@@ -57,8 +56,8 @@ type Attempt struct {
 	// is recorded (--model-record), to be replayed later.
 	ModelRecord string
 	// After is the commit of the unit the worker ran before this one in
-	// the same slot, which may still be syncing (a store.Durability, from
-	// store.CommitAndClaimEarly): a model call, sent before anything of its
+	// the same slot, which may still be syncing (a ledger.Durability, from
+	// store.CommitAndClaim): a model call, sent before anything of its
 	// own is journaled, waits for it, so that no provider is asked, and no
 	// call billed, on the strength of a commit a crash could still undo.
 	// nil: nothing to wait for.
@@ -327,7 +326,7 @@ func (a *Attempt) count(name string, delta int64) error {
 // reported.
 func (a *Attempt) committedCounterNames() (map[string]bool, error) {
 	committed := map[string]bool{}
-	err := a.Store.Read(func(r *store.Reader) error {
+	err := a.Store.Read(func(r ledger.Reader) error {
 		t, err := r.Task(a.Lease.Task)
 		if err != nil {
 			return err

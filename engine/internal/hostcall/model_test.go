@@ -138,7 +138,7 @@ func TestModelGenerateSpeaksBothProtocols(t *testing.T) {
 			require.InDelta(t, out.Cost+out2.Cost, u.Cost, 1e-12)
 
 			var events []ledger.Event
-			require.NoError(t, a.Store.Read(func(r *store.Reader) error {
+			require.NoError(t, a.Store.Read(func(r ledger.Reader) error {
 				events, err = r.Events(a.Lease.Task, 0, 0)
 				return err
 			}))
@@ -189,7 +189,7 @@ func TestModelGenerateReplaysTheJournal(t *testing.T) {
 	require.EqualValues(t, 2, usage(t, a).Calls)
 
 	var calls []ledger.ModelCall
-	require.NoError(t, a.Store.Read(func(r *store.Reader) error {
+	require.NoError(t, a.Store.Read(func(r ledger.Reader) error {
 		calls, err = r.ModelCalls(a.Lease.Task)
 		return err
 	}))
@@ -509,7 +509,7 @@ func TestModelSendCutOffIsPossiblyBilled(t *testing.T) {
 	u := usage(t, a)
 	require.EqualValues(t, 1, u.Calls, "the answered call")
 	require.Equal(t, ledger.ModelPossiblyBilled{Calls: 1, RequestBytes: size.Load(), MaxCost: (float64(size.Load())*3 + 256*15) / 1e6}, u.PossiblyBilled)
-	require.NoError(t, a.Store.Read(func(r *store.Reader) error {
+	require.NoError(t, a.Store.Read(func(r ledger.Reader) error {
 		calls, err := r.ModelCalls(a.Lease.Task)
 		require.Len(t, calls, 1, "the response; no intent left")
 		require.Empty(t, calls[0].State)

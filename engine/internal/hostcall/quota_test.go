@@ -89,7 +89,7 @@ func TestCounterNamesAreBoundedPerAttemptAndTask(t *testing.T) {
 
 // submitAndClaim adds a task of one step (named step) with units fan-out
 // items to s and leases its first unit.
-func submitAndClaim(t *testing.T, s *store.Store, step string, units int) ledger.Lease {
+func submitAndClaim(t *testing.T, s ledger.Store, step string, units int) ledger.Lease {
 	t.Helper()
 	ctx := context.Background()
 	task, _, err := s.Submit(ctx, ledger.NewTask{Name: "other", Steps: []ledger.StepState{{Name: step}}})
@@ -115,7 +115,7 @@ func TestKVAndArtifactQuotasArePerTask(t *testing.T) {
 	require.NoError(t, put("k1", 1), "an overwrite counts the difference")
 	require.NoError(t, put("k3", 40))
 	var usage ledger.Usage
-	require.NoError(t, a.Store.Read(func(r *store.Reader) (err error) { usage, err = r.Usage(a.Lease.Task); return err }))
+	require.NoError(t, a.Store.Read(func(r ledger.Reader) (err error) { usage, err = r.Usage(a.Lease.Task); return err }))
 	require.Equal(t, int64(2+3+2+42+2+42), usage.KV)
 
 	art := func(a *Attempt, name string, data []byte) (string, error) {
@@ -136,10 +136,10 @@ func TestKVAndArtifactQuotasArePerTask(t *testing.T) {
 	require.NoError(t, err, "the same content counts once per task")
 	_, err = art(a, "b", []byte(strings.Repeat("b", 600)))
 	require.Equal(t, guest.StatusBudget, status(t, err))
-	require.NoError(t, a.Store.Read(func(r *store.Reader) (err error) { usage, err = r.Usage(a.Lease.Task); return err }))
+	require.NoError(t, a.Store.Read(func(r ledger.Reader) (err error) { usage, err = r.Usage(a.Lease.Task); return err }))
 	require.Equal(t, int64(600), usage.Artifacts)
 	var task *ledger.Task
-	require.NoError(t, a.Store.Read(func(r *store.Reader) (err error) { task, err = r.Task(a.Lease.Task); return err }))
+	require.NoError(t, a.Store.Read(func(r ledger.Reader) (err error) { task, err = r.Task(a.Lease.Task); return err }))
 	raw, err := json.Marshal(task)
 	require.NoError(t, err)
 	require.NotContains(t, string(raw), `"artifacts"`, "usage is kept apart from the task record")
@@ -160,7 +160,7 @@ func TestKVAndArtifactQuotasArePerTask(t *testing.T) {
 	n, err = b.ReadArtifact(ctx, ref, 0, buf)
 	require.NoError(t, err)
 	require.Equal(t, 10, n)
-	require.NoError(t, a.Store.Read(func(r *store.Reader) (err error) { usage, err = r.Usage(l.Task); return err }))
+	require.NoError(t, a.Store.Read(func(r ledger.Reader) (err error) { usage, err = r.Usage(l.Task); return err }))
 	require.Equal(t, int64(600), usage.Artifacts)
 }
 

@@ -32,7 +32,6 @@ import (
 	"github.com/lhengine/lhengine/engine/internal/taskfile"
 	"github.com/lhengine/lhengine/fault"
 	"github.com/lhengine/lhengine/ledger"
-	"github.com/lhengine/lhengine/store"
 )
 
 // EngineVersion is recorded in every run manifest, with the plugin ABI
@@ -421,7 +420,7 @@ func (c *Cache) Len() (specs, outputs int, outputBytes int64) {
 }
 
 // Spec returns the parsed spec of a task.
-func (c *Cache) Spec(r *store.Reader, id string) (*Spec, error) {
+func (c *Cache) Spec(r ledger.Reader, id string) (*Spec, error) {
 	c.mu.Lock()
 	sp, ok := c.specs.get(id)
 	c.mu.Unlock()
@@ -493,7 +492,7 @@ func (c *Cache) Forget(id string) {
 
 // scope builds the evaluation scope of a step: the outputs of the earlier
 // steps it references, read through r.
-func (c *Cache) scope(r *store.Reader, sp *Spec, task *ledger.Task, step *taskfile.Step, refs []string) (taskfile.Scope, error) {
+func (c *Cache) scope(r ledger.Reader, sp *Spec, task *ledger.Task, step *taskfile.Step, refs []string) (taskfile.Scope, error) {
 	sc := taskfile.Scope{TaskID: task.ID, Vars: sp.Vars, Prompts: sp.Prompts, Outputs: map[string]cty.Value{}}
 	var read int64 // bytes of outputs read from the store for this scope
 	for _, name := range refs {
@@ -536,9 +535,9 @@ func (c *Cache) scope(r *store.Reader, sp *Spec, task *ledger.Task, step *taskfi
 	return sc, nil
 }
 
-// Planner returns the store.Planner that evaluates for_each expressions.
-func (c *Cache) Planner() store.Planner {
-	return func(ctx context.Context, r *store.Reader, task *ledger.Task, idx int) ([]ledger.Item, error) {
+// Planner returns the ledger.Planner that evaluates for_each expressions.
+func (c *Cache) Planner() ledger.Planner {
+	return func(ctx context.Context, r ledger.Reader, task *ledger.Task, idx int) ([]ledger.Item, error) {
 		sp, err := c.Spec(r, task.ID)
 		if err != nil {
 			return nil, err
@@ -580,7 +579,7 @@ func (c *Cache) Planner() store.Planner {
 
 // Input evaluates the input of a leased unit. Errors are *fault.StepError of
 // kind input.
-func (c *Cache) Input(r *store.Reader, task *ledger.Task, l ledger.Lease) (json.RawMessage, error) {
+func (c *Cache) Input(r ledger.Reader, task *ledger.Task, l ledger.Lease) (json.RawMessage, error) {
 	in, _, err := c.Unit(r, task, l)
 	return in, err
 }
@@ -589,7 +588,7 @@ func (c *Cache) Input(r *store.Reader, task *ledger.Task, l ledger.Lease) (json.
 // block asks of it (nil: nothing, or no block). An ask without a subject
 // of its own gets the input as its subject. Errors are *fault.StepError
 // of kind input.
-func (c *Cache) Unit(r *store.Reader, task *ledger.Task, l ledger.Lease) (json.RawMessage, *taskfile.ApprovalAsk, error) {
+func (c *Cache) Unit(r ledger.Reader, task *ledger.Task, l ledger.Lease) (json.RawMessage, *taskfile.ApprovalAsk, error) {
 	sp, err := c.Spec(r, task.ID)
 	if err != nil {
 		return nil, nil, fault.Wrap(fault.Internal, err, err.Error())
@@ -621,7 +620,7 @@ func (c *Cache) Unit(r *store.Reader, task *ledger.Task, l ledger.Lease) (json.R
 }
 
 // unitScope is the scope a leased unit's expressions are evaluated in.
-func (c *Cache) unitScope(r *store.Reader, sp *Spec, task *ledger.Task, step *taskfile.Step, l ledger.Lease) (taskfile.Scope, error) {
+func (c *Cache) unitScope(r ledger.Reader, sp *Spec, task *ledger.Task, step *taskfile.Step, l ledger.Lease) (taskfile.Scope, error) {
 	refs := step.InputReferences()
 	var window *ledger.WindowItem
 	readsAnchor := false

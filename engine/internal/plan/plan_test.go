@@ -95,7 +95,7 @@ func (b *bundle) input(t *testing.T, task *ledger.Task, step int) (json.RawMessa
 	t.Helper()
 	var in json.RawMessage
 	var ierr error
-	require.NoError(t, b.st.Read(func(r *store.Reader) error {
+	require.NoError(t, b.st.Read(func(r ledger.Reader) error {
 		in, ierr = b.cache.Input(r, task, ledger.Lease{Task: task.ID, Step: step})
 		return nil
 	}))
@@ -171,7 +171,7 @@ func TestPlannerStopsWhenCancelled(t *testing.T) {
 	task := b.submit(t, fanInTask, 5_000)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	require.NoError(t, b.st.Read(func(r *store.Reader) error {
+	require.NoError(t, b.st.Read(func(r ledger.Reader) error {
 		task.Cursor = 1
 		_, err := b.cache.Planner()(ctx, r, task, 1)
 		require.ErrorIs(t, err, context.Canceled)
@@ -241,7 +241,7 @@ task "over-output" {
 	require.Equal(t, 1, task.Cursor)
 	b.cache.Forget(task.ID) // planning cached the list: start from nothing
 	var in json.RawMessage
-	require.NoError(t, b.st.Read(func(r *store.Reader) error {
+	require.NoError(t, b.st.Read(func(r ledger.Reader) error {
 		units, err := r.Units(task.ID, 1)
 		require.NoError(t, err)
 		require.Len(t, units, 3)

@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/ledger"
-	"github.com/lhengine/lhengine/store"
 )
 
 // TestPromptsArePinnedAtSubmit: the manifest pins each prompt's text and
@@ -54,7 +53,7 @@ task "t" {
 	require.NoError(t, err)
 	c := NewCache()
 	require.NoError(t, c.Remember("T1", sub))
-	remembered, err := c.Spec((*store.Reader)(nil), "T1") // cached: the reader is not used
+	remembered, err := c.Spec((ledger.Reader)(nil), "T1") // cached: the reader is not used
 	require.NoError(t, err)
 	for _, sp := range []*Spec{fromManifest, remembered} {
 		require.Equal(t, "You are careful.\n", sp.Prompts["system"].AsString())

@@ -9,7 +9,6 @@ import (
 
 	"github.com/lhengine/lhengine/engine/internal/policylang"
 	"github.com/lhengine/lhengine/ledger"
-	"github.com/lhengine/lhengine/store"
 )
 
 // TestRememberedSpecIsTheManifestsSpec: the spec a submitting process
@@ -49,7 +48,7 @@ task "t" {
 	c := NewCache()
 	require.NoError(t, c.Remember("T1", sub))
 	var remembered *Spec
-	remembered, err = c.Spec((*store.Reader)(nil), "T1") // cached: the reader is not used
+	remembered, err = c.Spec((ledger.Reader)(nil), "T1") // cached: the reader is not used
 	require.NoError(t, err)
 	fromManifest, err := FromManifest(&sub.Manifest)
 	require.NoError(t, err)

@@ -11,7 +11,6 @@ import (
 	"github.com/lhengine/lhengine/engine/internal/taskfile"
 	"github.com/lhengine/lhengine/fault"
 	"github.com/lhengine/lhengine/ledger"
-	"github.com/lhengine/lhengine/store"
 )
 
 // waitingError: the unit does not run now: it waits for a person's
@@ -44,7 +43,7 @@ func (w *Worker) gate(ctx context.Context, l ledger.Lease, step *taskfile.Step, 
 	st := w.cfg.Store
 	var a *ledger.Approval
 	if id := l.Unit.Approval; id != "" {
-		err := st.Read(func(r *store.Reader) error {
+		err := st.Read(func(r ledger.Reader) error {
 			var err error
 			a, err = r.Approval(l.Task, id)
 			return err

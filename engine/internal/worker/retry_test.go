@@ -6,7 +6,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/ledger"
-	"github.com/lhengine/lhengine/store"
 )
 
 // TestTheRetryBudgetStartsAgainAfterARepair: a unit entered again by a
@@ -39,7 +38,7 @@ task "budget" {
 
 	errc, _ := start(t, ctx, w)
 	require.NoError(t, receive(t, ctx, errc, "Run"))
-	require.NoError(t, b.st.Read(func(r *store.Reader) error {
+	require.NoError(t, b.st.Read(func(r ledger.Reader) error {
 		task, err := r.Task(id)
 		require.NoError(t, err)
 		require.Equal(t, ledger.Failed, task.Status)

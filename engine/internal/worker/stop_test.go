@@ -53,7 +53,7 @@ func (r *stopRecorder) config(c *Config) {
 func unitStates(t *testing.T, st *store.Store, id string) []*ledger.Unit {
 	t.Helper()
 	var units []*ledger.Unit
-	require.NoError(t, st.Read(func(r *store.Reader) error {
+	require.NoError(t, st.Read(func(r ledger.Reader) error {
 		var err error
 		units, err = r.Units(id, 0)
 		return err
@@ -223,7 +223,7 @@ task "t" {
 		t.Fatalf("Run ended: %v", err)
 	default:
 	}
-	require.NoError(t, b.st.Read(func(r *store.Reader) error {
+	require.NoError(t, b.st.Read(func(r ledger.Reader) error {
 		as, err := r.Attempts(id, 0)
 		require.NoError(t, err)
 		require.Empty(t, as, "nothing committed")
@@ -328,9 +328,9 @@ func TestStopDuringCommitGivesBack(t *testing.T) {
 	id := b.submit(t, "t", fetchTask(newServer(t, 0).url+"/fast"))
 	wctx, cancel := context.WithCancel(ctx)
 	w := b.worker("w", id, func(c *Config) {
-		c.commit = func(context.Context, ledger.Result, ledger.ClaimRequest) (*ledger.Task, ledger.Claimed, store.Durability, error) {
+		c.commit = func(context.Context, ledger.Result, ledger.ClaimRequest) (*ledger.Task, ledger.Claimed, ledger.Durability, error) {
 			cancel() // the stop, as the commit is under way
-			return nil, ledger.Claimed{}, store.Durability{}, context.Canceled
+			return nil, ledger.Claimed{}, nil, context.Canceled
 		}
 	})
 	errc, _ := start(t, wctx, w)

@@ -25,12 +25,11 @@ import (
 	"github.com/lhengine/lhengine/fault"
 	"github.com/lhengine/lhengine/internal/crashpoint"
 	"github.com/lhengine/lhengine/ledger"
-	"github.com/lhengine/lhengine/store"
 )
 
 // Config configures a Worker. Store, Runtime and Specs are required.
 type Config struct {
-	Store   *store.Store
+	Store   ledger.Store
 	Runtime *guest.Runtime
 	Specs   *plan.Cache
 	Logger  hclog.Logger
@@ -86,7 +85,7 @@ type Config struct {
 	// demand; nil uses the Store.
 	heartbeat func(context.Context, ledger.Lease, time.Duration) (time.Time, error)
 	claim     func(context.Context, ledger.ClaimRequest) (ledger.Claimed, error)
-	commit    func(context.Context, ledger.Result, ledger.ClaimRequest) (*ledger.Task, ledger.Claimed, store.Durability, error)
+	commit    func(context.Context, ledger.Result, ledger.ClaimRequest) (*ledger.Task, ledger.Claimed, ledger.Durability, error)
 	// load wraps the loading of an attempt's plugin (Worker.plugin).
 	load func(ctx context.Context, pin ledger.PluginPin, plugin func(context.Context, ledger.PluginPin) (*guest.Plugin, error)) (*guest.Plugin, error)
 }
@@ -270,7 +269,7 @@ func (w *Worker) Run(ctx context.Context) error {
 				go func(l ledger.Lease) {
 					defer wg.Done()
 					// A commit may hand back the next unit: run it in this slot.
-					var after store.Durability
+					var after ledger.Durability
 					for next := []ledger.Lease{l}; len(next) > 0; {
 						if w.stopping.Load() || runCtx.Err() != nil {
 							// Claimed as the stop began, not started.
@@ -280,8 +279,10 @@ func (w *Worker) Run(ctx context.Context) error {
 						next, after = w.attempt(runCtx, next[0], after)
 					}
 					// The slot's last commit is on disk before the slot ends.
-					if err := after.Wait(context.WithoutCancel(runCtx)); err != nil {
-						w.log.Error("a commit's sync failed", "error", err)
+					if after != nil {
+						if err := after.Wait(context.WithoutCancel(runCtx)); err != nil {
+							w.log.Error("a commit's sync failed", "error", err)
+						}
 					}
 					finished <- struct{}{}
 				}(l)
@@ -353,7 +354,7 @@ func (w *Worker) idle() (bool, error) {
 		return !w.cfg.Store.Pending(), nil
 	}
 	var idle bool
-	err := w.cfg.Store.Read(func(r *store.Reader) error {
+	err := w.cfg.Store.Read(func(r ledger.Reader) error {
 		t, err := r.Task(w.cfg.Task)
 		if err != nil {
 			return err
@@ -372,7 +373,7 @@ func (w *Worker) idle() (bool, error) {
 // unit, which then runs beside the sync (the Durability returned goes with
 // it); otherwise it waits for the sync, which also covers every earlier
 // commit.
-func (w *Worker) attempt(ctx context.Context, l ledger.Lease, after store.Durability) ([]ledger.Lease, store.Durability) {
+func (w *Worker) attempt(ctx context.Context, l ledger.Lease, after ledger.Durability) ([]ledger.Lease, ledger.Durability) {
 	log := w.log.With("task", l.Task, "step", l.Step, "item", l.Item, "attempt", l.Attempt, "epoch", l.Epoch)
 	started := w.clock.Now()
 	res, step, hc, stepErr := w.execute(ctx, l, log, after)
@@ -381,7 +382,7 @@ func (w *Worker) attempt(ctx context.Context, l ledger.Lease, after store.Durabi
 		// attempt short: nothing of it is committed, and it costs the
 		// unit nothing.
 		w.giveBack(ctx, l, log)
-		return nil, store.Durability{}
+		return nil, nil
 	}
 	var drifted *driftedError
 	if errors.As(stepErr, &drifted) {
@@ -391,7 +392,7 @@ func (w *Worker) attempt(ctx context.Context, l ledger.Lease, after store.Durabi
 		if w.cfg.OnCommit != nil {
 			w.cfg.OnCommit(drifted.task)
 		}
-		return nil, store.Durability{}
+		return nil, nil
 	}
 	var waiting *waitingError
 	if errors.As(stepErr, &waiting) {
@@ -400,13 +401,13 @@ func (w *Worker) attempt(ctx context.Context, l ledger.Lease, after store.Durabi
 		if w.cfg.OnCommit != nil {
 			w.cfg.OnCommit(waiting.task)
 		}
-		return nil, store.Durability{}
+		return nil, nil
 	}
 	if errors.Is(stepErr, errLeaseRanOut) {
 		// The unit is no longer this worker's to commit: the next claim,
 		// here or elsewhere, takes it back and runs it again.
 		log.Warn("attempt abandoned", "error", stepErr)
-		return nil, store.Durability{}
+		return nil, nil
 	}
 	if hc != nil && hc.Ask() != nil {
 		// The plugin asked a person (approval.request): whatever it
@@ -417,14 +418,14 @@ func (w *Worker) attempt(ctx context.Context, l ledger.Lease, after store.Durabi
 		if err != nil {
 			log.Warn("recording the plugin's approval request failed; the unit runs again", "error", err)
 			w.giveBack(ctx, l, log)
-			return nil, store.Durability{}
+			return nil, nil
 		}
 		log.Info("waiting for approval asked by the plugin", "prompt", ask.Prompt)
 		w.ended(task)
 		if w.cfg.OnCommit != nil {
 			w.cfg.OnCommit(task)
 		}
-		return nil, store.Durability{}
+		return nil, nil
 	}
 	if hc != nil && hc.PauseReason() != "" {
 		// An effect needs a human: the unit waits, its attempt uncharged,
@@ -432,14 +433,14 @@ func (w *Worker) attempt(ctx context.Context, l ledger.Lease, after store.Durabi
 		task, err := w.cfg.Store.WaitEffect(ctx, l, hc.PauseKey(), hc.PauseReason())
 		if err != nil {
 			log.Warn("pausing the task failed", "error", err)
-			return nil, store.Durability{}
+			return nil, nil
 		}
 		log.Warn("unit waits for a person to settle an effect", "reason", hc.PauseReason(), "task_status", task.Status)
 		w.ended(task)
 		if w.cfg.OnCommit != nil {
 			w.cfg.OnCommit(task)
 		}
-		return nil, store.Durability{}
+		return nil, nil
 	}
 	// Only a progress display (OnCommit) reads the committed task's steps.
 	r := ledger.Result{Lease: l, Started: started, HeaderOnly: w.cfg.OnCommit == nil}
@@ -492,7 +493,7 @@ func (w *Worker) attempt(ctx context.Context, l ledger.Lease, after store.Durabi
 		next.Max = 0 // a stopping worker claims nothing more
 	}
 	crashpoint.Reached(crashpoint.UnitBeforeCommit)
-	commit := w.cfg.Store.CommitAndClaimEarly
+	commit := w.cfg.Store.CommitAndClaim
 	if w.cfg.commit != nil {
 		commit = w.cfg.commit
 	}
@@ -502,7 +503,7 @@ func (w *Worker) attempt(ctx context.Context, l ledger.Lease, after store.Durabi
 		// (or a crash point wants it synced): it must be on disk before
 		// the slot ends, since the task may be reported finished.
 		err = dur.Wait(context.WithoutCancel(ctx))
-		dur = store.Durability{}
+		dur = nil
 	}
 	if err == nil {
 		crashpoint.Reached(crashpoint.UnitAfterCommit)
@@ -510,27 +511,27 @@ func (w *Worker) attempt(ctx context.Context, l ledger.Lease, after store.Durabi
 	switch {
 	case errors.Is(err, ledger.ErrLeaseLost):
 		log.Warn("commit refused: lease lost", "error", err)
-		return nil, store.Durability{}
+		return nil, nil
 	case errors.Is(err, ledger.ErrBudgetReached):
 		// A budget paused the task while this attempt ran: its result
 		// would go past the budget, so the unit goes back uncharged.
 		log.Info("commit refused: the task's budget is reached; the unit is given back", "error", err)
 		w.giveBack(ctx, l, log)
-		return nil, store.Durability{}
+		return nil, nil
 	case errors.Is(err, ledger.ErrStoreFailed):
 		log.Error("commit outcome unknown: the store failed and accepts no more writes; restart lhengine, then check the task", "error", err)
-		return nil, store.Durability{}
+		return nil, nil
 	case errors.Is(err, ledger.ErrNoSpace):
 		log.Error("commit refused: the disk is below the free-space floor; nothing was written, and the unit runs again once space is freed", "error", err)
-		return nil, store.Durability{}
+		return nil, nil
 	case err != nil && ctx.Err() != nil:
 		// A stop cut the commit short; if it landed all the same, the
 		// release finds the lease gone and changes nothing.
 		w.giveBack(ctx, l, log)
-		return nil, store.Durability{}
+		return nil, nil
 	case err != nil:
 		log.Error("commit failed; the lease will expire and the unit run again", "error", err)
-		return nil, store.Durability{}
+		return nil, nil
 	}
 	w.ended(committed)
 	if w.cfg.OnCommit != nil {
@@ -553,7 +554,7 @@ func (w *Worker) ended(task *ledger.Task) {
 
 // execute evaluates the unit's input, loads the plugin and runs the attempt
 // while renewing the lease.
-func (w *Worker) execute(ctx context.Context, l ledger.Lease, log hclog.Logger, after store.Durability) (*guest.Result, *taskfile.Step, *hostcall.Attempt, error) {
+func (w *Worker) execute(ctx context.Context, l ledger.Lease, log hclog.Logger, after ledger.Durability) (*guest.Result, *taskfile.Step, *hostcall.Attempt, error) {
 	// From its first moment the attempt can be cancelled (Aborts) and its
 	// lease is renewed: reading its input and loading its plugin (perhaps
 	// compiling it) may take a while.
@@ -569,7 +570,7 @@ func (w *Worker) execute(ctx context.Context, l ledger.Lease, log hclog.Logger, 
 		input []byte
 		ask   *taskfile.ApprovalAsk
 	)
-	err := w.cfg.Store.Read(func(r *store.Reader) error {
+	err := w.cfg.Store.Read(func(r ledger.Reader) error {
 		var err error
 		if task = l.Snapshot; task == nil || task.ID != l.Task {
 			if task, err = r.Task(l.Task); err != nil {

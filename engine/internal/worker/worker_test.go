@@ -169,7 +169,7 @@ func testCtx(t *testing.T) context.Context {
 
 func events(t *testing.T, st *store.Store, id string) []ledger.Event {
 	var evs []ledger.Event
-	require.NoError(t, st.Read(func(r *store.Reader) error {
+	require.NoError(t, st.Read(func(r ledger.Reader) error {
 		var err error
 		evs, err = r.Events(id, 0, 0)
 		return err
@@ -217,7 +217,7 @@ func TestHeartbeatRetriedAfterTransientError(t *testing.T) {
 	b.clk.waitTimer(t, ctx, epoch.Add(lease+lease/30))
 	require.Equal(t, int32(3), calls.Load())
 	var units []*ledger.Unit
-	require.NoError(t, b.st.Read(func(r *store.Reader) error {
+	require.NoError(t, b.st.Read(func(r ledger.Reader) error {
 		var err error
 		units, err = r.Units(id, 0)
 		return err
@@ -277,7 +277,7 @@ func TestLeaseRunsOutWhileHeartbeatsFail(t *testing.T) {
 	task, err := b.st.Task(ctx, id)
 	require.NoError(t, err)
 	require.Equal(t, ledger.Succeeded, task.Status, task.Reason)
-	require.NoError(t, b.st.Read(func(r *store.Reader) error {
+	require.NoError(t, b.st.Read(func(r ledger.Reader) error {
 		as, err := r.Attempts(id, 0)
 		require.NoError(t, err)
 		require.Len(t, as, 1, "the attempt whose lease ran out is not committed")
@@ -336,7 +336,7 @@ func TestTakeoverAfterExpiry(t *testing.T) {
 	_ = aDone
 	require.Equal(t, int32(1), calls.Load(), "no heartbeat after the lease was lost")
 
-	require.NoError(t, b.st.Read(func(r *store.Reader) error {
+	require.NoError(t, b.st.Read(func(r ledger.Reader) error {
 		as, err := r.Attempts(id, 0)
 		require.NoError(t, err)
 		require.Len(t, as, 1)
@@ -401,7 +401,7 @@ task "rand" {
 
 	seen := map[string]string{}
 	for _, id := range ids {
-		require.NoError(t, b.st.Read(func(r *store.Reader) error {
+		require.NoError(t, b.st.Read(func(r ledger.Reader) error {
 			as, err := r.Attempts(id, 0)
 			require.NoError(t, err)
 			require.Len(t, as, 3)
@@ -455,12 +455,12 @@ task "repair" {
 
 	_, err = b.st.Commit(ctx, ledger.Result{Lease: c.Leases[0], Repair: &ledger.Repair{RestartFrom: 0, Max: 3, Reason: "again"}})
 	require.NoError(t, err)
-	next, _ := w.attempt(ctx, stale, store.Durability{})
+	next, _ := w.attempt(ctx, stale, nil)
 	require.Nil(t, next)
 
 	errc, _ := start(t, ctx, w)
 	require.NoError(t, receive(t, ctx, errc, "Run"))
-	require.NoError(t, b.st.Read(func(r *store.Reader) error {
+	require.NoError(t, b.st.Read(func(r ledger.Reader) error {
 		task, err := r.Task(id)
 		require.NoError(t, err)
 		require.Equal(t, ledger.Succeeded, task.Status)

@@ -4,7 +4,7 @@ import (
 	"sync"
 
 	"github.com/lhengine/lhengine/engine/internal/confine"
-	"github.com/lhengine/lhengine/store"
+	"github.com/lhengine/lhengine/ledger"
 )
 
 // WorkspaceMargin is the free space, beyond the store's own floor
@@ -36,7 +36,7 @@ type sharedGuard struct {
 // limits.workspace_bytes; the reserve is the store's floor plus
 // WorkspaceMargin (none for a store with no floor). A guard lives while
 // attempts use it: the next one measures the workspace afresh.
-func workspaceGuard(dir string, quota uint64, st *store.Store) (*confine.Guard, func()) {
+func workspaceGuard(dir string, quota uint64, st ledger.Store) (*confine.Guard, func()) {
 	guards.Lock()
 	defer guards.Unlock()
 	sg := guards.m[dir]

@@ -11,7 +11,7 @@ import (
 
 	"github.com/lhengine/lhengine/engine"
 	"github.com/lhengine/lhengine/internal/testwasm"
-	"github.com/lhengine/lhengine/store"
+	"github.com/lhengine/lhengine/ledger"
 )
 
 // TestFanOutTaskItems: the fan-out task plans exactly the items asked for,
@@ -33,7 +33,7 @@ func TestFanOutTaskItems(t *testing.T) {
 		task, _, err := e.Submit(ctx, path, engine.SubmitOptions{})
 		require.NoError(t, err, items)
 		var n int
-		require.NoError(t, e.Read(func(r *store.Reader) error {
+		require.NoError(t, e.Read(func(r ledger.Reader) error {
 			var err error
 			units, err := r.Units(task.ID, 0)
 			n = len(units)

@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	"github.com/lhengine/lhengine/ledger"
-	"github.com/lhengine/lhengine/store"
 )
 
 // Measure reads one run's figures from its store: the task record (status,
@@ -19,7 +18,7 @@ import (
 // (attempts started, over all passes), the manifest (policy pins, task
 // source) and, when verifier is not "", the verifier task's output. The
 // verdict is v's checks applied to the task's recorded output.
-func Measure(r *store.Reader, id, verifier string, v Verify) (Measured, error) {
+func Measure(r ledger.Reader, id, verifier string, v Verify) (Measured, error) {
 	t, err := r.Task(id)
 	if err != nil {
 		return Measured{}, err
@@ -97,7 +96,7 @@ var replayMissed = regexp.MustCompile(`no recorded response for request sha256 [
 // ReplayMiss returns the failure message of the first attempt of task id
 // that failed because a model call missed the task's replay set (the
 // engine's message names the request's sha256), or "" if none did.
-func ReplayMiss(r *store.Reader, id string) (string, error) {
+func ReplayMiss(r ledger.Reader, id string) (string, error) {
 	t, err := r.Task(id)
 	if err != nil {
 		return "", err
@@ -197,7 +196,7 @@ type unitKey struct {
 // pass) ran again if an event of a later attempt of it follows the crash
 // before its step is entered again (a step_started event: a repair pass
 // legitimately runs it again).
-func Recovery(r *store.Reader, id string, resumedAt uint64, want json.RawMessage) (bool, string, error) {
+func Recovery(r ledger.Reader, id string, resumedAt uint64, want json.RawMessage) (bool, string, error) {
 	t, err := r.Task(id)
 	if err != nil {
 		return false, "", err

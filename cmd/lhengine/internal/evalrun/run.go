@@ -25,7 +25,6 @@ import (
 
 	"github.com/lhengine/lhengine/engine"
 	"github.com/lhengine/lhengine/ledger"
-	"github.com/lhengine/lhengine/store"
 )
 
 // DefaultSeed is the seed of a run that names none.
@@ -574,7 +573,7 @@ func (r *runner) verifyAndMeasure(ctx context.Context, e *engine.Engine, home st
 	}
 	var m Measured
 	var miss string
-	err := e.Read(func(rd *store.Reader) error {
+	err := e.Read(func(rd ledger.Reader) error {
 		var err error
 		if m, err = Measure(rd, id, verifier, j.c.Verify); err != nil {
 			return err
@@ -721,7 +720,7 @@ func (r *runner) crashed(ctx context.Context, home string, j *job, want json.Raw
 		return Measured{}, cr, err
 	}
 	defer e.Close(context.WithoutCancel(ctx))
-	if err := e.Read(func(rd *store.Reader) error {
+	if err := e.Read(func(rd ledger.Reader) error {
 		t, err := rd.Task(id)
 		if err != nil {
 			return err
@@ -746,7 +745,7 @@ func (r *runner) crashed(ctx context.Context, home string, j *job, want json.Raw
 	if err != nil {
 		return m, cr, err
 	}
-	err = e.Read(func(rd *store.Reader) error {
+	err = e.Read(func(rd ledger.Reader) error {
 		ok, reason, err := Recovery(rd, id, cr.ResumedAt, want)
 		cr.Recovered, cr.Reason = ok, reason
 		return err

@@ -16,7 +16,6 @@ import (
 	"github.com/lhengine/lhengine/internal/testmodel"
 	"github.com/lhengine/lhengine/internal/testwasm"
 	"github.com/lhengine/lhengine/ledger"
-	"github.com/lhengine/lhengine/store"
 )
 
 const seededTask = `
@@ -123,7 +122,7 @@ func TestRunInProcess(t *testing.T) {
 	for _, rr := range res.Runs {
 		require.Empty(t, rr.Error)
 		seeds[rr.State] = append(seeds[rr.State], rr.Vars["seed"])
-		withHome(t, rr.Home, func(r *store.Reader) {
+		withHome(t, rr.Home, func(r ledger.Reader) {
 			task, err := r.Task(rr.Task)
 			require.NoError(t, err)
 			require.Equal(t, ledger.Succeeded, task.Status)
@@ -149,12 +148,12 @@ func TestRunInProcess(t *testing.T) {
 	require.ErrorContains(t, err, `ablation nosuch: no policy "nosuch" on the search path`)
 }
 
-func withHome(t *testing.T, home string, fn func(r *store.Reader)) {
+func withHome(t *testing.T, home string, fn func(r ledger.Reader)) {
 	t.Helper()
 	e, err := engine.Open(context.Background(), engine.Config{Home: home, MustExist: true})
 	require.NoError(t, err)
 	defer e.Close(context.Background())
-	require.NoError(t, e.Read(func(r *store.Reader) error {
+	require.NoError(t, e.Read(func(r ledger.Reader) error {
 		fn(r)
 		return nil
 	}))
@@ -275,7 +274,7 @@ func TestRunModelReplay(t *testing.T) {
 	require.Empty(t, ok.Error)
 	require.True(t, ok.Pass, ok.Reason)
 	require.Greater(t, ok.Cost, 0.0)
-	withHome(t, ok.Home, func(r *store.Reader) {
+	withHome(t, ok.Home, func(r ledger.Reader) {
 		task, err := r.Task(ok.Task)
 		require.NoError(t, err)
 		require.Equal(t, task.ModelUsage.Cost, ok.Cost, "the cost its store records")
