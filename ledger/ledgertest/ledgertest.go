@@ -12,9 +12,9 @@ package ledgertest
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"sync"
 	"testing"
-	"strconv"
 	"time"
 
 	"github.com/stretchr/testify/require"
