@@ -11,18 +11,19 @@ import (
 
 // The read and control side of an Engine: what a program that embeds
 // lhengine (a CLI, a server, a dashboard) needs to watch and steer tasks.
-// Records are the store's types (store.Task, store.Event, ...), the leaf
-// types both sides share; the lease protocol (claim, heartbeat, commit,
-// effect journal writes) stays behind Work.
+// Records are the store contract's (ledger.Task, ledger.Event, ...), the
+// leaf types every store implementation and the engine share; the lease
+// protocol (claim, heartbeat, commit, effect journal writes) stays behind
+// Work, and a reader gets a ledger.Reader, which only reads.
 
 // Read runs fn with a read-only view of the ledger: one consistent
 // snapshot, answered once everything it can show is on disk
-// (store.Store.ReadSynced): what a caller reports from it cannot be rolled
+// (ledger.Store.ReadSynced): what a caller reports from it cannot be rolled
 // back by a crash.
 func (e *Engine) Read(fn func(r ledger.Reader) error) error { return e.store.ReadSynced(fn) }
 
 // Changed returns a channel closed when the ledger next changes (see
-// store.Store.Changed): take it, read, then wait on it.
+// ledger.Store.Changed): take it, read, then wait on it.
 func (e *Engine) Changed() <-chan struct{} { return e.store.Changed() }
 
 // Task returns one task record.
@@ -38,7 +39,7 @@ func (e *Engine) Task(_ context.Context, id string) (*ledger.Task, error) {
 
 // Cancel cancels a task that has not finished; attempts in flight lose
 // their leases, and those of this engine's workers stop at once. It
-// returns store.ErrTerminal for a finished task.
+// returns ledger.ErrTerminal for a finished task.
 func (e *Engine) Cancel(ctx context.Context, id, reason string) (*ledger.Task, error) {
 	t, err := e.store.Cancel(ctx, id, reason)
 	if err == nil {
@@ -49,15 +50,15 @@ func (e *Engine) Cancel(ctx context.Context, id, reason string) (*ledger.Task, e
 	return t, err
 }
 
-// Pause pauses task id for why (store.Store.PauseTask): nothing more of it
+// Pause pauses task id for why (ledger.Store.PauseTask): nothing more of it
 // is claimed, at once, while other tasks go on. Its attempts in flight in
 // this engine's workers get up to grace to end and commit; those still
 // running then are cut short and their units given back uncharged
-// (store.Store.Release), as a graceful stop does. Pause returns once no
+// (ledger.Store.Release), as a graceful stop does. Pause returns once no
 // unit of the task is leased, or (for units leased by a process that went
 // away, which the resume takes back) once the grace and the give-back's
 // own bound have passed; ctx ending gives the units back at once. A
-// finished task is store.ErrTerminal; pausing a paused task waits the
+// finished task is ledger.ErrTerminal; pausing a paused task waits the
 // same way and keeps its first reason.
 func (e *Engine) Pause(ctx context.Context, id string, why ledger.PauseReason, grace time.Duration) (*ledger.Task, error) {
 	if _, err := e.store.PauseTask(ctx, id, why); err != nil {
@@ -106,8 +107,8 @@ func budgetLimits(b *taskfile.Budget) ledger.BudgetLimits {
 		Repairs: b.Repairs, ConsecutiveFailures: b.ConsecutiveFailures}
 }
 
-// RaiseBudgets raises budgets of task id (store.Store.RaiseBudgets): each
-// raise is NAME=VALUE or NAME=+DELTA (store.ParseBudgetRaise), recorded
+// RaiseBudgets raises budgets of task id (ledger.Store.RaiseBudgets): each
+// raise is NAME=VALUE or NAME=+DELTA (ledger.ParseBudgetRaise), recorded
 // with by. It does not resume the task: Resume does.
 func (e *Engine) RaiseBudgets(ctx context.Context, id string, raises []string, by string) (*ledger.Task, error) {
 	rs := make([]ledger.BudgetRaise, 0, len(raises))
@@ -162,7 +163,7 @@ func (e *Engine) ReclaimSpace(ctx context.Context) (files int, err error) {
 // Retry re-opens a failed or cancelled task; Work then runs it. With from
 // "" it goes on where it stopped, keeping every committed unit; with a step
 // name, that step and the ones after it run again from the start, keeping
-// every output committed before it (store.Store.Retry). by is recorded in
+// every output committed before it (ledger.Store.Retry). by is recorded in
 // the event log as who retried it.
 func (e *Engine) Retry(ctx context.Context, id, from, by string) (*ledger.Task, error) {
 	t, err := e.store.Task(ctx, id)
@@ -182,7 +183,7 @@ func (e *Engine) Retry(ctx context.Context, id, from, by string) (*ledger.Task, 
 }
 
 // Decide records a person's decision on approval id of task id
-// (store.Store.DecideApproval): approve or reject, by whom (the OS user,
+// (ledger.Store.DecideApproval): approve or reject, by whom (the OS user,
 // or a token's name over TCP), with a note. The unit waiting for it runs
 // next, on an approval, or fails (or goes to its repair) on a rejection.
 func (e *Engine) Decide(ctx context.Context, id, approval string, approve bool, by, note string) (*ledger.Approval, *ledger.Task, error) {

@@ -16,9 +16,12 @@
 //     written in bounded batches by the store) and evaluate each unit's input
 //     (inputs written, and stored outputs read back, as JSON by
 //     internal/jsonval)
-//  3. ../store           the ledger: submit (with the module bytes), claim a unit
-//     (lease + fencing epoch; runnable tasks take turns), heartbeat, commit
-//     output + checkpoint + advance + event in one transaction
+//  3. ../ledger          the store contract: the ledger's records and the
+//     interfaces the engine holds (ledger.Store: submit with the module
+//     bytes, claim a unit with a lease and fencing epoch, runnable tasks
+//     taking turns, heartbeat, commit output + checkpoint + advance + event
+//     in one transaction), with its conformance suite (ledger/ledgertest);
+//     ../store is its embedded implementation on Badger
 //  4. internal/worker    claim, run, renew, commit, repeat
 //  5. internal/guest     one attempt in a fresh wazero instance under budgets
 //     (wall time, memory, stdout, host calls), with a deterministic clock
@@ -32,7 +35,7 @@
 //     (mounts and file effects reach files only through internal/confine,
 //     which resolves every path through directory descriptors)
 //  7. ../fault           the one vocabulary of step failures, a value the
-//     ledger persists (so it is below both the store and the engine)
+//     ledger persists (so it is below the contract, the store and the engine)
 //  8. ../server, ../api  the control plane around an Engine: the owner of a
 //     home serves the API (specs/api.md) on the home's socket, streams
 //     events as commits land (Changed), shows liveness (Working), and with
@@ -42,8 +45,10 @@
 // lhengine: ../fault, ../api (the wire contract: its own records, no
 // engine type), the SDK's abi and ../internal (bytesize, crashpoint,
 // diskfree, hcldiag, holdpoint; and the test helpers testgate, testmodel,
-// testwasm). Above them ../store; then this package and its internal
-// stages; then ../server, which converts store records into api ones
+// testwasm). Above them ../ledger (it imports only ../fault); then
+// ../store, which implements it; then this package and its internal stages,
+// which hold a ledger.Store and name no store type; then ../server, which
+// converts ledger records into api ones
 // (server/wire.go); and on top ../cmd/lhengine, with the drivers only its
 // commands use (cmd/lhengine/internal/evalrun, benchrun). farm-studio look
 // draws the same floors.

@@ -40,7 +40,7 @@ type Config struct {
 	// NoSync skips fsync at commits (benchmarks of everything but the disk).
 	NoSync bool
 	// AllowDamaged opens a store that failed an integrity check
-	// (store.ErrDamaged) instead of refusing it.
+	// (the embedded store's ErrDamaged) instead of refusing it.
 	AllowDamaged bool
 	// MustExist refuses, with a *NoHomeError, a home that holds no store
 	// yet, instead of creating one: for commands that only read or act on

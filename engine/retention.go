@@ -21,7 +21,7 @@ type NotFinishedError = ledger.NotFinishedError
 // modules it referred to are freed by GC once nothing else refers to them.
 // A Remove cut short can be run again; a workspace left behind by one is
 // collected by GC. Errors: *NotFinishedError, or one wrapping
-// store.ErrNotFound for an unknown task.
+// ledger.ErrNotFound for an unknown task.
 func (e *Engine) Remove(ctx context.Context, id string) error {
 	if err := e.store.Remove(ctx, id); err != nil {
 		return err
@@ -61,7 +61,7 @@ type GCReport struct {
 // GC frees what no task needs any more: workspaces of tasks that are gone
 // (and, with o.Workspaces, of finished ones), artifact and module blobs that
 // no task refers to, chunks of puts that never finished, and the value-log
-// space of deleted records (see store.Store.GC). It is safe while workers of
+// space of deleted records (see ledger.Store.GC). It is safe while workers of
 // this engine run: the workspace of a task that may still run is never
 // touched.
 func (e *Engine) GC(ctx context.Context, o GCOptions) (GCReport, error) {
