@@ -20,20 +20,20 @@ type NewTask struct {
 	// Facts are the task's environment facts read at submit (Facts); nil
 	// for a task without an environment block.
 	Facts map[string]string
-	// Budget is the task's budget block's limits (budget.go); zero: none.
+	// Budget is the task's budget block's limits (store/budget.go); zero: none.
 	Budget BudgetLimits
-	// Notify is the task's notify block (notify.go); nil for none.
+	// Notify is the task's notify block (store/notify.go); nil for none.
 	Notify *NotifySpec
-	// Progress is the task's progress block (progress.go); nil counts the
+	// Progress is the task's progress block (store/progress.go); nil counts the
 	// units of every step.
 	Progress *ProgressSpec
 	// Modules are the plugin modules the manifest pins, by sha256: each is
 	// stored before the task, once however many tasks pin it, so the task
-	// runs the same bytes after the files change (modules.go). Nil stores
+	// runs the same bytes after the files change (store/modules.go). Nil stores
 	// none (the task's steps read their modules from elsewhere).
 	Modules map[string][]byte
 	// Replay is the replay set the task's model calls are answered from
-	// (replay.go), stored before the task; the manifest must pin it
+	// (store/replay.go), stored before the task; the manifest must pin it
 	// (Manifest.ModelReplay). Nil for none.
 	Replay *ReplaySet
 }

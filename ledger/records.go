@@ -22,7 +22,7 @@ type Status string
 const (
 	Queued          Status = "queued"
 	Running         Status = "running"
-	WaitingApproval Status = "waiting_approval" // runnable, but every unit left waits for a person (approval.go)
+	WaitingApproval Status = "waiting_approval" // runnable, but every unit left waits for a person (store/approval.go)
 	Paused          Status = "paused"           // waits for a human decision (Store.Pause, Store.Resume)
 	Succeeded       Status = "succeeded"
 	Failed          Status = "failed"
@@ -51,22 +51,22 @@ type Task struct {
 	Failure *Failure `json:"failure,omitempty"`
 	// Pause says who or what paused a paused task; nil otherwise.
 	Pause *PauseReason `json:"pause,omitempty"`
-	// Budget is the task's budgets, their limits and usage (budget.go).
+	// Budget is the task's budgets, their limits and usage (store/budget.go).
 	Budget *Budget `json:"budget,omitempty"`
 	// Drift is the last change of an environment fact the task saw
 	// (Store.CheckFacts); nil while none changed.
 	Drift *FactChange `json:"drift,omitempty"`
-	// Notify is the task's notify block (notify.go); nil for none.
+	// Notify is the task's notify block (store/notify.go); nil for none.
 	Notify *NotifySpec `json:"notify,omitempty"`
 	// Meter is the task's progress block and the samples its rate is
-	// read from (progress.go); nil in records written before it existed.
+	// read from (store/progress.go); nil in records written before it existed.
 	Meter *Progress `json:"progress,omitempty"`
 
 	// Cursor is the index of the step whose units are being worked.
 	Cursor int `json:"cursor"`
 	// Steps is every step's state, in order, in a task read through Reader
 	// or Store.Task. The ledger keeps each step under a key of its own (see
-	// steps.go), so a commit reads and writes only the steps it changes.
+	// store/steps.go), so a commit reads and writes only the steps it changes.
 	Steps []StepState `json:"steps,omitempty"`
 
 	// Epoch is the fencing epoch: every lease grant takes the next value.
@@ -86,7 +86,7 @@ type Task struct {
 	RepairReason        string `json:"repair_reason,omitempty"`
 	// Waiting is the number of units waiting for a person's decision
 	// (UnitWaiting); NextApproval the sequence number of the task's last
-	// approval (approval.go).
+	// approval (store/approval.go).
 	Waiting      int    `json:"waiting,omitempty"`
 	NextApproval uint64 `json:"next_approval,omitempty"`
 
@@ -310,7 +310,7 @@ type Manifest struct {
 	Prompts []PromptPin `json:"prompts,omitempty"`
 	// ModelReplay is the replay set the task's model calls are answered
 	// from instead of a provider (--model-replay), kept in the store with
-	// the task (replay.go); nil when the calls go to the providers.
+	// the task (store/replay.go); nil when the calls go to the providers.
 	ModelReplay *ReplayPin `json:"model_replay,omitempty"`
 }
 
@@ -518,7 +518,7 @@ const (
 	// (Store.CheckFacts); Fact says which, from what to what, and the
 	// task's on_drift action.
 	EvDrift EventType = "drift"
-	// Approvals (approval.go): a unit asked for one, a person decided
+	// Approvals (store/approval.go): a unit asked for one, a person decided
 	// one, one expired undecided, one was voided (its subject changed);
 	// and the task came to wait for people: nothing else of it can run.
 	EvApprovalRequested EventType = "approval_requested"
