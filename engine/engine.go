@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sync"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/lhengine/lhengine/engine/internal/guest"
 	"github.com/lhengine/lhengine/engine/internal/hostcall"
+	"github.com/lhengine/lhengine/engine/internal/metrics"
 	"github.com/lhengine/lhengine/engine/internal/plan"
 	"github.com/lhengine/lhengine/engine/internal/taskfile"
 	"github.com/lhengine/lhengine/engine/internal/worker"
@@ -93,6 +95,8 @@ type Engine struct {
 
 	notify *notifier // delivers the notify blocks' notifications (notify.go)
 
+	metrics *metrics.Set // what this process's workers did (MetricsHandler)
+
 	mu      sync.Mutex
 	working map[string]int // Work calls running, by task ("" = every task)
 	aborts  worker.Aborts  // attempts of this engine's workers, by task
@@ -135,9 +139,17 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		st.Close()
 		return nil, err
 	}
-	return &Engine{home: cfg.Home, log: cfg.Logger, store: st, rt: rt, specs: specs, onCompile: cfg.OnCompile,
-		notify: newNotifier(st, cfg.Logger)}, nil
+	e := &Engine{home: cfg.Home, log: cfg.Logger, store: st, rt: rt, specs: specs, onCompile: cfg.OnCompile,
+		notify: newNotifier(st, cfg.Logger)}
+	e.metrics = metrics.New(e.Read)
+	return e, nil
 }
+
+// MetricsHandler serves this engine's Prometheus metrics (specs/metrics.md):
+// what its workers committed, their attempts' host calls, effects and
+// model tokens, and the units ready per task, read from the ledger at the
+// scrape.
+func (e *Engine) MetricsHandler() http.Handler { return e.metrics.Handler() }
 
 // Close releases the home directory. Work must have returned.
 func (e *Engine) Close(ctx context.Context) error {
@@ -318,6 +330,7 @@ func (e *Engine) Work(ctx context.Context, o WorkOptions) error {
 		ExitWhenIdle: o.ExitWhenIdle, OnCommit: o.OnCommit, Workspaces: filepath.Join(e.home, "workspaces"),
 		PollEvery: o.PollEvery, Aborts: &e.aborts, ModelRecord: o.ModelRecord,
 		Stop: o.Stop, Grace: o.Grace, OnStopping: o.OnStopping, OnStopped: stopReport(o.OnStopped),
+		Metrics: e.metrics,
 	})
 	return w.Run(ctx)
 }

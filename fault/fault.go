@@ -60,6 +60,12 @@ const (
 	EffectTransport Kind = "effect_transport"
 )
 
+// Kinds returns every kind, in the order they were added.
+func Kinds() []Kind {
+	return []Kind{Trap, Timeout, Memory, OutputTooLarge, BadResult, ABIMismatch, PluginError, PluginMissing,
+		HashMismatch, BadModule, Input, Internal, Budget, TooLarge, Rejected, EffectTransport}
+}
+
 // Retryable reports whether a failure of this kind may succeed on another
 // attempt. Configuration faults (a missing plugin, a hash or ABI mismatch, a
 // module that is not Wasm) fail the same way every time, so retrying them only

@@ -53,6 +53,10 @@ type Claimed struct {
 	// backoff, or a live lease that may expire) could become claimable; zero
 	// when nothing is waiting.
 	Wake time.Time
+	// Reclaimed is how many expired leases the claim took back (each a
+	// lease_expired event, and counted in its task's Reclaims), whether or
+	// not this claim leased their units again.
+	Reclaimed int
 }
 
 // Result is the outcome of one attempt, presented with its lease. Exactly one

@@ -185,6 +185,9 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /v1/artifacts/{ref}", s.artifact)
 	m.HandleFunc("POST /v1/gc", s.gc)
 	m.HandleFunc("POST /v1/reclaim", s.reclaim)
+	// Prometheus metrics (specs/metrics.md), behind the same tokens as the
+	// API: a scraper sends one as a bearer token.
+	m.Handle("GET /metrics", s.e.MetricsHandler())
 	m.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &api.Error{HTTPStatus: http.StatusNotFound, Code: api.CodeNotFound,
 			Message: fmt.Sprintf("no API route %s %s (see specs/api.md)", r.Method, r.URL.Path)})
@@ -237,7 +240,8 @@ func RequireTokens(h http.Handler, tokens func() (map[string]string, error)) htt
 		}
 		if name == "" {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="lhengine"`)
-			if !strings.HasPrefix(r.URL.Path, "/v1/") && r.Method == http.MethodGet && r.URL.Path != "/login" {
+			page := !strings.HasPrefix(r.URL.Path, "/v1/") && r.URL.Path != "/metrics"
+			if page && r.Method == http.MethodGet && r.URL.Path != "/login" {
 				http.Redirect(w, r, "/login", http.StatusSeeOther)
 				return
 			}

@@ -192,6 +192,9 @@ func (s *Store) claim(t *tx, req ledger.ClaimRequest, held *ledger.Task) (ledger
 	if err != nil {
 		return out, err
 	}
+	for _, refs := range extra {
+		out.Reclaimed += len(refs)
+	}
 	for _, r := range b.ready {
 		if !b.taken[r] {
 			extra[r.task] = append(extra[r.task], r)

@@ -110,14 +110,18 @@ var _ = register("AnExpiredLeaseIsTakenOverAndTheOldOneFenced", func(t *testing.
 	b.clock.Add(29 * time.Second)
 	require.Empty(t, b.claim("w2", 1).Leases, "a live lease cannot be stolen")
 	b.clock.Add(2 * time.Second)
-	fresh := b.claim1("w2")
+	c, err := b.s.Claim(b.ctx, ledger.ClaimRequest{Owner: b.s.Owner("w2"), Max: 1, LeaseFor: 30 * time.Second})
+	require.NoError(t, err)
+	require.Len(t, c.Leases, 1)
+	require.Equal(t, 1, c.Reclaimed, "the claim says it took a lease back")
+	fresh := c.Leases[0]
 	require.Equal(t, zombie.Step, fresh.Step)
 	require.Greater(t, fresh.Epoch, zombie.Epoch, "a takeover takes a new epoch")
 	require.Equal(t, 2, fresh.Attempt)
 
 	// The zombie's late calls are refused and change nothing.
 	before := b.events(task.ID)
-	_, err := b.s.Commit(b.ctx, ledger.Result{Lease: zombie, Output: json.RawMessage(`"late"`)})
+	_, err = b.s.Commit(b.ctx, ledger.Result{Lease: zombie, Output: json.RawMessage(`"late"`)})
 	require.ErrorIs(t, err, ledger.ErrLeaseLost)
 	_, err = b.s.Heartbeat(b.ctx, zombie, time.Minute)
 	require.ErrorIs(t, err, ledger.ErrLeaseLost)

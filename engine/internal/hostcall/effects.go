@@ -82,8 +82,10 @@ func (a *Attempt) effect(ctx context.Context, raw []byte) ([]byte, error) {
 	case !jsonEqual(e.Request, r.Request):
 		return nil, herr(guest.StatusInvalid, "effect key %q was first used with another request; a key names one effect", r.Key)
 	case e.State == ledger.EffectDone:
+		a.Metrics.Effect("replayed")
 		return respond(shapeOutcome(e), true)
 	case e.State == ledger.EffectUnknown:
+		a.Metrics.Effect("unknown")
 		return nil, a.pauseFor(e)
 	case e.Resend != "":
 		// The receiver answered, and not for good, or a person asked for a
@@ -100,6 +102,7 @@ func (a *Attempt) effect(ctx context.Context, raw []byte) ([]byte, error) {
 		switch grant.Mode {
 		case "manual":
 			e.State, e.Note = ledger.EffectUnknown, "outcome unknown after an interruption; a human must confirm or retry"
+			a.Metrics.Effect("unknown")
 			if err := a.record(ctx, e); err != nil {
 				return nil, err
 			}
@@ -115,6 +118,7 @@ func (a *Attempt) effect(ctx context.Context, raw []byte) ([]byte, error) {
 				if err := a.record(ctx, e); err != nil {
 					return nil, err
 				}
+				a.Metrics.Effect("replayed")
 				return respond(e.Outcome, true)
 			}
 			reconciled = "check_not_applied"
@@ -134,6 +138,7 @@ func (a *Attempt) effect(ctx context.Context, raw []byte) ([]byte, error) {
 		if rerr := a.record(ctx, e); rerr != nil {
 			return nil, rerr
 		}
+		a.Metrics.Effect("failed")
 		return nil, herr(guest.StatusInternal, "http effect %q: the receiver answered %d, which leaves the effect open; fail this attempt and the step's retry sends it again under the same Idempotency-Key", r.Key, open.status)
 	}
 	if err != nil {
@@ -150,6 +155,7 @@ func (a *Attempt) effect(ctx context.Context, raw []byte) ([]byte, error) {
 		return nil, err
 	}
 	crashpoint.Reached(crashpoint.EffectAfterOutcome)
+	a.Metrics.Effect("performed")
 	return respond(outcome, false)
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/lhengine/lhengine/engine/internal/confine"
 	"github.com/lhengine/lhengine/engine/internal/guest"
+	"github.com/lhengine/lhengine/engine/internal/metrics"
 	"github.com/lhengine/lhengine/engine/internal/taskfile"
 	"github.com/lhengine/lhengine/internal/crashpoint"
 	"github.com/lhengine/lhengine/ledger"
@@ -62,6 +63,9 @@ type Attempt struct {
 	// call billed, on the strength of a commit a crash could still undo.
 	// nil: nothing to wait for.
 	After interface{ Wait(context.Context) error }
+	// Metrics counts the attempt's host calls, effects and model tokens;
+	// nil counts nothing.
+	Metrics *metrics.Set
 
 	mu        sync.Mutex
 	counts    map[string]int64
@@ -128,6 +132,7 @@ func herr(status int32, format string, args ...any) error {
 
 // Call dispatches a JSON capability call.
 func (a *Attempt) Call(ctx context.Context, name string, req []byte) ([]byte, error) {
+	a.Metrics.HostCall(name)
 	switch name {
 	case "effect.do":
 		return a.effect(ctx, req)
@@ -203,6 +208,7 @@ func (a *Attempt) Call(ctx context.Context, name string, req []byte) ([]byte, er
 
 // PutArtifact stores an artifact with its provenance.
 func (a *Attempt) PutArtifact(ctx context.Context, meta, data []byte) ([]byte, error) {
+	a.Metrics.HostCall("artifact.put")
 	var m struct {
 		Name      string `json:"name"`
 		MediaType string `json:"media_type"`
@@ -227,6 +233,7 @@ func (a *Attempt) PutArtifact(ctx context.Context, meta, data []byte) ([]byte, e
 // own task's artifacts: a ref no unit of the task stored is StatusNotFound,
 // whether or not another task stored it.
 func (a *Attempt) ReadArtifact(_ context.Context, ref string, offset int64, buf []byte) (int, error) {
+	a.Metrics.HostCall("artifact.read")
 	a.mu.Lock()
 	owned := a.owned[ref]
 	a.mu.Unlock()

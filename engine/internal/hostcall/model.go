@@ -175,6 +175,7 @@ func (a *Attempt) generate(ctx context.Context, raw []byte) ([]byte, error) {
 	if !fresh {
 		return a.replayModel(ctx, c)
 	}
+	a.Metrics.Model(call.InputTokens, call.OutputTokens, call.Cost)
 	return recorded, nil
 }
 

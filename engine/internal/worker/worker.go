@@ -20,6 +20,7 @@ import (
 	"github.com/lhengine/lhengine/engine/internal/confine"
 	"github.com/lhengine/lhengine/engine/internal/guest"
 	"github.com/lhengine/lhengine/engine/internal/hostcall"
+	"github.com/lhengine/lhengine/engine/internal/metrics"
 	"github.com/lhengine/lhengine/engine/internal/plan"
 	"github.com/lhengine/lhengine/engine/internal/taskfile"
 	"github.com/lhengine/lhengine/fault"
@@ -36,6 +37,9 @@ type Config struct {
 
 	// Name identifies the worker in lease owners ("<session>/<name>").
 	Name string
+	// Metrics counts what the worker commits and its attempts' host
+	// calls; nil counts nothing.
+	Metrics *metrics.Set
 	// Concurrency is the number of attempts run at once; 0 = 1.
 	Concurrency int
 	// LeaseFor is the lease length; the worker renews at a third of it
@@ -263,6 +267,7 @@ func (w *Worker) Run(ctx context.Context) error {
 				return fmt.Errorf("claim: %w", err)
 			}
 			wake = c.Wake
+			w.cfg.Metrics.TookOver(c.Reclaimed)
 			for _, l := range c.Leases {
 				running++
 				wg.Add(1)
@@ -497,6 +502,7 @@ func (w *Worker) attempt(ctx context.Context, l ledger.Lease, after ledger.Durab
 	if w.cfg.commit != nil {
 		commit = w.cfg.commit
 	}
+	began := time.Now()
 	committed, claimed, dur, err := commit(ctx, r, next)
 	if err == nil && (len(claimed.Leases) == 0 || crashpoint.Armed(crashpoint.UnitAfterCommit)) {
 		// Nothing more runs in this slot on the strength of this commit
@@ -507,6 +513,8 @@ func (w *Worker) attempt(ctx context.Context, l ledger.Lease, after ledger.Durab
 	}
 	if err == nil {
 		crashpoint.Reached(crashpoint.UnitAfterCommit)
+		w.cfg.Metrics.Committed(r, time.Since(began))
+		w.cfg.Metrics.TookOver(claimed.Reclaimed)
 	}
 	switch {
 	case errors.Is(err, ledger.ErrLeaseLost):
@@ -653,7 +661,7 @@ func (w *Worker) execute(ctx context.Context, l ledger.Lease, log hclog.Logger, 
 	h.Attempt = &hostcall.Attempt{
 		Store: w.cfg.Store, Lease: l, TaskName: task.Name, Step: step, Workspace: workspace, WorkspaceGuard: guard,
 		PluginSHA256: pin.SHA256, InputSHA256: hex.EncodeToString(inSum[:]), Environment: facts, Client: w.cfg.HTTPClient,
-		Replay: replay, ModelRecord: w.cfg.ModelRecord, After: after,
+		Replay: replay, ModelRecord: w.cfg.ModelRecord, After: after, Metrics: w.cfg.Metrics,
 	}
 	lim := guest.Limits{Timeout: step.Timeout, MemoryBytes: step.Memory, MaxHostCalls: step.HostCalls}
 	if workspace != "" {
