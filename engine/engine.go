@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/lhengine/lhengine/engine/internal/guest"
 	"github.com/lhengine/lhengine/engine/internal/hostcall"
@@ -63,6 +64,11 @@ type Config struct {
 	// has), before and after; from several goroutines at once, since a
 	// task's plugins are loaded in parallel.
 	OnCompile func(CompileEvent)
+	// TracerProvider, when set, traces every unit this engine's workers
+	// run: a span from the lease's grant to the commit, with the run, its
+	// host calls and the commit under it (specs/metrics.md, "Traces").
+	// Nil traces nothing.
+	TracerProvider trace.TracerProvider
 }
 
 // CompileEvent is one plugin load of Submit: Done false when it starts,
@@ -96,6 +102,7 @@ type Engine struct {
 	notify *notifier // delivers the notify blocks' notifications (notify.go)
 
 	metrics *metrics.Set // what this process's workers did (MetricsHandler)
+	tracer  trace.Tracer // Config.TracerProvider's; nil traces nothing
 
 	mu      sync.Mutex
 	working map[string]int // Work calls running, by task ("" = every task)
@@ -142,6 +149,9 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	e := &Engine{home: cfg.Home, log: cfg.Logger, store: st, rt: rt, specs: specs, onCompile: cfg.OnCompile,
 		notify: newNotifier(st, cfg.Logger)}
 	e.metrics = metrics.New(e.Read)
+	if cfg.TracerProvider != nil {
+		e.tracer = cfg.TracerProvider.Tracer("github.com/lhengine/lhengine/engine")
+	}
 	return e, nil
 }
 
@@ -330,7 +340,7 @@ func (e *Engine) Work(ctx context.Context, o WorkOptions) error {
 		ExitWhenIdle: o.ExitWhenIdle, OnCommit: o.OnCommit, Workspaces: filepath.Join(e.home, "workspaces"),
 		PollEvery: o.PollEvery, Aborts: &e.aborts, ModelRecord: o.ModelRecord,
 		Stop: o.Stop, Grace: o.Grace, OnStopping: o.OnStopping, OnStopped: stopReport(o.OnStopped),
-		Metrics: e.metrics,
+		Metrics: e.metrics, Tracer: e.tracer,
 	})
 	return w.Run(ctx)
 }

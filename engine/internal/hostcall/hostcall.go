@@ -14,6 +14,10 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/lhengine/lhengine/engine/internal/confine"
 	"github.com/lhengine/lhengine/engine/internal/guest"
 	"github.com/lhengine/lhengine/engine/internal/metrics"
@@ -131,8 +135,17 @@ func herr(status int32, format string, args ...any) error {
 }
 
 // Call dispatches a JSON capability call.
-func (a *Attempt) Call(ctx context.Context, name string, req []byte) ([]byte, error) {
+func (a *Attempt) Call(ctx context.Context, name string, req []byte) (out []byte, err error) {
 	a.Metrics.HostCall(name)
+	// A span under the attempt's run span, when the unit is traced.
+	ctx, span := trace.SpanFromContext(ctx).TracerProvider().Tracer("lhengine").Start(ctx, "lhengine.host_call",
+		trace.WithAttributes(attribute.String("lhengine.call", metrics.HostCallLabel(name))))
+	defer func() {
+		if err != nil {
+			span.SetStatus(codes.Error, err.Error())
+		}
+		span.End()
+	}()
 	switch name {
 	case "effect.do":
 		return a.effect(ctx, req)

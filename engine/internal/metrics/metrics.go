@@ -134,13 +134,17 @@ func (s *Set) HostCall(name string) {
 	if s == nil {
 		return
 	}
+	s.hostCalls.WithLabelValues(HostCallLabel(name)).Inc()
+}
+
+// HostCallLabel is name if it is one of HostCallNames, else "unknown".
+func HostCallLabel(name string) string {
 	for _, n := range HostCallNames {
 		if n == name {
-			s.hostCalls.WithLabelValues(n).Inc()
-			return
+			return n
 		}
 	}
-	s.hostCalls.WithLabelValues("unknown").Inc()
+	return "unknown"
 }
 
 // Effect counts one effect.do of outcome (one of EffectOutcomes).

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/lhengine/lhengine/engine/internal/confine"
 	"github.com/lhengine/lhengine/engine/internal/guest"
@@ -40,6 +42,10 @@ type Config struct {
 	// Metrics counts what the worker commits and its attempts' host
 	// calls; nil counts nothing.
 	Metrics *metrics.Set
+	// Tracer traces each unit: a span from its lease's grant to its
+	// commit, with the attempt's run, its host calls and the commit as
+	// children (specs/metrics.md). Nil traces nothing.
+	Tracer trace.Tracer
 	// Concurrency is the number of attempts run at once; 0 = 1.
 	Concurrency int
 	// LeaseFor is the lease length; the worker renews at a third of it
@@ -379,6 +385,8 @@ func (w *Worker) idle() (bool, error) {
 // it); otherwise it waits for the sync, which also covers every earlier
 // commit.
 func (w *Worker) attempt(ctx context.Context, l ledger.Lease, after ledger.Durability) ([]ledger.Lease, ledger.Durability) {
+	ctx, span := w.unitSpan(ctx, l)
+	defer span.End()
 	log := w.log.With("task", l.Task, "step", l.Step, "item", l.Item, "attempt", l.Attempt, "epoch", l.Epoch)
 	started := w.clock.Now()
 	res, step, hc, stepErr := w.execute(ctx, l, log, after)
@@ -503,7 +511,8 @@ func (w *Worker) attempt(ctx context.Context, l ledger.Lease, after ledger.Durab
 		commit = w.cfg.commit
 	}
 	began := time.Now()
-	committed, claimed, dur, err := commit(ctx, r, next)
+	cctx, commitSpan := w.tracer().Start(ctx, "lhengine.commit")
+	committed, claimed, dur, err := commit(cctx, r, next)
 	if err == nil && (len(claimed.Leases) == 0 || crashpoint.Armed(crashpoint.UnitAfterCommit)) {
 		// Nothing more runs in this slot on the strength of this commit
 		// (or a crash point wants it synced): it must be on disk before
@@ -511,10 +520,12 @@ func (w *Worker) attempt(ctx context.Context, l ledger.Lease, after ledger.Durab
 		err = dur.Wait(context.WithoutCancel(ctx))
 		dur = nil
 	}
+	endSpan(commitSpan, err)
 	if err == nil {
 		crashpoint.Reached(crashpoint.UnitAfterCommit)
 		w.cfg.Metrics.Committed(r, time.Since(began))
 		w.cfg.Metrics.TookOver(claimed.Reclaimed)
+		commitSpan.SetAttributes(attribute.Int("lhengine.next_units", len(claimed.Leases)))
 	}
 	switch {
 	case errors.Is(err, ledger.ErrLeaseLost):
@@ -670,7 +681,9 @@ func (w *Worker) execute(ctx context.Context, l ledger.Lease, log hclog.Logger, 
 	for _, m := range step.Mounts {
 		lim.Mounts = append(lim.Mounts, guest.Mount{HostDir: m.SourcePath, GuestDir: "/mnt/" + m.Name, ReadOnly: true})
 	}
-	res, err := p.Run(attemptCtx, req, lim, h)
+	runCtx, runSpan := w.tracer().Start(attemptCtx, "lhengine.run", trace.WithAttributes(attribute.String("lhengine.plugin.sha256", pin.SHA256)))
+	res, err := p.Run(runCtx, req, lim, h)
+	endSpan(runSpan, err)
 	stop()
 	if res != nil {
 		res.Log = append([]byte(seedLine), res.Log...)
