@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	"github.com/lhengine/lhengine/ledger"
+	"github.com/lhengine/lhengine/store/internal/filecheck"
 )
 
 // dirLock is the store's own lock, taken before anything in the directory
@@ -88,7 +89,7 @@ func privateStore(dir string) (opened bool, err error) {
 	if err != nil {
 		return opened, err
 	}
-	paths := []string{lockPath(dir), markPath(dir)}
+	paths := []string{lockPath(dir), filecheck.MarkPath(dir)}
 	for _, e := range entries {
 		paths = append(paths, filepath.Join(dir, e.Name()))
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/ledger"
+	"github.com/lhengine/lhengine/store/internal/filecheck"
 )
 
 // logFids returns the numbers of the store's log files with ext (".mem",
@@ -55,7 +56,7 @@ func requireNoEmptyLogs(t *testing.T, dir string) {
 	entries, err := os.ReadDir(dir)
 	require.NoError(t, err)
 	for _, e := range entries {
-		require.False(t, strings.HasSuffix(e.Name(), emptyLogSuffix), "%s left behind", e.Name())
+		require.False(t, strings.HasSuffix(e.Name(), filecheck.EmptyLogSuffix), "%s left behind", e.Name())
 		if strings.HasSuffix(e.Name(), ".mem") || strings.HasSuffix(e.Name(), ".vlog") {
 			fi, err := e.Info()
 			require.NoError(t, err)

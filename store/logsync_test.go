@@ -132,8 +132,8 @@ func TestSyncCoversEveryWrittenLog(t *testing.T) {
 
 // badgerNamesChecked is the Badger version whose log file names (memtable.go
 // mtFilePath, value.go vlogFilePath) and log file handling (z.OpenMmapFile,
-// MmapFile.Delete: see openEmptyLogs) the store's sync and Open were
-// checked against.
+// MmapFile.Delete: see filecheck.OpenEmptyLogs) the store's sync and Open
+// were checked against.
 const badgerNamesChecked = "v4.9.6"
 
 // TestLogSyncKnowsThisBadgersLogs pins the sync's knowledge of Badger's
@@ -153,7 +153,7 @@ func TestLogSyncKnowsThisBadgersLogs(t *testing.T) {
 		}
 	}
 	require.Equal(t, badgerNamesChecked, version,
-		"go.mod moved to another Badger: check its log file names and how it creates and deletes logs against store/internal/logsync and openEmptyLogs")
+		"go.mod moved to another Badger: check its log file names and how it creates and deletes logs against store/internal/logsync and store/internal/filecheck")
 
 	f := newDiskFixture(t)
 	s := f.mustOpen(t, Options{})

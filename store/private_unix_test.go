@@ -10,6 +10,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/stretchr/testify/require"
+
+	"github.com/lhengine/lhengine/store/internal/filecheck"
 )
 
 // TestStoreIsOwnerOnly: a new store's directory is 0700, and a store open
@@ -26,11 +28,11 @@ func TestStoreIsOwnerOnly(t *testing.T) {
 		return fi.Mode().Perm()
 	}
 	require.Equal(t, os.FileMode(0o700), perm(f.dir))
-	require.Equal(t, os.FileMode(0o600), perm(markPath(f.dir)))
+	require.Equal(t, os.FileMode(0o600), perm(filecheck.MarkPath(f.dir)))
 	require.Equal(t, os.FileMode(0o600), perm(lockPath(f.dir)))
 
 	// Opened up, as a store made under umask 022 by an earlier version was.
-	open := append([]string{markPath(f.dir), lockPath(f.dir)}, filesWithSuffix(t, f.dir, "")...)
+	open := append([]string{filecheck.MarkPath(f.dir), lockPath(f.dir)}, filesWithSuffix(t, f.dir, "")...)
 	for _, p := range open {
 		require.NoError(t, os.Chmod(p, 0o644))
 	}

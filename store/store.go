@@ -22,6 +22,7 @@ import (
 	"github.com/lhengine/lhengine/internal/diskfree"
 	"github.com/lhengine/lhengine/internal/holdpoint"
 	"github.com/lhengine/lhengine/ledger"
+	"github.com/lhengine/lhengine/store/internal/filecheck"
 	"github.com/lhengine/lhengine/store/internal/logsync"
 )
 
@@ -72,7 +73,7 @@ type Options struct {
 	vlogFile  int64                         // value log file size; 0 = 16 MiB (tests use less)
 	syncFn    func(sync func() error) error // wraps the disk sync (tests inject failures, record images)
 	freeFn    func(string) (int64, error)
-	// filesChecked skips checkFiles (Verify has just run it).
+	// filesChecked skips the check of the files (Verify has just run it).
 	filesChecked bool
 }
 
@@ -110,14 +111,14 @@ type Store struct {
 
 	dir      string
 	readOnly bool
-	syncFn   func() error  // the disk sync: logs.Sync (db.Sync on Windows), wrapped by tests
-	logs     *logsync.Logs // nil unless the store syncs
-	seq      uint64        // number of the latest sync (only syncDisk changes it)
-	synced   atomic.Uint64 // number of the latest sync that succeeded
-	commits  syncedCommits // which commits are on disk (ReadSynced)
-	roErr    error         // why writes are refused (read-only store)
-	mark     *marker       // high-water mark; nil for in-memory or unsynced stores
-	opened   openedMark    // the sync sequence and mark Open found (Verify reports them)
+	syncFn   func() error      // the disk sync: logs.Sync (db.Sync on Windows), wrapped by tests
+	logs     *logsync.Logs     // nil unless the store syncs
+	seq      uint64            // number of the latest sync (only syncDisk changes it)
+	synced   atomic.Uint64     // number of the latest sync that succeeded
+	commits  syncedCommits     // which commits are on disk (ReadSynced)
+	roErr    error             // why writes are refused (read-only store)
+	mark     *filecheck.Marker // high-water mark; nil for in-memory or unsynced stores
+	opened   openedMark        // the sync sequence and mark Open found (Verify reports them)
 	space    *diskSpace
 	inflight inflightArtifacts           // artifact puts between their quota check and their charge
 	failure  atomic.Pointer[failedError] // set once a sync failed
@@ -173,37 +174,21 @@ func (o *Options) setDefaults() {
 }
 
 // checkFilesAtOpen checks the store's files before Badger opens them
-// (checkFiles): a damaged store is refused unless o.AllowDamaged, and then
-// its damaged files are set aside (unless read-only). It returns what it
-// found.
+// (filecheck.Check): a damaged store is refused unless o.AllowDamaged, and
+// then its damaged files are set aside (unless read-only). It returns what
+// it found.
 func checkFilesAtOpen(dir string, o Options) ([]Finding, error) {
 	if o.InMemory || o.filesChecked {
 		return nil, nil
 	}
-	found, orphans, err := checkFiles(dir)
+	found, err := filecheck.Opening{Dir: dir, AllowDamaged: o.AllowDamaged, ReadOnly: o.ReadOnly, Log: o.Logger}.Files()
 	if err != nil {
-		return nil, fmt.Errorf("open store %s: %w", dir, err)
+		return nil, err
 	}
 	if len(found) > 0 && !o.AllowDamaged {
-		return nil, &DamagedError{Dir: dir, Findings: found}
+		return nil, &DamagedError{Dir: dir, Findings: findings(found)}
 	}
-	for _, f := range found {
-		o.Logger.Warn("opening a damaged store", "dir", dir, "finding", f.String())
-	}
-	if len(found) > 0 && !o.ReadOnly {
-		aside, err := setAside(dir, found)
-		if err != nil {
-			return nil, fmt.Errorf("open store %s: setting damaged files aside: %w", dir, err)
-		}
-		if aside != "" {
-			o.Logger.Warn("damaged files set aside; the store opens without them", "dir", aside)
-		}
-	}
-	if len(orphans) > 0 {
-		o.Logger.Warn("tables not named in the MANIFEST (left by an interrupted flush or compaction) will be deleted",
-			"dir", dir, "tables", abbreviate(orphans))
-	}
-	return found, nil
+	return findings(found), nil
 }
 
 // badgerOptions are the Badger options of a store in dir.
@@ -225,7 +210,7 @@ func badgerOptions(dir string, o Options) badger.Options {
 		WithBlockCacheSize(8 << 20).
 		// Every block is checked when read from disk, values in the value
 		// log too. Whole tables are checked before Badger opens them
-		// (checkFiles), where a damaged one cannot make Badger skip it.
+		// (filecheck.Check), where a damaged one cannot make Badger skip it.
 		WithChecksumVerificationMode(options.OnBlockRead).
 		WithVerifyValueChecksum(true).
 		WithReadOnly(o.ReadOnly)
@@ -243,7 +228,7 @@ func badgerOptions(dir string, o Options) badger.Options {
 // behind the high-water mark kept beside the directory (dir + ".highwater").
 // Options.AllowDamaged opens it anyway. A log file of 0 bytes is what a
 // killed process leaves of a log Badger was creating or deleting: it is
-// not damage, unless values still point into it (openEmptyLogs). A store
+// not damage, unless values still point into it (filecheck.OpenEmptyLogs). A store
 // on a file system with less free space than the floor is opened
 // read-only if it can be (writes fail with ErrNoSpace), so that it can
 // still be read; one that holds nothing yet is not created there.
@@ -271,10 +256,10 @@ func Open(dir string, o Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	var hidden []string // value logs a kill left empty: see openEmptyLogs
+	var hidden []string // value logs a kill left empty: see filecheck.OpenEmptyLogs
 	if !o.InMemory {
 		var err error
-		if hidden, err = openEmptyLogs(dir, o.ReadOnly); err != nil {
+		if hidden, err = filecheck.OpenEmptyLogs(dir, o.ReadOnly); err != nil {
 			return nil, fmt.Errorf("open store %s: %w", dir, err)
 		}
 		// Owner-only whatever the umask: the store holds every output.
@@ -293,7 +278,7 @@ func Open(dir string, o Options) (*Store, error) {
 		}
 		// Badger read-only needs a MANIFEST: a store it never created
 		// holds nothing yet.
-		if o.ReadOnly && !hasManifest(dir) {
+		if o.ReadOnly && !filecheck.HasManifest(dir) {
 			if s.roErr != nil {
 				return nil, fmt.Errorf("store %s holds no tasks yet, and it cannot be created: %w", dir, s.roErr)
 			}
@@ -400,7 +385,7 @@ func isCorruption(err error) bool {
 // sequence, the high-water mark, and the finding when they disagree.
 type openedMark struct {
 	sync, mark uint64
-	finding    *Finding
+	finding    *filecheck.Finding
 }
 
 // checkHighWater compares the store's sync sequence with the high-water
@@ -408,28 +393,28 @@ type openedMark struct {
 func (s *Store) checkHighWater(o Options) error {
 	var stored uint64
 	err := s.view(func(t *tx) error {
-		b, err := t.getRaw(syncSeqKey)
+		b, err := t.getRaw(filecheck.SyncSeqKey)
 		if errors.Is(err, ledger.ErrNotFound) {
 			return nil
 		}
 		if err != nil {
 			return err
 		}
-		stored, err = decodeSeq(b)
+		stored, err = filecheck.DecodeSeq(b)
 		return err
 	})
 	if err != nil {
 		return fmt.Errorf("open store %s: reading its sync sequence: %w", s.dir, err)
 	}
-	path := markPath(s.dir)
-	mark, err := readMark(path)
+	path := filecheck.MarkPath(s.dir)
+	mark, err := filecheck.ReadMark(path)
 	if err != nil {
 		return fmt.Errorf("open store %s: %w", s.dir, err)
 	}
-	s.opened = openedMark{sync: stored, mark: mark, finding: checkMark(path, stored, mark)}
+	s.opened = openedMark{sync: stored, mark: mark, finding: filecheck.CheckMark(path, stored, mark)}
 	if f := s.opened.finding; f != nil {
 		if !o.AllowDamaged {
-			return &DamagedError{Dir: s.dir, Findings: []Finding{*f}}
+			return &DamagedError{Dir: s.dir, Findings: []Finding{Finding(*f)}}
 		}
 		s.log.Warn("opening a damaged store", "dir", s.dir, "finding", f.String())
 	}
@@ -437,7 +422,7 @@ func (s *Store) checkHighWater(o Options) error {
 	s.seq = max(stored, mark)
 	s.synced.Store(s.seq)
 	if s.sync {
-		s.mark = &marker{path: path, every: o.markEvery, written: mark}
+		s.mark = filecheck.NewMarker(path, o.markEvery, mark)
 	}
 	return nil
 }
@@ -496,6 +481,23 @@ func (s *Store) rebuildIndex() error {
 	})
 }
 
+// checkHiddenLogs checks that no value pointed into the value logs a kill
+// left empty, which Open hid from Badger (filecheck.Opening.HiddenLogs).
+// store verify (filesChecked) reports them as they are.
+func (s *Store) checkHiddenLogs(hidden []string, o Options) error {
+	open := filecheck.Opening{Dir: s.dir, AllowDamaged: o.AllowDamaged && !o.filesChecked, ReadOnly: s.readOnly, Log: s.log}
+	found, err := open.HiddenLogs(s.db, hidden, valueThreshold, func(item *badger.Item) error {
+		return itemValue(item, func([]byte) error { return nil })
+	})
+	if err != nil {
+		return err
+	}
+	if len(found) > 0 {
+		return &DamagedError{Dir: s.dir, Findings: findings(found)}
+	}
+	return nil
+}
+
 // Close closes the database and brings the high-water mark up to the last
 // sync. Operations in flight must have returned.
 func (s *Store) Close() error {
@@ -505,7 +507,7 @@ func (s *Store) Close() error {
 		s.logs.Close()
 	}
 	if s.mark != nil {
-		if merr := s.mark.advance(s.synced.Load(), true); err == nil {
+		if merr := s.mark.Advance(s.synced.Load(), true); err == nil {
 			err = merr
 		}
 	}
@@ -707,7 +709,7 @@ func (s *Store) syncDisk() error {
 	n := s.seq + 1
 	covered := s.commits.done.Load() // every commit finished before this sync begins
 	holdpoint.Reached(holdpoint.StoreSync, s.dir)
-	err := s.db.Update(func(txn *badger.Txn) error { return txn.Set(syncSeqKey, encodeSeq(n)) })
+	err := s.db.Update(func(txn *badger.Txn) error { return txn.Set(filecheck.SyncSeqKey, filecheck.EncodeSeq(n)) })
 	if err != nil {
 		return err
 	}
@@ -717,7 +719,7 @@ func (s *Store) syncDisk() error {
 	s.commits.synced.Store(covered)
 	s.seq = n
 	s.synced.Store(n)
-	if err := s.mark.advance(n, false); err != nil {
+	if err := s.mark.Advance(n, false); err != nil {
 		// The data is on disk; only the mark lags, which is safe: it is
 		// never ahead of the store. Close tries again.
 		s.log.Warn("high-water mark not updated", "error", err)

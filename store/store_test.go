@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/ledger"
+	"github.com/lhengine/lhengine/store/internal/filecheck"
 )
 
 // diskFixture is a store directory on disk inside its own home, so that the
@@ -237,7 +238,7 @@ func crashImage(t *testing.T, f *diskFixture) *diskFixture {
 	t.Helper()
 	g := newDiskFixture(t)
 	copyDir(t, f.dir, g.dir)
-	copyFile(t, markPath(f.dir), markPath(g.dir))
+	copyFile(t, filecheck.MarkPath(f.dir), filecheck.MarkPath(g.dir))
 	return g
 }
 
@@ -301,7 +302,7 @@ func TestRollbackIsRefused(t *testing.T) {
 	_, err := f.open(t, Options{})
 	de := requireDamaged(t, err, "high-water")
 	require.Regexp(t, `store is \d+ syncs behind its high-water mark`, de.Error())
-	require.Contains(t, de.Error(), markPath(f.dir))
+	require.Contains(t, de.Error(), filecheck.MarkPath(f.dir))
 
 	var logs bytes.Buffer
 	s, err = f.open(t, Options{AllowDamaged: true, Logger: hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Warn})})
@@ -321,7 +322,7 @@ func TestCleanReopenKeepsMarkAndData(t *testing.T) {
 	t.Parallel()
 	f := newDiskFixture(t)
 	ids := f.build(t, 2)
-	mark, err := readMark(markPath(f.dir))
+	mark, err := filecheck.ReadMark(filecheck.MarkPath(f.dir))
 	require.NoError(t, err)
 	require.Positive(t, mark)
 	s := f.mustOpen(t, Options{})

@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/lhengine/lhengine/ledger"
+	"github.com/lhengine/lhengine/store/internal/filecheck"
 )
 
 // Report is what Verify found in a store.
@@ -47,22 +48,22 @@ func Verify(dir string, logger hclog.Logger) (*Report, error) {
 		return nil, fmt.Errorf("verify store: %w", err)
 	}
 	rep := &Report{Dir: dir}
-	found, _, err := checkFiles(dir)
+	found, _, err := filecheck.Check(dir)
 	if err != nil {
 		return nil, fmt.Errorf("verify store %s: %w", dir, err)
 	}
 	rep.Tables = countSuffix(dir, ".sst")
-	rep.Findings = append(rep.Findings, found...)
+	rep.Findings = append(rep.Findings, findings(found)...)
 	if len(found) > 0 {
 		return rep, nil
 	}
 	// Read-only when the store was closed; a store that was not has a
 	// write-ahead log to replay, which needs the lock (and Badger, refusing
 	// a read-only open for it, leaves goroutines behind), and may have logs
-	// a kill left empty to clear (openEmptyLogs). Replaying writes, so then
+	// a kill left empty to clear (filecheck.OpenEmptyLogs). Replaying writes, so then
 	// the free-space floor applies.
 	o := Options{Logger: logger, AllowDamaged: true, ReadOnly: true, MinFreeBytes: -1, filesChecked: true}
-	if countSuffix(dir, ".mem") > 0 || hasEmptyLogs(dir) {
+	if countSuffix(dir, ".mem") > 0 || filecheck.HasEmptyLogs(dir) {
 		o.ReadOnly, o.NoSync, o.MinFreeBytes = false, true, 0
 	}
 	s, err := Open(dir, o)
@@ -80,7 +81,7 @@ func Verify(dir string, logger hclog.Logger) (*Report, error) {
 	// fails the open); a damaged open keeps what it found.
 	rep.Sync, rep.Mark = s.opened.sync, s.opened.mark
 	if f := s.opened.finding; f != nil {
-		rep.Findings = append(rep.Findings, *f)
+		rep.Findings = append(rep.Findings, Finding(*f))
 	}
 	rep.Findings = append(rep.Findings, s.scrub(rep)...)
 	return rep, nil
@@ -107,7 +108,7 @@ func (s *Store) scrub(rep *Report) []Finding {
 		manifests: map[string]*ledger.Manifest{}, blobs: map[string]*blobMeta{}, chunks: map[string]int{},
 	}
 	if err := s.db.View(func(txn *badger.Txn) error { return c.read(txn, rep) }); err != nil {
-		c.add("checksum", "", "scan stopped: %s", firstLine(err))
+		c.add("checksum", "", "scan stopped: %s", filecheck.FirstLine(err))
 	}
 	rep.Tasks = len(c.tasks)
 	c.checkActive()
@@ -157,7 +158,7 @@ func (c *scrubbed) read(txn *badger.Txn, rep *Report) (err error) {
 			return nil
 		})
 		if err != nil {
-			c.add("checksum", key, "value unreadable: %s", firstLine(err))
+			c.add("checksum", key, "value unreadable: %s", filecheck.FirstLine(err))
 			continue
 		}
 		rep.Keys++
@@ -273,7 +274,7 @@ func (c *scrubbed) checkReplaySets(s *Store) {
 		}
 		idx, err := s.ReplayIndex(rp.SHA256)
 		if err != nil {
-			c.add("invariant", string(manifestKey(id)), "the replay set %s the manifest pins: %s", rp.SHA256, firstLine(err))
+			c.add("invariant", string(manifestKey(id)), "the replay set %s the manifest pins: %s", rp.SHA256, filecheck.FirstLine(err))
 			continue
 		}
 		missing := 0

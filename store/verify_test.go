@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/ledger"
+	"github.com/lhengine/lhengine/store/internal/filecheck"
 )
 
 func checksOf(r *Report) []string {
@@ -59,7 +60,7 @@ func TestVerifyReportsDamage(t *testing.T) {
 			flipByte(t, filesWithSuffix(t, f.dir, ".sst")[0], 100)
 		}, "checksum"},
 		"rolled back": {func(t *testing.T, f *diskFixture) {
-			require.NoError(t, writeMark(markPath(f.dir), 1000))
+			require.NoError(t, filecheck.WriteMark(filecheck.MarkPath(f.dir), 1000))
 		}, "high-water"},
 		"undecodable record and orphan unit": {func(t *testing.T, f *diskFixture) {
 			s := f.mustOpen(t, Options{})
