@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/store/internal/filecheck"
+	"github.com/lhengine/lhengine/store/internal/storedir"
 )
 
 // TestStoreIsOwnerOnly: a new store's directory is 0700, and a store open
@@ -29,10 +30,10 @@ func TestStoreIsOwnerOnly(t *testing.T) {
 	}
 	require.Equal(t, os.FileMode(0o700), perm(f.dir))
 	require.Equal(t, os.FileMode(0o600), perm(filecheck.MarkPath(f.dir)))
-	require.Equal(t, os.FileMode(0o600), perm(lockPath(f.dir)))
+	require.Equal(t, os.FileMode(0o600), perm(storedir.LockPath(f.dir)))
 
 	// Opened up, as a store made under umask 022 by an earlier version was.
-	open := append([]string{filecheck.MarkPath(f.dir), lockPath(f.dir)}, filesWithSuffix(t, f.dir, "")...)
+	open := append([]string{filecheck.MarkPath(f.dir), storedir.LockPath(f.dir)}, filesWithSuffix(t, f.dir, "")...)
 	for _, p := range open {
 		require.NoError(t, os.Chmod(p, 0o644))
 	}

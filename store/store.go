@@ -24,6 +24,7 @@ import (
 	"github.com/lhengine/lhengine/ledger"
 	"github.com/lhengine/lhengine/store/internal/filecheck"
 	"github.com/lhengine/lhengine/store/internal/logsync"
+	"github.com/lhengine/lhengine/store/internal/storedir"
 )
 
 // failedError is ErrStoreFailed with its cause.
@@ -119,12 +120,12 @@ type Store struct {
 	roErr    error             // why writes are refused (read-only store)
 	mark     *filecheck.Marker // high-water mark; nil for in-memory or unsynced stores
 	opened   openedMark        // the sync sequence and mark Open found (Verify reports them)
-	space    *diskSpace
+	space    *storedir.Floor
 	inflight inflightArtifacts           // artifact puts between their quota check and their charge
 	failure  atomic.Pointer[failedError] // set once a sync failed
 	changes  changes                     // wakes Changed() watchers after each batch
 	outbox   changes                     // wakes NotificationsChanged() watchers (notify.go)
-	lock     *dirLock                    // held from before the checks until Close
+	lock     *storedir.Lock              // held from before the checks until Close
 }
 
 // failed returns the store's failure, or nil.
@@ -241,14 +242,14 @@ func Open(dir string, o Options) (*Store, error) {
 		plan: o.Planner, idx: newIndex(), sync: !o.NoSync && !o.InMemory && !o.ReadOnly,
 		dir: dir, readOnly: o.ReadOnly}
 	if !o.InMemory {
-		lock, err := lockStore(dir, o.ReadOnly)
+		lock, err := storedir.Acquire(dir, o.ReadOnly)
 		if err != nil {
 			return nil, err
 		}
 		s.lock = lock
 		defer func() {
 			if s.db == nil { // Open failed
-				lock.release()
+				lock.Release()
 			}
 		}()
 	}
@@ -267,8 +268,8 @@ func Open(dir string, o Options) (*Store, error) {
 			return nil, fmt.Errorf("open store %s: %w", dir, err)
 		}
 		if o.MinFreeBytes > 0 {
-			s.space = &diskSpace{dir: dir, floor: o.MinFreeBytes, free: o.freeFn}
-			if err := s.space.check(); err != nil && !o.ReadOnly {
+			s.space = storedir.NewFloor(dir, o.MinFreeBytes, o.freeFn)
+			if err := s.space.Check(); err != nil && !o.ReadOnly {
 				s.roErr = err
 				// Badger creates and maps a new log file at open: on a
 				// full disk that faults. Read-only needs no new file.
@@ -291,8 +292,8 @@ func Open(dir string, o Options) (*Store, error) {
 		switch {
 		case strings.Contains(err.Error(), "Cannot acquire directory lock"):
 			return nil, fmt.Errorf("%w: %s (%v)", ledger.ErrInUse, dir, err)
-		case s.readOnly && s.space != nil && s.space.check() != nil:
-			return nil, fmt.Errorf("open store %s read-only (%v): %w", dir, s.space.check(), err)
+		case s.readOnly && s.space != nil && s.space.Check() != nil:
+			return nil, fmt.Errorf("open store %s read-only (%v): %w", dir, s.space.Check(), err)
 		case isCorruption(err):
 			return nil, &DamagedError{Dir: dir, Findings: append(found, Finding{Check: "open",
 				Detail: err.Error() + " (Badger itself refuses these files: not even --allow-damaged opens them)"})}
@@ -305,7 +306,7 @@ func Open(dir string, o Options) (*Store, error) {
 	}
 	if !o.InMemory {
 		// After Badger's open, which created files of its own.
-		if opened, err := privateStore(dir); err != nil {
+		if opened, err := storedir.Private(dir); err != nil {
 			o.Logger.Warn("the store could not be made owner-only", "dir", dir, "error", err)
 		} else if opened {
 			o.Logger.Warn("the store was readable by other users; it is owner-only now (directory 0700, files 0600)", "dir", dir)
@@ -511,7 +512,7 @@ func (s *Store) Close() error {
 			err = merr
 		}
 	}
-	s.lock.release()
+	s.lock.Release()
 	return err
 }
 
@@ -674,7 +675,7 @@ func (s *Store) writable() error {
 	if s.roErr != nil {
 		return s.roErr
 	}
-	return s.space.check()
+	return s.space.Check()
 }
 
 // complete makes a committed batch durable when it must be, then releases
@@ -777,7 +778,7 @@ func (s *Store) tryBatch(batch []*op) (sync, ok bool) {
 		size += t.size
 	}
 	// A batch that does not fit runs op by op: the ops that fit still commit.
-	if s.space.checkWrite(size) != nil {
+	if s.space.CheckWrite(size) != nil {
 		return false, false
 	}
 	n := s.commits.beginCommit()
@@ -800,7 +801,7 @@ func (s *Store) runAlone(o *op) (sync bool) {
 	t := &tx{txn: txn, s: s, rw: true}
 	o.err = t.run(o.fn)
 	if o.err == nil && t.size > 0 {
-		o.err = s.space.checkWrite(t.size)
+		o.err = s.space.CheckWrite(t.size)
 	}
 	if o.err == nil {
 		n := s.commits.beginCommit()

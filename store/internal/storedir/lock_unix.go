@@ -1,6 +1,6 @@
 //go:build unix
 
-package store
+package storedir
 
 import (
 	"errors"
@@ -13,24 +13,26 @@ import (
 	"github.com/lhengine/lhengine/store/internal/filecheck"
 )
 
-// dirLock is the store's own lock, taken before anything in the directory
+// Lock is the store's own lock, taken before anything in the directory
 // is looked at. Badger's lock is taken only inside badger.Open, after the
 // integrity checks have read the files: without this one, a process
 // checking a store that another is creating or writing sees files in the
 // middle of being written (a log file of 0 bytes) and calls them damaged.
 // A read-only open takes it shared: it may run beside other readers, never
 // beside a writer.
-type dirLock struct{ f *os.File }
+type Lock struct{ f *os.File }
 
-// lockPath is the lock file of the store in dir, beside it like the
+// LockPath is the lock file of the store in dir, beside it like the
 // high-water mark.
-func lockPath(dir string) string {
+func LockPath(dir string) string {
 	dir = filepath.Clean(dir)
 	return filepath.Join(filepath.Dir(dir), filepath.Base(dir)+".lock")
 }
 
-func lockStore(dir string, shared bool) (*dirLock, error) {
-	path := lockPath(dir)
+// Acquire takes the lock of the store in dir, shared or exclusive, without
+// waiting: a store locked against it is ErrInUse.
+func Acquire(dir string, shared bool) (*Lock, error) {
+	path := LockPath(dir)
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("open store %s: %w", dir, err)
 	}
@@ -55,18 +57,19 @@ func lockStore(dir string, shared bool) (*dirLock, error) {
 		}
 		return nil, fmt.Errorf("open store %s: lock: %w", dir, err)
 	}
-	return &dirLock{f: f}, nil
+	return &Lock{f: f}, nil
 }
 
-// release lets go of the lock (closing the file drops the flock).
-func (l *dirLock) release() {
+// Release lets go of the lock (closing the file drops the flock). A nil
+// or released Lock does nothing.
+func (l *Lock) Release() {
 	if l != nil && l.f != nil {
 		l.f.Close()
 		l.f = nil
 	}
 }
 
-// privateStore makes the store owner-only, whatever the umask it was
+// Private makes the store in dir owner-only, whatever the umask it was
 // created under: its directory 0700, so that no other user can reach
 // anything in it, and its files, the lock and the high-water mark beside
 // it 0600. Badger creates its files with the process's umask (0644 under
@@ -74,7 +77,7 @@ func (l *dirLock) release() {
 // through the directory by nobody else, and made 0600 at the next open.
 // opened reports that the directory was open to other users (a store
 // created before this rule, or changed by hand).
-func privateStore(dir string) (opened bool, err error) {
+func Private(dir string) (opened bool, err error) {
 	fi, err := os.Stat(dir)
 	if err != nil {
 		return false, err
@@ -89,7 +92,7 @@ func privateStore(dir string) (opened bool, err error) {
 	if err != nil {
 		return opened, err
 	}
-	paths := []string{lockPath(dir), filecheck.MarkPath(dir)}
+	paths := []string{LockPath(dir), filecheck.MarkPath(dir)}
 	for _, e := range entries {
 		paths = append(paths, filepath.Join(dir, e.Name()))
 	}
