@@ -164,191 +164,254 @@ func (s *Store) Claim(ctx context.Context, req ledger.ClaimRequest) (ledger.Clai
 // each task an equal share, then fills up greedily, so a long fan-out
 // cannot starve tasks submitted after it.
 func (s *Store) claim(t *tx, req ledger.ClaimRequest, held *ledger.Task) (ledger.Claimed, error) {
-	var out ledger.Claimed
-	now := s.now()
 	s.idx.mu.Lock()
 	defer s.idx.mu.Unlock()
-	b := t.batch()
-	tasks := map[string]*ledger.Task{}
-	loaded := map[string]claimMark{} // what each task looked like when read
+	c := &claiming{s: s, t: t, req: req, held: held, now: s.now(), b: t.batch(),
+		tasks: map[string]*ledger.Task{}, loaded: map[string]claimMark{}}
 	if held != nil {
-		tasks[held.ID] = held
+		c.tasks[held.ID] = held
 	}
-	load := func(id string) (*ledger.Task, error) {
-		if task, ok := tasks[id]; ok {
-			return task, nil
-		}
-		task := new(ledger.Task)
-		if err := t.getJSON(taskKey(id), task); err != nil {
-			return nil, err
-		}
-		tasks[id] = task
-		loaded[id] = claimMark{task.Epoch, task.Reclaims, task.Status}
-		return task, nil
+	if err := c.takeBackExpired(); err != nil {
+		return c.out, err
 	}
-	// Units made ready by this transaction (or an earlier operation of its
-	// batch) are not in the index yet.
-	extra, err := s.reclaim(t, req.Task, now, load, &out.Wake)
-	if err != nil {
-		return out, err
-	}
-	for _, refs := range extra {
-		out.Reclaimed += len(refs)
-	}
-	for _, r := range b.ready {
-		if !b.taken[r] {
-			extra[r.task] = append(extra[r.task], r)
-		}
-	}
-	ids := s.idx.active
-	if req.Task != "" {
-		ids = []string{req.Task}
-	} else if len(ids) > 1 {
-		// Start after the task served last.
-		i := sortSearch(ids, s.idx.served)
-		ids = append(append(make([]string, 0, len(ids)), ids[i:]...), ids[:i]...)
-	}
-	if s.idx.planning(req.Task) {
-		// Units appear as a fan-out step is planned: look again soon.
-		out.Wake = earliest(out.Wake, now.Add(planPoll))
-	}
-	skip := func(r unitRef) bool { return b.taken[r] }
+	ids := c.turns()
 	share := req.Max
 	if len(ids) > 1 {
 		share = max(1, req.Max/len(ids))
 	}
-	for round := 0; round < 2 && len(out.Leases) < req.Max; round++ {
+	for round := 0; round < 2 && len(c.out.Leases) < req.Max; round++ {
 		for _, id := range ids {
-			if len(out.Leases) >= req.Max {
+			if len(c.out.Leases) >= req.Max {
 				break
 			}
-			if s.idx.ready[id] == nil && len(extra[id]) == 0 {
-				continue
-			}
-			task, err := load(id)
-			if errors.Is(err, ledger.ErrNotFound) {
-				continue
-			} else if err != nil {
-				return out, err
-			}
-			if !task.Status.Runnable() {
-				continue
-			}
-			st := t.step(task, task.Cursor)
-			n := min(req.Max-len(out.Leases), st.Limit-st.Leased+s.windowRoom(t, task))
+			limit := req.Max
 			if round == 0 {
-				n = min(n, share)
+				limit = share
 			}
-			if room := unitsRoom(task); room >= 0 {
-				n = min(n, room) // the units budget: no unit past it starts
-			}
-			if n <= 0 {
-				continue
-			}
-			var refs []unitRef
-			for len(extra[id]) > 0 && len(refs) < n {
-				if r := extra[id][0]; !b.taken[r] {
-					refs = append(refs, r)
-				}
-				extra[id] = extra[id][1:]
-			}
-			more, wake := s.idx.candidates(id, now, n-len(refs), skip)
-			refs = append(refs, more...)
-			out.Wake = earliest(out.Wake, wake)
-			for _, r := range refs {
-				u := new(ledger.Unit)
-				err := t.getJSON(unitKey(id, r.step, r.item), u)
-				if err != nil && !errors.Is(err, ledger.ErrNotFound) {
-					return out, err
-				}
-				rs := st // the unit's step
-
-				if r.step != task.Cursor && r.step >= 0 && r.step < task.StepCount() {
-					if ws := t.step(task, r.step); windowClaimable(ws, r.step, task.Cursor) {
-						rs = ws
-					}
-				}
-				// A waiting unit is in the queue only until its approval's
-				// expiry, when it is claimed to apply on_expiry.
-				waiting := u.State == ledger.UnitWaiting && !u.NotBefore.IsZero()
-				if err != nil || (r.step != task.Cursor && rs == st) || (u.State != ledger.UnitReady && !waiting) || u.Pass != rs.Pass {
-					stale := r
-					t.after(func(x *index) { x.removeReady(stale) })
-					continue
-				}
-				if rs.Leased >= rs.Limit {
-					continue // its step is at its concurrency limit (room counted window steps too)
-				}
-				if u.NotBefore.After(now) { // a retry made ready by this transaction, waiting out its backoff
-					out.Wake = earliest(out.Wake, u.NotBefore)
-					continue
-				}
-				if waiting {
-					rs.Waiting = max(rs.Waiting-1, 0)
-					task.Waiting = max(task.Waiting-1, 0)
-					u.NotBefore = time.Time{}
-				}
-				if task.Status == ledger.WaitingApproval {
-					task.Status, task.Reason = ledger.Running, ""
-				}
-				if task.Status == ledger.Queued {
-					task.Status = ledger.Running
-					task.StartedAt = now
-					if err := s.event(t, task, ledger.Event{Type: ledger.EvStarted, Owner: req.Owner}); err != nil {
-						return out, err
-					}
-				}
-				task.Epoch++
-				task.Attempts++
-				task.Leases++
-				rs.Leased++
-				tickWall(task, now)
-				task.LeaseOwner, task.LeaseUntil = req.Owner, now.Add(req.LeaseFor)
-				u.State, u.Owner, u.Epoch, u.LeaseUntil = ledger.UnitLeased, req.Owner, task.Epoch, now.Add(req.LeaseFor)
-				if u.Round != task.Retries { // the task was retried since: a whole budget again
-					u.Round, u.Base = task.Retries, u.Attempt
-				}
-				u.Attempt++
-				u.Claimed = now
-				if err := t.putJSON(unitKey(id, r.step, r.item), u); err != nil {
-					return out, err
-				}
-				b.taken[r] = true
-				s.idx.served = id
-				leased, rec := r, leaseRec{owner: u.Owner, until: u.LeaseUntil}
-				t.after(func(x *index) {
-					x.removeReady(leased)
-					x.leases[leased] = rec
-				})
-				out.Leases = append(out.Leases, ledger.Lease{
-					Task: id, Step: r.step, Item: r.item, Attempt: u.Attempt, Try: u.Attempt - u.Base,
-					Owner: u.Owner, Epoch: u.Epoch, Until: u.LeaseUntil, Unit: *u,
-				})
+			if err := c.fromTask(id, limit); err != nil {
+				return c.out, err
 			}
 		}
 	}
+	c.snapshots()
+	return c.out, c.save()
+}
+
+// claiming is one claim under way: the tasks it read (and what each looked
+// like then), the units its transaction's batch made ready that the index
+// does not hold yet, and what it has leased so far.
+type claiming struct {
+	s      *Store
+	t      *tx
+	req    ledger.ClaimRequest
+	held   *ledger.Task
+	now    time.Time
+	b      *batchState
+	tasks  map[string]*ledger.Task
+	loaded map[string]claimMark // what each task looked like when read
+	extra  map[string][]unitRef // ready units the index does not list yet, by task
+	out    ledger.Claimed
+}
+
+// load reads task id once per claim.
+func (c *claiming) load(id string) (*ledger.Task, error) {
+	if task, ok := c.tasks[id]; ok {
+		return task, nil
+	}
+	task := new(ledger.Task)
+	if err := c.t.getJSON(taskKey(id), task); err != nil {
+		return nil, err
+	}
+	c.tasks[id] = task
+	c.loaded[id] = claimMark{task.Epoch, task.Reclaims, task.Status}
+	return task, nil
+}
+
+// takeBackExpired returns expired leases to the ready state first, and
+// gathers the units made ready by this transaction (or an earlier
+// operation of its batch), which are not in the index yet.
+func (c *claiming) takeBackExpired() error {
+	extra, err := c.s.reclaim(c.t, c.req.Task, c.now, c.load, &c.out.Wake)
+	if err != nil {
+		return err
+	}
+	for _, refs := range extra {
+		c.out.Reclaimed += len(refs)
+	}
+	for _, r := range c.b.ready {
+		if !c.b.taken[r] {
+			extra[r.task] = append(extra[r.task], r)
+		}
+	}
+	c.extra = extra
+	return nil
+}
+
+// turns is the order the claim visits tasks in: the one asked for, or every
+// active task starting after the one served last.
+func (c *claiming) turns() []string {
+	ids := c.s.idx.active
+	if c.req.Task != "" {
+		ids = []string{c.req.Task}
+	} else if len(ids) > 1 {
+		i := sortSearch(ids, c.s.idx.served)
+		ids = append(append(make([]string, 0, len(ids)), ids[i:]...), ids[:i]...)
+	}
+	if c.s.idx.planning(c.req.Task) {
+		// Units appear as a fan-out step is planned: look again soon.
+		c.out.Wake = earliest(c.out.Wake, c.now.Add(planPoll))
+	}
+	return ids
+}
+
+// fromTask leases up to limit more units of task id, within the room its
+// step's concurrency (and its window steps') and its units budget leave.
+func (c *claiming) fromTask(id string, limit int) error {
+	if c.s.idx.ready[id] == nil && len(c.extra[id]) == 0 {
+		return nil
+	}
+	task, err := c.load(id)
+	if errors.Is(err, ledger.ErrNotFound) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	if !task.Status.Runnable() {
+		return nil
+	}
+	st := c.t.step(task, task.Cursor)
+	n := min(c.req.Max-len(c.out.Leases), st.Limit-st.Leased+c.s.windowRoom(c.t, task), limit)
+	if room := unitsRoom(task); room >= 0 {
+		n = min(n, room) // the units budget: no unit past it starts
+	}
+	if n <= 0 {
+		return nil
+	}
+	var refs []unitRef
+	for len(c.extra[id]) > 0 && len(refs) < n {
+		if r := c.extra[id][0]; !c.b.taken[r] {
+			refs = append(refs, r)
+		}
+		c.extra[id] = c.extra[id][1:]
+	}
+	more, wake := c.s.idx.candidates(id, c.now, n-len(refs), func(r unitRef) bool { return c.b.taken[r] })
+	refs = append(refs, more...)
+	c.out.Wake = earliest(c.out.Wake, wake)
+	for _, r := range refs {
+		if err := c.lease(task, st, r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// lease grants the unit r of task a lease with the task's next epoch, if
+// its record says it may run now; a candidate the index had wrong leaves
+// the index.
+func (c *claiming) lease(task *ledger.Task, st *ledger.StepState, r unitRef) error {
+	t, now, id := c.t, c.now, task.ID
+	u := new(ledger.Unit)
+	err := t.getJSON(unitKey(id, r.step, r.item), u)
+	if err != nil && !errors.Is(err, ledger.ErrNotFound) {
+		return err
+	}
+	rs := st // the unit's step
+	if r.step != task.Cursor && r.step >= 0 && r.step < task.StepCount() {
+		if ws := t.step(task, r.step); windowClaimable(ws, r.step, task.Cursor) {
+			rs = ws
+		}
+	}
+	// A waiting unit is in the queue only until its approval's expiry,
+	// when it is claimed to apply on_expiry.
+	waiting := u.State == ledger.UnitWaiting && !u.NotBefore.IsZero()
+	if err != nil || (r.step != task.Cursor && rs == st) || (u.State != ledger.UnitReady && !waiting) || u.Pass != rs.Pass {
+		stale := r
+		t.after(func(x *index) { x.removeReady(stale) })
+		return nil
+	}
+	if rs.Leased >= rs.Limit {
+		return nil // its step is at its concurrency limit (room counted window steps too)
+	}
+	if u.NotBefore.After(now) { // a retry made ready by this transaction, waiting out its backoff
+		c.out.Wake = earliest(c.out.Wake, u.NotBefore)
+		return nil
+	}
+	if waiting {
+		rs.Waiting = max(rs.Waiting-1, 0)
+		task.Waiting = max(task.Waiting-1, 0)
+		u.NotBefore = time.Time{}
+	}
+	if task.Status == ledger.WaitingApproval {
+		task.Status, task.Reason = ledger.Running, ""
+	}
+	if task.Status == ledger.Queued {
+		task.Status = ledger.Running
+		task.StartedAt = now
+		if err := c.s.event(t, task, ledger.Event{Type: ledger.EvStarted, Owner: c.req.Owner}); err != nil {
+			return err
+		}
+	}
+	task.Epoch++
+	task.Attempts++
+	task.Leases++
+	rs.Leased++
+	tickWall(task, now)
+	until := now.Add(c.req.LeaseFor)
+	task.LeaseOwner, task.LeaseUntil = c.req.Owner, until
+	u.State, u.Owner, u.Epoch, u.LeaseUntil = ledger.UnitLeased, c.req.Owner, task.Epoch, until
+	if u.Round != task.Retries { // the task was retried since: a whole budget again
+		u.Round, u.Base = task.Retries, u.Attempt
+	}
+	u.Attempt++
+	u.Claimed = now
+	if err := t.putJSON(unitKey(id, r.step, r.item), u); err != nil {
+		return err
+	}
+	c.b.taken[r] = true
+	c.s.idx.served = id
+	leased, rec := r, leaseRec{owner: u.Owner, until: u.LeaseUntil}
+	t.after(func(x *index) {
+		x.removeReady(leased)
+		x.leases[leased] = rec
+	})
+	c.out.Leases = append(c.out.Leases, ledger.Lease{
+		Task: id, Step: r.step, Item: r.item, Attempt: u.Attempt, Try: u.Attempt - u.Base,
+		Owner: u.Owner, Epoch: u.Epoch, Until: u.LeaseUntil, Unit: *u,
+	})
+	return nil
+}
+
+// snapshots gives each lease of a step at its task's cursor the task as
+// claimed, shared by the leases of one task (a window unit's worker reads
+// the whole task).
+func (c *claiming) snapshots() {
 	snaps := map[string]*ledger.Task{}
-	for i, l := range out.Leases {
-		if l.Step > tasks[l.Task].Cursor {
-			continue // a window unit: its worker reads the whole task
+	for i, l := range c.out.Leases {
+		if l.Step > c.tasks[l.Task].Cursor {
+			continue
 		}
 		snap, ok := snaps[l.Task]
 		if !ok {
-			snap = s.snapshot(t, tasks[l.Task])
+			snap = c.s.snapshot(c.t, c.tasks[l.Task])
 			snaps[l.Task] = snap
 		}
-		out.Leases[i].Snapshot = snap
+		c.out.Leases[i].Snapshot = snap
 	}
-	for id, task := range tasks {
-		if task == held || loaded[id] == (claimMark{task.Epoch, task.Reclaims, task.Status}) {
-			continue // the caller saves held; an unchanged task needs no write
+}
+
+// save writes every task the claim changed; the caller saves held, and an
+// unchanged task needs no write.
+func (c *claiming) save() error {
+	for id, task := range c.tasks {
+		if task == c.held || c.loaded[id] == (claimMark{task.Epoch, task.Reclaims, task.Status}) {
+			continue
 		}
-		task.UpdatedAt = now
-		if err := t.saveTask(task); err != nil {
-			return out, err
+		task.UpdatedAt = c.now
+		if err := c.t.saveTask(task); err != nil {
+			return err
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // planPoll is how soon a claim that found a fan-out step being planned
