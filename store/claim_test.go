@@ -12,6 +12,7 @@ import (
 
 	"github.com/lhengine/lhengine/fault"
 	"github.com/lhengine/lhengine/ledger"
+	"github.com/lhengine/lhengine/store/internal/group"
 )
 
 // claimOps runs claims as the operations of one group-commit batch, the way
@@ -22,16 +23,16 @@ func claimOps(t *testing.T, s *Store, reqs ...ledger.ClaimRequest) []ledger.Clai
 	batch := make([]*op, len(reqs))
 	for i, req := range reqs {
 		i, req := i, req
-		batch[i] = &op{done: make(chan struct{}), fn: func(t *tx) error {
+		batch[i] = group.NewOp(func(t *tx) error {
 			var err error
 			out[i], err = s.claim(t, req, nil)
 			return err
-		}}
+		})
 	}
 	_, ok := s.tryBatch(batch)
 	require.True(t, ok, "the claims committed as one batch")
 	for _, o := range batch {
-		require.NoError(t, o.err)
+		require.NoError(t, o.Err)
 	}
 	return out
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/lhengine/lhengine/internal/holdpoint"
 	"github.com/lhengine/lhengine/ledger"
 	"github.com/lhengine/lhengine/store/internal/filecheck"
+	"github.com/lhengine/lhengine/store/internal/group"
 	"github.com/lhengine/lhengine/store/internal/logsync"
 	"github.com/lhengine/lhengine/store/internal/storedir"
 )
@@ -90,7 +91,6 @@ type Store struct {
 	db       *badger.DB
 	now      func() time.Time
 	session  string
-	maxBatch int
 	sync     bool // fsync after transactions that must be durable
 	log      hclog.Logger
 	plan     ledger.Planner
@@ -100,12 +100,7 @@ type Store struct {
 	planHook func()       // tests: called after each planning batch that left items to plan
 	idx      *index
 
-	mu      sync.Mutex // guards queue and leading
-	queue   []*op
-	leading bool
-	// completing counts the syncs a leader handed to a goroutine of its own
-	// to answer an early operation at once (updateEarly); Close waits.
-	completing sync.WaitGroup
+	group group.Queue[func(*tx) error] // the group commit: runBatch, then complete
 
 	syncer     logsync.Coalescer
 	durableOps atomic.Int64 // operations released only after a sync
@@ -238,9 +233,10 @@ func badgerOptions(dir string, o Options) badger.Options {
 // umask; Open makes it so, with a warning for a store open to others.
 func Open(dir string, o Options) (*Store, error) {
 	o.setDefaults()
-	s := &Store{now: o.Now, session: newSessionID(), maxBatch: o.MaxBatch, log: o.Logger,
+	s := &Store{now: o.Now, session: newSessionID(), log: o.Logger,
 		plan: o.Planner, idx: newIndex(), sync: !o.NoSync && !o.InMemory && !o.ReadOnly,
 		dir: dir, readOnly: o.ReadOnly}
+	s.group.Max, s.group.Run, s.group.Complete = o.MaxBatch, s.runBatch, s.complete
 	if !o.InMemory {
 		lock, err := storedir.Acquire(dir, o.ReadOnly)
 		if err != nil {
@@ -502,7 +498,7 @@ func (s *Store) checkHiddenLogs(hidden []string, o Options) error {
 // Close closes the database and brings the high-water mark up to the last
 // sync. Operations in flight must have returned.
 func (s *Store) Close() error {
-	s.completing.Wait()
+	s.group.Wait()
 	err := s.db.Close()
 	if s.logs != nil {
 		s.logs.Close()
@@ -538,55 +534,23 @@ func newSessionID() string {
 
 // ---- group commit ----
 
-// op is one state change waiting for a transaction.
-type op struct {
-	fn   func(*tx) error
-	err  error
-	done chan struct{} // closed when fn's transaction committed (or failed) and, if it must be, synced
-	lead chan struct{} // signalled when this op's goroutine must lead the next batch
-	// An early op's caller hears back when its transaction committed
-	// (committed closes), and waits for done itself through a Durability;
-	// a failed sync is then reported in syncErr, never in err.
-	early     bool
-	committed chan struct{}
-	syncErr   error
-}
+// op is one state change waiting for a transaction (internal/group runs
+// the group commit).
+type op = group.Op[func(*tx) error]
 
 // durability is an operation whose transaction committed and whose sync
 // may still be under way (Store.CommitAndClaim). The zero value is
 // on disk already.
-type durability struct{ o *op }
-
-var closedDone = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
-
-// Done is closed once the operation is on disk, or the sync failed.
-func (d durability) Done() <-chan struct{} {
-	if d.o == nil {
-		return closedDone
-	}
-	return d.o.done
-}
-
-// Wait waits for Done and returns the sync's failure (ErrStoreFailed),
-// or ctx's error if ctx ends first.
-func (d durability) Wait(ctx context.Context) error {
-	select {
-	case <-d.Done():
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	if d.o == nil {
-		return nil
-	}
-	return d.o.syncErr
-}
+type durability = group.Durability[func(*tx) error]
 
 // update runs fn in a read-write transaction, sharing the transaction (and its
 // fsync) with concurrent callers. fn may run more than once; it must derive
 // everything from what it reads through tx.
 func (s *Store) update(ctx context.Context, fn func(*tx) error) error {
-	o := &op{fn: fn, done: make(chan struct{}), lead: make(chan struct{}, 1)}
-	return s.run(ctx, o)
+	if err := s.admit(ctx); err != nil {
+		return err
+	}
+	return s.group.Do(fn)
 }
 
 // updateEarly is update that returns as soon as fn's transaction committed,
@@ -594,76 +558,19 @@ func (s *Store) update(ctx context.Context, fn func(*tx) error) error {
 // on what it committed inside the process at once, and must wait for the
 // Durability before anything outside the process depends on it.
 func (s *Store) updateEarly(ctx context.Context, fn func(*tx) error) (durability, error) {
-	o := &op{fn: fn, done: make(chan struct{}), lead: make(chan struct{}, 1), early: true, committed: make(chan struct{})}
-	if err := s.run(ctx, o); err != nil {
+	if err := s.admit(ctx); err != nil {
 		return durability{}, err
 	}
-	return durability{o: o}, nil
+	return s.group.Early(fn)
 }
 
-// run queues o and waits for its transaction (and, unless o is early, its
-// sync), leading batches while o's has not run.
-func (s *Store) run(ctx context.Context, o *op) error {
+// admit refuses an operation before it is queued: ctx is done, or the
+// store refuses writes.
+func (s *Store) admit(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := s.writable(); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	s.queue = append(s.queue, o)
-	if s.leading {
-		s.mu.Unlock()
-		select {
-		case <-o.done:
-			return o.err
-		case <-o.committed: // nil unless o is early
-			return o.err
-		case <-o.lead:
-		}
-		s.mu.Lock()
-	} else {
-		s.leading = true
-	}
-	// This goroutine leads: run the queue in batches until o's batch has
-	// run. Leadership passes on as soon as that batch's transaction has
-	// committed, so the next batch's transaction overlaps this one's sync.
-	for {
-		n := min(len(s.queue), s.maxBatch)
-		batch := s.queue[:n:n]
-		s.queue = s.queue[n:]
-		mine := slices.Contains(batch, o)
-		s.mu.Unlock()
-		sync := s.runBatch(batch)
-		for _, b := range batch {
-			if b.early {
-				close(b.committed)
-			}
-		}
-		s.mu.Lock()
-		if mine {
-			if len(s.queue) > 0 {
-				s.queue[0].lead <- struct{}{}
-			} else {
-				s.leading = false
-			}
-			s.mu.Unlock()
-			if o.early {
-				// The caller goes on; this batch's sync goes on beside it.
-				s.completing.Add(1)
-				go func() {
-					defer s.completing.Done()
-					s.complete(batch, sync)
-				}()
-				return o.err
-			}
-			s.complete(batch, sync)
-			return o.err
-		}
-		s.mu.Unlock()
-		s.complete(batch, sync)
-		s.mu.Lock()
-	}
+	return s.writable()
 }
 
 // writable returns why the store refuses writes now, or nil: it failed, it
@@ -689,16 +596,16 @@ func (s *Store) complete(batch []*op, sync bool) {
 			f := s.failStore(err)
 			for _, o := range batch {
 				switch {
-				case o.early && o.err == nil:
-					o.syncErr = f // its caller has heard back already
-				case o.err == nil:
-					o.err = f
+				case o.Early() && o.Err == nil:
+					o.SyncErr = f // its caller has heard back already
+				case o.Err == nil:
+					o.Err = f
 				}
 			}
 		}
 	}
 	for _, o := range batch {
-		close(o.done)
+		o.Finish()
 	}
 	s.changes.notify()
 }
@@ -742,7 +649,7 @@ func (s *Store) failStore(cause error) error {
 func (s *Store) runBatch(batch []*op) (sync bool) {
 	if err := s.failed(); err != nil {
 		for _, o := range batch {
-			o.err = err
+			o.Err = err
 		}
 		return false
 	}
@@ -768,7 +675,7 @@ func (s *Store) tryBatch(batch []*op) (sync, ok bool) {
 	shared := &batchState{}
 	for i, o := range batch {
 		txs[i] = &tx{txn: txn, s: s, b: shared, rw: true}
-		errs[i] = txs[i].run(o.fn)
+		errs[i] = txs[i].run(o.Fn)
 		if errs[i] != nil && txs[i].wrote {
 			return false, false
 		}
@@ -790,7 +697,7 @@ func (s *Store) tryBatch(batch []*op) (sync, ok bool) {
 	s.cacheWritten(shared)
 	sync = s.applyIndex(txs, errs)
 	for i, o := range batch {
-		o.err = errs[i]
+		o.Err = errs[i]
 	}
 	return sync, true
 }
@@ -799,15 +706,15 @@ func (s *Store) runAlone(o *op) (sync bool) {
 	txn := s.db.NewTransaction(true)
 	defer txn.Discard()
 	t := &tx{txn: txn, s: s, rw: true}
-	o.err = t.run(o.fn)
-	if o.err == nil && t.size > 0 {
-		o.err = s.space.CheckWrite(t.size)
+	o.Err = t.run(o.Fn)
+	if o.Err == nil && t.size > 0 {
+		o.Err = s.space.CheckWrite(t.size)
 	}
-	if o.err == nil {
+	if o.Err == nil {
 		n := s.commits.beginCommit()
-		o.err = txn.Commit()
+		o.Err = txn.Commit()
 		s.commits.endCommit(n)
-		if o.err == nil {
+		if o.Err == nil {
 			s.cacheWritten(t.b)
 			sync = s.applyIndex([]*tx{t}, []error{nil})
 		}
