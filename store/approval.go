@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lhengine/lhengine/ledger"
+	"github.com/lhengine/lhengine/store/internal/index"
 )
 
 // Approvals: a unit that needs a person's decision before it runs (a
@@ -107,12 +108,12 @@ func (s *Store) RequestApproval(ctx context.Context, l ledger.Lease, a ledger.Ap
 		if err := t.putJSON(unitKey(l.Task, l.Step, l.Item), u); err != nil {
 			return err
 		}
-		ref := unitRef{l.Task, l.Step, l.Item}
+		ref := index.Ref{Task: l.Task, Step: l.Step, Item: l.Item}
 		expires := a.Expires
-		t.after(func(x *index) {
-			delete(x.leases, ref)
+		t.after(func(x *index.Index) {
+			delete(x.Leases, ref)
 			if !expires.IsZero() {
-				x.addReady(ref, expires, false) // claimed at the expiry, to apply on_expiry
+				x.AddReady(ref, expires, false) // claimed at the expiry, to apply on_expiry
 			}
 		})
 		item := l.Item
@@ -240,7 +241,7 @@ func (s *Store) wakeUnit(t *tx, task *ledger.Task, step, item int, is func(*ledg
 		}
 	}
 	task.Waiting = max(task.Waiting-1, 0)
-	ref := unitRef{task.ID, step, item}
+	ref := index.Ref{Task: task.ID, Step: step, Item: item}
 	if task.Status == ledger.WaitingApproval {
 		task.Status, task.Reason = ledger.Running, ""
 		tickWall(task, s.now())
@@ -248,7 +249,7 @@ func (s *Store) wakeUnit(t *tx, task *ledger.Task, step, item int, is func(*ledg
 	if task.Status.Runnable() {
 		b := t.batch()
 		b.ready = append(b.ready, ref)
-		t.after(func(x *index) { x.addReady(ref, time.Time{}, false) })
+		t.after(func(x *index.Index) { x.AddReady(ref, time.Time{}, false) })
 	}
 	return nil
 }
@@ -447,8 +448,8 @@ func (s *Store) WaitEffect(ctx context.Context, l ledger.Lease, key, reason stri
 		if err := t.putJSON(unitKey(l.Task, l.Step, l.Item), u); err != nil {
 			return err
 		}
-		ref := unitRef{l.Task, l.Step, l.Item}
-		t.after(func(x *index) { delete(x.leases, ref) })
+		ref := index.Ref{Task: l.Task, Step: l.Step, Item: l.Item}
+		t.after(func(x *index.Index) { delete(x.Leases, ref) })
 		item := l.Item
 		if err := s.event(t, task, ledger.Event{Type: ledger.EvEffectUnknown, Step: st.Name, Item: &item, Attempt: l.Attempt, Message: reason}); err != nil {
 			return err

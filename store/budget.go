@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lhengine/lhengine/ledger"
+	"github.com/lhengine/lhengine/store/internal/index"
 )
 
 // Task budgets: task-wide limits whose reaching pauses the task (never
@@ -112,7 +113,7 @@ func (s *Store) pauseInTx(t *tx, task *ledger.Task, why ledger.PauseReason) erro
 		return err
 	}
 	id := task.ID
-	t.after(func(x *index) { x.removeTask(id) })
+	t.after(func(x *index.Index) { x.RemoveTask(id) })
 	return t.del(activeKey(id))
 }
 
@@ -207,7 +208,7 @@ func (s *Store) pauseForRepairs(t *tx, task *ledger.Task, l ledger.Lease, why le
 	if err := t.putJSON(unitKey(l.Task, l.Step, l.Item), u); err != nil {
 		return err
 	}
-	ref := unitRef{l.Task, l.Step, l.Item}
-	t.after(func(x *index) { x.addReady(ref, time.Time{}, false) })
+	ref := index.Ref{Task: l.Task, Step: l.Step, Item: l.Item}
+	t.after(func(x *index.Index) { x.AddReady(ref, time.Time{}, false) })
 	return s.pauseInTx(t, task, why)
 }

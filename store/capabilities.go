@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lhengine/lhengine/ledger"
+	"github.com/lhengine/lhengine/store/internal/index"
 )
 
 // Host capabilities keep their durable records here: artifacts (content-
@@ -301,8 +302,8 @@ func (s *Store) PauseUnit(ctx context.Context, l ledger.Lease, why ledger.PauseR
 		if err := t.putJSON(unitKey(l.Task, l.Step, l.Item), u); err != nil {
 			return err
 		}
-		ref := unitRef{l.Task, l.Step, l.Item}
-		t.after(func(x *index) { delete(x.leases, ref) })
+		ref := index.Ref{Task: l.Task, Step: l.Step, Item: l.Item}
+		t.after(func(x *index.Index) { delete(x.Leases, ref) })
 		task.Leases--
 		t.step(task, l.Step).Leased--
 		if why.Kind == ledger.PauseEffect {
@@ -325,7 +326,7 @@ func (s *Store) PauseUnit(ctx context.Context, l ledger.Lease, why ledger.PauseR
 			return err
 		}
 		id := task.ID
-		t.after(func(x *index) { x.removeTask(id) })
+		t.after(func(x *index.Index) { x.RemoveTask(id) })
 		if err := t.saveTask(task); err != nil {
 			return err
 		}
@@ -368,7 +369,7 @@ func (s *Store) PauseTask(ctx context.Context, id string, why ledger.PauseReason
 		if err := t.del(activeKey(task.ID)); err != nil {
 			return err
 		}
-		t.after(func(x *index) { x.removeTask(id) })
+		t.after(func(x *index.Index) { x.RemoveTask(id) })
 		if err := t.saveTask(task); err != nil {
 			return err
 		}
@@ -446,10 +447,10 @@ func (s *Store) unpause(t *tx, task *ledger.Task, ev ledger.Event) error {
 	if err := t.put(activeKey(task.ID), nil); err != nil {
 		return err
 	}
-	var refs []unitRef
-	first := map[unitRef]bool{}
-	leases := map[unitRef]leaseRec{}
-	waits := map[unitRef]time.Time{}
+	var refs []index.Ref
+	first := map[index.Ref]bool{}
+	leases := map[index.Ref]index.Lease{}
+	waits := map[index.Ref]time.Time{}
 	for _, step := range t.liveSteps(task) {
 		window := t.step(task, step).Every > 0
 		err := t.scan(unitStepPrefix(task.ID, step), func(_, val []byte) (bool, error) {
@@ -457,7 +458,7 @@ func (s *Store) unpause(t *tx, task *ledger.Task, ev ledger.Event) error {
 			if err := json.Unmarshal(val, u); err != nil {
 				return false, err
 			}
-			r := unitRef{task.ID, u.Step, u.Item}
+			r := index.Ref{Task: task.ID, Step: u.Step, Item: u.Item}
 			switch u.State {
 			case ledger.UnitReady:
 				refs = append(refs, r)
@@ -469,7 +470,7 @@ func (s *Store) unpause(t *tx, task *ledger.Task, ev ledger.Event) error {
 			case ledger.UnitLeased:
 				// Still in flight, or left by a process that died while the
 				// task was paused: either way the lease must be reclaimable.
-				leases[r] = leaseRec{owner: u.Owner, until: u.LeaseUntil}
+				leases[r] = index.Lease{Owner: u.Owner, Until: u.LeaseUntil}
 			}
 			return true, nil
 		})
@@ -481,16 +482,16 @@ func (s *Store) unpause(t *tx, task *ledger.Task, ev ledger.Event) error {
 		return t.err
 	}
 	id := task.ID
-	t.after(func(x *index) {
-		x.addActive(id)
+	t.after(func(x *index.Index) {
+		x.AddActive(id)
 		for _, r := range refs {
-			x.addReady(r, time.Time{}, first[r])
+			x.AddReady(r, time.Time{}, first[r])
 		}
 		for r, l := range leases {
-			x.leases[r] = l
+			x.Leases[r] = l
 		}
 		for r, at := range waits {
-			x.addReady(r, at, false)
+			x.AddReady(r, at, false)
 		}
 	})
 	if err := s.event(t, task, ev); err != nil {

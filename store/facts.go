@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lhengine/lhengine/ledger"
+	"github.com/lhengine/lhengine/store/internal/index"
 )
 
 func orNone(s string) string {
@@ -94,8 +95,8 @@ func (s *Store) CheckFacts(ctx context.Context, l ledger.Lease, values map[strin
 			tk.Attempts = max(tk.Attempts-1, 0)
 			tk.Leases--
 			st.Leased--
-			ref := unitRef{l.Task, l.Step, l.Item}
-			t.after(func(x *index) { delete(x.leases, ref) })
+			ref := index.Ref{Task: l.Task, Step: l.Step, Item: l.Item}
+			t.after(func(x *index.Index) { delete(x.Leases, ref) })
 			return t.putJSON(unitKey(l.Task, l.Step, l.Item), u)
 		}
 		if maps.Equal(rec.Values, values) {
@@ -152,7 +153,7 @@ func (s *Store) CheckFacts(ctx context.Context, l ledger.Lease, values map[strin
 			return err
 		}
 		st := t.step(tk, l.Step)
-		ref := unitRef{l.Task, l.Step, l.Item}
+		ref := index.Ref{Task: l.Task, Step: l.Step, Item: l.Item}
 		if on.Pause {
 			names := make([]string, len(changes))
 			for i, c := range changes {
@@ -168,9 +169,9 @@ func (s *Store) CheckFacts(ctx context.Context, l ledger.Lease, values map[strin
 				return err
 			}
 			id := tk.ID
-			t.after(func(x *index) { x.removeTask(id) })
+			t.after(func(x *index.Index) { x.RemoveTask(id) })
 		} else {
-			t.after(func(x *index) { x.addReady(ref, time.Time{}, false) })
+			t.after(func(x *index.Index) { x.AddReady(ref, time.Time{}, false) })
 			from := on.RestartFrom
 			if ws := t.step(tk, from); ws.Every > 0 {
 				from = ws.Anchor // a window step starts again with its anchor

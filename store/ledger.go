@@ -17,6 +17,7 @@ import (
 
 	"github.com/lhengine/lhengine/fault"
 	"github.com/lhengine/lhengine/ledger"
+	"github.com/lhengine/lhengine/store/internal/index"
 )
 
 // Submit creates a queued task and plans its first step, after storing the
@@ -95,7 +96,7 @@ func (s *Store) submit(ctx context.Context, nt ledger.NewTask) (*ledger.Task, bo
 			}
 		}
 		id := task.ID
-		t.after(func(x *index) { x.addActive(id) })
+		t.after(func(x *index.Index) { x.AddActive(id) })
 		if nt.IdempotencyKey != "" {
 			if err := t.put(idemKey(nt.IdempotencyKey), []byte(task.ID)); err != nil {
 				return err
@@ -164,8 +165,8 @@ func (s *Store) Claim(ctx context.Context, req ledger.ClaimRequest) (ledger.Clai
 // each task an equal share, then fills up greedily, so a long fan-out
 // cannot starve tasks submitted after it.
 func (s *Store) claim(t *tx, req ledger.ClaimRequest, held *ledger.Task) (ledger.Claimed, error) {
-	s.idx.mu.Lock()
-	defer s.idx.mu.Unlock()
+	s.idx.Mu.Lock()
+	defer s.idx.Mu.Unlock()
 	c := &claiming{s: s, t: t, req: req, held: held, now: s.now(), b: t.batch(),
 		tasks: map[string]*ledger.Task{}, loaded: map[string]claimMark{}}
 	if held != nil {
@@ -208,8 +209,8 @@ type claiming struct {
 	now    time.Time
 	b      *batchState
 	tasks  map[string]*ledger.Task
-	loaded map[string]claimMark // what each task looked like when read
-	extra  map[string][]unitRef // ready units the index does not list yet, by task
+	loaded map[string]claimMark   // what each task looked like when read
+	extra  map[string][]index.Ref // ready units the index does not list yet, by task
 	out    ledger.Claimed
 }
 
@@ -240,7 +241,7 @@ func (c *claiming) takeBackExpired() error {
 	}
 	for _, r := range c.b.ready {
 		if !c.b.taken[r] {
-			extra[r.task] = append(extra[r.task], r)
+			extra[r.Task] = append(extra[r.Task], r)
 		}
 	}
 	c.extra = extra
@@ -250,14 +251,14 @@ func (c *claiming) takeBackExpired() error {
 // turns is the order the claim visits tasks in: the one asked for, or every
 // active task starting after the one served last.
 func (c *claiming) turns() []string {
-	ids := c.s.idx.active
+	ids := c.s.idx.Active
 	if c.req.Task != "" {
 		ids = []string{c.req.Task}
 	} else if len(ids) > 1 {
-		i := sortSearch(ids, c.s.idx.served)
+		i := sortSearch(ids, c.s.idx.Served)
 		ids = append(append(make([]string, 0, len(ids)), ids[i:]...), ids[:i]...)
 	}
-	if c.s.idx.planning(c.req.Task) {
+	if c.s.idx.Planning(c.req.Task) {
 		// Units appear as a fan-out step is planned: look again soon.
 		c.out.Wake = earliest(c.out.Wake, c.now.Add(planPoll))
 	}
@@ -267,7 +268,7 @@ func (c *claiming) turns() []string {
 // fromTask leases up to limit more units of task id, within the room its
 // step's concurrency (and its window steps') and its units budget leave.
 func (c *claiming) fromTask(id string, limit int) error {
-	if c.s.idx.ready[id] == nil && len(c.extra[id]) == 0 {
+	if !c.s.idx.HasReady(id) && len(c.extra[id]) == 0 {
 		return nil
 	}
 	task, err := c.load(id)
@@ -287,14 +288,14 @@ func (c *claiming) fromTask(id string, limit int) error {
 	if n <= 0 {
 		return nil
 	}
-	var refs []unitRef
+	var refs []index.Ref
 	for len(c.extra[id]) > 0 && len(refs) < n {
 		if r := c.extra[id][0]; !c.b.taken[r] {
 			refs = append(refs, r)
 		}
 		c.extra[id] = c.extra[id][1:]
 	}
-	more, wake := c.s.idx.candidates(id, c.now, n-len(refs), func(r unitRef) bool { return c.b.taken[r] })
+	more, wake := c.s.idx.Candidates(id, c.now, n-len(refs), func(r index.Ref) bool { return c.b.taken[r] })
 	refs = append(refs, more...)
 	c.out.Wake = earliest(c.out.Wake, wake)
 	for _, r := range refs {
@@ -308,25 +309,25 @@ func (c *claiming) fromTask(id string, limit int) error {
 // lease grants the unit r of task a lease with the task's next epoch, if
 // its record says it may run now; a candidate the index had wrong leaves
 // the index.
-func (c *claiming) lease(task *ledger.Task, st *ledger.StepState, r unitRef) error {
+func (c *claiming) lease(task *ledger.Task, st *ledger.StepState, r index.Ref) error {
 	t, now, id := c.t, c.now, task.ID
 	u := new(ledger.Unit)
-	err := t.getJSON(unitKey(id, r.step, r.item), u)
+	err := t.getJSON(unitKey(id, r.Step, r.Item), u)
 	if err != nil && !errors.Is(err, ledger.ErrNotFound) {
 		return err
 	}
 	rs := st // the unit's step
-	if r.step != task.Cursor && r.step >= 0 && r.step < task.StepCount() {
-		if ws := t.step(task, r.step); windowClaimable(ws, r.step, task.Cursor) {
+	if r.Step != task.Cursor && r.Step >= 0 && r.Step < task.StepCount() {
+		if ws := t.step(task, r.Step); windowClaimable(ws, r.Step, task.Cursor) {
 			rs = ws
 		}
 	}
 	// A waiting unit is in the queue only until its approval's expiry,
 	// when it is claimed to apply on_expiry.
 	waiting := u.State == ledger.UnitWaiting && !u.NotBefore.IsZero()
-	if err != nil || (r.step != task.Cursor && rs == st) || (u.State != ledger.UnitReady && !waiting) || u.Pass != rs.Pass {
+	if err != nil || (r.Step != task.Cursor && rs == st) || (u.State != ledger.UnitReady && !waiting) || u.Pass != rs.Pass {
 		stale := r
-		t.after(func(x *index) { x.removeReady(stale) })
+		t.after(func(x *index.Index) { x.RemoveReady(stale) })
 		return nil
 	}
 	if rs.Leased >= rs.Limit {
@@ -364,18 +365,18 @@ func (c *claiming) lease(task *ledger.Task, st *ledger.StepState, r unitRef) err
 	}
 	u.Attempt++
 	u.Claimed = now
-	if err := t.putJSON(unitKey(id, r.step, r.item), u); err != nil {
+	if err := t.putJSON(unitKey(id, r.Step, r.Item), u); err != nil {
 		return err
 	}
 	c.b.taken[r] = true
-	c.s.idx.served = id
-	leased, rec := r, leaseRec{owner: u.Owner, until: u.LeaseUntil}
-	t.after(func(x *index) {
-		x.removeReady(leased)
-		x.leases[leased] = rec
+	c.s.idx.Served = id
+	leased, rec := r, index.Lease{Owner: u.Owner, Until: u.LeaseUntil}
+	t.after(func(x *index.Index) {
+		x.RemoveReady(leased)
+		x.Leases[leased] = rec
 	})
 	c.out.Leases = append(c.out.Leases, ledger.Lease{
-		Task: id, Step: r.step, Item: r.item, Attempt: u.Attempt, Try: u.Attempt - u.Base,
+		Task: id, Step: r.Step, Item: r.Item, Attempt: u.Attempt, Try: u.Attempt - u.Base,
 		Owner: u.Owner, Epoch: u.Epoch, Until: u.LeaseUntil, Unit: *u,
 	})
 	return nil
@@ -441,32 +442,32 @@ type claimMark struct {
 
 // reclaim returns expired leases (and leases of earlier sessions) to the
 // ready state. Tasks it touches are loaded through load and saved by the
-// caller. The caller holds s.idx.mu.
-func (s *Store) reclaim(t *tx, only string, now time.Time, load func(string) (*ledger.Task, error), wake *time.Time) (map[string][]unitRef, error) {
-	back := map[string][]unitRef{}
-	var deads []unitRef
+// caller. The caller holds s.idx.Mu.
+func (s *Store) reclaim(t *tx, only string, now time.Time, load func(string) (*ledger.Task, error), wake *time.Time) (map[string][]index.Ref, error) {
+	back := map[string][]index.Ref{}
+	var deads []index.Ref
 	taken := t.batch().taken
-	for r, l := range s.idx.leases {
-		if only != "" && r.task != only || taken[r] {
+	for r, l := range s.idx.Leases {
+		if only != "" && r.Task != only || taken[r] {
 			continue // taken: leased by an earlier operation of this batch
 		}
-		if ownerSession(l.owner) == s.session && !l.until.Before(now) {
-			*wake = earliest(*wake, l.until)
+		if ownerSession(l.Owner) == s.session && !l.Until.Before(now) {
+			*wake = earliest(*wake, l.Until)
 			continue
 		}
 		deads = append(deads, r)
 	}
 	sort.Slice(deads, func(i, j int) bool {
 		a, b := deads[i], deads[j]
-		if a.task != b.task {
-			return a.task < b.task
+		if a.Task != b.Task {
+			return a.Task < b.Task
 		}
-		return a.step < b.step || (a.step == b.step && a.item < b.item)
+		return a.Step < b.Step || (a.Step == b.Step && a.Item < b.Item)
 	})
 	for _, d := range deads {
 		dead := d
-		forget := func() { t.after(func(x *index) { delete(x.leases, dead) }) }
-		task, err := load(d.task)
+		forget := func() { t.after(func(x *index.Index) { delete(x.Leases, dead) }) }
+		task, err := load(d.Task)
 		if errors.Is(err, ledger.ErrNotFound) {
 			forget()
 			continue
@@ -474,45 +475,45 @@ func (s *Store) reclaim(t *tx, only string, now time.Time, load func(string) (*l
 			return nil, err
 		}
 		u := new(ledger.Unit)
-		if err := t.getJSON(unitKey(d.task, d.step, d.item), u); err != nil {
+		if err := t.getJSON(unitKey(d.Task, d.Step, d.Item), u); err != nil {
 			if errors.Is(err, ledger.ErrNotFound) {
 				forget()
 				continue
 			}
 			return nil, err
 		}
-		if u.State != ledger.UnitLeased || !task.Status.Runnable() || u.Pass != t.step(task, d.step).Pass {
+		if u.State != ledger.UnitLeased || !task.Status.Runnable() || u.Pass != t.step(task, d.Step).Pass {
 			forget()
 			continue
 		}
 		// The index may be behind the record (a heartbeat earlier in this
 		// batch): only a lease the record says is dead goes back.
 		if ownerSession(u.Owner) == s.session && !u.LeaseUntil.Before(now) {
-			rec := leaseRec{owner: u.Owner, until: u.LeaseUntil}
-			t.after(func(x *index) {
-				if _, ok := x.leases[dead]; ok {
-					x.leases[dead] = rec
+			rec := index.Lease{Owner: u.Owner, Until: u.LeaseUntil}
+			t.after(func(x *index.Index) {
+				if _, ok := x.Leases[dead]; ok {
+					x.Leases[dead] = rec
 				}
 			})
 			*wake = earliest(*wake, u.LeaseUntil)
 			continue
 		}
 		forget()
-		item := d.item
-		if err := s.event(t, task, ledger.Event{Type: ledger.EvLeaseExpired, Step: t.step(task, d.step).Name, Item: &item,
+		item := d.Item
+		if err := s.event(t, task, ledger.Event{Type: ledger.EvLeaseExpired, Step: t.step(task, d.Step).Name, Item: &item,
 			Attempt: u.Attempt, Epoch: u.Epoch, Owner: u.Owner,
 			Message: fmt.Sprintf("lease of %s (epoch %d) taken back", u.Owner, u.Epoch)}); err != nil {
 			return nil, err
 		}
 		task.Reclaims++
 		task.Leases--
-		t.step(task, d.step).Leased--
+		t.step(task, d.Step).Leased--
 		u.State, u.Owner, u.LeaseUntil, u.NotBefore = ledger.UnitReady, "", time.Time{}, time.Time{}
-		if err := t.putJSON(unitKey(d.task, d.step, d.item), u); err != nil {
+		if err := t.putJSON(unitKey(d.Task, d.Step, d.Item), u); err != nil {
 			return nil, err
 		}
-		t.after(func(x *index) { x.addReady(dead, time.Time{}, false) })
-		back[d.task] = append(back[d.task], d)
+		t.after(func(x *index.Index) { x.AddReady(dead, time.Time{}, false) })
+		back[d.Task] = append(back[d.Task], d)
 	}
 	return back, nil
 }
@@ -531,10 +532,10 @@ func (s *Store) Heartbeat(ctx context.Context, l ledger.Lease, extend time.Durat
 		if err := t.putJSON(unitKey(l.Task, l.Step, l.Item), u); err != nil {
 			return err
 		}
-		r, rec := unitRef{l.Task, l.Step, l.Item}, leaseRec{owner: u.Owner, until: until}
-		t.after(func(x *index) {
-			if _, ok := x.leases[r]; ok {
-				x.leases[r] = rec
+		r, rec := index.Ref{Task: l.Task, Step: l.Step, Item: l.Item}, index.Lease{Owner: u.Owner, Until: until}
+		t.after(func(x *index.Index) {
+			if _, ok := x.Leases[r]; ok {
+				x.Leases[r] = rec
 			}
 		})
 		return nil
@@ -566,10 +567,10 @@ func (s *Store) Release(ctx context.Context, l ledger.Lease) error {
 		if err := t.putJSON(unitKey(l.Task, l.Step, l.Item), u); err != nil {
 			return err
 		}
-		ref := unitRef{l.Task, l.Step, l.Item}
-		t.after(func(x *index) {
-			delete(x.leases, ref)
-			x.addReady(ref, time.Time{}, false)
+		ref := index.Ref{Task: l.Task, Step: l.Step, Item: l.Item}
+		t.after(func(x *index.Index) {
+			delete(x.Leases, ref)
+			x.AddReady(ref, time.Time{}, false)
 		})
 		item := l.Item
 		if err := s.event(t, task, ledger.Event{Type: ledger.EvReleased, Step: st.Name, Item: &item, Attempt: l.Attempt, Epoch: l.Epoch, Owner: l.Owner,
@@ -685,7 +686,7 @@ func (s *Store) commitAndClaim(ctx context.Context, r ledger.Result, next ledger
 type unitCommit struct {
 	t        *tx
 	l        ledger.Lease
-	ref      unitRef
+	ref      index.Ref
 	u        *ledger.Unit
 	task     *ledger.Task
 	st       *ledger.StepState
@@ -712,14 +713,14 @@ func (s *Store) commitUnit(t *tx, r ledger.Result, next ledger.ClaimRequest) (*l
 	if err := refuseOverBudget(task, &r); err != nil {
 		return nil, ledger.Claimed{}, err
 	}
-	c := &unitCommit{t: t, l: l, ref: unitRef{l.Task, l.Step, l.Item}, u: u, task: task, st: t.step(task, l.Step), now: s.now()}
+	c := &unitCommit{t: t, l: l, ref: index.Ref{Task: l.Task, Step: l.Step, Item: l.Item}, u: u, task: task, st: t.step(task, l.Step), now: s.now()}
 	item := l.Item
 	c.rec = ledger.Attempt{Step: l.Step, Item: l.Item, Attempt: l.Attempt, Epoch: l.Epoch, Owner: l.Owner,
 		Log: r.Log, Started: r.Started, Finished: c.now, Pass: c.st.Pass, Try: l.Try, Environment: r.Environment}
 	c.ev = ledger.Event{Step: c.st.Name, Item: &item, Attempt: l.Attempt, Epoch: l.Epoch, Owner: l.Owner}
 	t.durable = true
 	ref := c.ref
-	t.after(func(x *index) { delete(x.leases, ref) })
+	t.after(func(x *index.Index) { delete(x.Leases, ref) })
 	task.Leases--
 	c.st.Leased--
 	u.Owner, u.LeaseUntil = "", time.Time{}
@@ -783,7 +784,7 @@ func (s *Store) commitFailure(c *unitCommit, r ledger.Result) error {
 		ref, at := c.ref, r.RetryAt
 		b := c.t.batch()
 		b.ready = append(b.ready, ref)
-		c.t.after(func(x *index) { x.addReady(ref, at, false) })
+		c.t.after(func(x *index.Index) { x.AddReady(ref, at, false) })
 	} else {
 		c.u.State, c.ev.Type = ledger.UnitFailed, ledger.EvUnitFailed
 	}
@@ -967,7 +968,7 @@ func (s *Store) enterStep(t *tx, task *ledger.Task) error {
 		if s.plan == nil {
 			return s.failPlan(t, task, &ledger.Failure{Kind: fault.Input, Message: "no planner for a fan-out step", Step: st.Name})
 		}
-		t.after(func(x *index) { x.needPlan(id) })
+		t.after(func(x *index.Index) { x.NeedPlan(id) })
 		return nil
 	}
 	if err := s.writeUnits(t, task, idx, []ledger.Item{{}}); err != nil {
@@ -999,14 +1000,14 @@ func (s *Store) writeUnits(t *tx, task *ledger.Task, idx int, items []ledger.Ite
 		if err := t.putJSON(unitKey(id, idx, n), u); err != nil {
 			return err
 		}
-		b.ready = append(b.ready, unitRef{id, idx, n})
+		b.ready = append(b.ready, index.Ref{Task: id, Step: idx, Item: n})
 	}
 	st.Written += len(items)
 	to := st.Written
 	first := st.Every > 0 // a window unit goes ahead of its anchor's queue
-	t.after(func(x *index) {
+	t.after(func(x *index.Index) {
 		for i := from; i < to; i++ {
-			x.addReady(unitRef{id, idx, i}, time.Time{}, first)
+			x.AddReady(index.Ref{Task: id, Step: idx, Item: i}, time.Time{}, first)
 		}
 	})
 	return nil
@@ -1035,17 +1036,17 @@ const (
 // It reports whether it planned anything.
 func (s *Store) planPending(ctx context.Context, only string) (ran bool, err error) {
 	for {
-		s.idx.mu.Lock()
-		id, ok := s.idx.takePlan(only)
-		s.idx.mu.Unlock()
+		s.idx.Mu.Lock()
+		id, ok := s.idx.TakePlan(only)
+		s.idx.Mu.Unlock()
 		if !ok {
 			return ran, nil
 		}
 		ran = true
 		done, err := s.planTask(ctx, id)
-		s.idx.mu.Lock()
-		s.idx.releasePlan(id, !done)
-		s.idx.mu.Unlock()
+		s.idx.Mu.Lock()
+		s.idx.ReleasePlan(id, !done)
+		s.idx.Mu.Unlock()
 		if err != nil {
 			return ran, err
 		}
@@ -1284,8 +1285,8 @@ func (s *Store) resetStep(t *tx, task *ledger.Task, step int) error {
 		}
 	}
 	id := task.ID
-	t.after(func(x *index) {
-		x.dropStep(id, step)
+	t.after(func(x *index.Index) {
+		x.DropStep(id, step)
 		s.prefixes.truncate(id, step)
 	})
 	task.Leases -= st.Leased
@@ -1349,8 +1350,8 @@ func (s *Store) withdraw(t *tx, task *ledger.Task) error {
 	}
 	task.Leases = 0
 	id := task.ID
-	t.after(func(x *index) {
-		x.removeTask(id)
+	t.after(func(x *index.Index) {
+		x.RemoveTask(id)
 		s.prefixes.drop(id)
 	})
 	return t.del(activeKey(id))
@@ -1517,7 +1518,7 @@ func (s *Store) Retry(ctx context.Context, id string, from int, by string) (*led
 		if err := t.put(activeKey(id), nil); err != nil {
 			return err
 		}
-		t.after(func(x *index) { x.addActive(id) })
+		t.after(func(x *index.Index) { x.AddActive(id) })
 		msg := fmt.Sprintf("%s task retried from step %q", was, t.step(task, from).Name)
 		if keep {
 			msg = fmt.Sprintf("%s task retried at step %q, keeping its %d committed units", was, t.step(task, from).Name, t.step(task, from).Done)
@@ -1559,7 +1560,7 @@ func (s *Store) Retry(ctx context.Context, id string, from int, by string) (*led
 // and a step with nothing left to run is completed.
 func (s *Store) reopen(t *tx, task *ledger.Task) error {
 	type ready struct {
-		r     unitRef
+		r     index.Ref
 		at    time.Time
 		first bool
 	}
@@ -1587,7 +1588,7 @@ func (s *Store) reopen(t *tx, task *ledger.Task) error {
 			default:
 				return true, nil
 			}
-			refs = append(refs, ready{unitRef{task.ID, step, u.Item}, u.NotBefore, st.Every > 0})
+			refs = append(refs, ready{index.Ref{Task: task.ID, Step: step, Item: u.Item}, u.NotBefore, st.Every > 0})
 			return true, nil
 		})
 		if err != nil {
@@ -1602,9 +1603,9 @@ func (s *Store) reopen(t *tx, task *ledger.Task) error {
 			return err
 		}
 	}
-	t.after(func(x *index) {
+	t.after(func(x *index.Index) {
 		for _, r := range refs {
-			x.addReady(r.r, r.at, r.first)
+			x.AddReady(r.r, r.at, r.first)
 		}
 	})
 	st := t.step(task, task.Cursor)
@@ -1613,7 +1614,7 @@ func (s *Store) reopen(t *tx, task *ledger.Task) error {
 		return s.failPlan(t, task, &ledger.Failure{Kind: fault.Input, Message: "no planner for a fan-out step", Step: st.Name})
 	case !st.Planned && st.FanOut:
 		id := task.ID
-		t.after(func(x *index) { x.needPlan(id) })
+		t.after(func(x *index.Index) { x.NeedPlan(id) })
 	case st.Planned && st.Done+st.Failed >= st.Units:
 		return s.advance(t, task)
 	}

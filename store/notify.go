@@ -11,6 +11,7 @@ import (
 	"github.com/dgraph-io/badger/v4"
 
 	"github.com/lhengine/lhengine/ledger"
+	"github.com/lhengine/lhengine/store/internal/index"
 )
 
 // Notifications (a task's notify block, specs/task-language.md).
@@ -47,7 +48,7 @@ func (s *Store) notifyEvent(t *tx, task *ledger.Task, e ledger.Event) error {
 	if err := t.putJSON(outboxKey(task.ID, e.Seq), &n); err != nil {
 		return err
 	}
-	t.after(func(*index) { s.outbox.notify() })
+	t.after(func(*index.Index) { s.outbox.notify() })
 	return nil
 }
 

@@ -274,9 +274,9 @@ func (r *reader) FindTask(ref string) (*ledger.Task, error) {
 // Pending reports whether any task is queued or running, that is whether a
 // worker may still find work (now, after a backoff, or after a lease expires).
 func (s *Store) Pending() bool {
-	s.idx.mu.Lock()
-	defer s.idx.mu.Unlock()
-	return len(s.idx.active) > 0
+	s.idx.Mu.Lock()
+	defer s.idx.Mu.Unlock()
+	return len(s.idx.Active) > 0
 }
 
 // ctx-free convenience wrappers.

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/lhengine/lhengine/ledger"
+	"github.com/lhengine/lhengine/store/internal/index"
 )
 
 // Per-step records.
@@ -174,7 +175,7 @@ func (t *tx) saveTask(task *ledger.Task) error {
 	}
 	maps.Copy(bs.wroteSteps[id], wrote)
 	n := task.StepCount()
-	t.after(func(*index) { t.s.mirror.apply(id, n, wrote) })
+	t.after(func(*index.Index) { t.s.mirror.apply(id, n, wrote) })
 	// Kept to seed the cache of decoded records once committed: the header
 	// and the step under the cursor, which the next operation on the task
 	// most likely needs.
@@ -241,7 +242,7 @@ func (t *tx) fill(task *ledger.Task) error {
 		// What the scan saw is what is committed once this transaction
 		// is (operations after this one in it update the mirror after).
 		id, kept := task.ID, slices.Clone(steps)
-		t.after(func(*index) { t.s.mirror.add(id, kept) })
+		t.after(func(*index.Index) { t.s.mirror.add(id, kept) })
 	}
 	return nil
 }
@@ -281,7 +282,7 @@ type prefixEntry struct{ steps []ledger.StepState }
 const maxPrefixTasks = 1024
 
 // snapshot returns a copy of the task's header for lease snapshots, with
-// Steps holding the steps before the cursor. The caller holds s.idx.mu.
+// Steps holding the steps before the cursor. The caller holds s.idx.Mu.
 func (s *Store) snapshot(t *tx, task *ledger.Task) *ledger.Task {
 	snap := task.Header()
 	snap.Steps = s.prefixes.get(t, task)
@@ -308,7 +309,7 @@ func (p *stepPrefixes) get(t *tx, task *ledger.Task) []ledger.StepState {
 	for i := n; i < c; i++ {
 		grown = append(grown, t.stepValue(task, i))
 	}
-	t.after(func(*index) {
+	t.after(func(*index.Index) {
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		if p.m[id] == e && len(e.steps) == n {

@@ -24,6 +24,7 @@ import (
 	"github.com/lhengine/lhengine/ledger"
 	"github.com/lhengine/lhengine/store/internal/filecheck"
 	"github.com/lhengine/lhengine/store/internal/group"
+	"github.com/lhengine/lhengine/store/internal/index"
 	"github.com/lhengine/lhengine/store/internal/logsync"
 	"github.com/lhengine/lhengine/store/internal/storedir"
 )
@@ -98,7 +99,7 @@ type Store struct {
 	prefixes stepPrefixes // step states shared by lease snapshots
 	mirror   stepMirror   // every step of tasks read whole by writers
 	planHook func()       // tests: called after each planning batch that left items to plan
-	idx      *index
+	idx      *index.Index
 
 	group group.Queue[func(*tx) error] // the group commit: runBatch, then complete
 
@@ -234,7 +235,7 @@ func badgerOptions(dir string, o Options) badger.Options {
 func Open(dir string, o Options) (*Store, error) {
 	o.setDefaults()
 	s := &Store{now: o.Now, session: newSessionID(), log: o.Logger,
-		plan: o.Planner, idx: newIndex(), sync: !o.NoSync && !o.InMemory && !o.ReadOnly,
+		plan: o.Planner, idx: index.New(), sync: !o.NoSync && !o.InMemory && !o.ReadOnly,
 		dir: dir, readOnly: o.ReadOnly}
 	s.group.Max, s.group.Run, s.group.Complete = o.MaxBatch, s.runBatch, s.complete
 	if !o.InMemory {
@@ -438,10 +439,10 @@ func (s *Store) rebuildIndex() error {
 			if !task.Status.Runnable() {
 				continue
 			}
-			s.idx.addActive(id)
+			s.idx.AddActive(id)
 			st := *t.step(task, task.Cursor)
 			if !st.Planned {
-				s.idx.needPlan(id) // planning was cut short: it resumes
+				s.idx.NeedPlan(id) // planning was cut short: it resumes
 			}
 			for _, step := range t.liveSteps(task) {
 				st := *t.step(task, step)
@@ -453,16 +454,16 @@ func (s *Store) rebuildIndex() error {
 					if u.Pass != st.Pass {
 						return true, nil // a unit of an earlier pass
 					}
-					r := unitRef{id, u.Step, u.Item}
+					r := index.Ref{Task: id, Step: u.Step, Item: u.Item}
 					switch u.State {
 					case ledger.UnitReady:
-						s.idx.addReady(r, u.NotBefore, st.Every > 0)
+						s.idx.AddReady(r, u.NotBefore, st.Every > 0)
 					case ledger.UnitWaiting:
 						if !u.NotBefore.IsZero() { // claimed at its approval's expiry
-							s.idx.addReady(r, u.NotBefore, false)
+							s.idx.AddReady(r, u.NotBefore, false)
 						}
 					case ledger.UnitLeased:
-						s.idx.leases[r] = leaseRec{owner: u.Owner, until: u.LeaseUntil}
+						s.idx.Leases[r] = index.Lease{Owner: u.Owner, Until: u.LeaseUntil}
 					}
 					return true, nil
 				})
@@ -726,8 +727,8 @@ func (s *Store) runAlone(o *op) (sync bool) {
 // changes of the operations that succeeded and reports whether any of them
 // must be durable before its caller hears back.
 func (s *Store) applyIndex(txs []*tx, errs []error) (durable bool) {
-	s.idx.mu.Lock()
-	defer s.idx.mu.Unlock()
+	s.idx.Mu.Lock()
+	defer s.idx.Mu.Unlock()
 	for i, t := range txs {
 		if errs[i] != nil {
 			continue
@@ -764,13 +765,13 @@ type tx struct {
 	txn     *badger.Txn
 	s       *Store
 	wrote   bool
-	size    int64          // bytes of the keys and values it set (see checkWrite)
-	durable bool           // the operation must be on disk before it returns
-	afters  []func(*index) // index changes to apply once committed
-	b       *batchState    // shared by the operations of one transaction
-	err     error          // a record the operation could not read (see step)
-	rw      bool           // a read-write transaction, run by the group-commit leader
-	saving  bool           // saveTask is writing
+	size    int64                // bytes of the keys and values it set (see checkWrite)
+	durable bool                 // the operation must be on disk before it returns
+	afters  []func(*index.Index) // index changes to apply once committed
+	b       *batchState          // shared by the operations of one transaction
+	err     error                // a record the operation could not read (see step)
+	rw      bool                 // a read-write transaction, run by the group-commit leader
+	saving  bool                 // saveTask is writing
 }
 
 // batchState is what the operations sharing one transaction must see of
@@ -779,8 +780,8 @@ type tx struct {
 // offer the same ready unit (one wins, the other claims nothing) or both
 // take back the same expired lease.
 type batchState struct {
-	taken     map[unitRef]bool        // units leased by an operation of the batch
-	ready     []unitRef               // units made ready by an operation of the batch
+	taken     map[index.Ref]bool      // units leased by an operation of the batch
+	ready     []index.Ref             // units made ready by an operation of the batch
 	wroteTask map[string]*ledger.Task // task records written in the transaction (nil: not as a record)
 	// steps written in the transaction, by task, and tasks whose record
 	// was written other than by saveTask (see stepMirror)
@@ -794,13 +795,13 @@ func (t *tx) batch() *batchState {
 		t.b = &batchState{}
 	}
 	if t.b.taken == nil {
-		t.b.taken = map[unitRef]bool{}
+		t.b.taken = map[index.Ref]bool{}
 	}
 	return t.b
 }
 
 // after queues an index change to apply if and when the transaction commits.
-func (t *tx) after(fn func(*index)) { t.afters = append(t.afters, fn) }
+func (t *tx) after(fn func(*index.Index)) { t.afters = append(t.afters, fn) }
 
 func (t *tx) getJSON(key []byte, v any) error {
 	item, err := t.txn.Get(key)
@@ -953,7 +954,7 @@ func (t *tx) noteWrite(key []byte) {
 				b.rawTask = map[string]bool{}
 			}
 			b.rawTask[id] = true
-			t.after(func(*index) { t.s.mirror.drop(id) })
+			t.after(func(*index.Index) { t.s.mirror.drop(id) })
 		}
 	}
 }

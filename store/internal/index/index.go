@@ -1,4 +1,8 @@
-package store
+// Package index is the store's in-memory view of what can be claimed:
+// the runnable tasks, their ready units (in the order they are served),
+// the live leases and the fan-out steps waiting to be planned. The durable
+// records are the truth; the index only says where to look.
+package index
 
 import (
 	"container/heap"
@@ -7,25 +11,28 @@ import (
 	"time"
 )
 
-// index is the in-memory view of what can be claimed: the runnable tasks,
+// Index is the in-memory view of what can be claimed: the runnable tasks,
 // their ready units and the live leases. The durable records (tasks and
 // units) are the truth; the index only says where to look, and every
 // candidate it offers is checked against its unit record inside the claiming
 // transaction. It is rebuilt from the records when the store opens, and
-// changed only after a transaction commits (tx.after), so a discarded
-// transaction leaves it untouched.
+// changed only after a transaction commits (the changes a transaction
+// queues for after its commit), so a discarded transaction leaves it
+// untouched.
 //
 // It can be kept in memory at all because Badger lets one process open a
 // directory: no other writer can make units ready behind this one's back.
-type index struct {
-	mu     sync.Mutex
-	active []string             // runnable task ids, oldest first
-	ready  map[string]*readyQ   // task id -> its ready units
-	leases map[unitRef]leaseRec // units leased now
-	plans  map[string]*planJob  // tasks whose current fan-out step awaits its items
-	// served is the task that got the last lease: the next claim starts
-	// with the task after it, so runnable tasks take turns (see claim).
-	served string
+type Index struct {
+	// Mu guards the index: its users hold it while they read or change it.
+	Mu     sync.Mutex
+	Active []string            // runnable task ids, oldest first
+	Leases map[Ref]Lease       // units leased now
+	ready  map[string]*readyQ  // task id -> its ready units
+	plans  map[string]*planJob // tasks whose current fan-out step awaits its items
+	// Served is the task that got the last lease: the next claim starts
+	// with the task after it, so runnable tasks take turns (see the
+	// store's claim).
+	Served string
 }
 
 // planJob is a task's step waiting to be planned. pending: someone must
@@ -33,14 +40,16 @@ type index struct {
 // it is being planned (a repair) is pending and running at once.
 type planJob struct{ pending, running bool }
 
-type unitRef struct {
-	task       string
-	step, item int
+// Ref names a unit: its task, step and item.
+type Ref struct {
+	Task       string
+	Step, Item int
 }
 
-type leaseRec struct {
-	owner string
-	until time.Time
+// Lease is a unit's lease as the index keeps it: its owner and expiry.
+type Lease struct {
+	Owner string
+	Until time.Time
 }
 
 // readyQ holds one task's ready units. A unit made ready with a not-before
@@ -57,15 +66,15 @@ type leaseRec struct {
 type readyQ struct {
 	later laterHeap // not due when last looked at
 	retry []laterRef
-	first []unitRef // served before queue; few
-	queue []unitRef
+	first []Ref // served before queue; few
+	queue []Ref
 	head  int
-	due   map[unitRef]time.Time // unit -> not before (zero: ready now)
+	due   map[Ref]time.Time // unit -> not before (zero: ready now)
 }
 
 // laterRef is a unit waiting until at.
 type laterRef struct {
-	r  unitRef
+	r  Ref
 	at time.Time
 }
 
@@ -84,7 +93,7 @@ func (h *laterHeap) Pop() any {
 }
 
 // counts reports whether slot r of first or queue counts.
-func (q *readyQ) counts(r unitRef) bool {
+func (q *readyQ) counts(r Ref) bool {
 	nb, ok := q.due[r]
 	return ok && nb.IsZero()
 }
@@ -95,12 +104,17 @@ func (q *readyQ) countsLater(e laterRef) bool {
 	return ok && nb.Equal(e.at)
 }
 
-func newIndex() *index {
-	return &index{ready: map[string]*readyQ{}, leases: map[unitRef]leaseRec{}, plans: map[string]*planJob{}}
+// New is an empty index.
+func New() *Index {
+	return &Index{ready: map[string]*readyQ{}, Leases: map[Ref]Lease{}, plans: map[string]*planJob{}}
 }
 
-// needPlan records that task id's current step must be planned.
-func (x *index) needPlan(id string) {
+// HasReady reports whether task id has ready units queued (some may have
+// been claimed since: Candidates tells).
+func (x *Index) HasReady(id string) bool { return x.ready[id] != nil }
+
+// NeedPlan records that task id's current step must be planned.
+func (x *Index) NeedPlan(id string) {
 	j := x.plans[id]
 	if j == nil {
 		j = &planJob{}
@@ -109,10 +123,10 @@ func (x *index) needPlan(id string) {
 	j.pending = true
 }
 
-// takePlan hands out a pending plan job nobody is running, oldest task
+// TakePlan hands out a pending plan job nobody is running, oldest task
 // first. Every claim asks, so it looks at the (usually empty) set of plan
 // jobs, not at every runnable task.
-func (x *index) takePlan(only string) (string, bool) {
+func (x *Index) TakePlan(only string) (string, bool) {
 	best := ""
 	for id, j := range x.plans {
 		if (only == "" || id == only) && j.pending && !j.running && (best == "" || id < best) {
@@ -127,9 +141,9 @@ func (x *index) takePlan(only string) (string, bool) {
 	return best, true
 }
 
-// releasePlan ends a run of a plan job; again makes it pending once more
+// ReleasePlan ends a run of a plan job; again makes it pending once more
 // (the run stopped before the step was planned).
-func (x *index) releasePlan(id string, again bool) {
+func (x *Index) ReleasePlan(id string, again bool) {
 	j := x.plans[id]
 	if j == nil {
 		return
@@ -143,31 +157,31 @@ func (x *index) releasePlan(id string, again bool) {
 	}
 }
 
-// planning reports whether a plan job of task id (any task when id is "")
+// Planning reports whether a plan job of task id (any task when id is "")
 // is pending or running.
-func (x *index) planning(id string) bool {
+func (x *Index) Planning(id string) bool {
 	if id != "" {
 		return x.plans[id] != nil
 	}
 	return len(x.plans) > 0
 }
 
-// addActive marks a task runnable.
-func (x *index) addActive(id string) {
-	i := sort.SearchStrings(x.active, id)
-	if i < len(x.active) && x.active[i] == id {
+// AddActive marks a task runnable.
+func (x *Index) AddActive(id string) {
+	i := sort.SearchStrings(x.Active, id)
+	if i < len(x.Active) && x.Active[i] == id {
 		return
 	}
-	x.active = append(x.active, "")
-	copy(x.active[i+1:], x.active[i:])
-	x.active[i] = id
+	x.Active = append(x.Active, "")
+	copy(x.Active[i+1:], x.Active[i:])
+	x.Active[i] = id
 }
 
-// removeTask forgets everything about a task that is no longer runnable.
-func (x *index) removeTask(id string) {
-	i := sort.SearchStrings(x.active, id)
-	if i < len(x.active) && x.active[i] == id {
-		x.active = append(x.active[:i], x.active[i+1:]...)
+// RemoveTask forgets everything about a task that is no longer runnable.
+func (x *Index) RemoveTask(id string) {
+	i := sort.SearchStrings(x.Active, id)
+	if i < len(x.Active) && x.Active[i] == id {
+		x.Active = append(x.Active[:i], x.Active[i+1:]...)
 	}
 	delete(x.ready, id)
 	if j := x.plans[id]; j != nil && !j.running {
@@ -175,24 +189,24 @@ func (x *index) removeTask(id string) {
 	} else if j != nil {
 		j.pending = false
 	}
-	for r := range x.leases {
-		if r.task == id {
-			delete(x.leases, r)
+	for r := range x.Leases {
+		if r.Task == id {
+			delete(x.Leases, r)
 		}
 	}
 }
 
-// addReady queues a ready unit: with a notBefore time, to be served once
+// AddReady queues a ready unit: with a notBefore time, to be served once
 // that time has passed, ahead of the units queued without one; else at the
 // back of its task's queue, or with first ahead of every unit queued
 // without it (window units, which would otherwise wait for their anchor's
 // whole fan-out). A unit queued already keeps its slot if its not-before
 // is the same.
-func (x *index) addReady(r unitRef, notBefore time.Time, first bool) {
-	q := x.ready[r.task]
+func (x *Index) AddReady(r Ref, notBefore time.Time, first bool) {
+	q := x.ready[r.Task]
 	if q == nil {
-		q = &readyQ{due: map[unitRef]time.Time{}}
-		x.ready[r.task] = q
+		q = &readyQ{due: map[Ref]time.Time{}}
+		x.ready[r.Task] = q
 	}
 	if old, ok := q.due[r]; ok && old.Equal(notBefore) {
 		return
@@ -208,38 +222,39 @@ func (x *index) addReady(r unitRef, notBefore time.Time, first bool) {
 	}
 }
 
-func (x *index) removeReady(r unitRef) {
-	if q := x.ready[r.task]; q != nil {
+// RemoveReady forgets a ready unit (claimed, or found stale).
+func (x *Index) RemoveReady(r Ref) {
+	if q := x.ready[r.Task]; q != nil {
 		delete(q.due, r)
 	}
 }
 
-// dropStep forgets the ready units and leases of one step of a task.
-func (x *index) dropStep(id string, step int) {
+// DropStep forgets the ready units and leases of one step of a task.
+func (x *Index) DropStep(id string, step int) {
 	if q := x.ready[id]; q != nil {
 		for r := range q.due {
-			if r.step == step {
+			if r.Step == step {
 				delete(q.due, r)
 			}
 		}
 	}
-	for r := range x.leases {
-		if r.task == id && r.step == step {
-			delete(x.leases, r)
+	for r := range x.Leases {
+		if r.Task == id && r.Step == step {
+			delete(x.Leases, r)
 		}
 	}
 }
 
-// candidates returns up to max ready units of task id that are due at now
+// Candidates returns up to max ready units of task id that are due at now
 // and not skipped, in the order readyQ describes, and the earliest
 // not-before of those that are not due yet. It drops the slots that no
 // longer count as it goes.
-func (x *index) candidates(id string, now time.Time, max int, skip func(unitRef) bool) ([]unitRef, time.Time) {
+func (x *Index) Candidates(id string, now time.Time, max int, skip func(Ref) bool) ([]Ref, time.Time) {
 	q := x.ready[id]
 	if q == nil || max <= 0 {
 		return nil, time.Time{}
 	}
-	var out []unitRef
+	var out []Ref
 	var wake time.Time
 	for len(q.later) > 0 {
 		e := q.later[0]
@@ -256,10 +271,10 @@ func (x *index) candidates(id string, now time.Time, max int, skip func(unitRef)
 		q.head++
 	}
 	if q.head > 1024 && q.head > len(q.queue)/2 {
-		q.queue = append([]unitRef(nil), q.queue[q.head:]...)
+		q.queue = append([]Ref(nil), q.queue[q.head:]...)
 		q.head = 0
 	}
-	var seen map[unitRef]bool // a unit made ready again may hold two slots
+	var seen map[Ref]bool // a unit made ready again may hold two slots
 	if len(q.retry) > 0 {
 		kept := q.retry[:0]
 		for _, e := range q.retry {
@@ -280,7 +295,7 @@ func (x *index) candidates(id string, now time.Time, max int, skip func(unitRef)
 	}
 	nr, n := len(q.retry), len(q.retry)+len(q.first)
 	for i := 0; i < n+len(q.queue)-q.head && len(out) < max; i++ {
-		var r unitRef
+		var r Ref
 		switch {
 		case i < nr:
 			r = q.retry[i].r
@@ -296,7 +311,7 @@ func (x *index) candidates(id string, now time.Time, max int, skip func(unitRef)
 			continue
 		}
 		if seen == nil {
-			seen = map[unitRef]bool{}
+			seen = map[Ref]bool{}
 		}
 		seen[r] = true
 		out = append(out, r)
