@@ -10,6 +10,7 @@ import (
 
 	"github.com/lhengine/lhengine/ledger"
 	"github.com/lhengine/lhengine/store/internal/index"
+	"github.com/lhengine/lhengine/store/internal/kv"
 )
 
 // Approvals: a unit that needs a person's decision before it runs (a
@@ -23,8 +24,6 @@ import (
 // "Approvals"). A pending approval that expires makes its unit claimable
 // at the expiry, so that whichever worker claims it applies on_expiry.
 
-func approvalKey(task string, n uint64) []byte { return fmt.Appendf(nil, "r/%s/%016x", task, n) }
-
 // approvalSeq parses an approval id ("3") into its sequence number.
 func approvalSeq(id string) (uint64, error) {
 	n, err := strconv.ParseUint(id, 10, 64)
@@ -37,7 +36,7 @@ func approvalSeq(id string) (uint64, error) {
 // Approvals lists a task's approvals in the order they were asked for.
 func (r *reader) Approvals(id string) ([]ledger.Approval, error) {
 	var out []ledger.Approval
-	err := r.t.scan([]byte("r/"+id+"/"), func(_, val []byte) (bool, error) {
+	err := r.t.Scan([]byte("r/"+id+"/"), func(_, val []byte) (bool, error) {
 		var a ledger.Approval
 		if err := json.Unmarshal(val, &a); err != nil {
 			return false, err
@@ -55,7 +54,7 @@ func (r *reader) Approval(task, id string) (*ledger.Approval, error) {
 		return nil, err
 	}
 	a := new(ledger.Approval)
-	if err := r.t.getJSON(approvalKey(task, n), a); err != nil {
+	if err := r.t.GetJSON(kv.ApprovalKey(task, n), a); err != nil {
 		if errors.Is(err, ledger.ErrNotFound) {
 			return nil, fmt.Errorf("%w: task %s has no approval %s", ledger.ErrNotFound, task, id)
 		}
@@ -73,14 +72,14 @@ func (r *reader) Approval(task, id string) (*ledger.Approval, error) {
 func (s *Store) RequestApproval(ctx context.Context, l ledger.Lease, a ledger.Approval) (*ledger.Task, *ledger.Approval, error) {
 	var out *ledger.Task
 	var rec *ledger.Approval
-	err := s.update(ctx, func(t *tx) error {
+	err := s.update(ctx, func(t *kv.Tx) error {
 		u, task, err := s.leased(t, l)
 		if err != nil {
 			return err
 		}
-		t.durable = true
+		t.Durable = true
 		now := s.now()
-		st := t.step(task, l.Step)
+		st := t.Step(task, l.Step)
 		task.NextApproval++
 		a.ID = strconv.FormatUint(task.NextApproval, 10)
 		a.Task, a.Step, a.StepIndex, a.Item, a.Pass = task.ID, st.Name, l.Step, l.Item, st.Pass
@@ -90,7 +89,7 @@ func (s *Store) RequestApproval(ctx context.Context, l ledger.Lease, a ledger.Ap
 		}
 		a.SubjectSHA256 = ledger.SubjectSum(a.Subject)
 		a.DecidedBy, a.DecidedAt, a.Note, a.UsedBy, a.Void = "", time.Time{}, "", 0, ""
-		if err := t.putJSON(approvalKey(task.ID, task.NextApproval), &a); err != nil {
+		if err := t.PutJSON(kv.ApprovalKey(task.ID, task.NextApproval), &a); err != nil {
 			return err
 		}
 		// The unit waits; its attempt is given back as a stopping worker's
@@ -105,12 +104,12 @@ func (s *Store) RequestApproval(ctx context.Context, l ledger.Lease, a ledger.Ap
 		st.Waiting++
 		task.Waiting++
 		tickWall(task, now)
-		if err := t.putJSON(unitKey(l.Task, l.Step, l.Item), u); err != nil {
+		if err := t.PutJSON(kv.UnitKey(l.Task, l.Step, l.Item), u); err != nil {
 			return err
 		}
 		ref := index.Ref{Task: l.Task, Step: l.Step, Item: l.Item}
 		expires := a.Expires
-		t.after(func(x *index.Index) {
+		t.After(func(x *index.Index) {
 			delete(x.Leases, ref)
 			if !expires.IsZero() {
 				x.AddReady(ref, expires, false) // claimed at the expiry, to apply on_expiry
@@ -125,11 +124,11 @@ func (s *Store) RequestApproval(ctx context.Context, l ledger.Lease, a ledger.Ap
 			return err
 		}
 		task.UpdatedAt = now
-		if err := t.saveTask(task); err != nil {
+		if err := t.SaveTask(task); err != nil {
 			return err
 		}
 		out, rec = task, &a
-		return t.fill(out)
+		return t.Fill(out)
 	})
 	return out, rec, err
 }
@@ -143,17 +142,17 @@ func (s *Store) RequestApproval(ctx context.Context, l ledger.Lease, a ledger.Ap
 func (s *Store) DecideApproval(ctx context.Context, task, id string, approve bool, by, note string) (*ledger.Approval, *ledger.Task, error) {
 	var out *ledger.Approval
 	var outTask *ledger.Task
-	err := s.update(ctx, func(t *tx) error {
+	err := s.update(ctx, func(t *kv.Tx) error {
 		n, err := approvalSeq(id)
 		if err != nil {
 			return err
 		}
 		tk := new(ledger.Task)
-		if err := t.getJSON(taskKey(task), tk); err != nil {
+		if err := t.GetJSON(kv.TaskKey(task), tk); err != nil {
 			return err
 		}
 		a := new(ledger.Approval)
-		if err := t.getJSON(approvalKey(task, n), a); err != nil {
+		if err := t.GetJSON(kv.ApprovalKey(task, n), a); err != nil {
 			if errors.Is(err, ledger.ErrNotFound) {
 				return fmt.Errorf("%w: task %s has no approval %s (lhengine approvals %s lists them)", ledger.ErrNotFound, task, id, task)
 			}
@@ -181,12 +180,12 @@ func (s *Store) DecideApproval(ctx context.Context, task, id string, approve boo
 		if tk.Status.Terminal() {
 			return &finishedError{id: task, status: tk.Status, verb: verb + " (approval " + id + " is void)"}
 		}
-		t.durable = true
+		t.Durable = true
 		a.State, a.DecidedBy, a.DecidedAt, a.Note = ledger.ApprovalRejected, by, now, note
 		if approve {
 			a.State = ledger.ApprovalApproved
 		}
-		if err := t.putJSON(approvalKey(task, n), a); err != nil {
+		if err := t.PutJSON(kv.ApprovalKey(task, n), a); err != nil {
 			return err
 		}
 		item := a.Item
@@ -201,7 +200,7 @@ func (s *Store) DecideApproval(ctx context.Context, task, id string, approve boo
 			return err
 		}
 		tk.UpdatedAt = now
-		if err := t.saveTask(tk); err != nil {
+		if err := t.SaveTask(tk); err != nil {
 			return err
 		}
 		out, outTask = a, tk
@@ -212,7 +211,7 @@ func (s *Store) DecideApproval(ctx context.Context, task, id string, approve boo
 
 // wake makes the unit that waits for approval a ready again, if it still
 // does (a repair may have replaced it since).
-func (s *Store) wake(t *tx, task *ledger.Task, a *ledger.Approval) error {
+func (s *Store) wake(t *kv.Tx, task *ledger.Task, a *ledger.Approval) error {
 	return s.wakeUnit(t, task, a.StepIndex, a.Item, func(u *ledger.Unit) bool {
 		return u.Approval == a.ID && u.Pass == a.Pass && u.Effect == ""
 	})
@@ -220,9 +219,9 @@ func (s *Store) wake(t *tx, task *ledger.Task, a *ledger.Approval) error {
 
 // wakeUnit makes unit (step, item) of task ready again if it waits and
 // waits for what is (a decision, an effect settled).
-func (s *Store) wakeUnit(t *tx, task *ledger.Task, step, item int, is func(*ledger.Unit) bool) error {
+func (s *Store) wakeUnit(t *kv.Tx, task *ledger.Task, step, item int, is func(*ledger.Unit) bool) error {
 	u := new(ledger.Unit)
-	if err := t.getJSON(unitKey(task.ID, step, item), u); err != nil {
+	if err := t.GetJSON(kv.UnitKey(task.ID, step, item), u); err != nil {
 		if errors.Is(err, ledger.ErrNotFound) {
 			return nil
 		}
@@ -232,11 +231,11 @@ func (s *Store) wakeUnit(t *tx, task *ledger.Task, step, item int, is func(*ledg
 		return nil
 	}
 	u.State, u.NotBefore, u.Effect, u.WaitReason = ledger.UnitReady, time.Time{}, "", ""
-	if err := t.putJSON(unitKey(task.ID, step, item), u); err != nil {
+	if err := t.PutJSON(kv.UnitKey(task.ID, step, item), u); err != nil {
 		return err
 	}
 	if step < task.StepCount() {
-		if st := t.step(task, step); st.Pass == u.Pass && st.Waiting > 0 {
+		if st := t.Step(task, step); st.Pass == u.Pass && st.Waiting > 0 {
 			st.Waiting--
 		}
 	}
@@ -247,9 +246,9 @@ func (s *Store) wakeUnit(t *tx, task *ledger.Task, step, item int, is func(*ledg
 		tickWall(task, s.now())
 	}
 	if task.Status.Runnable() {
-		b := t.batch()
-		b.ready = append(b.ready, ref)
-		t.after(func(x *index.Index) { x.AddReady(ref, time.Time{}, false) })
+		b := t.Batch()
+		b.Ready = append(b.Ready, ref)
+		t.After(func(x *index.Index) { x.AddReady(ref, time.Time{}, false) })
 	}
 	return nil
 }
@@ -261,7 +260,7 @@ func (s *Store) wakeUnit(t *tx, task *ledger.Task, step, item int, is func(*ledg
 // names why.
 func (s *Store) CloseApproval(ctx context.Context, l ledger.Lease, id string, state ledger.ApprovalState, why string) (*ledger.Approval, error) {
 	var out *ledger.Approval
-	err := s.update(ctx, func(t *tx) error {
+	err := s.update(ctx, func(t *kv.Tx) error {
 		_, task, err := s.leased(t, l)
 		if err != nil {
 			return err
@@ -271,20 +270,20 @@ func (s *Store) CloseApproval(ctx context.Context, l ledger.Lease, id string, st
 			return err
 		}
 		a := new(ledger.Approval)
-		if err := t.getJSON(approvalKey(task.ID, n), a); err != nil {
+		if err := t.GetJSON(kv.ApprovalKey(task.ID, n), a); err != nil {
 			return err
 		}
 		if a.State == state {
 			out = a
 			return nil
 		}
-		t.durable = true
+		t.Durable = true
 		a.State = state
 		typ := ledger.EvApprovalExpired
 		if state == ledger.ApprovalVoided {
 			a.Void, typ = why, ledger.EvApprovalVoided
 		}
-		if err := t.putJSON(approvalKey(task.ID, n), a); err != nil {
+		if err := t.PutJSON(kv.ApprovalKey(task.ID, n), a); err != nil {
 			return err
 		}
 		item := a.Item
@@ -296,7 +295,7 @@ func (s *Store) CloseApproval(ctx context.Context, l ledger.Lease, id string, st
 			return err
 		}
 		out = a
-		return t.saveTask(task)
+		return t.SaveTask(task)
 	})
 	return out, err
 }
@@ -304,7 +303,7 @@ func (s *Store) CloseApproval(ctx context.Context, l ledger.Lease, id string, st
 // UseApproval records that the attempt of lease l runs on approval id
 // (Approval.UsedBy), once: the first attempt to run on it.
 func (s *Store) UseApproval(ctx context.Context, l ledger.Lease, id string) error {
-	return s.update(ctx, func(t *tx) error {
+	return s.update(ctx, func(t *kv.Tx) error {
 		_, task, err := s.leased(t, l)
 		if err != nil {
 			return err
@@ -314,15 +313,15 @@ func (s *Store) UseApproval(ctx context.Context, l ledger.Lease, id string) erro
 			return err
 		}
 		a := new(ledger.Approval)
-		if err := t.getJSON(approvalKey(task.ID, n), a); err != nil {
+		if err := t.GetJSON(kv.ApprovalKey(task.ID, n), a); err != nil {
 			return err
 		}
 		if a.UsedBy != 0 {
 			return nil
 		}
-		t.durable = true
+		t.Durable = true
 		a.UsedBy = l.Attempt
-		return t.putJSON(approvalKey(task.ID, n), a)
+		return t.PutJSON(kv.ApprovalKey(task.ID, n), a)
 	})
 }
 
@@ -332,16 +331,16 @@ func (s *Store) UseApproval(ctx context.Context, l ledger.Lease, id string) erro
 // them waits for an effect to be settled instead, the task pauses
 // (PauseEffect) with that unit's reason, as a task did before its other
 // units could run on.
-func (s *Store) settleWaiting(t *tx, task *ledger.Task) error {
+func (s *Store) settleWaiting(t *kv.Tx, task *ledger.Task) error {
 	if task.Waiting <= 0 || !task.Status.Runnable() || task.Status == ledger.WaitingApproval || task.Leases > 0 {
 		return nil
 	}
-	st := t.step(task, task.Cursor)
+	st := t.Step(task, task.Cursor)
 	if !st.Planned || st.Units-st.Done-st.Failed-st.Leased-st.Waiting > 0 {
 		return nil
 	}
 	var effect *ledger.Unit
-	err := t.scan(unitStepPrefix(task.ID, task.Cursor), func(_, val []byte) (bool, error) {
+	err := t.Scan(kv.UnitStepPrefix(task.ID, task.Cursor), func(_, val []byte) (bool, error) {
 		u := new(ledger.Unit)
 		if err := json.Unmarshal(val, u); err != nil {
 			return false, err
@@ -363,7 +362,7 @@ func (s *Store) settleWaiting(t *tx, task *ledger.Task) error {
 	if task.Waiting == 1 {
 		// Say what the one approval is, and the command that decides it.
 		var last *ledger.Approval
-		err := t.scan([]byte("r/"+task.ID+"/"), func(_, val []byte) (bool, error) {
+		err := t.Scan([]byte("r/"+task.ID+"/"), func(_, val []byte) (bool, error) {
 			a := new(ledger.Approval)
 			if err := json.Unmarshal(val, a); err != nil {
 				return false, err
@@ -387,13 +386,13 @@ func (s *Store) settleWaiting(t *tx, task *ledger.Task) error {
 
 // voidApprovals voids the pending approvals of pass pass of a step, whose
 // units will not run again.
-func (s *Store) voidApprovals(t *tx, task *ledger.Task, step, pass int, why string) error {
+func (s *Store) voidApprovals(t *kv.Tx, task *ledger.Task, step, pass int, why string) error {
 	type found struct {
 		key []byte
 		a   ledger.Approval
 	}
 	var void []found
-	err := t.scan([]byte("r/"+task.ID+"/"), func(key, val []byte) (bool, error) {
+	err := t.Scan([]byte("r/"+task.ID+"/"), func(key, val []byte) (bool, error) {
 		var a ledger.Approval
 		if err := json.Unmarshal(val, &a); err != nil {
 			return false, err
@@ -408,7 +407,7 @@ func (s *Store) voidApprovals(t *tx, task *ledger.Task, step, pass int, why stri
 	}
 	for _, f := range void {
 		f.a.State, f.a.Void = ledger.ApprovalVoided, why
-		if err := t.putJSON(f.key, &f.a); err != nil {
+		if err := t.PutJSON(f.key, &f.a); err != nil {
 			return err
 		}
 		item := f.a.Item
@@ -428,14 +427,14 @@ func (s *Store) voidApprovals(t *tx, task *ledger.Task, step, pass int, why stri
 // run, the task pauses (PauseEffect) with that reason.
 func (s *Store) WaitEffect(ctx context.Context, l ledger.Lease, key, reason string) (*ledger.Task, error) {
 	var out *ledger.Task
-	err := s.update(ctx, func(t *tx) error {
+	err := s.update(ctx, func(t *kv.Tx) error {
 		u, task, err := s.leased(t, l)
 		if err != nil {
 			return err
 		}
-		t.durable = true
+		t.Durable = true
 		now := s.now()
-		st := t.step(task, l.Step)
+		st := t.Step(task, l.Step)
 		u.State, u.Owner, u.LeaseUntil, u.NotBefore = ledger.UnitWaiting, "", time.Time{}, time.Time{}
 		u.Effect, u.WaitReason = key, reason
 		u.Attempt = max(u.Attempt-1, 0)
@@ -445,11 +444,11 @@ func (s *Store) WaitEffect(ctx context.Context, l ledger.Lease, key, reason stri
 		st.Waiting++
 		task.Waiting++
 		tickWall(task, now)
-		if err := t.putJSON(unitKey(l.Task, l.Step, l.Item), u); err != nil {
+		if err := t.PutJSON(kv.UnitKey(l.Task, l.Step, l.Item), u); err != nil {
 			return err
 		}
 		ref := index.Ref{Task: l.Task, Step: l.Step, Item: l.Item}
-		t.after(func(x *index.Index) { delete(x.Leases, ref) })
+		t.After(func(x *index.Index) { delete(x.Leases, ref) })
 		item := l.Item
 		if err := s.event(t, task, ledger.Event{Type: ledger.EvEffectUnknown, Step: st.Name, Item: &item, Attempt: l.Attempt, Message: reason}); err != nil {
 			return err
@@ -458,11 +457,11 @@ func (s *Store) WaitEffect(ctx context.Context, l ledger.Lease, key, reason stri
 			return err
 		}
 		task.UpdatedAt = now
-		if err := t.saveTask(task); err != nil {
+		if err := t.SaveTask(task); err != nil {
 			return err
 		}
 		out = task
-		return t.fill(out)
+		return t.Fill(out)
 	})
 	return out, err
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/ledger"
+	"github.com/lhengine/lhengine/store/internal/kv"
 )
 
 func (b *testBundle) approvals(t *testing.T, id string) []ledger.Approval {
@@ -24,7 +25,7 @@ func (b *testBundle) approvals(t *testing.T, id string) []ledger.Approval {
 func (b *testBundle) unit(t *testing.T, id string, step, item int) *ledger.Unit {
 	t.Helper()
 	u := new(ledger.Unit)
-	require.NoError(t, b.s.view(func(tx *tx) error { return tx.getJSON(unitKey(id, step, item), u) }))
+	require.NoError(t, b.s.view(func(tx *kv.Tx) error { return tx.GetJSON(kv.UnitKey(id, step, item), u) }))
 	return u
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/ledger"
+	"github.com/lhengine/lhengine/store/internal/kv"
 )
 
 // BenchmarkClaimCommit measures one serial claim + commit of a plain step on
@@ -55,9 +56,9 @@ func BenchmarkSync(b *testing.B) {
 	val := make([]byte, 512)
 	b.ResetTimer()
 	for i := range b.N {
-		err := s.update(ctx, func(t *tx) error {
-			t.durable = true
-			return t.put(fmt.Appendf(nil, "x/%d", i), val)
+		err := s.update(ctx, func(t *kv.Tx) error {
+			t.Durable = true
+			return t.Put(fmt.Appendf(nil, "x/%d", i), val)
 		})
 		require.NoError(b, err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/lhengine/lhengine/ledger"
 	"github.com/lhengine/lhengine/store/internal/index"
+	"github.com/lhengine/lhengine/store/internal/kv"
 )
 
 // Task budgets: task-wide limits whose reaching pauses the task (never
@@ -74,7 +75,7 @@ func unitsRoom(task *ledger.Task) int {
 // checkBudgets pauses a runnable task one of whose budgets is reached, and
 // warns once of each budget past 80% of its limit. The caller saves the
 // task.
-func (s *Store) checkBudgets(t *tx, task *ledger.Task) error {
+func (s *Store) checkBudgets(t *kv.Tx, task *ledger.Task) error {
 	if task.Budget == nil {
 		return nil
 	}
@@ -103,7 +104,7 @@ func (s *Store) checkBudgets(t *tx, task *ledger.Task) error {
 
 // pauseInTx pauses a runnable task for why within t: it leaves the claim
 // index; units in flight may still commit. The caller saves the task.
-func (s *Store) pauseInTx(t *tx, task *ledger.Task, why ledger.PauseReason) error {
+func (s *Store) pauseInTx(t *kv.Tx, task *ledger.Task, why ledger.PauseReason) error {
 	if why.At.IsZero() {
 		why.At = s.now()
 	}
@@ -113,8 +114,8 @@ func (s *Store) pauseInTx(t *tx, task *ledger.Task, why ledger.PauseReason) erro
 		return err
 	}
 	id := task.ID
-	t.after(func(x *index.Index) { x.RemoveTask(id) })
-	return t.del(activeKey(id))
+	t.After(func(x *index.Index) { x.RemoveTask(id) })
+	return t.Del(kv.ActiveKey(id))
 }
 
 // RaiseBudgets raises budgets of the task id, each recorded as an event
@@ -124,15 +125,15 @@ func (s *Store) pauseInTx(t *tx, task *ledger.Task, why ledger.PauseReason) erro
 // continues a paused task.
 func (s *Store) RaiseBudgets(ctx context.Context, id string, raises []ledger.BudgetRaise, by string) (*ledger.Task, error) {
 	var out *ledger.Task
-	err := s.update(ctx, func(t *tx) error {
+	err := s.update(ctx, func(t *kv.Tx) error {
 		task := new(ledger.Task)
-		if err := t.getJSON(taskKey(id), task); err != nil {
+		if err := t.GetJSON(kv.TaskKey(id), task); err != nil {
 			return err
 		}
 		if task.Status.Terminal() {
 			return &finishedError{id: id, status: task.Status, verb: "raise a budget of"}
 		}
-		t.durable = true
+		t.Durable = true
 		if task.Budget == nil {
 			task.Budget = &ledger.Budget{}
 		}
@@ -179,11 +180,11 @@ func (s *Store) RaiseBudgets(ctx context.Context, id string, raises []ledger.Bud
 				return err
 			}
 		}
-		if err := t.saveTask(task); err != nil {
+		if err := t.SaveTask(task); err != nil {
 			return err
 		}
 		out = task
-		return t.fill(out)
+		return t.Fill(out)
 	})
 	return out, err
 }
@@ -198,17 +199,17 @@ func byName(by string) string {
 // pauseForRepairs gives the unit of l back to ready, without spending a
 // try, and pauses the task for why. The caller saves the task (and must
 // not save the unit).
-func (s *Store) pauseForRepairs(t *tx, task *ledger.Task, l ledger.Lease, why ledger.PauseReason) error {
+func (s *Store) pauseForRepairs(t *kv.Tx, task *ledger.Task, l ledger.Lease, why ledger.PauseReason) error {
 	u := new(ledger.Unit)
-	if err := t.getJSON(unitKey(l.Task, l.Step, l.Item), u); err != nil {
+	if err := t.GetJSON(kv.UnitKey(l.Task, l.Step, l.Item), u); err != nil {
 		return err
 	}
 	u.State, u.Owner, u.LeaseUntil = ledger.UnitReady, "", time.Time{}
 	u.Base++ // the pause is not a try
-	if err := t.putJSON(unitKey(l.Task, l.Step, l.Item), u); err != nil {
+	if err := t.PutJSON(kv.UnitKey(l.Task, l.Step, l.Item), u); err != nil {
 		return err
 	}
 	ref := index.Ref{Task: l.Task, Step: l.Step, Item: l.Item}
-	t.after(func(x *index.Index) { x.AddReady(ref, time.Time{}, false) })
+	t.After(func(x *index.Index) { x.AddReady(ref, time.Time{}, false) })
 	return s.pauseInTx(t, task, why)
 }

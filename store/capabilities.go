@@ -12,21 +12,14 @@ import (
 
 	"github.com/lhengine/lhengine/ledger"
 	"github.com/lhengine/lhengine/store/internal/index"
+	"github.com/lhengine/lhengine/store/internal/kv"
 )
 
 // Host capabilities keep their durable records here: artifacts (content-
 // addressed, with provenance), the effect journal, and each unit's own
-// key/value cursor. Progress counts and notes ride in the unit's commit
-// (Result.Counts, Result.Notes) so a retried unit never counts twice.
-//
-//	B/<sha256>                                    artifact blob: size and chunk count (written last: the blob's commit point)
-//	b/<sha256>/<chunk>                            artifact bytes, in chunks of ArtifactChunk
-//	p/<task>/<step>/<item>/<sha256>/<name>        provenance of an artifact put by a unit
-//	j/<task>/<step>/<item>/<key>                  effect journal entry
-//	g/<task>/<step>/<item>/<sha256>/<key>         model journal entry (model.go)
-//	v/<task>/<step>/<item>/<key>                  unit key/value
-//	n/<task>/<seq>                                progress note
-//	q/<task>/...                                  storage usage and quota marks (quota.go)
+// key/value cursor (their keys: internal/kv). Progress counts and notes
+// ride in the unit's commit (Result.Counts, Result.Notes) so a retried unit
+// never counts twice.
 
 type blobMeta struct {
 	Size   int64 `json:"size"`
@@ -64,12 +57,12 @@ func (s *Store) PutArtifact(ctx context.Context, p ledger.Provenance, data []byt
 	if _, err := s.putBlob(ctx, hexSum, data); err != nil {
 		return "", err
 	}
-	err = s.update(ctx, func(t *tx) error {
-		t.durable = true
-		if err := t.chargeArtifact(p.Task, hexSum, p.Size, limit); err != nil {
+	err = s.update(ctx, func(t *kv.Tx) error {
+		t.Durable = true
+		if err := chargeArtifact(t, p.Task, hexSum, p.Size, limit); err != nil {
 			return err
 		}
-		return t.putJSON(provKey(p.Task, p.Step, p.Item, hexSum, p.Name), p)
+		return t.PutJSON(kv.ProvKey(p.Task, p.Step, p.Item, hexSum, p.Name), p)
 	})
 	if err != nil {
 		return "", err
@@ -87,15 +80,15 @@ func (s *Store) ReadArtifact(ref string, offset int64, buf []byte) (int, int64, 
 	}
 	var n int
 	var size int64
-	err := s.view(func(t *tx) error {
+	err := s.view(func(t *kv.Tx) error {
 		var m blobMeta
-		if err := t.getJSON(blobKey(hexSum), &m); err != nil {
+		if err := t.GetJSON(kv.BlobKey(hexSum), &m); err != nil {
 			return fmt.Errorf("artifact %s: %w", ref, err)
 		}
 		size = m.Size
 		for n < len(buf) && offset+int64(n) < m.Size {
 			pos := offset + int64(n)
-			chunk, err := t.getRaw(chunkKey(hexSum, int(pos/ledger.ArtifactChunk)))
+			chunk, err := t.GetRaw(kv.ChunkKey(hexSum, int(pos/ledger.ArtifactChunk)))
 			if err != nil {
 				return fmt.Errorf("artifact %s chunk %d: %w", ref, pos/ledger.ArtifactChunk, err)
 			}
@@ -109,7 +102,7 @@ func (s *Store) ReadArtifact(ref string, offset int64, buf []byte) (int, int64, 
 // Artifacts lists the provenance records of a task's artifacts.
 func (r *reader) Artifacts(id string) ([]ledger.Provenance, error) {
 	var out []ledger.Provenance
-	err := r.t.scan([]byte("p/"+id+"/"), func(_, val []byte) (bool, error) {
+	err := r.t.Scan([]byte("p/"+id+"/"), func(_, val []byte) (bool, error) {
 		var p ledger.Provenance
 		if err := json.Unmarshal(val, &p); err != nil {
 			return false, err
@@ -123,8 +116,8 @@ func (r *reader) Artifacts(id string) ([]ledger.Provenance, error) {
 // KVGet reads a unit's own key/value entry.
 func (s *Store) KVGet(task string, step, item int, key string) (json.RawMessage, bool, error) {
 	var out json.RawMessage
-	err := s.view(func(t *tx) error {
-		b, err := t.getRaw(kvKey(task, step, item, key))
+	err := s.view(func(t *kv.Tx) error {
+		b, err := t.GetRaw(kv.UnitKVKey(task, step, item, key))
 		if err != nil {
 			return err
 		}
@@ -144,21 +137,21 @@ func (s *Store) KVGet(task string, step, item int, key string) (json.RawMessage,
 // entry that does not fit is refused with a *QuotaError and nothing is
 // written.
 func (s *Store) KVPut(ctx context.Context, l ledger.Lease, key string, value json.RawMessage, limit int64) error {
-	return s.update(ctx, func(t *tx) error {
+	return s.update(ctx, func(t *kv.Tx) error {
 		if _, _, err := s.leased(t, l); err != nil {
 			return err
 		}
-		k := kvKey(l.Task, l.Step, l.Item, key)
+		k := kv.UnitKVKey(l.Task, l.Step, l.Item, key)
 		size := kvSize(key, value)
 		if size > limit {
 			return &ledger.QuotaError{What: "kv_bytes", Add: size, Limit: limit}
 		}
-		u, err := t.usage(l.Task)
+		u, err := usage(t, l.Task)
 		if err != nil {
 			return err
 		}
 		delta := size
-		if old, err := t.getRaw(k); err == nil {
+		if old, err := t.GetRaw(k); err == nil {
 			delta -= kvSize(key, old)
 		} else if !errors.Is(err, ledger.ErrNotFound) {
 			return err
@@ -166,18 +159,18 @@ func (s *Store) KVPut(ctx context.Context, l ledger.Lease, key string, value jso
 		if err := charge("kv_bytes", &u.KV, delta, limit); err != nil {
 			return err
 		}
-		t.durable = true
-		if err := t.putJSON(quotaKey(l.Task), u); err != nil {
+		t.Durable = true
+		if err := t.PutJSON(kv.QuotaKey(l.Task), u); err != nil {
 			return err
 		}
-		return t.put(k, value)
+		return t.Put(k, value)
 	})
 }
 
 // Notes returns a task's progress notes, oldest first.
 func (r *reader) Notes(id string) ([]ledger.Note, error) {
 	var out []ledger.Note
-	err := r.t.scan([]byte("n/"+id+"/"), func(_, val []byte) (bool, error) {
+	err := r.t.Scan([]byte("n/"+id+"/"), func(_, val []byte) (bool, error) {
 		var n ledger.Note
 		if err := json.Unmarshal(val, &n); err != nil {
 			return false, err
@@ -191,7 +184,7 @@ func (r *reader) Notes(id string) ([]ledger.Note, error) {
 // Effect reads one journal entry.
 func (s *Store) Effect(task string, step, item int, key string) (*ledger.Effect, error) {
 	e := new(ledger.Effect)
-	err := s.view(func(t *tx) error { return t.getJSON(effectKey(task, step, item, key), e) })
+	err := s.view(func(t *kv.Tx) error { return t.GetJSON(kv.EffectKey(task, step, item, key), e) })
 	if err != nil {
 		return nil, err
 	}
@@ -202,19 +195,19 @@ func (s *Store) Effect(task string, step, item int, key string) (*ledger.Effect,
 // zombie cannot record an intent or outcome in the journal of a unit someone
 // else now owns).
 func (s *Store) RecordEffect(ctx context.Context, l ledger.Lease, e *ledger.Effect) error {
-	return s.update(ctx, func(t *tx) error {
+	return s.update(ctx, func(t *kv.Tx) error {
 		if _, _, err := s.leased(t, l); err != nil {
 			return err
 		}
-		t.durable = true
-		return t.putJSON(effectKey(e.Task, e.Step, e.Item, e.Key), e)
+		t.Durable = true
+		return t.PutJSON(kv.EffectKey(e.Task, e.Step, e.Item, e.Key), e)
 	})
 }
 
 // Effects lists a task's journal entries.
 func (r *reader) Effects(id string) ([]ledger.Effect, error) {
 	var out []ledger.Effect
-	err := r.t.scan([]byte("j/"+id+"/"), func(_, val []byte) (bool, error) {
+	err := r.t.Scan([]byte("j/"+id+"/"), func(_, val []byte) (bool, error) {
 		var e ledger.Effect
 		if err := json.Unmarshal(val, &e); err != nil {
 			return false, err
@@ -233,27 +226,27 @@ func (r *reader) Effects(id string) ([]ledger.Effect, error) {
 // again.
 func (s *Store) ResolveEffect(ctx context.Context, task string, step, item int, key string, confirmed bool, note string) (*ledger.Effect, error) {
 	var out *ledger.Effect
-	err := s.update(ctx, func(t *tx) error {
+	err := s.update(ctx, func(t *kv.Tx) error {
 		e := new(ledger.Effect)
-		if err := t.getJSON(effectKey(task, step, item, key), e); err != nil {
+		if err := t.GetJSON(kv.EffectKey(task, step, item, key), e); err != nil {
 			return err
 		}
 		if e.State == ledger.EffectDone {
 			return fmt.Errorf("effect %q already has an outcome", key)
 		}
-		t.durable = true
+		t.Durable = true
 		if confirmed {
 			e.State, e.DoneAt, e.Note = ledger.EffectDone, s.now(), note
 			e.Outcome = ledger.ConfirmedOutcome(e.Kind, e.Request, "confirmed")
 		} else {
 			e.State, e.Resend, e.Note = ledger.EffectIntent, ledger.ResendRetry, note
 		}
-		if err := t.putJSON(effectKey(task, step, item, key), e); err != nil {
+		if err := t.PutJSON(kv.EffectKey(task, step, item, key), e); err != nil {
 			return err
 		}
 		out = e
 		tk := new(ledger.Task)
-		if err := t.getJSON(taskKey(task), tk); err != nil {
+		if err := t.GetJSON(kv.TaskKey(task), tk); err != nil {
 			return err
 		}
 		verb := "retry"
@@ -275,7 +268,7 @@ func (s *Store) ResolveEffect(ctx context.Context, task string, step, item int, 
 				return err
 			}
 		}
-		return t.saveTask(tk)
+		return t.SaveTask(tk)
 	})
 	return out, err
 }
@@ -291,23 +284,23 @@ func (s *Store) Pause(ctx context.Context, l ledger.Lease, reason string) (*ledg
 // is set to the unit's step; At defaults to now).
 func (s *Store) PauseUnit(ctx context.Context, l ledger.Lease, why ledger.PauseReason) (*ledger.Task, error) {
 	var out *ledger.Task
-	err := s.update(ctx, func(t *tx) error {
+	err := s.update(ctx, func(t *kv.Tx) error {
 		u, task, err := s.leased(t, l)
 		if err != nil {
 			return err
 		}
-		t.durable = true
+		t.Durable = true
 		u.State, u.Owner, u.LeaseUntil = ledger.UnitReady, "", time.Time{}
 		u.Base++ // the pause is not a try: it spends no retry budget
-		if err := t.putJSON(unitKey(l.Task, l.Step, l.Item), u); err != nil {
+		if err := t.PutJSON(kv.UnitKey(l.Task, l.Step, l.Item), u); err != nil {
 			return err
 		}
 		ref := index.Ref{Task: l.Task, Step: l.Step, Item: l.Item}
-		t.after(func(x *index.Index) { delete(x.Leases, ref) })
+		t.After(func(x *index.Index) { delete(x.Leases, ref) })
 		task.Leases--
-		t.step(task, l.Step).Leased--
+		t.Step(task, l.Step).Leased--
 		if why.Kind == ledger.PauseEffect {
-			why.Name = t.step(task, l.Step).Name
+			why.Name = t.Step(task, l.Step).Name
 		}
 		if why.At.IsZero() {
 			why.At = s.now()
@@ -319,19 +312,19 @@ func (s *Store) PauseUnit(ctx context.Context, l ledger.Lease, why ledger.PauseR
 		task.Status, task.Reason, task.Pause = ledger.Paused, reason, &why
 		tickWall(task, why.At)
 		item := l.Item
-		if err := s.event(t, task, ledger.Event{Type: ledger.EvPaused, Step: t.step(task, l.Step).Name, Item: &item, Attempt: l.Attempt, Message: reason, Pause: &why}); err != nil {
+		if err := s.event(t, task, ledger.Event{Type: ledger.EvPaused, Step: t.Step(task, l.Step).Name, Item: &item, Attempt: l.Attempt, Message: reason, Pause: &why}); err != nil {
 			return err
 		}
-		if err := t.del(activeKey(task.ID)); err != nil {
+		if err := t.Del(kv.ActiveKey(task.ID)); err != nil {
 			return err
 		}
 		id := task.ID
-		t.after(func(x *index.Index) { x.RemoveTask(id) })
-		if err := t.saveTask(task); err != nil {
+		t.After(func(x *index.Index) { x.RemoveTask(id) })
+		if err := t.SaveTask(task); err != nil {
 			return err
 		}
 		out = task
-		return t.fill(out)
+		return t.Fill(out)
 	})
 	return out, err
 }
@@ -345,9 +338,9 @@ func (s *Store) PauseUnit(ctx context.Context, l ledger.Lease, why ledger.PauseR
 // ErrNotFound.
 func (s *Store) PauseTask(ctx context.Context, id string, why ledger.PauseReason) (*ledger.Task, error) {
 	var out *ledger.Task
-	err := s.update(ctx, func(t *tx) error {
+	err := s.update(ctx, func(t *kv.Tx) error {
 		task := new(ledger.Task)
-		if err := t.getJSON(taskKey(id), task); err != nil {
+		if err := t.GetJSON(kv.TaskKey(id), task); err != nil {
 			return err
 		}
 		if task.Status.Terminal() {
@@ -355,9 +348,9 @@ func (s *Store) PauseTask(ctx context.Context, id string, why ledger.PauseReason
 		}
 		if task.Status == ledger.Paused {
 			out = task
-			return t.fill(out)
+			return t.Fill(out)
 		}
-		t.durable = true
+		t.Durable = true
 		if why.At.IsZero() {
 			why.At = s.now()
 		}
@@ -366,15 +359,15 @@ func (s *Store) PauseTask(ctx context.Context, id string, why ledger.PauseReason
 		if err := s.event(t, task, ledger.Event{Type: ledger.EvPaused, Message: task.Reason, Pause: &why}); err != nil {
 			return err
 		}
-		if err := t.del(activeKey(task.ID)); err != nil {
+		if err := t.Del(kv.ActiveKey(task.ID)); err != nil {
 			return err
 		}
-		t.after(func(x *index.Index) { x.RemoveTask(id) })
-		if err := t.saveTask(task); err != nil {
+		t.After(func(x *index.Index) { x.RemoveTask(id) })
+		if err := t.SaveTask(task); err != nil {
 			return err
 		}
 		out = task
-		return t.fill(out)
+		return t.Fill(out)
 	})
 	return out, err
 }
@@ -390,24 +383,24 @@ func (s *Store) Resume(ctx context.Context, id string) (*ledger.Task, error) {
 // when by is set, and is otherwise unchanged.
 func (s *Store) ResumeAs(ctx context.Context, id, by, where string) (*ledger.Task, error) {
 	var out *ledger.Task
-	err := s.update(ctx, func(t *tx) error {
+	err := s.update(ctx, func(t *kv.Tx) error {
 		task := new(ledger.Task)
-		if err := t.getJSON(taskKey(id), task); err != nil {
+		if err := t.GetJSON(kv.TaskKey(id), task); err != nil {
 			return err
 		}
 		msg := resumedBy(by, where)
 		if task.Status != ledger.Paused {
 			if by != "" && !task.Status.Terminal() {
-				t.durable = true
+				t.Durable = true
 				if err := s.event(t, task, ledger.Event{Type: ledger.EvResumed, Owner: by, Message: msg}); err != nil {
 					return err
 				}
-				if err := t.saveTask(task); err != nil {
+				if err := t.SaveTask(task); err != nil {
 					return err
 				}
 			}
 			out = task
-			return t.fill(out)
+			return t.Fill(out)
 		}
 		if p := task.Pause; p != nil && p.Kind == ledger.PauseBudget {
 			if name, used, limit := task.Reached(); name != "" {
@@ -415,15 +408,15 @@ func (s *Store) ResumeAs(ctx context.Context, id, by, where string) (*ledger.Tas
 					ledger.ErrBudgetReached, id, name, ledger.FormatUsage(name, used), ledger.FormatUsage(name, limit), id, name)
 			}
 		}
-		t.durable = true
+		t.Durable = true
 		if err := s.unpause(t, task, ledger.Event{Type: ledger.EvResumed, Owner: by, Message: msg}); err != nil {
 			return err
 		}
-		if err := t.saveTask(task); err != nil {
+		if err := t.SaveTask(task); err != nil {
 			return err
 		}
 		out = task
-		return t.fill(out)
+		return t.Fill(out)
 	})
 	return out, err
 }
@@ -441,19 +434,19 @@ func resumedBy(by, where string) string {
 
 // unpause puts a paused task back to running and its ready units back in
 // the claim index. The caller saves the task.
-func (s *Store) unpause(t *tx, task *ledger.Task, ev ledger.Event) error {
+func (s *Store) unpause(t *kv.Tx, task *ledger.Task, ev ledger.Event) error {
 	task.Status, task.Reason, task.Pause = ledger.Running, "", nil
 	tickWall(task, s.now()) // units still in flight count again
-	if err := t.put(activeKey(task.ID), nil); err != nil {
+	if err := t.Put(kv.ActiveKey(task.ID), nil); err != nil {
 		return err
 	}
 	var refs []index.Ref
 	first := map[index.Ref]bool{}
 	leases := map[index.Ref]index.Lease{}
 	waits := map[index.Ref]time.Time{}
-	for _, step := range t.liveSteps(task) {
-		window := t.step(task, step).Every > 0
-		err := t.scan(unitStepPrefix(task.ID, step), func(_, val []byte) (bool, error) {
+	for _, step := range liveSteps(t, task) {
+		window := t.Step(task, step).Every > 0
+		err := t.Scan(kv.UnitStepPrefix(task.ID, step), func(_, val []byte) (bool, error) {
 			u := new(ledger.Unit)
 			if err := json.Unmarshal(val, u); err != nil {
 				return false, err
@@ -478,11 +471,11 @@ func (s *Store) unpause(t *tx, task *ledger.Task, ev ledger.Event) error {
 			return err
 		}
 	}
-	if t.err != nil {
-		return t.err
+	if t.Err() != nil {
+		return t.Err()
 	}
 	id := task.ID
-	t.after(func(x *index.Index) {
+	t.After(func(x *index.Index) {
 		x.AddActive(id)
 		for _, r := range refs {
 			x.AddReady(r, time.Time{}, first[r])
@@ -499,16 +492,3 @@ func (s *Store) unpause(t *tx, task *ledger.Task, ev ledger.Event) error {
 	}
 	return s.settleWaiting(t, task)
 }
-
-func blobKey(sum string) []byte         { return []byte("B/" + sum) }
-func chunkKey(sum string, n int) []byte { return fmt.Appendf(nil, "b/%s/%08x", sum, n) }
-func provKey(task, step string, item int, sum, name string) []byte {
-	return fmt.Appendf(nil, "p/%s/%s/%08x/%s/%s", task, step, item, sum, name)
-}
-func effectKey(task string, step, item int, key string) []byte {
-	return fmt.Appendf(nil, "j/%s/%04x/%08x/%s", task, step, item, key)
-}
-func kvKey(task string, step, item int, key string) []byte {
-	return fmt.Appendf(nil, "v/%s/%04x/%08x/%s", task, step, item, key)
-}
-func noteKey(task string, seq uint64) []byte { return fmt.Appendf(nil, "n/%s/%016x", task, seq) }

@@ -13,6 +13,7 @@ import (
 	"github.com/lhengine/lhengine/fault"
 	"github.com/lhengine/lhengine/ledger"
 	"github.com/lhengine/lhengine/store/internal/group"
+	"github.com/lhengine/lhengine/store/internal/kv"
 )
 
 // claimOps runs claims as the operations of one group-commit batch, the way
@@ -23,7 +24,7 @@ func claimOps(t *testing.T, s *Store, reqs ...ledger.ClaimRequest) []ledger.Clai
 	batch := make([]*op, len(reqs))
 	for i, req := range reqs {
 		i, req := i, req
-		batch[i] = group.NewOp(func(t *tx) error {
+		batch[i] = group.NewOp(func(t *kv.Tx) error {
 			var err error
 			out[i], err = s.claim(t, req, nil)
 			return err
@@ -299,7 +300,7 @@ func TestTaskCacheMatchesTheRecords(t *testing.T) {
 // decoding or cache: the header, then one record per step.
 func storedTask(t *testing.T, r *reader, id string) *ledger.Task {
 	t.Helper()
-	raw, err := r.t.getRaw(taskKey(id))
+	raw, err := r.t.GetRaw(kv.TaskKey(id))
 	require.NoError(t, err)
 	want := new(ledger.Task)
 	require.NoError(t, json.Unmarshal(raw, want))
@@ -310,7 +311,7 @@ func storedTask(t *testing.T, r *reader, id string) *ledger.Task {
 	require.Positive(t, head.StepCount)
 	require.Empty(t, want.Steps, "the steps are not in the header")
 	for i := range head.StepCount {
-		raw, err := r.t.getRaw(stepKey(id, i))
+		raw, err := r.t.GetRaw(kv.StepKey(id, i))
 		require.NoError(t, err)
 		var st ledger.StepState
 		require.NoError(t, json.Unmarshal(raw, &st))

@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/lhengine/lhengine/ledger"
+	"github.com/lhengine/lhengine/store/internal/kv"
 )
 
 // Compaction: a plugin that condenses a task's free-form notes (a
@@ -24,9 +25,9 @@ func (r *reader) OpenNotes(id string, after int64, limit int) ([]ledger.Note, er
 	var out []ledger.Note
 	start := []byte("n/" + id + "/")
 	if after >= 0 {
-		start = noteKey(id, uint64(after)+1)
+		start = kv.NoteKey(id, uint64(after)+1)
 	}
-	err := r.t.scanFrom([]byte("n/"+id+"/"), start, func(_, val []byte) (bool, error) {
+	err := r.t.ScanFrom([]byte("n/"+id+"/"), start, func(_, val []byte) (bool, error) {
 		var n ledger.Note
 		if err := json.Unmarshal(val, &n); err != nil {
 			return false, err
@@ -47,7 +48,7 @@ func (r *reader) OpenNotes(id string, after int64, limit int) ([]ledger.Note, er
 // seq.
 func (s *Store) CompactNotes(ctx context.Context, l ledger.Lease, replaces []uint64, summary string) (uint64, error) {
 	var seq uint64
-	err := s.update(ctx, func(t *tx) error {
+	err := s.update(ctx, func(t *kv.Tx) error {
 		_, task, err := s.leased(t, l)
 		if err != nil {
 			return err
@@ -59,7 +60,7 @@ func (s *Store) CompactNotes(ctx context.Context, l ledger.Lease, replaces []uin
 		seq = task.Notes
 		notes := make([]ledger.Note, len(replaces))
 		for i, n := range replaces {
-			if err := t.getJSON(noteKey(task.ID, n), &notes[i]); err != nil {
+			if err := t.GetJSON(kv.NoteKey(task.ID, n), &notes[i]); err != nil {
 				if errors.Is(err, ledger.ErrNotFound) {
 					return fmt.Errorf("%w: task %s has no note %d", ledger.ErrNotFound, task.ID, n)
 				}
@@ -72,17 +73,17 @@ func (s *Store) CompactNotes(ctx context.Context, l ledger.Lease, replaces []uin
 				return fmt.Errorf("%w: note %d was replaced already, by summary %d", ledger.ErrNotFound, n, notes[i].ReplacedBy)
 			}
 		}
-		t.durable = true
-		st := t.step(task, l.Step)
+		t.Durable = true
+		st := t.Step(task, l.Step)
 		for i := range notes {
 			notes[i].ReplacedBy = seq
-			if err := t.putJSON(noteKey(task.ID, notes[i].Seq), &notes[i]); err != nil {
+			if err := t.PutJSON(kv.NoteKey(task.ID, notes[i].Seq), &notes[i]); err != nil {
 				return err
 			}
 		}
 		sum := ledger.Note{Seq: seq, Kind: ledger.NoteSummary, Text: summary, Step: st.Name, Item: l.Item, Attempt: l.Attempt,
 			Time: s.now(), Replaces: replaces}
-		if err := t.putJSON(noteKey(task.ID, seq), &sum); err != nil {
+		if err := t.PutJSON(kv.NoteKey(task.ID, seq), &sum); err != nil {
 			return err
 		}
 		task.Notes++
@@ -91,7 +92,7 @@ func (s *Store) CompactNotes(ctx context.Context, l ledger.Lease, replaces []uin
 			Message: fmt.Sprintf("summary note %d replaces %d notes", seq, len(replaces))}); err != nil {
 			return err
 		}
-		return t.saveTask(task)
+		return t.SaveTask(task)
 	})
 	return seq, err
 }

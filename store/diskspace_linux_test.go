@@ -13,6 +13,7 @@ import (
 
 	"github.com/lhengine/lhengine/internal/diskfree"
 	"github.com/lhengine/lhengine/ledger"
+	"github.com/lhengine/lhengine/store/internal/kv"
 )
 
 // mountTmpfs mounts a tmpfs of size bytes on a new directory, unmounted when
@@ -63,9 +64,9 @@ func TestFullDiskRefusesWritesAndKeepsData(t *testing.T) {
 	n := 0
 	for ; n < 10000; n++ {
 		_, _ = rand.Read(val)
-		err = s.update(f.ctx, func(t *tx) error {
-			t.durable = true
-			return t.put(fmt.Appendf(nil, "x/%08d", n), val)
+		err = s.update(f.ctx, func(t *kv.Tx) error {
+			t.Durable = true
+			return t.Put(fmt.Appendf(nil, "x/%08d", n), val)
 		})
 		if err != nil {
 			break
@@ -101,7 +102,7 @@ func TestFullDiskRefusesWritesAndKeepsData(t *testing.T) {
 	f.commitTasks(t, s, 1)
 	require.Equal(t, 6, countTasks(t, s))
 	require.NoError(t, s.Read(func(r ledger.Reader) error {
-		_, err := r.(*reader).t.getRaw(fmt.Appendf(nil, "x/%08d", n-1))
+		_, err := r.(*reader).t.GetRaw(fmt.Appendf(nil, "x/%08d", n-1))
 		return err
 	}))
 	require.NoError(t, s.Close())

@@ -14,6 +14,7 @@ import (
 
 	"github.com/lhengine/lhengine/ledger"
 	"github.com/lhengine/lhengine/store/internal/filecheck"
+	"github.com/lhengine/lhengine/store/internal/kv"
 )
 
 // logFids returns the numbers of the store's log files with ext (".mem",
@@ -43,9 +44,9 @@ func writeBig(t *testing.T, f *diskFixture, s *Store, key string) {
 	for i := range big {
 		big[i] = byte(i*7 + len(key))
 	}
-	require.NoError(t, s.update(f.ctx, func(t *tx) error {
-		t.durable = true
-		return t.put([]byte(key), big)
+	require.NoError(t, s.update(f.ctx, func(t *kv.Tx) error {
+		t.Durable = true
+		return t.Put([]byte(key), big)
 	}))
 }
 
@@ -103,9 +104,9 @@ func TestLogLeftEmptyByAKillIsNotDamage(t *testing.T) {
 			// deleted) is deleted by the value log's GC.
 			s := f.mustOpen(t, Options{})
 			writeBig(t, f, s, "x/big/1")
-			require.NoError(t, s.update(f.ctx, func(t *tx) error {
-				t.durable = true
-				return t.del([]byte("x/big/1"))
+			require.NoError(t, s.update(f.ctx, func(t *kv.Tx) error {
+				t.Durable = true
+				return t.Del([]byte("x/big/1"))
 			}))
 			require.NoError(t, s.Close())
 			s = f.mustOpen(t, Options{})

@@ -11,6 +11,7 @@ import (
 
 	"github.com/lhengine/lhengine/ledger"
 	"github.com/lhengine/lhengine/store/internal/index"
+	"github.com/lhengine/lhengine/store/internal/kv"
 )
 
 func orNone(s string) string {
@@ -20,13 +21,11 @@ func orNone(s string) string {
 	return s
 }
 
-func factsKey(task string) []byte { return []byte("f/" + task + "/values") }
-
 // Facts returns the facts recorded for task id; nil when it has none (a
 // task without an environment block).
 func (r *reader) Facts(id string) (*ledger.Facts, error) {
 	f := new(ledger.Facts)
-	if err := r.t.getJSON(factsKey(id), f); err != nil {
+	if err := r.t.GetJSON(kv.FactsKey(id), f); err != nil {
 		if errors.Is(err, ledger.ErrNotFound) {
 			return nil, nil
 		}
@@ -63,12 +62,12 @@ func (r *reader) Facts(id string) (*ledger.Facts, error) {
 func (s *Store) CheckFacts(ctx context.Context, l ledger.Lease, values map[string]string, on ledger.OnDrift) (changes []ledger.FactChange, run bool, task *ledger.Task, err error) {
 	// Most units see the recorded values: a read, not a write, tells.
 	same := false
-	err = s.view(func(t *tx) error {
+	err = s.view(func(t *kv.Tx) error {
 		rec, tk := new(ledger.Facts), new(ledger.Task)
-		if err := t.getJSON(factsKey(l.Task), rec); err != nil && !errors.Is(err, ledger.ErrNotFound) {
+		if err := t.GetJSON(kv.FactsKey(l.Task), rec); err != nil && !errors.Is(err, ledger.ErrNotFound) {
 			return err
 		}
-		if err := t.getJSON(taskKey(l.Task), tk); err != nil {
+		if err := t.GetJSON(kv.TaskKey(l.Task), tk); err != nil {
 			return err
 		}
 		same = maps.Equal(rec.Values, values) && tk.Status != ledger.Paused
@@ -77,27 +76,27 @@ func (s *Store) CheckFacts(ctx context.Context, l ledger.Lease, values map[strin
 	if err != nil || same {
 		return nil, err == nil, nil, err
 	}
-	err = s.update(ctx, func(t *tx) error {
+	err = s.update(ctx, func(t *kv.Tx) error {
 		changes, run, task = nil, true, nil
 		u, tk, err := s.leased(t, l)
 		if err != nil {
 			return err
 		}
 		rec := new(ledger.Facts)
-		if err := t.getJSON(factsKey(l.Task), rec); err != nil && !errors.Is(err, ledger.ErrNotFound) {
+		if err := t.GetJSON(kv.FactsKey(l.Task), rec); err != nil && !errors.Is(err, ledger.ErrNotFound) {
 			return err
 		}
 		// The unit does not run now: give its lease back uncharged.
 		giveBack := func() error {
-			st := t.step(tk, l.Step)
+			st := t.Step(tk, l.Step)
 			u.State, u.Owner, u.LeaseUntil, u.NotBefore = ledger.UnitReady, "", time.Time{}, time.Time{}
 			u.Attempt = max(u.Attempt-1, 0)
 			tk.Attempts = max(tk.Attempts-1, 0)
 			tk.Leases--
 			st.Leased--
 			ref := index.Ref{Task: l.Task, Step: l.Step, Item: l.Item}
-			t.after(func(x *index.Index) { delete(x.Leases, ref) })
-			return t.putJSON(unitKey(l.Task, l.Step, l.Item), u)
+			t.After(func(x *index.Index) { delete(x.Leases, ref) })
+			return t.PutJSON(kv.UnitKey(l.Task, l.Step, l.Item), u)
 		}
 		if maps.Equal(rec.Values, values) {
 			if tk.Status != ledger.Paused {
@@ -106,15 +105,15 @@ func (s *Store) CheckFacts(ctx context.Context, l ledger.Lease, values map[strin
 			// Another unit's drift paused the task after this unit was
 			// leased: it does not start.
 			run = false
-			t.durable = true
+			t.Durable = true
 			if err := giveBack(); err != nil {
 				return err
 			}
-			if err := t.saveTask(tk); err != nil {
+			if err := t.SaveTask(tk); err != nil {
 				return err
 			}
 			task = tk
-			return t.fill(task)
+			return t.Fill(task)
 		}
 		now := s.now()
 		action := on.Name
@@ -131,13 +130,13 @@ func (s *Store) CheckFacts(ctx context.Context, l ledger.Lease, values map[strin
 				changes = append(changes, ledger.FactChange{Name: name, Old: old, At: now, Action: action})
 			}
 		}
-		t.durable = true
-		if err := t.putJSON(factsKey(l.Task), ledger.Facts{Values: values, Read: now}); err != nil {
+		t.Durable = true
+		if err := t.PutJSON(kv.FactsKey(l.Task), ledger.Facts{Values: values, Read: now}); err != nil {
 			return err
 		}
 		for i := range changes {
 			c := changes[i]
-			if err := s.event(t, tk, ledger.Event{Type: ledger.EvDrift, Step: t.step(tk, l.Step).Name, Message: c.String(), Fact: &c}); err != nil {
+			if err := s.event(t, tk, ledger.Event{Type: ledger.EvDrift, Step: t.Step(tk, l.Step).Name, Message: c.String(), Fact: &c}); err != nil {
 				return err
 			}
 		}
@@ -146,13 +145,13 @@ func (s *Store) CheckFacts(ctx context.Context, l ledger.Lease, values map[strin
 		restart := on.Restart && on.RestartFrom >= 0 && on.RestartFrom <= tk.Cursor && on.RestartFrom < tk.StepCount()
 		if !on.Pause && !restart {
 			task = tk
-			return t.saveTask(tk)
+			return t.SaveTask(tk)
 		}
 		run = false
 		if err := giveBack(); err != nil {
 			return err
 		}
-		st := t.step(tk, l.Step)
+		st := t.Step(tk, l.Step)
 		ref := index.Ref{Task: l.Task, Step: l.Step, Item: l.Item}
 		if on.Pause {
 			names := make([]string, len(changes))
@@ -165,19 +164,19 @@ func (s *Store) CheckFacts(ctx context.Context, l ledger.Lease, values map[strin
 			if err := s.event(t, tk, ledger.Event{Type: ledger.EvPaused, Step: st.Name, Message: tk.Reason, Pause: why}); err != nil {
 				return err
 			}
-			if err := t.del(activeKey(tk.ID)); err != nil {
+			if err := t.Del(kv.ActiveKey(tk.ID)); err != nil {
 				return err
 			}
 			id := tk.ID
-			t.after(func(x *index.Index) { x.RemoveTask(id) })
+			t.After(func(x *index.Index) { x.RemoveTask(id) })
 		} else {
-			t.after(func(x *index.Index) { x.AddReady(ref, time.Time{}, false) })
+			t.After(func(x *index.Index) { x.AddReady(ref, time.Time{}, false) })
 			from := on.RestartFrom
-			if ws := t.step(tk, from); ws.Every > 0 {
+			if ws := t.Step(tk, from); ws.Every > 0 {
 				from = ws.Anchor // a window step starts again with its anchor
 			}
-			if err := s.event(t, tk, ledger.Event{Type: ledger.EvRetried, Step: t.step(tk, from).Name,
-				Message: fmt.Sprintf("back to step %q: environment fact %s changed", t.step(tk, from).Name, last.Name)}); err != nil {
+			if err := s.event(t, tk, ledger.Event{Type: ledger.EvRetried, Step: t.Step(tk, from).Name,
+				Message: fmt.Sprintf("back to step %q: environment fact %s changed", t.Step(tk, from).Name, last.Name)}); err != nil {
 				return err
 			}
 			for i := from; i < tk.StepCount(); i++ {
@@ -190,11 +189,11 @@ func (s *Store) CheckFacts(ctx context.Context, l ledger.Lease, values map[strin
 				return err
 			}
 		}
-		if err := t.saveTask(tk); err != nil {
+		if err := t.SaveTask(tk); err != nil {
 			return err
 		}
 		task = tk
-		return t.fill(task)
+		return t.Fill(task)
 	})
 	if err != nil {
 		return nil, false, nil, err

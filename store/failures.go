@@ -5,14 +5,15 @@ import (
 	"fmt"
 
 	"github.com/lhengine/lhengine/ledger"
+	"github.com/lhengine/lhengine/store/internal/kv"
 )
 
 // failItem ends a unit that failed beyond its retries. An item of a fan-out
 // step whose allowance (StepState.Allowed) is not used up is recorded as a
 // failed item and the step goes on: it completes once every other item is
 // done or failed. Any other failure fails the task.
-func (s *Store) failItem(t *tx, task *ledger.Task, step int, f *ledger.Failure) error {
-	st := t.step(task, step)
+func (s *Store) failItem(t *kv.Tx, task *ledger.Task, step int, f *ledger.Failure) error {
+	st := t.Step(task, step)
 	if !st.FanOut || st.Every > 0 || st.Failed >= st.Allowed() {
 		reason := f.String()
 		if st.Failed > 0 {
@@ -44,7 +45,7 @@ func (r *reader) FailedItems(id string) ([]ledger.FailedItem, error) {
 		if st.Failed == 0 {
 			continue
 		}
-		err := r.t.scan(unitStepPrefix(id, i), func(key, val []byte) (bool, error) {
+		err := r.t.Scan(kv.UnitStepPrefix(id, i), func(key, val []byte) (bool, error) {
 			u := new(ledger.Unit)
 			if err := json.Unmarshal(val, u); err != nil {
 				return false, fmt.Errorf("unit record %s: %w", key, err)
@@ -63,9 +64,9 @@ func (r *reader) FailedItems(id string) ([]ledger.FailedItem, error) {
 
 // firstFailedItems returns the index of the first step up to the task's
 // cursor that has failed items, or -1.
-func (t *tx) firstFailedItems(task *ledger.Task) int {
+func firstFailedItems(t *kv.Tx, task *ledger.Task) int {
 	for i := 0; i <= task.Cursor && i < task.StepCount(); i++ {
-		if t.step(task, i).Failed > 0 {
+		if t.Step(task, i).Failed > 0 {
 			return i
 		}
 	}

@@ -1,16 +1,16 @@
 package store
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/lhengine/lhengine/store/internal/filecheck"
+	"github.com/lhengine/lhengine/store/internal/kv"
 )
 
 // ErrDamaged: the store's files show that committed data is missing or
 // corrupt. Open refuses such a store unless Options.AllowDamaged is set.
-var ErrDamaged = errors.New("store is damaged")
+var ErrDamaged = kv.ErrDamaged
 
 // Finding is one problem an integrity check found.
 type Finding struct {

@@ -18,6 +18,7 @@ import (
 	"github.com/lhengine/lhengine/fault"
 	"github.com/lhengine/lhengine/ledger"
 	"github.com/lhengine/lhengine/store/internal/index"
+	"github.com/lhengine/lhengine/store/internal/kv"
 )
 
 // Submit creates a queued task and plans its first step, after storing the
@@ -44,11 +45,11 @@ func (s *Store) submit(ctx context.Context, nt ledger.NewTask) (*ledger.Task, bo
 	}
 	var out *ledger.Task
 	var created bool
-	err := s.update(ctx, func(t *tx) error {
+	err := s.update(ctx, func(t *kv.Tx) error {
 		created = false
 		if nt.IdempotencyKey != "" {
-			if id, err := t.getRaw(idemKey(nt.IdempotencyKey)); err == nil {
-				out, err = t.loadTask(string(id))
+			if id, err := t.GetRaw(kv.IdemKey(nt.IdempotencyKey)); err == nil {
+				out, err = t.LoadTask(string(id))
 				return err
 			} else if !errors.Is(err, ledger.ErrNotFound) {
 				return err
@@ -78,27 +79,27 @@ func (s *Store) submit(ctx context.Context, nt ledger.NewTask) (*ledger.Task, bo
 				st.Limit = 1
 			}
 		}
-		t.durable = true
-		if err := t.putJSON(manifestKey(task.ID), nt.Manifest); err != nil {
+		t.Durable = true
+		if err := t.PutJSON(kv.ManifestKey(task.ID), nt.Manifest); err != nil {
 			return err
 		}
-		if err := t.put(activeKey(task.ID), nil); err != nil {
+		if err := t.Put(kv.ActiveKey(task.ID), nil); err != nil {
 			return err
 		}
 		if nt.Facts != nil {
-			if err := t.putJSON(factsKey(task.ID), ledger.Facts{Values: nt.Facts, Read: s.now()}); err != nil {
+			if err := t.PutJSON(kv.FactsKey(task.ID), ledger.Facts{Values: nt.Facts, Read: s.now()}); err != nil {
 				return err
 			}
 		}
 		if q := nt.OutputQuota; q != nil && *q != ledger.DefaultOutputQuota {
-			if err := t.putJSON(outputLimitKey(task.ID), *q); err != nil {
+			if err := t.PutJSON(kv.OutputLimitKey(task.ID), *q); err != nil {
 				return err
 			}
 		}
 		id := task.ID
-		t.after(func(x *index.Index) { x.AddActive(id) })
+		t.After(func(x *index.Index) { x.AddActive(id) })
 		if nt.IdempotencyKey != "" {
-			if err := t.put(idemKey(nt.IdempotencyKey), []byte(task.ID)); err != nil {
+			if err := t.Put(kv.IdemKey(nt.IdempotencyKey), []byte(task.ID)); err != nil {
 				return err
 			}
 		}
@@ -114,7 +115,7 @@ func (s *Store) submit(ctx context.Context, nt ledger.NewTask) (*ledger.Task, bo
 			}
 		}
 		out, created = task, true
-		return t.saveTask(task)
+		return t.SaveTask(task)
 	})
 	if err != nil {
 		return nil, false, err
@@ -149,7 +150,7 @@ func (s *Store) Claim(ctx context.Context, req ledger.ClaimRequest) (ledger.Clai
 	if _, err := s.planPending(ctx, req.Task); err != nil {
 		return out, err
 	}
-	err := s.update(ctx, func(t *tx) error {
+	err := s.update(ctx, func(t *kv.Tx) error {
 		var err error
 		out, err = s.claim(t, req, nil)
 		return err
@@ -164,10 +165,10 @@ func (s *Store) Claim(ctx context.Context, req ledger.ClaimRequest) (ledger.Clai
 // that got the previous lease, and a claim for several units first gives
 // each task an equal share, then fills up greedily, so a long fan-out
 // cannot starve tasks submitted after it.
-func (s *Store) claim(t *tx, req ledger.ClaimRequest, held *ledger.Task) (ledger.Claimed, error) {
+func (s *Store) claim(t *kv.Tx, req ledger.ClaimRequest, held *ledger.Task) (ledger.Claimed, error) {
 	s.idx.Mu.Lock()
 	defer s.idx.Mu.Unlock()
-	c := &claiming{s: s, t: t, req: req, held: held, now: s.now(), b: t.batch(),
+	c := &claiming{s: s, t: t, req: req, held: held, now: s.now(), b: t.Batch(),
 		tasks: map[string]*ledger.Task{}, loaded: map[string]claimMark{}}
 	if held != nil {
 		c.tasks[held.ID] = held
@@ -203,11 +204,11 @@ func (s *Store) claim(t *tx, req ledger.ClaimRequest, held *ledger.Task) (ledger
 // does not hold yet, and what it has leased so far.
 type claiming struct {
 	s      *Store
-	t      *tx
+	t      *kv.Tx
 	req    ledger.ClaimRequest
 	held   *ledger.Task
 	now    time.Time
-	b      *batchState
+	b      *kv.Batch
 	tasks  map[string]*ledger.Task
 	loaded map[string]claimMark   // what each task looked like when read
 	extra  map[string][]index.Ref // ready units the index does not list yet, by task
@@ -220,7 +221,7 @@ func (c *claiming) load(id string) (*ledger.Task, error) {
 		return task, nil
 	}
 	task := new(ledger.Task)
-	if err := c.t.getJSON(taskKey(id), task); err != nil {
+	if err := c.t.GetJSON(kv.TaskKey(id), task); err != nil {
 		return nil, err
 	}
 	c.tasks[id] = task
@@ -239,8 +240,8 @@ func (c *claiming) takeBackExpired() error {
 	for _, refs := range extra {
 		c.out.Reclaimed += len(refs)
 	}
-	for _, r := range c.b.ready {
-		if !c.b.taken[r] {
+	for _, r := range c.b.Ready {
+		if !c.b.Taken[r] {
 			extra[r.Task] = append(extra[r.Task], r)
 		}
 	}
@@ -280,7 +281,7 @@ func (c *claiming) fromTask(id string, limit int) error {
 	if !task.Status.Runnable() {
 		return nil
 	}
-	st := c.t.step(task, task.Cursor)
+	st := c.t.Step(task, task.Cursor)
 	n := min(c.req.Max-len(c.out.Leases), st.Limit-st.Leased+c.s.windowRoom(c.t, task), limit)
 	if room := unitsRoom(task); room >= 0 {
 		n = min(n, room) // the units budget: no unit past it starts
@@ -290,12 +291,12 @@ func (c *claiming) fromTask(id string, limit int) error {
 	}
 	var refs []index.Ref
 	for len(c.extra[id]) > 0 && len(refs) < n {
-		if r := c.extra[id][0]; !c.b.taken[r] {
+		if r := c.extra[id][0]; !c.b.Taken[r] {
 			refs = append(refs, r)
 		}
 		c.extra[id] = c.extra[id][1:]
 	}
-	more, wake := c.s.idx.Candidates(id, c.now, n-len(refs), func(r index.Ref) bool { return c.b.taken[r] })
+	more, wake := c.s.idx.Candidates(id, c.now, n-len(refs), func(r index.Ref) bool { return c.b.Taken[r] })
 	refs = append(refs, more...)
 	c.out.Wake = earliest(c.out.Wake, wake)
 	for _, r := range refs {
@@ -312,13 +313,13 @@ func (c *claiming) fromTask(id string, limit int) error {
 func (c *claiming) lease(task *ledger.Task, st *ledger.StepState, r index.Ref) error {
 	t, now, id := c.t, c.now, task.ID
 	u := new(ledger.Unit)
-	err := t.getJSON(unitKey(id, r.Step, r.Item), u)
+	err := t.GetJSON(kv.UnitKey(id, r.Step, r.Item), u)
 	if err != nil && !errors.Is(err, ledger.ErrNotFound) {
 		return err
 	}
 	rs := st // the unit's step
 	if r.Step != task.Cursor && r.Step >= 0 && r.Step < task.StepCount() {
-		if ws := t.step(task, r.Step); windowClaimable(ws, r.Step, task.Cursor) {
+		if ws := t.Step(task, r.Step); windowClaimable(ws, r.Step, task.Cursor) {
 			rs = ws
 		}
 	}
@@ -327,7 +328,7 @@ func (c *claiming) lease(task *ledger.Task, st *ledger.StepState, r index.Ref) e
 	waiting := u.State == ledger.UnitWaiting && !u.NotBefore.IsZero()
 	if err != nil || (r.Step != task.Cursor && rs == st) || (u.State != ledger.UnitReady && !waiting) || u.Pass != rs.Pass {
 		stale := r
-		t.after(func(x *index.Index) { x.RemoveReady(stale) })
+		t.After(func(x *index.Index) { x.RemoveReady(stale) })
 		return nil
 	}
 	if rs.Leased >= rs.Limit {
@@ -365,13 +366,13 @@ func (c *claiming) lease(task *ledger.Task, st *ledger.StepState, r index.Ref) e
 	}
 	u.Attempt++
 	u.Claimed = now
-	if err := t.putJSON(unitKey(id, r.Step, r.Item), u); err != nil {
+	if err := t.PutJSON(kv.UnitKey(id, r.Step, r.Item), u); err != nil {
 		return err
 	}
-	c.b.taken[r] = true
+	c.b.Taken[r] = true
 	c.s.idx.Served = id
 	leased, rec := r, index.Lease{Owner: u.Owner, Until: u.LeaseUntil}
-	t.after(func(x *index.Index) {
+	t.After(func(x *index.Index) {
 		x.RemoveReady(leased)
 		x.Leases[leased] = rec
 	})
@@ -393,7 +394,7 @@ func (c *claiming) snapshots() {
 		}
 		snap, ok := snaps[l.Task]
 		if !ok {
-			snap = c.s.snapshot(c.t, c.tasks[l.Task])
+			snap = c.t.Snapshot(c.tasks[l.Task])
 			snaps[l.Task] = snap
 		}
 		c.out.Leases[i].Snapshot = snap
@@ -408,7 +409,7 @@ func (c *claiming) save() error {
 			continue
 		}
 		task.UpdatedAt = c.now
-		if err := c.t.saveTask(task); err != nil {
+		if err := c.t.SaveTask(task); err != nil {
 			return err
 		}
 	}
@@ -443,10 +444,10 @@ type claimMark struct {
 // reclaim returns expired leases (and leases of earlier sessions) to the
 // ready state. Tasks it touches are loaded through load and saved by the
 // caller. The caller holds s.idx.Mu.
-func (s *Store) reclaim(t *tx, only string, now time.Time, load func(string) (*ledger.Task, error), wake *time.Time) (map[string][]index.Ref, error) {
+func (s *Store) reclaim(t *kv.Tx, only string, now time.Time, load func(string) (*ledger.Task, error), wake *time.Time) (map[string][]index.Ref, error) {
 	back := map[string][]index.Ref{}
 	var deads []index.Ref
-	taken := t.batch().taken
+	taken := t.Batch().Taken
 	for r, l := range s.idx.Leases {
 		if only != "" && r.Task != only || taken[r] {
 			continue // taken: leased by an earlier operation of this batch
@@ -466,7 +467,7 @@ func (s *Store) reclaim(t *tx, only string, now time.Time, load func(string) (*l
 	})
 	for _, d := range deads {
 		dead := d
-		forget := func() { t.after(func(x *index.Index) { delete(x.Leases, dead) }) }
+		forget := func() { t.After(func(x *index.Index) { delete(x.Leases, dead) }) }
 		task, err := load(d.Task)
 		if errors.Is(err, ledger.ErrNotFound) {
 			forget()
@@ -475,14 +476,14 @@ func (s *Store) reclaim(t *tx, only string, now time.Time, load func(string) (*l
 			return nil, err
 		}
 		u := new(ledger.Unit)
-		if err := t.getJSON(unitKey(d.Task, d.Step, d.Item), u); err != nil {
+		if err := t.GetJSON(kv.UnitKey(d.Task, d.Step, d.Item), u); err != nil {
 			if errors.Is(err, ledger.ErrNotFound) {
 				forget()
 				continue
 			}
 			return nil, err
 		}
-		if u.State != ledger.UnitLeased || !task.Status.Runnable() || u.Pass != t.step(task, d.Step).Pass {
+		if u.State != ledger.UnitLeased || !task.Status.Runnable() || u.Pass != t.Step(task, d.Step).Pass {
 			forget()
 			continue
 		}
@@ -490,7 +491,7 @@ func (s *Store) reclaim(t *tx, only string, now time.Time, load func(string) (*l
 		// batch): only a lease the record says is dead goes back.
 		if ownerSession(u.Owner) == s.session && !u.LeaseUntil.Before(now) {
 			rec := index.Lease{Owner: u.Owner, Until: u.LeaseUntil}
-			t.after(func(x *index.Index) {
+			t.After(func(x *index.Index) {
 				if _, ok := x.Leases[dead]; ok {
 					x.Leases[dead] = rec
 				}
@@ -500,19 +501,19 @@ func (s *Store) reclaim(t *tx, only string, now time.Time, load func(string) (*l
 		}
 		forget()
 		item := d.Item
-		if err := s.event(t, task, ledger.Event{Type: ledger.EvLeaseExpired, Step: t.step(task, d.Step).Name, Item: &item,
+		if err := s.event(t, task, ledger.Event{Type: ledger.EvLeaseExpired, Step: t.Step(task, d.Step).Name, Item: &item,
 			Attempt: u.Attempt, Epoch: u.Epoch, Owner: u.Owner,
 			Message: fmt.Sprintf("lease of %s (epoch %d) taken back", u.Owner, u.Epoch)}); err != nil {
 			return nil, err
 		}
 		task.Reclaims++
 		task.Leases--
-		t.step(task, d.Step).Leased--
+		t.Step(task, d.Step).Leased--
 		u.State, u.Owner, u.LeaseUntil, u.NotBefore = ledger.UnitReady, "", time.Time{}, time.Time{}
-		if err := t.putJSON(unitKey(d.Task, d.Step, d.Item), u); err != nil {
+		if err := t.PutJSON(kv.UnitKey(d.Task, d.Step, d.Item), u); err != nil {
 			return nil, err
 		}
-		t.after(func(x *index.Index) { x.AddReady(dead, time.Time{}, false) })
+		t.After(func(x *index.Index) { x.AddReady(dead, time.Time{}, false) })
 		back[d.Task] = append(back[d.Task], d)
 	}
 	return back, nil
@@ -522,18 +523,18 @@ func (s *Store) reclaim(t *tx, only string, now time.Time, load func(string) (*l
 // the current epoch, may extend it; anyone else gets ErrLeaseLost.
 func (s *Store) Heartbeat(ctx context.Context, l ledger.Lease, extend time.Duration) (time.Time, error) {
 	var until time.Time
-	err := s.update(ctx, func(t *tx) error {
+	err := s.update(ctx, func(t *kv.Tx) error {
 		u, _, err := s.leased(t, l)
 		if err != nil {
 			return err
 		}
 		until = s.now().Add(extend)
 		u.LeaseUntil = until
-		if err := t.putJSON(unitKey(l.Task, l.Step, l.Item), u); err != nil {
+		if err := t.PutJSON(kv.UnitKey(l.Task, l.Step, l.Item), u); err != nil {
 			return err
 		}
 		r, rec := index.Ref{Task: l.Task, Step: l.Step, Item: l.Item}, index.Lease{Owner: u.Owner, Until: until}
-		t.after(func(x *index.Index) {
+		t.After(func(x *index.Index) {
 			if _, ok := x.Leases[r]; ok {
 				x.Leases[r] = rec
 			}
@@ -551,24 +552,24 @@ func (s *Store) Heartbeat(ctx context.Context, l ledger.Lease, extend time.Durat
 // the host stays (its effects are journaled by their keys). A lease that is
 // no longer current gets ErrLeaseLost and changes nothing.
 func (s *Store) Release(ctx context.Context, l ledger.Lease) error {
-	return s.update(ctx, func(t *tx) error {
+	return s.update(ctx, func(t *kv.Tx) error {
 		u, task, err := s.leased(t, l)
 		if err != nil {
 			return err
 		}
-		t.durable = true
-		st := t.step(task, l.Step)
+		t.Durable = true
+		st := t.Step(task, l.Step)
 		u.State, u.Owner, u.LeaseUntil, u.NotBefore = ledger.UnitReady, "", time.Time{}, time.Time{}
 		u.Attempt = max(u.Attempt-1, 0)
 		task.Attempts = max(task.Attempts-1, 0)
 		task.Leases--
 		st.Leased--
 		tickWall(task, s.now())
-		if err := t.putJSON(unitKey(l.Task, l.Step, l.Item), u); err != nil {
+		if err := t.PutJSON(kv.UnitKey(l.Task, l.Step, l.Item), u); err != nil {
 			return err
 		}
 		ref := index.Ref{Task: l.Task, Step: l.Step, Item: l.Item}
-		t.after(func(x *index.Index) {
+		t.After(func(x *index.Index) {
 			delete(x.Leases, ref)
 			x.AddReady(ref, time.Time{}, false)
 		})
@@ -578,15 +579,15 @@ func (s *Store) Release(ctx context.Context, l ledger.Lease) error {
 			return err
 		}
 		task.UpdatedAt = s.now()
-		return t.saveTask(task)
+		return t.SaveTask(task)
 	})
 }
 
 // leased loads the unit and task of a lease and checks that the lease is
 // still the unit's current one.
-func (s *Store) leased(t *tx, l ledger.Lease) (*ledger.Unit, *ledger.Task, error) {
+func (s *Store) leased(t *kv.Tx, l ledger.Lease) (*ledger.Unit, *ledger.Task, error) {
 	task := new(ledger.Task)
-	if err := t.getJSON(taskKey(l.Task), task); err != nil {
+	if err := t.GetJSON(kv.TaskKey(l.Task), task); err != nil {
 		return nil, nil, err
 	}
 	if task.Status.Terminal() {
@@ -596,13 +597,13 @@ func (s *Store) leased(t *tx, l ledger.Lease) (*ledger.Unit, *ledger.Task, error
 		return nil, nil, fmt.Errorf("%w: task %s has no step %d", ledger.ErrLeaseLost, task.ID, l.Step)
 	}
 	u := new(ledger.Unit)
-	if err := t.getJSON(unitKey(l.Task, l.Step, l.Item), u); err != nil {
+	if err := t.GetJSON(kv.UnitKey(l.Task, l.Step, l.Item), u); err != nil {
 		if errors.Is(err, ledger.ErrNotFound) {
 			return nil, nil, fmt.Errorf("%w: unit %s/%d/%d no longer exists", ledger.ErrLeaseLost, l.Task, l.Step, l.Item)
 		}
 		return nil, nil, err
 	}
-	if u.Pass != t.step(task, l.Step).Pass {
+	if u.Pass != t.Step(task, l.Step).Pass {
 		return nil, nil, fmt.Errorf("%w: unit %s/%d/%d belongs to pass %d of its step, which a repair replaced",
 			ledger.ErrLeaseLost, l.Task, l.Step, l.Item, u.Pass)
 	}
@@ -653,7 +654,7 @@ func (s *Store) commitAndClaim(ctx context.Context, r ledger.Result, next ledger
 		dur     durability
 		err     error
 	)
-	commit := func(t *tx) error {
+	commit := func(t *kv.Tx) error {
 		var err error
 		out, claimed, err = s.commitUnit(t, r, next)
 		return err
@@ -684,7 +685,7 @@ func (s *Store) commitAndClaim(ctx context.Context, r ledger.Result, next ledger
 // and step, the attempt record and the event, read and changed in one
 // transaction by commitUnit's steps.
 type unitCommit struct {
-	t        *tx
+	t        *kv.Tx
 	l        ledger.Lease
 	ref      index.Ref
 	u        *ledger.Unit
@@ -697,14 +698,14 @@ type unitCommit struct {
 }
 
 func (c *unitCommit) saveUnit() error {
-	return c.t.putJSON(unitKey(c.l.Task, c.l.Step, c.l.Item), c.u)
+	return c.t.PutJSON(kv.UnitKey(c.l.Task, c.l.Step, c.l.Item), c.u)
 }
 
 // commitUnit is commitAndClaim's transaction: the attempt's outcome
 // (failure, repair or output) recorded with its unit, step, task and event,
 // then what the outcome may set off (people now awaited, a budget reached),
 // then the claim of the next units, and the task saved.
-func (s *Store) commitUnit(t *tx, r ledger.Result, next ledger.ClaimRequest) (*ledger.Task, ledger.Claimed, error) {
+func (s *Store) commitUnit(t *kv.Tx, r ledger.Result, next ledger.ClaimRequest) (*ledger.Task, ledger.Claimed, error) {
 	l := r.Lease
 	u, task, err := s.leased(t, l)
 	if err != nil {
@@ -713,14 +714,14 @@ func (s *Store) commitUnit(t *tx, r ledger.Result, next ledger.ClaimRequest) (*l
 	if err := refuseOverBudget(task, &r); err != nil {
 		return nil, ledger.Claimed{}, err
 	}
-	c := &unitCommit{t: t, l: l, ref: index.Ref{Task: l.Task, Step: l.Step, Item: l.Item}, u: u, task: task, st: t.step(task, l.Step), now: s.now()}
+	c := &unitCommit{t: t, l: l, ref: index.Ref{Task: l.Task, Step: l.Step, Item: l.Item}, u: u, task: task, st: t.Step(task, l.Step), now: s.now()}
 	item := l.Item
 	c.rec = ledger.Attempt{Step: l.Step, Item: l.Item, Attempt: l.Attempt, Epoch: l.Epoch, Owner: l.Owner,
 		Log: r.Log, Started: r.Started, Finished: c.now, Pass: c.st.Pass, Try: l.Try, Environment: r.Environment}
 	c.ev = ledger.Event{Step: c.st.Name, Item: &item, Attempt: l.Attempt, Epoch: l.Epoch, Owner: l.Owner}
-	t.durable = true
+	t.Durable = true
 	ref := c.ref
-	t.after(func(x *index.Index) { delete(x.Leases, ref) })
+	t.After(func(x *index.Index) { delete(x.Leases, ref) })
 	task.Leases--
 	c.st.Leased--
 	u.Owner, u.LeaseUntil = "", time.Time{}
@@ -741,7 +742,7 @@ func (s *Store) commitUnit(t *tx, r ledger.Result, next ledger.ClaimRequest) (*l
 		return nil, ledger.Claimed{}, err
 	}
 	if !c.recSaved {
-		if err := t.putJSON(attemptKey(l.Task, l.Step, l.Item, l.Attempt), &c.rec); err != nil {
+		if err := t.PutJSON(kv.AttemptKey(l.Task, l.Step, l.Item, l.Attempt), &c.rec); err != nil {
 			return nil, ledger.Claimed{}, err
 		}
 	}
@@ -761,13 +762,13 @@ func (s *Store) commitUnit(t *tx, r ledger.Result, next ledger.ClaimRequest) (*l
 		}
 	}
 	task.UpdatedAt = c.now
-	if err := t.saveTask(task); err != nil {
+	if err := t.SaveTask(task); err != nil {
 		return nil, ledger.Claimed{}, err
 	}
 	if r.HeaderOnly {
 		return task, claimed, nil
 	}
-	return task, claimed, t.fill(task)
+	return task, claimed, t.Fill(task)
 }
 
 // commitFailure records a failed attempt: the unit is ready again at
@@ -782,9 +783,9 @@ func (s *Store) commitFailure(c *unitCommit, r ledger.Result) error {
 	if !r.RetryAt.IsZero() {
 		c.u.State, c.u.NotBefore, c.ev.Type = ledger.UnitReady, r.RetryAt, ledger.EvUnitRetry
 		ref, at := c.ref, r.RetryAt
-		b := c.t.batch()
-		b.ready = append(b.ready, ref)
-		c.t.after(func(x *index.Index) { x.AddReady(ref, at, false) })
+		b := c.t.Batch()
+		b.Ready = append(b.Ready, ref)
+		c.t.After(func(x *index.Index) { x.AddReady(ref, at, false) })
 	} else {
 		c.u.State, c.ev.Type = ledger.UnitFailed, ledger.EvUnitFailed
 	}
@@ -842,7 +843,7 @@ func (s *Store) commitOutput(c *unitCommit, r ledger.Result) error {
 		n.Seq, n.Step, n.Item, n.Attempt, n.Time = task.Notes, st.Name, l.Item, l.Attempt, c.now
 		task.Notes++
 		countNote(task, n.Kind) // progress.go
-		if err := t.putJSON(noteKey(task.ID, n.Seq), n); err != nil {
+		if err := t.PutJSON(kv.NoteKey(task.ID, n.Seq), n); err != nil {
 			return err
 		}
 	}
@@ -854,7 +855,7 @@ func (s *Store) commitOutput(c *unitCommit, r ledger.Result) error {
 	task.ConsecutiveFailures = 0
 	c.ev.Type = ledger.EvUnitDone
 	// The attempt record goes first: advancing may read this output.
-	if err := t.putJSON(attemptKey(l.Task, l.Step, l.Item, l.Attempt), &c.rec); err != nil {
+	if err := t.PutJSON(kv.AttemptKey(l.Task, l.Step, l.Item, l.Attempt), &c.rec); err != nil {
 		return err
 	}
 	c.recSaved = true
@@ -906,20 +907,20 @@ func (s *Store) planAfterCommit(ctx context.Context, out *ledger.Task, claimed l
 
 // advance moves the cursor past a completed step: to the next step, whose
 // units it plans, or to success after the last one.
-func (s *Store) advance(t *tx, task *ledger.Task) error {
+func (s *Store) advance(t *kv.Tx, task *ledger.Task) error {
 	for {
 		cur := task.Cursor
-		if t.step(task, cur).Windows > 0 {
+		if t.Step(task, cur).Windows > 0 {
 			if err := s.finishWindows(t, task, cur); err != nil {
 				return err
 			}
 		}
-		if err := s.event(t, task, ledger.Event{Type: ledger.EvStepDone, Step: t.step(task, cur).Name,
-			Message: fmt.Sprintf("%d units", t.step(task, cur).Units)}); err != nil {
+		if err := s.event(t, task, ledger.Event{Type: ledger.EvStepDone, Step: t.Step(task, cur).Name,
+			Message: fmt.Sprintf("%d units", t.Step(task, cur).Units)}); err != nil {
 			return err
 		}
 		if cur == task.StepCount()-1 {
-			out, err := (&reader{t: t}).StepOutputOf(task, t.outputStep(task))
+			out, err := (&reader{t: t}).StepOutputOf(task, outputStep(t, task))
 			if err != nil {
 				return err
 			}
@@ -936,7 +937,7 @@ func (s *Store) advance(t *tx, task *ledger.Task) error {
 		if !task.Status.Runnable() {
 			return nil
 		}
-		if st := *t.step(task, task.Cursor); !st.Planned || st.Done+st.Failed < st.Units {
+		if st := *t.Step(task, task.Cursor); !st.Planned || st.Done+st.Failed < st.Units {
 			return nil // units to run, or items still to plan
 		}
 	}
@@ -946,9 +947,9 @@ func (s *Store) advance(t *tx, task *ledger.Task) error {
 // gets its one unit here; a fan-out step is only marked for planning: its
 // items are evaluated and written by planPending, outside the commit leader
 // and in bounded batches, once this transaction has committed.
-func (s *Store) enterStep(t *tx, task *ledger.Task) error {
+func (s *Store) enterStep(t *kv.Tx, task *ledger.Task) error {
 	idx := task.Cursor
-	st := t.step(task, idx)
+	st := t.Step(task, idx)
 	if st.Every > 0 {
 		// A window step: its units were written while its anchor ran, and
 		// its last window closed when the anchor completed.
@@ -968,7 +969,7 @@ func (s *Store) enterStep(t *tx, task *ledger.Task) error {
 		if s.plan == nil {
 			return s.failPlan(t, task, &ledger.Failure{Kind: fault.Input, Message: "no planner for a fan-out step", Step: st.Name})
 		}
-		t.after(func(x *index.Index) { x.NeedPlan(id) })
+		t.After(func(x *index.Index) { x.NeedPlan(id) })
 		return nil
 	}
 	if err := s.writeUnits(t, task, idx, []ledger.Item{{}}); err != nil {
@@ -980,10 +981,10 @@ func (s *Store) enterStep(t *tx, task *ledger.Task) error {
 
 // writeUnits creates ready units for items, numbered from the step's
 // Written count on, and advances it.
-func (s *Store) writeUnits(t *tx, task *ledger.Task, idx int, items []ledger.Item) error {
-	st := t.step(task, idx)
+func (s *Store) writeUnits(t *kv.Tx, task *ledger.Task, idx int, items []ledger.Item) error {
+	st := t.Step(task, idx)
 	id, from := task.ID, st.Written
-	b := t.batch()
+	b := t.Batch()
 	for i, it := range items {
 		n := from + i
 		u := &ledger.Unit{Task: id, Step: idx, Item: n, Pass: st.Pass, Key: it.Key, Value: it.Value, State: ledger.UnitReady}
@@ -991,21 +992,21 @@ func (s *Store) writeUnits(t *tx, task *ledger.Task, idx int, items []ledger.Ite
 			// Attempt numbers go on across passes: attempt records are keyed
 			// by them. The pass's tries count from there.
 			old := new(ledger.Unit)
-			if err := t.getJSON(unitKey(id, idx, n), old); err == nil {
+			if err := t.GetJSON(kv.UnitKey(id, idx, n), old); err == nil {
 				u.Attempt, u.Base = old.Attempt, old.Attempt
 			} else if !errors.Is(err, ledger.ErrNotFound) {
 				return err
 			}
 		}
-		if err := t.putJSON(unitKey(id, idx, n), u); err != nil {
+		if err := t.PutJSON(kv.UnitKey(id, idx, n), u); err != nil {
 			return err
 		}
-		b.ready = append(b.ready, index.Ref{Task: id, Step: idx, Item: n})
+		b.Ready = append(b.Ready, index.Ref{Task: id, Step: idx, Item: n})
 	}
 	st.Written += len(items)
 	to := st.Written
 	first := st.Every > 0 // a window unit goes ahead of its anchor's queue
-	t.after(func(x *index.Index) {
+	t.After(func(x *index.Index) {
 		for i := from; i < to; i++ {
 			x.AddReady(index.Ref{Task: id, Step: idx, Item: i}, time.Time{}, first)
 		}
@@ -1059,9 +1060,9 @@ func (s *Store) planTask(ctx context.Context, id string) (done bool, err error) 
 	var task *ledger.Task
 	var items []ledger.Item
 	var perr error
-	err = s.view(func(t *tx) error {
+	err = s.view(func(t *kv.Tx) error {
 		var err error
-		if task, err = t.loadTask(id); err != nil {
+		if task, err = t.LoadTask(id); err != nil {
 			return err
 		}
 		if st := task.Steps[task.Cursor]; !task.Status.Runnable() || st.Planned || !st.FanOut {
@@ -1082,12 +1083,12 @@ func (s *Store) planTask(ctx context.Context, id string) (done bool, err error) 
 	}
 	step, pass := task.Cursor, task.Steps[task.Cursor].Pass
 	// current loads the task if it is still at the step and pass planned.
-	current := func(t *tx) (*ledger.Task, error) {
+	current := func(t *kv.Tx) (*ledger.Task, error) {
 		cur := new(ledger.Task)
-		if err := t.getJSON(taskKey(id), cur); err != nil {
+		if err := t.GetJSON(kv.TaskKey(id), cur); err != nil {
 			return nil, err
 		}
-		if !cur.Status.Runnable() || cur.Cursor != step || t.step(cur, step).Pass != pass || t.step(cur, step).Planned {
+		if !cur.Status.Runnable() || cur.Cursor != step || t.Step(cur, step).Pass != pass || t.Step(cur, step).Planned {
 			return nil, nil
 		}
 		return cur, nil
@@ -1110,7 +1111,7 @@ func (s *Store) planTask(ctx context.Context, id string) (done bool, err error) 
 	limit := planBatch
 	for {
 		finished := false
-		err := s.update(ctx, func(t *tx) error {
+		err := s.update(ctx, func(t *kv.Tx) error {
 			finished = false
 			cur, err := current(t)
 			if err != nil {
@@ -1120,7 +1121,7 @@ func (s *Store) planTask(ctx context.Context, id string) (done bool, err error) 
 				finished = true
 				return nil
 			}
-			st := t.step(cur, step)
+			st := t.Step(cur, step)
 			if st.Written == 0 && st.PlanHash == "" {
 				st.Units, st.PlanHash = len(items), sum
 				if err := s.event(t, cur, ledger.Event{Type: ledger.EvStepStarted, Step: st.Name,
@@ -1133,7 +1134,7 @@ func (s *Store) planTask(ctx context.Context, id string) (done bool, err error) 
 					"for_each gave a different list when planning resumed (%d items; the first batch had %d)", len(items), st.Units)}); err != nil {
 					return err
 				}
-				return t.saveTask(cur)
+				return t.SaveTask(cur)
 			}
 			from, to, size := st.Written, st.Written, 0
 			for to < len(items) && to-from < limit && (to == from || size < planBatchBytes) {
@@ -1146,14 +1147,14 @@ func (s *Store) planTask(ctx context.Context, id string) (done bool, err error) 
 			if st.Written == st.Units {
 				st.Planned, finished = true, true
 				if st.Units == 0 {
-					t.durable = true
+					t.Durable = true
 					if err := s.advance(t, cur); err != nil {
 						return err
 					}
 				}
 			}
 			cur.UpdatedAt = s.now()
-			return t.saveTask(cur)
+			return t.SaveTask(cur)
 		})
 		if err == nil && !finished && s.planHook != nil {
 			s.planHook()
@@ -1176,8 +1177,8 @@ func (s *Store) planTask(ctx context.Context, id string) (done bool, err error) 
 
 // failPlanning fails task id with f if it is still at the step and pass
 // being planned (current loads it then, and nil otherwise).
-func (s *Store) failPlanning(ctx context.Context, id string, current func(*tx) (*ledger.Task, error), f *ledger.Failure) error {
-	return s.update(ctx, func(t *tx) error {
+func (s *Store) failPlanning(ctx context.Context, id string, current func(*kv.Tx) (*ledger.Task, error), f *ledger.Failure) error {
+	return s.update(ctx, func(t *kv.Tx) error {
 		task, err := current(t)
 		if task == nil || err != nil {
 			return err
@@ -1185,13 +1186,13 @@ func (s *Store) failPlanning(ctx context.Context, id string, current func(*tx) (
 		if err := s.failPlan(t, task, f); err != nil {
 			return err
 		}
-		return t.saveTask(task)
+		return t.SaveTask(task)
 	})
 }
 
 // failPlan fails a task whose step could not be planned; the caller saves it.
-func (s *Store) failPlan(t *tx, task *ledger.Task, f *ledger.Failure) error {
-	t.durable = true
+func (s *Store) failPlan(t *kv.Tx, task *ledger.Task, f *ledger.Failure) error {
+	t.Durable = true
 	return s.fail(t, task, f, fmt.Sprintf("step %q: planning for_each: %s", f.Step, f.Message))
 }
 
@@ -1212,10 +1213,10 @@ func digestItems(items []ledger.Item) string {
 
 // repair sends the task back to r.RestartFrom, or fails it when the repair
 // budget is spent.
-func (s *Store) repair(t *tx, task *ledger.Task, l ledger.Lease, r ledger.Repair) error {
+func (s *Store) repair(t *kv.Tx, task *ledger.Task, l ledger.Lease, r ledger.Repair) error {
 	task.Repairs++
 	task.RepairReason = r.Reason
-	st := *t.step(task, l.Step)
+	st := *t.Step(task, l.Step)
 	item := l.Item
 	grace := 0
 	if task.Budget != nil {
@@ -1237,11 +1238,11 @@ func (s *Store) repair(t *tx, task *ledger.Task, l ledger.Lease, r ledger.Repair
 	if r.RestartFrom < 0 || r.RestartFrom > l.Step {
 		return fmt.Errorf("repair restart step %d is not at or before step %d", r.RestartFrom, l.Step)
 	}
-	if ws := t.step(task, r.RestartFrom); ws.Every > 0 {
+	if ws := t.Step(task, r.RestartFrom); ws.Every > 0 {
 		r.RestartFrom = ws.Anchor // a window step starts again with its anchor
 	}
 	if err := s.event(t, task, ledger.Event{Type: ledger.EvRepair, Step: st.Name, Item: &item, Attempt: l.Attempt,
-		Message: fmt.Sprintf("repair %d of %d: back to %q: %s", task.Repairs, r.Max, t.step(task, r.RestartFrom).Name, r.Reason)}); err != nil {
+		Message: fmt.Sprintf("repair %d of %d: back to %q: %s", task.Repairs, r.Max, t.Step(task, r.RestartFrom).Name, r.Reason)}); err != nil {
 		return err
 	}
 	for i := r.RestartFrom; i < task.StepCount(); i++ {
@@ -1256,8 +1257,8 @@ func (s *Store) repair(t *tx, task *ledger.Task, l ledger.Lease, r ledger.Repair
 // resetStep marks every unit of a step stale and withdraws them from the
 // ready and lease indexes, and what they counted from the task's counters:
 // the units of the step's next pass count again as they commit.
-func (s *Store) resetStep(t *tx, task *ledger.Task, step int) error {
-	st := t.step(task, step)
+func (s *Store) resetStep(t *kv.Tx, task *ledger.Task, step int) error {
+	st := t.Step(task, step)
 	if st.Counters != nil && task.Counters != nil {
 		for name, n := range *st.Counters {
 			if task.Counters[name] -= n; task.Counters[name] == 0 {
@@ -1275,19 +1276,19 @@ func (s *Store) resetStep(t *tx, task *ledger.Task, step int) error {
 	if st.Written <= planBatch {
 		for i := 0; i < st.Written; i++ {
 			u := new(ledger.Unit)
-			if err := t.getJSON(unitKey(task.ID, step, i), u); err != nil {
+			if err := t.GetJSON(kv.UnitKey(task.ID, step, i), u); err != nil {
 				return err
 			}
 			u.State, u.Owner, u.LeaseUntil = ledger.UnitStale, "", time.Time{}
-			if err := t.putJSON(unitKey(task.ID, step, i), u); err != nil {
+			if err := t.PutJSON(kv.UnitKey(task.ID, step, i), u); err != nil {
 				return err
 			}
 		}
 	}
 	id := task.ID
-	t.after(func(x *index.Index) {
+	t.After(func(x *index.Index) {
 		x.DropStep(id, step)
-		s.prefixes.truncate(id, step)
+		s.kv.TruncatePrefix(id, step)
 	})
 	task.Leases -= st.Leased
 	if st.Waiting > 0 {
@@ -1318,7 +1319,7 @@ func addCounts(c *map[string]int64, d map[string]int64) *map[string]int64 {
 }
 
 // fail ends the task as failed and withdraws all its units.
-func (s *Store) fail(t *tx, task *ledger.Task, f *ledger.Failure, reason string) error {
+func (s *Store) fail(t *kv.Tx, task *ledger.Task, f *ledger.Failure, reason string) error {
 	task.Status, task.Failure, task.Reason, task.FinishedAt = ledger.Failed, f, reason, s.now()
 	if err := s.withdraw(t, task); err != nil {
 		return err
@@ -1327,34 +1328,35 @@ func (s *Store) fail(t *tx, task *ledger.Task, f *ledger.Failure, reason string)
 }
 
 // withdraw takes a task that is no longer runnable out of the claim index.
-func (s *Store) withdraw(t *tx, task *ledger.Task) error {
+func (s *Store) withdraw(t *kv.Tx, task *ledger.Task) error {
 	// Leases are counted on the task and on their steps. Units exist only
 	// for the step under the cursor, so that is where the leases are; the
 	// other steps are read only if the counts say some lease is elsewhere.
-	if lazyOf(task) == nil {
+	if _, partial := kv.LoadedSteps(task); !partial {
 		for i := range task.Steps {
 			task.Steps[i].Leased = 0
 		}
 	} else {
-		t.step(task, task.Cursor)
+		t.Step(task, task.Cursor)
 		n := 0
-		for _, st := range lazyOf(task).got {
+		loaded, _ := kv.LoadedSteps(task)
+		for _, st := range loaded {
 			n += st.Leased
 			st.Leased = 0
 		}
 		if n != task.Leases {
 			for i := range task.StepCount() {
-				t.step(task, i).Leased = 0
+				t.Step(task, i).Leased = 0
 			}
 		}
 	}
 	task.Leases = 0
 	id := task.ID
-	t.after(func(x *index.Index) {
+	t.After(func(x *index.Index) {
 		x.RemoveTask(id)
-		s.prefixes.drop(id)
+		s.kv.DropPrefix(id)
 	})
-	return t.del(activeKey(id))
+	return t.Del(kv.ActiveKey(id))
 }
 
 // finishedError is ErrTerminal for a task that has already finished, said
@@ -1376,15 +1378,15 @@ func (e *finishedError) Is(target error) bool { return target == ledger.ErrTermi
 // leases: their commits are refused.
 func (s *Store) Cancel(ctx context.Context, id, reason string) (*ledger.Task, error) {
 	var out *ledger.Task
-	err := s.update(ctx, func(t *tx) error {
+	err := s.update(ctx, func(t *kv.Tx) error {
 		task := new(ledger.Task)
-		if err := t.getJSON(taskKey(id), task); err != nil {
+		if err := t.GetJSON(kv.TaskKey(id), task); err != nil {
 			return err
 		}
 		if task.Status.Terminal() {
 			return &finishedError{id: id, status: task.Status, verb: "cancel"}
 		}
-		t.durable = true
+		t.Durable = true
 		if reason == "" {
 			reason = "cancelled by user"
 		}
@@ -1395,17 +1397,17 @@ func (s *Store) Cancel(ctx context.Context, id, reason string) (*ledger.Task, er
 		if err := s.event(t, task, ledger.Event{Type: ledger.EvCancelled, Message: reason}); err != nil {
 			return err
 		}
-		if err := t.saveTask(task); err != nil {
+		if err := t.SaveTask(task); err != nil {
 			return err
 		}
 		out = task
-		return t.fill(out)
+		return t.Fill(out)
 	})
 	return out, err
 }
 
 // event appends an event to the task's log. The caller saves the task.
-func (s *Store) event(t *tx, task *ledger.Task, e ledger.Event) error {
+func (s *Store) event(t *kv.Tx, task *ledger.Task, e ledger.Event) error {
 	e.Seq = task.NextEvent
 	task.NextEvent++
 	if e.Time.IsZero() {
@@ -1415,7 +1417,7 @@ func (s *Store) event(t *tx, task *ledger.Task, e ledger.Event) error {
 	if err := s.notifyEvent(t, task, e); err != nil { // notify.go: its outbox entry, in this transaction
 		return err
 	}
-	return t.putJSON(eventKey(task.ID, e.Seq), e)
+	return t.PutJSON(kv.EventKey(task.ID, e.Seq), e)
 }
 
 func earliest(a, b time.Time) time.Time {
@@ -1463,15 +1465,15 @@ func newTaskID(now time.Time) string {
 // repairs are kept, and consecutive failures start again from zero. by says
 // who retried, for the event log.
 func (s *Store) Retry(ctx context.Context, id string, from int, by string) (*ledger.Task, error) {
-	err := s.update(ctx, func(t *tx) error {
+	err := s.update(ctx, func(t *kv.Tx) error {
 		task := new(ledger.Task)
-		if err := t.getJSON(taskKey(id), task); err != nil {
+		if err := t.GetJSON(kv.TaskKey(id), task); err != nil {
 			return err
 		}
 		keep := from < 0
 		failedAt := -1 // the first step with failed items a retry runs again
 		if keep {
-			failedAt = t.firstFailedItems(task)
+			failedAt = firstFailedItems(t, task)
 		}
 		if task.Status != ledger.Failed && task.Status != ledger.Cancelled && (task.Status != ledger.Succeeded || failedAt < 0) {
 			return fmt.Errorf("task %s is %s: only a failed or cancelled task, or one with failed items, can be retried", id, task.Status)
@@ -1494,12 +1496,12 @@ func (s *Store) Retry(ctx context.Context, id string, from int, by string) (*led
 		}
 		if from > task.Cursor || from >= task.StepCount() {
 			return fmt.Errorf("task %s stopped at step %d %q: it can be retried from that step or an earlier one, not from step %d",
-				id, task.Cursor+1, t.step(task, task.Cursor).Name, from+1)
+				id, task.Cursor+1, t.Step(task, task.Cursor).Name, from+1)
 		}
-		if ws := t.step(task, from); ws.Every > 0 && !keep {
+		if ws := t.Step(task, from); ws.Every > 0 && !keep {
 			from = ws.Anchor // a window step starts again with its anchor
 		}
-		t.durable = true
+		t.Durable = true
 		was := task.Status
 		task.Retries++
 		if !keep {
@@ -1515,22 +1517,22 @@ func (s *Store) Retry(ctx context.Context, id string, from int, by string) (*led
 			task.Status = ledger.Running
 		}
 		task.ConsecutiveFailures, task.Leases = 0, 0
-		if err := t.put(activeKey(id), nil); err != nil {
+		if err := t.Put(kv.ActiveKey(id), nil); err != nil {
 			return err
 		}
-		t.after(func(x *index.Index) { x.AddActive(id) })
-		msg := fmt.Sprintf("%s task retried from step %q", was, t.step(task, from).Name)
+		t.After(func(x *index.Index) { x.AddActive(id) })
+		msg := fmt.Sprintf("%s task retried from step %q", was, t.Step(task, from).Name)
 		if keep {
-			msg = fmt.Sprintf("%s task retried at step %q, keeping its %d committed units", was, t.step(task, from).Name, t.step(task, from).Done)
-			if n := t.step(task, from).Failed; n > 0 {
+			msg = fmt.Sprintf("%s task retried at step %q, keeping its %d committed units", was, t.Step(task, from).Name, t.Step(task, from).Done)
+			if n := t.Step(task, from).Failed; n > 0 {
 				msg += fmt.Sprintf(" and running its %d failed items again", n)
 			}
-			t.step(task, from).Failed = 0 // reopen makes them ready
+			t.Step(task, from).Failed = 0 // reopen makes them ready
 		}
 		if by != "" {
 			msg += " by " + by
 		}
-		if err := s.event(t, task, ledger.Event{Type: ledger.EvRetried, Step: t.step(task, from).Name, Message: msg}); err != nil {
+		if err := s.event(t, task, ledger.Event{Type: ledger.EvRetried, Step: t.Step(task, from).Name, Message: msg}); err != nil {
 			return err
 		}
 		if keep {
@@ -1540,7 +1542,7 @@ func (s *Store) Retry(ctx context.Context, id string, from int, by string) (*led
 		} else if err := s.enterStep(t, task); err != nil {
 			return err
 		}
-		return t.saveTask(task)
+		return t.SaveTask(task)
 	})
 	if err != nil {
 		return nil, err
@@ -1558,7 +1560,7 @@ func (s *Store) Retry(ctx context.Context, id string, from int, by string) (*led
 // committed stay as they are. Every ready unit goes back to the claim
 // index, in item order; a step whose planning was cut short is planned on,
 // and a step with nothing left to run is completed.
-func (s *Store) reopen(t *tx, task *ledger.Task) error {
+func (s *Store) reopen(t *kv.Tx, task *ledger.Task) error {
 	type ready struct {
 		r     index.Ref
 		at    time.Time
@@ -1566,9 +1568,9 @@ func (s *Store) reopen(t *tx, task *ledger.Task) error {
 	}
 	var refs []ready
 	var again []*ledger.Unit
-	for _, step := range t.liveSteps(task) {
-		st := t.step(task, step)
-		err := t.scan(unitStepPrefix(task.ID, step), func(key, val []byte) (bool, error) {
+	for _, step := range liveSteps(t, task) {
+		st := t.Step(task, step)
+		err := t.Scan(kv.UnitStepPrefix(task.ID, step), func(key, val []byte) (bool, error) {
 			u := new(ledger.Unit)
 			if err := json.Unmarshal(val, u); err != nil {
 				return false, fmt.Errorf("unit record %s: %w", key, err)
@@ -1595,26 +1597,26 @@ func (s *Store) reopen(t *tx, task *ledger.Task) error {
 			return err
 		}
 	}
-	if t.err != nil {
-		return t.err
+	if t.Err() != nil {
+		return t.Err()
 	}
 	for _, u := range again {
-		if err := t.putJSON(unitKey(task.ID, u.Step, u.Item), u); err != nil {
+		if err := t.PutJSON(kv.UnitKey(task.ID, u.Step, u.Item), u); err != nil {
 			return err
 		}
 	}
-	t.after(func(x *index.Index) {
+	t.After(func(x *index.Index) {
 		for _, r := range refs {
 			x.AddReady(r.r, r.at, r.first)
 		}
 	})
-	st := t.step(task, task.Cursor)
+	st := t.Step(task, task.Cursor)
 	switch {
 	case !st.Planned && st.FanOut && s.plan == nil:
 		return s.failPlan(t, task, &ledger.Failure{Kind: fault.Input, Message: "no planner for a fan-out step", Step: st.Name})
 	case !st.Planned && st.FanOut:
 		id := task.ID
-		t.after(func(x *index.Index) { x.NeedPlan(id) })
+		t.After(func(x *index.Index) { x.NeedPlan(id) })
 	case st.Planned && st.Done+st.Failed >= st.Units:
 		return s.advance(t, task)
 	}

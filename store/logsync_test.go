@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/lhengine/lhengine/store/internal/kv"
 )
 
 // logDigests returns a checksum of the content of each memtable and value
@@ -92,9 +94,9 @@ func TestSyncCoversEveryWrittenLog(t *testing.T) {
 		for i := range val {
 			val[i] = byte(i*7 + len(key))
 		}
-		require.NoError(t, s.update(f.ctx, func(t *tx) error {
-			t.durable = true
-			return t.put([]byte(key), val)
+		require.NoError(t, s.update(f.ctx, func(t *kv.Tx) error {
+			t.Durable = true
+			return t.Put([]byte(key), val)
 		}))
 	}
 	// Small values: the memtable's log only, past two memtables.
@@ -105,7 +107,7 @@ func TestSyncCoversEveryWrittenLog(t *testing.T) {
 	require.Positive(t, multiMem, "a sync after Badger moved to a new memtable syncs the previous memtable's log too")
 	// Values for the value log, past two value log files.
 	for i := range 24 {
-		write(fmt.Sprintf("x/big/%d", i), valueThreshold+i)
+		write(fmt.Sprintf("x/big/%d", i), kv.ValueThreshold+i)
 	}
 	require.Equal(t, 25, vlogSyncs, "every write of a value of the threshold or more syncs the value log")
 	require.Positive(t, multiVlog, "a sync after Badger moved to a new value log syncs the previous one too")
@@ -120,9 +122,9 @@ func TestSyncCoversEveryWrittenLog(t *testing.T) {
 	require.NoError(t, s.Close())
 	s = f.mustOpen(t, Options{})
 	defer s.Close()
-	require.NoError(t, s.view(func(t *tx) error {
+	require.NoError(t, s.view(func(t *kv.Tx) error {
 		for _, key := range []string{"x/small/199", "x/big/23", "x/small/again/9"} {
-			if _, err := t.getRaw([]byte(key)); err != nil {
+			if _, err := t.GetRaw([]byte(key)); err != nil {
 				return fmt.Errorf("%s: %w", key, err)
 			}
 		}

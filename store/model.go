@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/lhengine/lhengine/ledger"
+	"github.com/lhengine/lhengine/store/internal/kv"
 )
 
 // The model journal keeps the response of every model call a unit made,
@@ -32,7 +33,7 @@ import (
 // (an intent is not a response).
 func (s *Store) ModelCall(task string, step, item int, key, sum string) (*ledger.ModelCall, error) {
 	c := new(ledger.ModelCall)
-	err := s.view(func(t *tx) error { return t.getJSON(modelCallKey(task, step, item, sum, key), c) })
+	err := s.view(func(t *kv.Tx) error { return t.GetJSON(kv.ModelCallKey(task, step, item, sum, key), c) })
 	if err != nil {
 		return nil, err
 	}
@@ -50,14 +51,14 @@ func (s *Store) ModelCall(task string, step, item int, key, sum string) (*ledger
 // meanwhile), nothing is written and that entry is returned: answer from
 // it; otherwise the result is nil and the caller sends.
 func (s *Store) StartModelCall(ctx context.Context, l ledger.Lease, c *ledger.ModelCall) (recorded *ledger.ModelCall, err error) {
-	err = s.update(ctx, func(t *tx) error {
+	err = s.update(ctx, func(t *kv.Tx) error {
 		_, task, err := s.leased(t, l)
 		if err != nil {
 			return err
 		}
-		k := modelCallKey(c.Task, c.Step, c.Item, c.RequestSHA256, c.Key)
+		k := kv.ModelCallKey(c.Task, c.Step, c.Item, c.RequestSHA256, c.Key)
 		prev := new(ledger.ModelCall)
-		switch err := t.getJSON(k, prev); {
+		switch err := t.GetJSON(k, prev); {
 		case err == nil && prev.State != ledger.ModelSending:
 			recorded = prev
 			return nil
@@ -72,11 +73,11 @@ func (s *Store) StartModelCall(ctx context.Context, l ledger.Lease, c *ledger.Mo
 			c.Time = s.now()
 		}
 		c.State = ledger.ModelSending
-		t.durable = true
-		if err := t.putJSON(k, c); err != nil {
+		t.Durable = true
+		if err := t.PutJSON(k, c); err != nil {
 			return err
 		}
-		return t.saveTask(task)
+		return t.SaveTask(task)
 	})
 	return recorded, err
 }
@@ -87,7 +88,7 @@ func (s *Store) StartModelCall(ctx context.Context, l ledger.Lease, c *ledger.Mo
 // (the call ended without one, its outcome seen: refused, say). An entry
 // holding a response is left as it is.
 func (s *Store) EndModelCall(ctx context.Context, l ledger.Lease, c *ledger.ModelCall, unknown int) error {
-	return s.update(ctx, func(t *tx) error {
+	return s.update(ctx, func(t *kv.Tx) error {
 		_, task, err := s.leased(t, l)
 		if err != nil {
 			return err
@@ -97,24 +98,24 @@ func (s *Store) EndModelCall(ctx context.Context, l ledger.Lease, c *ledger.Mode
 				return err
 			}
 		}
-		k := modelCallKey(c.Task, c.Step, c.Item, c.RequestSHA256, c.Key)
+		k := kv.ModelCallKey(c.Task, c.Step, c.Item, c.RequestSHA256, c.Key)
 		prev := new(ledger.ModelCall)
-		switch err := t.getJSON(k, prev); {
+		switch err := t.GetJSON(k, prev); {
 		case errors.Is(err, ledger.ErrNotFound):
 		case err != nil:
 			return err
 		case prev.State == ledger.ModelSending:
-			if err := t.del(k); err != nil {
+			if err := t.Del(k); err != nil {
 				return err
 			}
 		}
-		return t.saveTask(task)
+		return t.SaveTask(task)
 	})
 }
 
 // possiblyBilled counts the send of intent c as possibly billed, noticed
 // by attempt.
-func (s *Store) possiblyBilled(t *tx, task *ledger.Task, c *ledger.ModelCall, attempt int) error {
+func (s *Store) possiblyBilled(t *kv.Tx, task *ledger.Task, c *ledger.ModelCall, attempt int) error {
 	p := &task.ModelUsage.PossiblyBilled
 	p.Calls++
 	p.RequestBytes += c.RequestBytes
@@ -134,14 +135,14 @@ func (s *Store) possiblyBilled(t *tx, task *ledger.Task, c *ledger.ModelCall, at
 // recorded meanwhile), nothing is written or charged and the recorded entry
 // is returned with recorded false.
 func (s *Store) RecordModelCall(ctx context.Context, l ledger.Lease, c *ledger.ModelCall) (out *ledger.ModelCall, recorded bool, err error) {
-	err = s.update(ctx, func(t *tx) error {
+	err = s.update(ctx, func(t *kv.Tx) error {
 		_, task, err := s.leased(t, l)
 		if err != nil {
 			return err
 		}
-		k := modelCallKey(c.Task, c.Step, c.Item, c.RequestSHA256, c.Key)
+		k := kv.ModelCallKey(c.Task, c.Step, c.Item, c.RequestSHA256, c.Key)
 		prev := new(ledger.ModelCall)
-		switch err := t.getJSON(k, prev); {
+		switch err := t.GetJSON(k, prev); {
 		case err == nil && prev.State != ledger.ModelSending:
 			out, recorded = prev, false
 			return nil
@@ -152,8 +153,8 @@ func (s *Store) RecordModelCall(ctx context.Context, l ledger.Lease, c *ledger.M
 		if c.Time.IsZero() {
 			c.Time = s.now()
 		}
-		t.durable = true
-		if err := t.putJSON(k, c); err != nil {
+		t.Durable = true
+		if err := t.PutJSON(k, c); err != nil {
 			return err
 		}
 		task.ModelUsage.Calls++
@@ -169,7 +170,7 @@ func (s *Store) RecordModelCall(ctx context.Context, l ledger.Lease, c *ledger.M
 			return err
 		}
 		out, recorded = c, true
-		return t.saveTask(task)
+		return t.SaveTask(task)
 	})
 	return out, recorded, err
 }
@@ -177,7 +178,7 @@ func (s *Store) RecordModelCall(ctx context.Context, l ledger.Lease, c *ledger.M
 // ModelCallReplayed records an EvModelCall event for a call answered from
 // the journal: nothing is charged.
 func (s *Store) ModelCallReplayed(ctx context.Context, l ledger.Lease, c *ledger.ModelCall) error {
-	return s.update(ctx, func(t *tx) error {
+	return s.update(ctx, func(t *kv.Tx) error {
 		_, task, err := s.leased(t, l)
 		if err != nil {
 			return err
@@ -185,11 +186,11 @@ func (s *Store) ModelCallReplayed(ctx context.Context, l ledger.Lease, c *ledger
 		if err := s.modelEvent(t, task, c, l.Attempt, true); err != nil {
 			return err
 		}
-		return t.saveTask(task)
+		return t.SaveTask(task)
 	})
 }
 
-func (s *Store) modelEvent(t *tx, task *ledger.Task, c *ledger.ModelCall, attempt int, replayed bool) error {
+func (s *Store) modelEvent(t *kv.Tx, task *ledger.Task, c *ledger.ModelCall, attempt int, replayed bool) error {
 	item := c.Item
 	how := "billed"
 	if replayed {
@@ -207,7 +208,7 @@ func (s *Store) modelEvent(t *tx, task *ledger.Task, c *ledger.ModelCall, attemp
 // (State ModelSending).
 func (r *reader) ModelCalls(id string) ([]ledger.ModelCall, error) {
 	var out []ledger.ModelCall
-	err := r.t.scan([]byte("g/"+id+"/"), func(_, val []byte) (bool, error) {
+	err := r.t.Scan([]byte("g/"+id+"/"), func(_, val []byte) (bool, error) {
 		var c ledger.ModelCall
 		if err := json.Unmarshal(val, &c); err != nil {
 			return false, err
@@ -216,8 +217,4 @@ func (r *reader) ModelCalls(id string) ([]ledger.ModelCall, error) {
 		return true, nil
 	})
 	return out, err
-}
-
-func modelCallKey(task string, step, item int, sum, key string) []byte {
-	return fmt.Appendf(nil, "g/%s/%04x/%08x/%s/%s", task, step, item, sum, key)
 }

@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/lhengine/lhengine/ledger"
+	"github.com/lhengine/lhengine/store/internal/kv"
 )
 
 // Plugin modules are pinned by keeping their bytes in the store, in the same
@@ -45,8 +46,8 @@ func holdBlobs() (release func()) {
 // without a record, which gc collects. The caller holds holdBlobs.
 func (s *Store) putBlob(ctx context.Context, hexSum string, data []byte) (stored bool, err error) {
 	exists := false
-	if err := s.view(func(t *tx) error {
-		_, err := t.getRaw(blobKey(hexSum))
+	if err := s.view(func(t *kv.Tx) error {
+		_, err := t.GetRaw(kv.BlobKey(hexSum))
 		exists = err == nil
 		if errors.Is(err, ledger.ErrNotFound) {
 			return nil
@@ -62,7 +63,7 @@ func (s *Store) putBlob(ctx context.Context, hexSum string, data []byte) (stored
 	for off := 0; off < len(data) || chunks == 0; off += ledger.ArtifactChunk {
 		end := min(off+ledger.ArtifactChunk, len(data))
 		chunk, n := data[off:end], chunks
-		if err := s.update(ctx, func(t *tx) error { return t.put(chunkKey(hexSum, n), chunk) }); err != nil {
+		if err := s.update(ctx, func(t *kv.Tx) error { return t.Put(kv.ChunkKey(hexSum, n), chunk) }); err != nil {
 			return false, fmt.Errorf("storing blob %s chunk %d: %w", hexSum[:12], n, err)
 		}
 		chunks++
@@ -71,7 +72,7 @@ func (s *Store) putBlob(ctx context.Context, hexSum string, data []byte) (stored
 		}
 	}
 	meta := blobMeta{Size: int64(len(data)), Chunks: chunks}
-	if err := s.update(ctx, func(t *tx) error { return t.putJSON(blobKey(hexSum), meta) }); err != nil {
+	if err := s.update(ctx, func(t *kv.Tx) error { return t.PutJSON(kv.BlobKey(hexSum), meta) }); err != nil {
 		return false, err
 	}
 	return true, nil
@@ -81,14 +82,14 @@ func (s *Store) putBlob(ctx context.Context, hexSum string, data []byte) (stored
 // ErrNotFound when the store has no such blob.
 func (s *Store) readBlob(hexSum string) ([]byte, error) {
 	var out []byte
-	err := s.view(func(t *tx) error {
+	err := s.view(func(t *kv.Tx) error {
 		var m blobMeta
-		if err := t.getJSON(blobKey(hexSum), &m); err != nil {
+		if err := t.GetJSON(kv.BlobKey(hexSum), &m); err != nil {
 			return err
 		}
 		buf := bytes.NewBuffer(make([]byte, 0, m.Size))
 		for n := range m.Chunks {
-			chunk, err := t.getRaw(chunkKey(hexSum, n))
+			chunk, err := t.GetRaw(kv.ChunkKey(hexSum, n))
 			if errors.Is(err, ledger.ErrNotFound) {
 				return fmt.Errorf("blob %s: chunk %d of %d is missing: the store is damaged", hexSum, n, m.Chunks)
 			} else if err != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/ledger"
+	"github.com/lhengine/lhengine/store/internal/kv"
 )
 
 // module returns fake module bytes of n bytes (the store does not look
@@ -48,8 +49,8 @@ func TestModulesAreStoredOnceChunkedAndVerified(t *testing.T) {
 		b.submitPinned(t, wasm, sum)
 	}
 	var blobs, chunks int
-	require.NoError(t, b.s.view(func(tx *tx) error {
-		blobs, chunks = len(tx.keys([]byte("B/"))), len(tx.keys([]byte("b/")))
+	require.NoError(t, b.s.view(func(tx *kv.Tx) error {
+		blobs, chunks = len(tx.Keys([]byte("B/"))), len(tx.Keys([]byte("b/")))
 		return nil
 	}))
 	require.Equal(t, 1, blobs, "a module pinned by three tasks is stored once")
@@ -77,7 +78,7 @@ func TestModulesAreStoredOnceChunkedAndVerified(t *testing.T) {
 	require.ErrorContains(t, err, "was not given")
 
 	// Damaged bytes are noticed when the module is read.
-	require.NoError(t, b.s.update(b.ctx, func(tx *tx) error { return tx.put(chunkKey(sum, 1), []byte("x")) }))
+	require.NoError(t, b.s.update(b.ctx, func(tx *kv.Tx) error { return tx.Put(kv.ChunkKey(sum, 1), []byte("x")) }))
 	_, err = b.s.Module(sum)
 	require.ErrorContains(t, err, "damaged")
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/lhengine/lhengine/ledger"
 	"github.com/lhengine/lhengine/store/internal/index"
+	"github.com/lhengine/lhengine/store/internal/kv"
 )
 
 // Notifications (a task's notify block, specs/task-language.md).
@@ -31,24 +32,18 @@ import (
 // under the same Idempotency-Key: a receiver that honours the key sees one
 // delivery per event.
 
-func outboxKey(task string, seq uint64) []byte { return fmt.Appendf(nil, "x/%s/%016x", task, seq) }
-
-func notifyEffectKey(task string, seq uint64) []byte {
-	return fmt.Appendf(nil, "j/%s/%s/%016x", task, ledger.NotifyStep, seq)
-}
-
 // notifyEvent puts the outbox entry of e when the task's notify block lists
 // e's type; Store.event calls it for every event, in the event's
 // transaction.
-func (s *Store) notifyEvent(t *tx, task *ledger.Task, e ledger.Event) error {
+func (s *Store) notifyEvent(t *kv.Tx, task *ledger.Task, e ledger.Event) error {
 	if task.Notify == nil || !slices.Contains(task.Notify.Events, e.Type) {
 		return nil
 	}
 	n := ledger.Notification{Task: task.ID, Name: task.Name, URL: task.Notify.URL, Event: e, Status: task.Status, Reason: task.Reason}
-	if err := t.putJSON(outboxKey(task.ID, e.Seq), &n); err != nil {
+	if err := t.PutJSON(kv.OutboxKey(task.ID, e.Seq), &n); err != nil {
 		return err
 	}
-	t.after(func(*index.Index) { s.outbox.notify() })
+	t.After(func(*index.Index) { s.outbox.notify() })
 	return nil
 }
 
@@ -66,19 +61,19 @@ func (s *Store) NotificationsChanged() <-chan struct{} { return s.outbox.current
 func (s *Store) PendingNotifications(max int, skip func(task string) bool) ([]ledger.Notification, error) {
 	var out []ledger.Notification
 	var want uint64
-	err := s.view(func(t *tx) error {
+	err := s.view(func(t *kv.Tx) error {
 		want = s.commits.started.Load() // as ReadSynced: every commit the snapshot shows had begun
 		opts := badger.DefaultIteratorOptions
 		opts.Prefix = []byte("x/")
 		opts.PrefetchValues = false
-		it := t.txn.NewIterator(opts)
+		it := t.Txn().NewIterator(opts)
 		defer it.Close()
 		for it.Rewind(); it.Valid() && (max <= 0 || len(out) < max); {
 			key := string(it.Item().Key())
 			task, _, _ := strings.Cut(strings.TrimPrefix(key, "x/"), "/")
 			if skip == nil || !skip(task) {
 				var n ledger.Notification
-				if err := itemValue(it.Item(), func(v []byte) error { return json.Unmarshal(v, &n) }); err != nil {
+				if err := kv.ItemValue(it.Item(), func(v []byte) error { return json.Unmarshal(v, &n) }); err != nil {
 					return fmt.Errorf("outbox entry %s: %w", key, err)
 				}
 				out = append(out, n)
@@ -96,7 +91,7 @@ func (s *Store) PendingNotifications(max int, skip func(task string) bool) ([]le
 // Notifications lists a task's outbox entries, in event order.
 func (r *reader) Notifications(id string) ([]ledger.Notification, error) {
 	var out []ledger.Notification
-	err := r.t.scan([]byte("x/"+id+"/"), func(_, val []byte) (bool, error) {
+	err := r.t.Scan([]byte("x/"+id+"/"), func(_, val []byte) (bool, error) {
 		var n ledger.Notification
 		if err := json.Unmarshal(val, &n); err != nil {
 			return false, err
@@ -110,20 +105,20 @@ func (r *reader) Notifications(id string) ([]ledger.Notification, error) {
 // notifying reads n's outbox entry and its journal entry (nil when none)
 // in t. A notification no longer in the outbox (delivered, or its task
 // removed or being removed) is ErrNotFound.
-func (s *Store) notifying(t *tx, n *ledger.Notification) (*ledger.Notification, *ledger.Effect, error) {
+func (s *Store) notifying(t *kv.Tx, n *ledger.Notification) (*ledger.Notification, *ledger.Effect, error) {
 	cur := new(ledger.Notification)
-	if err := t.getJSON(outboxKey(n.Task, n.Event.Seq), cur); err != nil {
+	if err := t.GetJSON(kv.OutboxKey(n.Task, n.Event.Seq), cur); err != nil {
 		return nil, nil, fmt.Errorf("notification %s: %w", n.IdempotencyKey(), err)
 	}
 	task := new(ledger.Task)
-	if err := t.getJSON(taskKey(n.Task), task); err != nil {
+	if err := t.GetJSON(kv.TaskKey(n.Task), task); err != nil {
 		return nil, nil, fmt.Errorf("notification %s: %w", n.IdempotencyKey(), err)
 	}
 	if task.Removing {
 		return nil, nil, fmt.Errorf("notification %s: task being removed: %w", n.IdempotencyKey(), ledger.ErrNotFound)
 	}
 	e := new(ledger.Effect)
-	switch err := t.getJSON(notifyEffectKey(n.Task, n.Event.Seq), e); {
+	switch err := t.GetJSON(kv.NotifyEffectKey(n.Task, n.Event.Seq), e); {
 	case errors.Is(err, ledger.ErrNotFound):
 		e = nil
 	case err != nil:
@@ -141,7 +136,7 @@ func (s *Store) notifying(t *tx, n *ledger.Notification) (*ledger.Notification, 
 // longer in the outbox is ErrNotFound: it must not be sent.
 func (s *Store) NotifyIntent(ctx context.Context, n *ledger.Notification) (*ledger.Effect, error) {
 	var out *ledger.Effect
-	err := s.update(ctx, func(t *tx) error {
+	err := s.update(ctx, func(t *kv.Tx) error {
 		cur, e, err := s.notifying(t, n)
 		if err != nil {
 			return err
@@ -161,9 +156,9 @@ func (s *Store) NotifyIntent(ctx context.Context, n *ledger.Notification) (*ledg
 			Kind: "http", Mode: "resend", IdempotencyKey: cur.IdempotencyKey(), Request: req,
 			State: ledger.EffectIntent, IntentAt: s.now(),
 		}
-		t.durable = true
+		t.Durable = true
 		out = e
-		return t.putJSON(notifyEffectKey(cur.Task, cur.Event.Seq), e)
+		return t.PutJSON(kv.NotifyEffectKey(cur.Task, cur.Event.Seq), e)
 	})
 	return out, err
 }
@@ -173,7 +168,7 @@ func (s *Store) NotifyIntent(ctx context.Context, n *ledger.Notification) (*ledg
 // from the outbox, in one transaction: it is never sent again. A
 // notification no longer in the outbox is ErrNotFound.
 func (s *Store) NotifyOutcome(ctx context.Context, n *ledger.Notification, outcome json.RawMessage, note string) error {
-	return s.update(ctx, func(t *tx) error {
+	return s.update(ctx, func(t *kv.Tx) error {
 		_, e, err := s.notifying(t, n)
 		if err != nil {
 			return err
@@ -181,13 +176,13 @@ func (s *Store) NotifyOutcome(ctx context.Context, n *ledger.Notification, outco
 		if e == nil {
 			return fmt.Errorf("notification %s: no intent journaled", n.IdempotencyKey())
 		}
-		t.durable = true
+		t.Durable = true
 		e.State, e.Outcome, e.DoneAt, e.Resend, e.Note = ledger.EffectDone, outcome, s.now(), "", note
 		e.Performs++
-		if err := t.putJSON(notifyEffectKey(n.Task, n.Event.Seq), e); err != nil {
+		if err := t.PutJSON(kv.NotifyEffectKey(n.Task, n.Event.Seq), e); err != nil {
 			return err
 		}
-		return t.del(outboxKey(n.Task, n.Event.Seq))
+		return t.Del(kv.OutboxKey(n.Task, n.Event.Seq))
 	})
 }
 
@@ -198,14 +193,14 @@ func (s *Store) NotifyOutcome(ctx context.Context, n *ledger.Notification, outco
 // receiver answered. It returns the entry as updated.
 func (s *Store) NotifyRetry(ctx context.Context, n *ledger.Notification, answered bool, why string) (*ledger.Notification, error) {
 	var out *ledger.Notification
-	err := s.update(ctx, func(t *tx) error {
+	err := s.update(ctx, func(t *kv.Tx) error {
 		cur, e, err := s.notifying(t, n)
 		if err != nil {
 			return err
 		}
 		cur.Attempts++
 		cur.LastError = why
-		if err := t.putJSON(outboxKey(n.Task, n.Event.Seq), cur); err != nil {
+		if err := t.PutJSON(kv.OutboxKey(n.Task, n.Event.Seq), cur); err != nil {
 			return err
 		}
 		if e != nil {
@@ -214,7 +209,7 @@ func (s *Store) NotifyRetry(ctx context.Context, n *ledger.Notification, answere
 				e.Resend = ledger.ResendRetryable
 			}
 			e.Note = fmt.Sprintf("delivery %d: %s; sent again under the same Idempotency-Key", cur.Attempts, why)
-			if err := t.putJSON(notifyEffectKey(n.Task, n.Event.Seq), e); err != nil {
+			if err := t.PutJSON(kv.NotifyEffectKey(n.Task, n.Event.Seq), e); err != nil {
 				return err
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/lhengine/lhengine/ledger"
+	"github.com/lhengine/lhengine/store/internal/kv"
 )
 
 // UnitsUpTo returns the first limit units of a step, in item order: a page
@@ -13,7 +14,7 @@ func (r *reader) UnitsUpTo(id string, step, limit int) ([]*ledger.Unit, error) {
 	if limit <= 0 {
 		return out, nil
 	}
-	err := r.t.scan(unitStepPrefix(id, step), func(_, val []byte) (bool, error) {
+	err := r.t.Scan(kv.UnitStepPrefix(id, step), func(_, val []byte) (bool, error) {
 		u := new(ledger.Unit)
 		if err := json.Unmarshal(val, u); err != nil {
 			return false, err
@@ -34,7 +35,7 @@ func (r *reader) CommittedOutputs(task *ledger.Task, step, limit int) ([]ledger.
 	}
 	st := task.Steps[step]
 	out := []ledger.ItemOutput{}
-	err := r.t.scan(unitStepPrefix(task.ID, step), func(_, val []byte) (bool, error) {
+	err := r.t.Scan(kv.UnitStepPrefix(task.ID, step), func(_, val []byte) (bool, error) {
 		u := new(ledger.Unit)
 		if err := json.Unmarshal(val, u); err != nil {
 			return false, err
@@ -43,7 +44,7 @@ func (r *reader) CommittedOutputs(task *ledger.Task, step, limit int) ([]ledger.
 			return true, nil
 		}
 		a := new(ledger.Attempt)
-		if err := r.t.getJSON(attemptKey(task.ID, step, u.Item, u.Committed), a); err != nil {
+		if err := r.t.GetJSON(kv.AttemptKey(task.ID, step, u.Item, u.Committed), a); err != nil {
 			return false, err
 		}
 		out = append(out, ledger.ItemOutput{Item: u.Item, Attempt: u.Committed, Output: a.Output})

@@ -10,6 +10,7 @@ import (
 	"github.com/dgraph-io/badger/v4"
 
 	"github.com/lhengine/lhengine/ledger"
+	"github.com/lhengine/lhengine/store/internal/kv"
 )
 
 // Progress as a person reads it (specs/ledger.md, "Progress"): the task
@@ -86,7 +87,7 @@ func (r *reader) NotesPage(id string, q ledger.NoteQuery) ([]ledger.Note, uint64
 	out := []ledger.Note{}
 	var next uint64
 	seen := 0
-	err := r.t.scanFrom([]byte("n/"+id+"/"), noteKey(id, q.From), func(_, val []byte) (bool, error) {
+	err := r.t.ScanFrom([]byte("n/"+id+"/"), kv.NoteKey(id, q.From), func(_, val []byte) (bool, error) {
 		if len(out) == limit || seen == notesScan {
 			return false, nil
 		}
@@ -113,7 +114,7 @@ func (r *reader) NotesPage(id string, q ledger.NoteQuery) ([]ledger.Note, uint64
 // noteCount is the seq the task's next note will take.
 func (r *reader) noteCount(id string) uint64 {
 	var task ledger.Task
-	if err := r.t.getJSON(taskKey(id), &task); err != nil {
+	if err := r.t.GetJSON(kv.TaskKey(id), &task); err != nil {
 		return 0
 	}
 	return task.Notes
@@ -131,11 +132,11 @@ func (r *reader) RecentNotes(task *ledger.Task, max int, enough func([]ledger.No
 	prefix := []byte("n/" + task.ID + "/")
 	opts := badger.DefaultIteratorOptions
 	opts.Prefix, opts.Reverse, opts.PrefetchSize = prefix, true, min(max, 64)
-	it := r.t.txn.NewIterator(opts)
+	it := r.t.Txn().NewIterator(opts)
 	defer it.Close()
-	for it.Seek(noteKey(task.ID, task.Notes)); it.ValidForPrefix(prefix) && len(out) < max; it.Next() {
+	for it.Seek(kv.NoteKey(task.ID, task.Notes)); it.ValidForPrefix(prefix) && len(out) < max; it.Next() {
 		var n ledger.Note
-		if err := itemValue(it.Item(), func(v []byte) error { return json.Unmarshal(v, &n) }); err != nil {
+		if err := kv.ItemValue(it.Item(), func(v []byte) error { return json.Unmarshal(v, &n) }); err != nil {
 			return nil, err
 		}
 		out = append(out, n)
@@ -152,7 +153,7 @@ func (r *reader) RecentApprovals(task *ledger.Task, max int) ([]ledger.Approval,
 	var out []ledger.Approval
 	for seq, looked := task.NextApproval, 0; seq > 0 && len(out) < max && looked < 4*max; seq, looked = seq-1, looked+1 {
 		var a ledger.Approval
-		if err := r.t.getJSON(approvalKey(task.ID, seq), &a); err != nil {
+		if err := r.t.GetJSON(kv.ApprovalKey(task.ID, seq), &a); err != nil {
 			if errors.Is(err, ledger.ErrNotFound) {
 				continue
 			}

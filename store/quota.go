@@ -9,6 +9,7 @@ import (
 
 	"github.com/lhengine/lhengine/fault"
 	"github.com/lhengine/lhengine/ledger"
+	"github.com/lhengine/lhengine/store/internal/kv"
 )
 
 // Storage quotas. What a task's plugins make the store keep is counted per
@@ -22,14 +23,10 @@ import (
 // A write that would take the usage past its limit is refused with a
 // *QuotaError and changes nothing.
 
-func quotaKey(task string) []byte { return []byte("q/" + task + "/usage") }
-
-func chargedKey(task, sum string) []byte { return []byte("q/" + task + "/blob/" + sum) }
-
 // usage reads a task's usage; zero when nothing was counted yet.
-func (t *tx) usage(task string) (ledger.Usage, error) {
+func usage(t *kv.Tx, task string) (ledger.Usage, error) {
 	var u ledger.Usage
-	err := t.getJSON(quotaKey(task), &u)
+	err := t.GetJSON(kv.QuotaKey(task), &u)
 	if errors.Is(err, ledger.ErrNotFound) {
 		err = nil
 	}
@@ -50,7 +47,7 @@ func charge(what string, used *int64, n, limit int64) error {
 }
 
 // Usage returns what task id keeps in the store.
-func (r *reader) Usage(id string) (ledger.Usage, error) { return r.t.usage(id) }
+func (r *reader) Usage(id string) (ledger.Usage, error) { return usage(r.t, id) }
 
 // OwnsArtifact reports whether task has stored the artifact ref: a unit of
 // it put that content (a provenance record of the task names it). Plugins
@@ -61,8 +58,8 @@ func (s *Store) OwnsArtifact(task, ref string) (bool, error) {
 		return false, nil
 	}
 	owned := false
-	err := s.view(func(t *tx) error {
-		_, err := t.getRaw(chargedKey(task, hexSum))
+	err := s.view(func(t *kv.Tx) error {
+		_, err := t.GetRaw(kv.ChargedKey(task, hexSum))
 		if err == nil {
 			owned = true
 			return nil
@@ -72,7 +69,7 @@ func (s *Store) OwnsArtifact(task, ref string) (bool, error) {
 		}
 		// Artifacts stored before usage was counted have provenance only.
 		mid := []byte("/" + hexSum + "/")
-		return t.scan([]byte("p/"+task+"/"), func(key, _ []byte) (bool, error) {
+		return t.Scan([]byte("p/"+task+"/"), func(key, _ []byte) (bool, error) {
 			owned = bytes.Contains(key, mid)
 			return !owned, nil
 		})
@@ -110,8 +107,8 @@ func (s *Store) precheckArtifact(task, hexSum string, n, limit int64) (release f
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	counted := false
-	err = s.view(func(t *tx) error {
-		if _, err := t.getRaw(chargedKey(task, hexSum)); err == nil {
+	err = s.view(func(t *kv.Tx) error {
+		if _, err := t.GetRaw(kv.ChargedKey(task, hexSum)); err == nil {
 			counted = true
 			return nil
 		} else if !errors.Is(err, ledger.ErrNotFound) {
@@ -120,7 +117,7 @@ func (s *Store) precheckArtifact(task, hexSum string, n, limit int64) (release f
 		if f.puts[task][hexSum] != nil {
 			return nil // counted in flight
 		}
-		u, err := t.usage(task)
+		u, err := usage(t, task)
 		if err != nil {
 			return err
 		}
@@ -161,41 +158,39 @@ func (s *Store) precheckArtifact(task, hexSum string, n, limit int64) (release f
 }
 
 // chargeArtifact counts a blob of n bytes in the task's usage, once.
-func (t *tx) chargeArtifact(task, hexSum string, n, limit int64) error {
-	if _, err := t.getRaw(chargedKey(task, hexSum)); err == nil {
+func chargeArtifact(t *kv.Tx, task, hexSum string, n, limit int64) error {
+	if _, err := t.GetRaw(kv.ChargedKey(task, hexSum)); err == nil {
 		return nil
 	} else if !errors.Is(err, ledger.ErrNotFound) {
 		return err
 	}
-	u, err := t.usage(task)
+	u, err := usage(t, task)
 	if err != nil {
 		return err
 	}
 	if err := charge("artifact_bytes", &u.Artifacts, n, limit); err != nil {
 		return err
 	}
-	if err := t.put(chargedKey(task, hexSum), nil); err != nil {
+	if err := t.Put(kv.ChargedKey(task, hexSum), nil); err != nil {
 		return err
 	}
-	return t.putJSON(quotaKey(task), u)
+	return t.PutJSON(kv.QuotaKey(task), u)
 }
-
-func outputLimitKey(task string) []byte { return []byte("q/" + task + "/output_limit") }
 
 // chargeOutput counts a successful result's output in its task's usage. An
 // output that does not fit the task's output_bytes quota turns the result
 // into a failure of kind budget (not retried: the same output would not fit
 // again) and is not kept.
-func (s *Store) chargeOutput(t *tx, r *ledger.Result) error {
+func (s *Store) chargeOutput(t *kv.Tx, r *ledger.Result) error {
 	if r.Failure != nil || r.Repair != nil {
 		return nil
 	}
 	task := r.Lease.Task
 	limit := int64(ledger.DefaultOutputQuota)
-	if err := t.getJSON(outputLimitKey(task), &limit); err != nil && !errors.Is(err, ledger.ErrNotFound) {
+	if err := t.GetJSON(kv.OutputLimitKey(task), &limit); err != nil && !errors.Is(err, ledger.ErrNotFound) {
 		return err
 	}
-	u, err := t.usage(task)
+	u, err := usage(t, task)
 	if err != nil {
 		return err
 	}
@@ -209,5 +204,5 @@ func (s *Store) chargeOutput(t *tx, r *ledger.Result) error {
 		r.Output, r.RetryAt, r.Counts, r.Notes = nil, time.Time{}, nil, nil
 		return nil
 	}
-	return t.putJSON(quotaKey(task), u)
+	return t.PutJSON(kv.QuotaKey(task), u)
 }

@@ -10,20 +10,21 @@ import (
 	"strings"
 
 	"github.com/lhengine/lhengine/ledger"
+	"github.com/lhengine/lhengine/store/internal/kv"
 )
 
 // Reader reads records inside a transaction: the one of a Planner, or a
 // read-only one opened by Store.Read.
-type reader struct{ t *tx }
+type reader struct{ t *kv.Tx }
 
 // Read runs fn with a Reader over a consistent snapshot.
 func (s *Store) Read(fn func(r ledger.Reader) error) error {
-	return s.view(func(t *tx) error { return fn(&reader{t: t}) })
+	return s.view(func(t *kv.Tx) error { return fn(&reader{t: t}) })
 }
 
 // Task returns the task record, every step's state included.
 func (r *reader) Task(id string) (*ledger.Task, error) {
-	task, err := r.t.loadTask(id)
+	task, err := r.t.LoadTask(id)
 	if err != nil {
 		return nil, fmt.Errorf("task %s: %w", id, err)
 	}
@@ -33,7 +34,7 @@ func (r *reader) Task(id string) (*ledger.Task, error) {
 // Manifest returns the task's pinned run manifest.
 func (r *reader) Manifest(id string) (*ledger.Manifest, error) {
 	m := new(ledger.Manifest)
-	if err := r.t.getJSON(manifestKey(id), m); err != nil {
+	if err := r.t.GetJSON(kv.ManifestKey(id), m); err != nil {
 		return nil, fmt.Errorf("manifest of task %s: %w", id, err)
 	}
 	return m, nil
@@ -44,7 +45,7 @@ func (r *reader) Manifest(id string) (*ledger.Manifest, error) {
 // order. It returns ErrNotFound if the step has not completed in its current pass.
 func (r *reader) StepOutput(id string, step int) (json.RawMessage, error) {
 	task := new(ledger.Task)
-	if err := r.t.getJSON(taskKey(id), task); err != nil {
+	if err := r.t.GetJSON(kv.TaskKey(id), task); err != nil {
 		return nil, fmt.Errorf("task %s: %w", id, err)
 	}
 	if step < 0 || step >= task.StepCount() {
@@ -88,9 +89,9 @@ func parseAttemptSuffix(b []byte) (unitAttempt, bool) {
 // as the output would exceed max bytes (max < 0: no limit), before holding
 // more than that in memory.
 func (r *reader) StepOutputLimited(task *ledger.Task, step int, max int64) (json.RawMessage, error) {
-	st := *r.t.step(task, step)
-	if r.t.err != nil {
-		return nil, r.t.err
+	st := *r.t.Step(task, step)
+	if r.t.Err() != nil {
+		return nil, r.t.Err()
 	}
 	if !st.Planned || st.Done+st.Failed < st.Units {
 		return nil, fmt.Errorf("step %q of task %s has not completed: %w", st.Name, task.ID, ledger.ErrNotFound)
@@ -102,7 +103,7 @@ func (r *reader) StepOutputLimited(task *ledger.Task, step int, max int64) (json
 	// numbers its key ends with (a key formatted per unit cost 100 bytes
 	// of heap each, held for the whole read).
 	var want []unitAttempt
-	err := r.t.scan(unitStepPrefix(task.ID, step), func(key, val []byte) (bool, error) {
+	err := r.t.Scan(kv.UnitStepPrefix(task.ID, step), func(key, val []byte) (bool, error) {
 		var u struct {
 			Item      int              `json:"item"`
 			Pass      int              `json:"pass"`
@@ -121,15 +122,15 @@ func (r *reader) StepOutputLimited(task *ledger.Task, step int, max int64) (json
 		return nil, err
 	}
 	missing := func(n int) error {
-		return fmt.Errorf("attempt record %s: %w", attemptKey(task.ID, step, want[n].item, want[n].attempt), ledger.ErrNotFound)
+		return fmt.Errorf("attempt record %s: %w", kv.AttemptKey(task.ID, step, want[n].item, want[n].attempt), ledger.ErrNotFound)
 	}
 	var buf bytes.Buffer
 	if st.FanOut {
 		buf.WriteByte('[')
 	}
 	n := 0
-	prefix := len(attemptPrefix(task.ID, step))
-	err = r.t.scan(attemptPrefix(task.ID, step), func(key, val []byte) (bool, error) {
+	prefix := len(kv.AttemptPrefix(task.ID, step))
+	err = r.t.Scan(kv.AttemptPrefix(task.ID, step), func(key, val []byte) (bool, error) {
 		at, ok := parseAttemptSuffix(key[prefix:])
 		if !ok {
 			return false, fmt.Errorf("attempt record %s: a key the store does not write", key)
@@ -175,7 +176,7 @@ func (r *reader) StepOutputLimited(task *ledger.Task, step int, max int64) (json
 // earlier passes that have no counterpart in the current one.
 func (r *reader) Units(id string, step int) ([]*ledger.Unit, error) {
 	var out []*ledger.Unit
-	err := r.t.scan(unitStepPrefix(id, step), func(_, val []byte) (bool, error) {
+	err := r.t.Scan(kv.UnitStepPrefix(id, step), func(_, val []byte) (bool, error) {
 		u := new(ledger.Unit)
 		if err := json.Unmarshal(val, u); err != nil {
 			return false, err
@@ -189,7 +190,7 @@ func (r *reader) Units(id string, step int) ([]*ledger.Unit, error) {
 // Attempt returns the record of one attempt.
 func (r *reader) Attempt(id string, step, item, attempt int) (*ledger.Attempt, error) {
 	a := new(ledger.Attempt)
-	if err := r.t.getJSON(attemptKey(id, step, item, attempt), a); err != nil {
+	if err := r.t.GetJSON(kv.AttemptKey(id, step, item, attempt), a); err != nil {
 		return nil, fmt.Errorf("attempt %d of task %s step %d item %d: %w", attempt, id, step, item, err)
 	}
 	return a, nil
@@ -198,7 +199,7 @@ func (r *reader) Attempt(id string, step, item, attempt int) (*ledger.Attempt, e
 // Attempts returns every recorded attempt of a step, by item then attempt.
 func (r *reader) Attempts(id string, step int) ([]*ledger.Attempt, error) {
 	var out []*ledger.Attempt
-	err := r.t.scan(attemptPrefix(id, step), func(_, val []byte) (bool, error) {
+	err := r.t.Scan(kv.AttemptPrefix(id, step), func(_, val []byte) (bool, error) {
 		a := new(ledger.Attempt)
 		if err := json.Unmarshal(val, a); err != nil {
 			return false, err
@@ -213,8 +214,8 @@ func (r *reader) Attempts(id string, step int) ([]*ledger.Attempt, error) {
 func (r *reader) Events(id string, from uint64, limit int) ([]ledger.Event, error) {
 	var out []ledger.Event
 	prefix := []byte("e/" + id + "/")
-	start := eventKey(id, from)
-	err := r.t.scanFrom(prefix, start, func(key, val []byte) (bool, error) {
+	start := kv.EventKey(id, from)
+	err := r.t.ScanFrom(prefix, start, func(key, val []byte) (bool, error) {
 		var e ledger.Event
 		if err := json.Unmarshal(val, &e); err != nil {
 			return false, err
@@ -228,9 +229,9 @@ func (r *reader) Events(id string, from uint64, limit int) ([]ledger.Event, erro
 // Tasks returns all tasks, oldest first.
 func (r *reader) Tasks() ([]*ledger.Task, error) {
 	var out []*ledger.Task
-	err := r.t.scan([]byte("t/"), func(_, val []byte) (bool, error) {
+	err := r.t.Scan([]byte("t/"), func(_, val []byte) (bool, error) {
 		task := new(ledger.Task)
-		if err := decodeTask(val, task); err != nil {
+		if err := kv.DecodeTask(val, task); err != nil {
 			return false, err
 		}
 		out = append(out, task)
@@ -240,7 +241,7 @@ func (r *reader) Tasks() ([]*ledger.Task, error) {
 		return nil, err
 	}
 	for _, task := range out {
-		if err := r.t.fill(task); err != nil {
+		if err := r.t.Fill(task); err != nil {
 			return nil, err
 		}
 	}
@@ -259,7 +260,7 @@ func (r *reader) FindTask(ref string) (*ledger.Task, error) {
 		return nil, fmt.Errorf("task %s: %w", ref, ledger.ErrNotFound)
 	}
 	var found []string
-	for _, k := range r.t.keys([]byte("t/" + ref)) {
+	for _, k := range r.t.Keys([]byte("t/" + ref)) {
 		found = append(found, string(k[2:]))
 	}
 	switch len(found) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/lhengine/lhengine/fault"
 	"github.com/lhengine/lhengine/ledger"
+	"github.com/lhengine/lhengine/store/internal/kv"
 )
 
 // TestStepOutputReadsTheCommittedAttemptOfEachUnit: a fan-out step's output
@@ -53,7 +54,7 @@ func TestStepOutputReadsTheCommittedAttemptOfEachUnit(t *testing.T) {
 	}))
 
 	// Item 1's committed attempt gone, its failed one still there.
-	require.NoError(t, b.s.update(b.ctx, func(t *tx) error { return t.del(attemptKey(task.ID, 0, 1, committed)) }))
+	require.NoError(t, b.s.update(b.ctx, func(t *kv.Tx) error { return t.Del(kv.AttemptKey(task.ID, 0, 1, committed)) }))
 	require.NoError(t, b.s.Read(func(r ledger.Reader) error {
 		_, err := r.StepOutput(task.ID, 0)
 		require.ErrorIs(t, err, ledger.ErrNotFound)
@@ -78,8 +79,8 @@ func FuzzAttemptKeySuffix(f *testing.F) {
 	f.Add(5, 2, "/")
 	f.Fuzz(func(t *testing.T, item, attempt int, raw string) {
 		if item >= 0 && attempt >= 0 && item < 1<<31 && attempt < 1<<31 {
-			key := attemptKey("01J", 1, item, attempt)
-			got, ok := parseAttemptSuffix(key[len(attemptPrefix("01J", 1)):])
+			key := kv.AttemptKey("01J", 1, item, attempt)
+			got, ok := parseAttemptSuffix(key[len(kv.AttemptPrefix("01J", 1)):])
 			if !ok || got != (unitAttempt{item, attempt}) {
 				t.Fatalf("attempt key %s read as %v, %v", key, got, ok)
 			}

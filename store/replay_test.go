@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/ledger"
+	"github.com/lhengine/lhengine/store/internal/kv"
 )
 
 // recordings returns n fake recordings by fake request sha256s.
@@ -71,7 +72,7 @@ func TestReplaySetIsStoredWithTheTask(t *testing.T) {
 		require.Equal(t, string(rec), string(got))
 	}
 	var blobs int
-	require.NoError(t, b.s.view(func(tx *tx) error { blobs = len(tx.keys([]byte("B/"))); return nil }))
+	require.NoError(t, b.s.view(func(tx *kv.Tx) error { blobs = len(tx.Keys([]byte("B/"))); return nil }))
 	require.Equal(t, 1+3+1, blobs, "the module, three recordings and the index, once for both tasks")
 
 	for i, task := range []*ledger.Task{first, second} {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/lhengine/lhengine/internal/crashpoint"
 	"github.com/lhengine/lhengine/ledger"
+	"github.com/lhengine/lhengine/store/internal/kv"
 )
 
 // Retention: Remove deletes a finished task's records, GC deletes the blobs
@@ -36,7 +37,7 @@ var taskTables = []string{"u", "o", "e", "p", "j", "v", "n", "q", "g", "f", "r",
 // an unknown task and a *NotFinishedError for one that is not finished.
 func (s *Store) Remove(ctx context.Context, id string) error {
 	task := new(ledger.Task)
-	if err := s.view(func(t *tx) error { return t.getJSON(taskKey(id), task) }); err != nil {
+	if err := s.view(func(t *kv.Tx) error { return t.GetJSON(kv.TaskKey(id), task) }); err != nil {
 		return fmt.Errorf("task %s: %w", id, err)
 	}
 	if !task.Status.Terminal() {
@@ -50,19 +51,19 @@ func (s *Store) Remove(ctx context.Context, id string) error {
 			return fmt.Errorf("removing task %s: %w", id, err)
 		}
 	}
-	return s.update(ctx, func(t *tx) error {
-		t.durable = true
-		if err := t.del(manifestKey(id)); err != nil {
+	return s.update(ctx, func(t *kv.Tx) error {
+		t.Durable = true
+		if err := t.Del(kv.ManifestKey(id)); err != nil {
 			return err
 		}
 		// The step records go with the task record, in one transaction:
 		// a task record is never left without its steps.
-		for _, k := range t.keys(stepPrefix(id)) {
-			if err := t.del(k); err != nil {
+		for _, k := range t.Keys(kv.StepPrefix(id)) {
+			if err := t.Del(k); err != nil {
 				return err
 			}
 		}
-		return t.del(taskKey(id))
+		return t.Del(kv.TaskKey(id))
 	})
 }
 
@@ -77,8 +78,8 @@ func (s *Store) deleteAll(ctx context.Context, prefix []byte) (n int, size int64
 func (s *Store) deleteAllLimit(ctx context.Context, prefix []byte, maxBatches int) (n int, size int64, err error) {
 	for batch := 0; maxBatches == 0 || batch < maxBatches; batch++ {
 		var keys [][]byte
-		if err := s.view(func(t *tx) error {
-			keys, size = t.keysLimit(prefix, removeBatch, size)
+		if err := s.view(func(t *kv.Tx) error {
+			keys, size = t.KeysLimit(prefix, removeBatch, size)
 			return nil
 		}); err != nil {
 			return n, size, err
@@ -86,9 +87,9 @@ func (s *Store) deleteAllLimit(ctx context.Context, prefix []byte, maxBatches in
 		if len(keys) == 0 {
 			return n, size, nil
 		}
-		if err := s.update(ctx, func(t *tx) error {
+		if err := s.update(ctx, func(t *kv.Tx) error {
 			for _, k := range keys {
-				if err := t.del(k); err != nil {
+				if err := t.Del(k); err != nil {
 					return err
 				}
 			}
@@ -106,22 +107,6 @@ func (s *Store) deleteAllLimit(ctx context.Context, prefix []byte, maxBatches in
 // each committed batch of deletions of Remove and GC: a process killed there
 // must leave a task that Remove finishes, and blobs that GC collects.
 const crashAfterDeleteBatch = "store.after_delete_batch"
-
-// keysLimit returns up to limit keys under prefix and adds the sizes of
-// their values to size.
-func (t *tx) keysLimit(prefix []byte, limit int, size int64) ([][]byte, int64) {
-	opts := badger.DefaultIteratorOptions
-	opts.PrefetchValues = false
-	opts.Prefix = prefix
-	it := t.txn.NewIterator(opts)
-	defer it.Close()
-	var out [][]byte
-	for it.Rewind(); it.Valid() && len(out) < limit; it.Next() {
-		out = append(out, it.Item().KeyCopy(nil))
-		size += it.Item().ValueSize()
-	}
-	return out, size
-}
 
 // GC deletes the blobs (artifacts and modules) that no provenance record and
 // no manifest refers to, the chunks left by puts that never finished, and
@@ -187,8 +172,8 @@ func (s *Store) valueLogGC(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return s.update(context.WithoutCancel(ctx), func(t *tx) error {
-		t.durable = true
+	return s.update(context.WithoutCancel(ctx), func(t *kv.Tx) error {
+		t.Durable = true
 		return nil
 	})
 }
@@ -200,8 +185,8 @@ func (s *Store) collectBlobs(ctx context.Context, st *ledger.GCStats) error {
 	blobs := map[string]blobMeta{}
 	chunked := map[string]bool{}
 	replays := map[string]bool{} // replay sets pinned (replay.go)
-	err := s.view(func(t *tx) error {
-		if err := t.scan([]byte("m/"), func(_, val []byte) (bool, error) {
+	err := s.view(func(t *kv.Tx) error {
+		if err := t.Scan([]byte("m/"), func(_, val []byte) (bool, error) {
 			var m ledger.Manifest
 			if err := json.Unmarshal(val, &m); err != nil {
 				return false, err
@@ -216,7 +201,7 @@ func (s *Store) collectBlobs(ctx context.Context, st *ledger.GCStats) error {
 		}); err != nil {
 			return err
 		}
-		if err := t.scan([]byte("p/"), func(_, val []byte) (bool, error) {
+		if err := t.Scan([]byte("p/"), func(_, val []byte) (bool, error) {
 			var p ledger.Provenance
 			if err := json.Unmarshal(val, &p); err != nil {
 				return false, err
@@ -226,7 +211,7 @@ func (s *Store) collectBlobs(ctx context.Context, st *ledger.GCStats) error {
 		}); err != nil {
 			return err
 		}
-		if err := t.scan([]byte("B/"), func(key, val []byte) (bool, error) {
+		if err := t.Scan([]byte("B/"), func(key, val []byte) (bool, error) {
 			var m blobMeta
 			if err := json.Unmarshal(val, &m); err != nil {
 				return false, err
@@ -240,7 +225,7 @@ func (s *Store) collectBlobs(ctx context.Context, st *ledger.GCStats) error {
 		opts := badger.DefaultIteratorOptions
 		opts.PrefetchValues = false
 		opts.Prefix = []byte("b/")
-		it := t.txn.NewIterator(opts)
+		it := t.Txn().NewIterator(opts)
 		defer it.Close()
 		for it.Rewind(); it.Valid(); {
 			k := it.Item().Key()
@@ -268,7 +253,7 @@ func (s *Store) collectBlobs(ctx context.Context, st *ledger.GCStats) error {
 		}
 		// The record goes first: a GC cut short leaves chunks without a
 		// record, which the next GC collects as orphans.
-		if err := s.update(ctx, func(t *tx) error { return t.del(blobKey(sum)) }); err != nil {
+		if err := s.update(ctx, func(t *kv.Tx) error { return t.Del(kv.BlobKey(sum)) }); err != nil {
 			return err
 		}
 		if _, _, err := s.deleteAll(ctx, []byte("b/"+sum+"/")); err != nil {
@@ -288,7 +273,7 @@ func (s *Store) collectBlobs(ctx context.Context, st *ledger.GCStats) error {
 		st.Orphans++
 		st.OrphanBytes += size
 	}
-	return s.update(ctx, func(t *tx) error { t.durable = true; return nil })
+	return s.update(ctx, func(t *kv.Tx) error { t.Durable = true; return nil })
 }
 
 // markRemoving starts a removal: it checks, in the transaction that writes
@@ -297,29 +282,29 @@ func (s *Store) collectBlobs(ctx context.Context, st *ledger.GCStats) error {
 // a submit with its idempotency key now creates another task.
 func (s *Store) markRemoving(ctx context.Context, id string) error {
 	task := new(ledger.Task)
-	return s.update(ctx, func(t *tx) error {
+	return s.update(ctx, func(t *kv.Tx) error {
 		// Checked again where the runnable mark is deleted: the status read
 		// above may be stale.
-		if err := t.getJSON(taskKey(id), task); err != nil {
+		if err := t.GetJSON(kv.TaskKey(id), task); err != nil {
 			return fmt.Errorf("task %s: %w", id, err)
 		}
 		if !task.Status.Terminal() {
 			return &ledger.NotFinishedError{ID: id, Status: task.Status}
 		}
 		if task.IdempotencyKey != "" {
-			owner, err := t.getRaw(idemKey(task.IdempotencyKey))
+			owner, err := t.GetRaw(kv.IdemKey(task.IdempotencyKey))
 			if err == nil && string(owner) == id {
-				if err := t.del(idemKey(task.IdempotencyKey)); err != nil {
+				if err := t.Del(kv.IdemKey(task.IdempotencyKey)); err != nil {
 					return err
 				}
 			} else if err != nil && !errors.Is(err, ledger.ErrNotFound) {
 				return err
 			}
 		}
-		if err := t.del(activeKey(id)); err != nil {
+		if err := t.Del(kv.ActiveKey(id)); err != nil {
 			return err
 		}
 		task.Removing = true
-		return t.saveTask(task)
+		return t.SaveTask(task)
 	})
 }

@@ -13,14 +13,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/ledger"
+	"github.com/lhengine/lhengine/store/internal/kv"
 )
 
 // allKeys returns every key of the store.
 func allKeys(t *testing.T, s *Store) []string {
 	t.Helper()
 	var out []string
-	require.NoError(t, s.view(func(tx *tx) error {
-		for _, k := range tx.keys(nil) {
+	require.NoError(t, s.view(func(tx *kv.Tx) error {
+		for _, k := range tx.Keys(nil) {
 			out = append(out, string(k))
 		}
 		return nil
@@ -99,9 +100,9 @@ func TestRemoveCutShortIsFinishedByRemove(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	task := b.fullTask(t, "")
-	require.NoError(t, b.s.update(b.ctx, func(tx *tx) error {
+	require.NoError(t, b.s.update(b.ctx, func(tx *kv.Tx) error {
 		for i := range 2*removeBatch + 10 {
-			if err := tx.put(noteKey(task.ID, uint64(1000+i)), []byte(`{}`)); err != nil {
+			if err := tx.Put(kv.NoteKey(task.ID, uint64(1000+i)), []byte(`{}`)); err != nil {
 				return err
 			}
 		}
@@ -138,8 +139,8 @@ func TestGCCollectsUnreferencedBlobsAndOrphanChunks(t *testing.T) {
 	require.NoError(t, err)
 	// A put that crashed after two chunks: chunks and no blob record.
 	_, orphan := module(10, 9)
-	require.NoError(t, s.update(b.ctx, func(tx *tx) error {
-		return errors.Join(tx.put(chunkKey(orphan, 0), make([]byte, 100)), tx.put(chunkKey(orphan, 1), make([]byte, 50)))
+	require.NoError(t, s.update(b.ctx, func(tx *kv.Tx) error {
+		return errors.Join(tx.Put(kv.ChunkKey(orphan, 0), make([]byte, 100)), tx.Put(kv.ChunkKey(orphan, 1), make([]byte, 50)))
 	}))
 
 	_, err = s.Cancel(b.ctx, done.ID, "")
@@ -266,20 +267,20 @@ func TestValueLogGCSyncsBeforeItDeletes(t *testing.T) {
 	}
 	opts := Options{memTable: 1 << 20, vlogFile: 1 << 20}
 	s := f.mustOpen(t, opts)
-	big := bytes.Repeat([]byte("v"), valueThreshold+1)
+	big := bytes.Repeat([]byte("v"), kv.ValueThreshold+1)
 	for i := range 40 {
-		require.NoError(t, s.update(f.ctx, func(t *tx) error {
-			t.durable = true
-			return t.put(fmt.Appendf(nil, "x/%03d", i), big)
+		require.NoError(t, s.update(f.ctx, func(t *kv.Tx) error {
+			t.Durable = true
+			return t.Put(fmt.Appendf(nil, "x/%03d", i), big)
 		}))
 	}
 	for i := range 40 {
 		if i%8 == 0 {
 			continue // one value in eight stays: GC must move it
 		}
-		require.NoError(t, s.update(f.ctx, func(t *tx) error {
-			t.durable = true
-			return t.del(fmt.Appendf(nil, "x/%03d", i))
+		require.NoError(t, s.update(f.ctx, func(t *kv.Tx) error {
+			t.Durable = true
+			return t.Del(fmt.Appendf(nil, "x/%03d", i))
 		}))
 	}
 	// Badger counts a deleted value when a compaction drops its record,
@@ -287,9 +288,9 @@ func TestValueLogGCSyncsBeforeItDeletes(t *testing.T) {
 	// make the tables that carry them down.
 	filler := bytes.Repeat([]byte("f"), 200)
 	for b := range 400 {
-		require.NoError(t, s.update(f.ctx, func(t *tx) error {
+		require.NoError(t, s.update(f.ctx, func(t *kv.Tx) error {
 			for i := range 100 {
-				if err := t.put(fmt.Appendf(nil, "y/%03d/%04d", b, i), filler); err != nil {
+				if err := t.Put(fmt.Appendf(nil, "y/%03d/%04d", b, i), filler); err != nil {
 					return err
 				}
 			}
@@ -325,7 +326,7 @@ func TestValueLogGCSyncsBeforeItDeletes(t *testing.T) {
 	require.Positive(t, deleted)
 	for i := 0; i < 40; i += 8 {
 		require.NoError(t, s.Read(func(r ledger.Reader) error {
-			v, err := r.(*reader).t.getRaw(fmt.Appendf(nil, "x/%03d", i))
+			v, err := r.(*reader).t.GetRaw(fmt.Appendf(nil, "x/%03d", i))
 			require.NoError(t, err)
 			require.Equal(t, big, v)
 			return nil

@@ -10,6 +10,7 @@ import (
 
 	"github.com/lhengine/lhengine/fault"
 	"github.com/lhengine/lhengine/ledger"
+	"github.com/lhengine/lhengine/store/internal/kv"
 )
 
 // setupOnDisk is setup with the store in a folder of the test's own.
@@ -107,20 +108,20 @@ func TestRetryOfACancelledStepStillBeingPlannedPlansTheRest(t *testing.T) {
 	b := setupOnDisk(t, fanOutPlanner(1_200))
 	task := b.submit(t, []ledger.StepState{{Name: "each", FanOut: true, Limit: 4}})
 	// Cancelled with the first planning batch written and the rest not.
-	require.NoError(t, b.s.update(b.ctx, func(x *tx) error {
-		cur, err := x.loadTask(task.ID)
+	require.NoError(t, b.s.update(b.ctx, func(x *kv.Tx) error {
+		cur, err := x.LoadTask(task.ID)
 		if err != nil {
 			return err
 		}
-		st := x.step(cur, 0)
+		st := x.Step(cur, 0)
 		require.Equal(t, 1_200, st.Written, "Submit planned the step")
 		st.Planned, st.Written = false, planBatch
 		for i := planBatch; i < st.Units; i++ {
-			if err := x.del(unitKey(task.ID, 0, i)); err != nil {
+			if err := x.Del(kv.UnitKey(task.ID, 0, i)); err != nil {
 				return err
 			}
 		}
-		return x.saveTask(cur)
+		return x.SaveTask(cur)
 	}))
 	l := b.claim1(t, "w")
 	b.counted(t, l, `1`)

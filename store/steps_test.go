@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/ledger"
+	"github.com/lhengine/lhengine/store/internal/kv"
 )
 
 // writeEarlierLayout rewrites a task in the layout of stores written before
@@ -19,13 +20,13 @@ import (
 func writeEarlierLayout(t *testing.T, s *Store, id string) *ledger.Task {
 	t.Helper()
 	var whole *ledger.Task
-	require.NoError(t, s.update(t.Context(), func(tx *tx) error {
+	require.NoError(t, s.update(t.Context(), func(tx *kv.Tx) error {
 		var err error
-		if whole, err = tx.loadTask(id); err != nil {
+		if whole, err = tx.LoadTask(id); err != nil {
 			return err
 		}
-		for _, k := range tx.keys(stepPrefix(id)) {
-			if err := tx.del(k); err != nil {
+		for _, k := range tx.Keys(kv.StepPrefix(id)) {
+			if err := tx.Del(k); err != nil {
 				return err
 			}
 		}
@@ -33,15 +34,15 @@ func writeEarlierLayout(t *testing.T, s *Store, id string) *ledger.Task {
 		if err != nil {
 			return err
 		}
-		return tx.put(taskKey(id), b)
+		return tx.Put(kv.TaskKey(id), b)
 	}))
 	return whole
 }
 
 func requireEarlierLayout(t *testing.T, s *Store, id string, earlier bool) {
 	t.Helper()
-	require.NoError(t, s.view(func(tx *tx) error {
-		raw, err := tx.getRaw(taskKey(id))
+	require.NoError(t, s.view(func(tx *kv.Tx) error {
+		raw, err := tx.GetRaw(kv.TaskKey(id))
 		require.NoError(t, err)
 		var rec map[string]json.RawMessage
 		require.NoError(t, json.Unmarshal(raw, &rec))
@@ -49,7 +50,7 @@ func requireEarlierLayout(t *testing.T, s *Store, id string, earlier bool) {
 		_, count := rec["step_count"]
 		require.Equal(t, earlier, steps, "steps in the task record")
 		require.Equal(t, !earlier, count, "step_count in the task record")
-		require.Equal(t, earlier, len(tx.keys(stepPrefix(id))) == 0, "step records")
+		require.Equal(t, earlier, len(tx.Keys(kv.StepPrefix(id))) == 0, "step records")
 		return nil
 	}))
 }
@@ -130,9 +131,9 @@ func TestTasksOfTheEarlierLayoutReadAndRun(t *testing.T) {
 	requireEarlierLayout(t, s, finished.ID, true)
 	require.NoError(t, s.Remove(f.ctx, finished.ID))
 	require.NoError(t, s.Remove(f.ctx, running.ID))
-	require.NoError(t, s.view(func(tx *tx) error {
-		require.Empty(t, tx.keys([]byte("s/")))
-		require.Empty(t, tx.keys([]byte("t/")))
+	require.NoError(t, s.view(func(tx *kv.Tx) error {
+		require.Empty(t, tx.Keys([]byte("s/")))
+		require.Empty(t, tx.Keys([]byte("t/")))
 		return nil
 	}))
 }
@@ -199,7 +200,7 @@ func TestACommitWritesOnlyTheStepsItChanges(t *testing.T) {
 	versions := func() map[string]uint64 {
 		out := map[string]uint64{}
 		require.NoError(t, b.s.db.View(func(txn *badger.Txn) error {
-			for _, k := range (&tx{txn: txn, s: b.s}).keys(stepPrefix(task.ID)) {
+			for _, k := range b.s.kv.Tx(txn, false, nil).Keys(kv.StepPrefix(task.ID)) {
 				item, err := txn.Get(k)
 				require.NoError(t, err)
 				out[string(k)] = item.Version()
@@ -222,7 +223,7 @@ func TestACommitWritesOnlyTheStepsItChanges(t *testing.T) {
 			changed = append(changed, k)
 		}
 	}
-	require.ElementsMatch(t, []string{string(stepKey(task.ID, 0)), string(stepKey(task.ID, 1))}, changed)
+	require.ElementsMatch(t, []string{string(kv.StepKey(task.ID, 0)), string(kv.StepKey(task.ID, 1))}, changed)
 }
 
 // Verify reports a task whose step records are not all there.
@@ -232,7 +233,7 @@ func TestVerifyFindsAMissingStepRecord(t *testing.T) {
 	s := f.mustOpen(t, Options{})
 	task, _, err := s.Submit(f.ctx, ledger.NewTask{Name: "t", Steps: plainSteps("a", "b", "c")})
 	require.NoError(t, err)
-	require.NoError(t, s.update(f.ctx, func(tx *tx) error { return tx.del(stepKey(task.ID, 1)) }))
+	require.NoError(t, s.update(f.ctx, func(tx *kv.Tx) error { return tx.Del(kv.StepKey(task.ID, 1)) }))
 	require.NoError(t, s.Close())
 	rep, err := Verify(f.dir, nil)
 	require.NoError(t, err)

@@ -9,9 +9,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -25,6 +23,7 @@ import (
 	"github.com/lhengine/lhengine/store/internal/filecheck"
 	"github.com/lhengine/lhengine/store/internal/group"
 	"github.com/lhengine/lhengine/store/internal/index"
+	"github.com/lhengine/lhengine/store/internal/kv"
 	"github.com/lhengine/lhengine/store/internal/logsync"
 	"github.com/lhengine/lhengine/store/internal/storedir"
 )
@@ -80,11 +79,6 @@ type Options struct {
 	filesChecked bool
 }
 
-// valueThreshold is Badger's value threshold: a value of this size or more
-// goes to the value log, a smaller one stays in the tree (and the memtable's
-// log).
-const valueThreshold = 64 << 10
-
 // Store is the ledger. It is safe for concurrent use. Badger's directory lock
 // makes one Store the only writer of a directory, which is what lets a
 // restarted process reclaim the leases of the process before it at once.
@@ -95,13 +89,11 @@ type Store struct {
 	sync     bool // fsync after transactions that must be durable
 	log      hclog.Logger
 	plan     ledger.Planner
-	tasks    taskCache    // decoded task records (see getTask)
-	prefixes stepPrefixes // step states shared by lease snapshots
-	mirror   stepMirror   // every step of tasks read whole by writers
-	planHook func()       // tests: called after each planning batch that left items to plan
+	kv       *kv.DB // typed access to the records, and what transactions share
+	planHook func() // tests: called after each planning batch that left items to plan
 	idx      *index.Index
 
-	group group.Queue[func(*tx) error] // the group commit: runBatch, then complete
+	group group.Queue[func(*kv.Tx) error] // the group commit: runBatch, then complete
 
 	syncer     logsync.Coalescer
 	durableOps atomic.Int64 // operations released only after a sync
@@ -197,7 +189,7 @@ func badgerOptions(dir string, o Options) badger.Options {
 		WithSyncWrites(false).
 		WithNumVersionsToKeep(1).
 		WithMemTableSize(o.memTable).
-		WithValueThreshold(valueThreshold).
+		WithValueThreshold(kv.ValueThreshold).
 		WithNumCompactors(2).
 		WithValueLogFileSize(o.vlogFile).
 		// Badger caches decompressed table blocks in the Go heap, 256 MiB
@@ -328,6 +320,7 @@ func Open(dir string, o Options) (*Store, error) {
 		fn := s.syncFn
 		s.syncFn = func() error { return o.syncFn(fn) }
 	}
+	s.kv = kv.New(db, s.logs)
 	if !o.InMemory {
 		if err := s.checkHighWater(o); err != nil {
 			db.Close()
@@ -390,8 +383,8 @@ type openedMark struct {
 // mark and sets up the marker.
 func (s *Store) checkHighWater(o Options) error {
 	var stored uint64
-	err := s.view(func(t *tx) error {
-		b, err := t.getRaw(filecheck.SyncSeqKey)
+	err := s.view(func(t *kv.Tx) error {
+		b, err := t.GetRaw(filecheck.SyncSeqKey)
 		if errors.Is(err, ledger.ErrNotFound) {
 			return nil
 		}
@@ -429,24 +422,24 @@ func (s *Store) checkHighWater(o Options) error {
 // the ready units of its current step, and its leased units (leases of an
 // earlier session are taken back by the first claim).
 func (s *Store) rebuildIndex() error {
-	return s.view(func(t *tx) error {
-		for _, k := range t.keys([]byte("a/")) {
+	return s.view(func(t *kv.Tx) error {
+		for _, k := range t.Keys([]byte("a/")) {
 			id := string(k[2:])
 			task := new(ledger.Task)
-			if err := t.getJSON(taskKey(id), task); err != nil {
+			if err := t.GetJSON(kv.TaskKey(id), task); err != nil {
 				return err
 			}
 			if !task.Status.Runnable() {
 				continue
 			}
 			s.idx.AddActive(id)
-			st := *t.step(task, task.Cursor)
+			st := *t.Step(task, task.Cursor)
 			if !st.Planned {
 				s.idx.NeedPlan(id) // planning was cut short: it resumes
 			}
-			for _, step := range t.liveSteps(task) {
-				st := *t.step(task, step)
-				err := t.scan(unitStepPrefix(id, step), func(_, val []byte) (bool, error) {
+			for _, step := range liveSteps(t, task) {
+				st := *t.Step(task, step)
+				err := t.Scan(kv.UnitStepPrefix(id, step), func(_, val []byte) (bool, error) {
 					u := new(ledger.Unit)
 					if err := json.Unmarshal(val, u); err != nil {
 						return false, err
@@ -471,8 +464,8 @@ func (s *Store) rebuildIndex() error {
 					return err
 				}
 			}
-			if t.err != nil {
-				return t.err
+			if t.Err() != nil {
+				return t.Err()
 			}
 		}
 		return nil
@@ -484,8 +477,8 @@ func (s *Store) rebuildIndex() error {
 // store verify (filesChecked) reports them as they are.
 func (s *Store) checkHiddenLogs(hidden []string, o Options) error {
 	open := filecheck.Opening{Dir: s.dir, AllowDamaged: o.AllowDamaged && !o.filesChecked, ReadOnly: s.readOnly, Log: s.log}
-	found, err := open.HiddenLogs(s.db, hidden, valueThreshold, func(item *badger.Item) error {
-		return itemValue(item, func([]byte) error { return nil })
+	found, err := open.HiddenLogs(s.db, hidden, kv.ValueThreshold, func(item *badger.Item) error {
+		return kv.ItemValue(item, func([]byte) error { return nil })
 	})
 	if err != nil {
 		return err
@@ -537,17 +530,17 @@ func newSessionID() string {
 
 // op is one state change waiting for a transaction (internal/group runs
 // the group commit).
-type op = group.Op[func(*tx) error]
+type op = group.Op[func(*kv.Tx) error]
 
 // durability is an operation whose transaction committed and whose sync
 // may still be under way (Store.CommitAndClaim). The zero value is
 // on disk already.
-type durability = group.Durability[func(*tx) error]
+type durability = group.Durability[func(*kv.Tx) error]
 
 // update runs fn in a read-write transaction, sharing the transaction (and its
 // fsync) with concurrent callers. fn may run more than once; it must derive
 // everything from what it reads through tx.
-func (s *Store) update(ctx context.Context, fn func(*tx) error) error {
+func (s *Store) update(ctx context.Context, fn func(*kv.Tx) error) error {
 	if err := s.admit(ctx); err != nil {
 		return err
 	}
@@ -558,7 +551,7 @@ func (s *Store) update(ctx context.Context, fn func(*tx) error) error {
 // before its sync: the Durability says when it is on disk. A caller may act
 // on what it committed inside the process at once, and must wait for the
 // Durability before anything outside the process depends on it.
-func (s *Store) updateEarly(ctx context.Context, fn func(*tx) error) (durability, error) {
+func (s *Store) updateEarly(ctx context.Context, fn func(*kv.Tx) error) (durability, error) {
 	if err := s.admit(ctx); err != nil {
 		return durability{}, err
 	}
@@ -672,18 +665,18 @@ func (s *Store) tryBatch(batch []*op) (sync, ok bool) {
 	txn := s.db.NewTransaction(true)
 	defer txn.Discard()
 	errs := make([]error, len(batch))
-	txs := make([]*tx, len(batch))
-	shared := &batchState{}
+	txs := make([]*kv.Tx, len(batch))
+	shared := &kv.Batch{}
 	for i, o := range batch {
-		txs[i] = &tx{txn: txn, s: s, b: shared, rw: true}
-		errs[i] = txs[i].run(o.Fn)
-		if errs[i] != nil && txs[i].wrote {
+		txs[i] = s.kv.Tx(txn, true, shared)
+		errs[i] = txs[i].Run(o.Fn)
+		if errs[i] != nil && txs[i].Wrote() {
 			return false, false
 		}
 	}
 	var size int64
 	for _, t := range txs {
-		size += t.size
+		size += t.Size()
 	}
 	// A batch that does not fit runs op by op: the ops that fit still commit.
 	if s.space.CheckWrite(size) != nil {
@@ -695,7 +688,7 @@ func (s *Store) tryBatch(batch []*op) (sync, ok bool) {
 	if err != nil {
 		return false, false
 	}
-	s.cacheWritten(shared)
+	txs[0].CacheWritten() // the batch's operations share one record of what they wrote
 	sync = s.applyIndex(txs, errs)
 	for i, o := range batch {
 		o.Err = errs[i]
@@ -706,18 +699,18 @@ func (s *Store) tryBatch(batch []*op) (sync, ok bool) {
 func (s *Store) runAlone(o *op) (sync bool) {
 	txn := s.db.NewTransaction(true)
 	defer txn.Discard()
-	t := &tx{txn: txn, s: s, rw: true}
-	o.Err = t.run(o.Fn)
-	if o.Err == nil && t.size > 0 {
-		o.Err = s.space.CheckWrite(t.size)
+	t := s.kv.Tx(txn, true, nil)
+	o.Err = t.Run(o.Fn)
+	if o.Err == nil && t.Size() > 0 {
+		o.Err = s.space.CheckWrite(t.Size())
 	}
 	if o.Err == nil {
 		n := s.commits.beginCommit()
 		o.Err = txn.Commit()
 		s.commits.endCommit(n)
 		if o.Err == nil {
-			s.cacheWritten(t.b)
-			sync = s.applyIndex([]*tx{t}, []error{nil})
+			t.CacheWritten()
+			sync = s.applyIndex([]*kv.Tx{t}, []error{nil})
 		}
 	}
 	return sync
@@ -726,15 +719,15 @@ func (s *Store) runAlone(o *op) (sync bool) {
 // applyIndex runs after a transaction committed: it applies the index
 // changes of the operations that succeeded and reports whether any of them
 // must be durable before its caller hears back.
-func (s *Store) applyIndex(txs []*tx, errs []error) (durable bool) {
+func (s *Store) applyIndex(txs []*kv.Tx, errs []error) (durable bool) {
 	s.idx.Mu.Lock()
 	defer s.idx.Mu.Unlock()
 	for i, t := range txs {
 		if errs[i] != nil {
 			continue
 		}
-		durable = durable || t.durable
-		for _, fn := range t.afters {
+		durable = durable || t.Durable
+		for _, fn := range t.Afters() {
 			fn(s.idx)
 		}
 	}
@@ -742,284 +735,7 @@ func (s *Store) applyIndex(txs []*tx, errs []error) (durable bool) {
 }
 
 // view runs fn in a read-only transaction.
-func (s *Store) view(fn func(*tx) error) error {
-	return s.db.View(func(txn *badger.Txn) error { return (&tx{txn: txn, s: s}).run(fn) })
-}
-
-// run runs fn in t. A record fn could not read (t.err) fails it, whatever
-// fn returned.
-func (t *tx) run(fn func(*tx) error) error {
-	err := fn(t)
-	if t.err != nil {
-		return t.err
-	}
-	return err
-}
-
-// ---- transactions ----
-
-// tx wraps a Badger transaction with typed record access. It records whether
-// anything was written, so that a failed operation can be told apart from a
-// half-applied one.
-type tx struct {
-	txn     *badger.Txn
-	s       *Store
-	wrote   bool
-	size    int64                // bytes of the keys and values it set (see checkWrite)
-	durable bool                 // the operation must be on disk before it returns
-	afters  []func(*index.Index) // index changes to apply once committed
-	b       *batchState          // shared by the operations of one transaction
-	err     error                // a record the operation could not read (see step)
-	rw      bool                 // a read-write transaction, run by the group-commit leader
-	saving  bool                 // saveTask is writing
-}
-
-// batchState is what the operations sharing one transaction must see of
-// each other that the index does not show yet: the index changes only once
-// the transaction commits, so without it two claims of one batch would both
-// offer the same ready unit (one wins, the other claims nothing) or both
-// take back the same expired lease.
-type batchState struct {
-	taken     map[index.Ref]bool      // units leased by an operation of the batch
-	ready     []index.Ref             // units made ready by an operation of the batch
-	wroteTask map[string]*ledger.Task // task records written in the transaction (nil: not as a record)
-	// steps written in the transaction, by task, and tasks whose record
-	// was written other than by saveTask (see stepMirror)
-	wroteSteps map[string]map[int]ledger.StepState
-	rawTask    map[string]bool
-}
-
-// batch returns the transaction's batch state.
-func (t *tx) batch() *batchState {
-	if t.b == nil {
-		t.b = &batchState{}
-	}
-	if t.b.taken == nil {
-		t.b.taken = map[index.Ref]bool{}
-	}
-	return t.b
-}
-
-// after queues an index change to apply if and when the transaction commits.
-func (t *tx) after(fn func(*index.Index)) { t.afters = append(t.afters, fn) }
-
-func (t *tx) getJSON(key []byte, v any) error {
-	item, err := t.txn.Get(key)
-	if errors.Is(err, badger.ErrKeyNotFound) {
-		return ledger.ErrNotFound
-	}
-	if err != nil {
-		return err
-	}
-	if task, ok := v.(*ledger.Task); ok {
-		return t.getTask(key, item, task)
-	}
-	return itemValue(item, func(b []byte) error { return json.Unmarshal(b, v) })
-}
-
-// getTask decodes a task record, or copies it from the store's cache of
-// decoded records when the cache holds the same committed version. A record
-// this transaction wrote is always decoded: a pending write reports the
-// transaction's read timestamp as its version, which a committed version
-// may share.
-func (t *tx) getTask(key []byte, item *badger.Item, task *ledger.Task) error {
-	pending := false
-	if t.b != nil {
-		_, pending = t.b.wroteTask[string(key)]
-	}
-	if !pending {
-		if c, ok := t.s.tasks.get(string(key), item.Version()); ok {
-			c.CopyTo(task)
-			return nil
-		}
-	}
-	if err := itemValue(item, func(b []byte) error { return decodeTask(b, task) }); err != nil {
-		return err
-	}
-	if !pending {
-		c := new(ledger.Task)
-		task.CopyTo(c)
-		t.s.tasks.put(string(key), item.Version(), c)
-	}
-	return nil
-}
-
-// taskCache holds decoded task headers by key and committed version, with
-// the step under the cursor when it is known (a step record is written only
-// with its header, so the header's version dates the steps too). Entries
-// are never changed after they are put; readers get copies.
-type taskCache struct {
-	mu sync.Mutex
-	m  map[string]cachedTask
-}
-
-type cachedTask struct {
-	version uint64
-	task    *ledger.Task
-}
-
-// maxCachedTasks bounds the cache; past it, it starts over.
-const maxCachedTasks = 4096
-
-func (c *taskCache) get(key string, version uint64) (*ledger.Task, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e, ok := c.m[key]
-	if !ok || e.version != version {
-		return nil, false
-	}
-	return e.task, true
-}
-
-func (c *taskCache) put(key string, version uint64, task *ledger.Task) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.m == nil || len(c.m) >= maxCachedTasks {
-		c.m = make(map[string]cachedTask)
-	}
-	if e, ok := c.m[key]; ok && e.version > version {
-		return // a reader of an older snapshot: keep the newer record
-	}
-	c.m[key] = cachedTask{version: version, task: task}
-}
-
-// itemValue calls fn with the item's value. Badger, when it cannot read a
-// value from its value log (checksum mismatch, short file), logs the error
-// and returns an empty value with no error; itemValue turns that into an
-// ErrDamaged error. A value really empty is stored inline and has size 0.
-func itemValue(item *badger.Item, fn func([]byte) error) error {
-	return item.Value(func(v []byte) error {
-		if len(v) == 0 && item.ValueSize() > 0 {
-			return fmt.Errorf("%w: the value of key %q (about %d bytes) could not be read from the value log (checksum mismatch or short file; see the log)",
-				ErrDamaged, item.Key(), item.ValueSize())
-		}
-		return fn(v)
-	})
-}
-
-func (t *tx) getRaw(key []byte) ([]byte, error) {
-	item, err := t.txn.Get(key)
-	if errors.Is(err, badger.ErrKeyNotFound) {
-		return nil, ledger.ErrNotFound
-	}
-	if err != nil {
-		return nil, err
-	}
-	var out []byte
-	err = itemValue(item, func(v []byte) error {
-		out = slices.Clone(v)
-		return nil
-	})
-	return out, err
-}
-
-func (t *tx) putJSON(key []byte, v any) error {
-	if task, ok := v.(*ledger.Task); ok {
-		return t.saveTask(task) // a header and its steps
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	return t.put(key, b)
-}
-
-func (t *tx) put(key, val []byte) error {
-	if len(val) >= valueThreshold {
-		t.s.logs.ValuesWritten()
-	}
-	t.wrote = true
-	t.size += int64(len(key) + len(val))
-	t.noteWrite(key)
-	return t.txn.Set(key, val)
-}
-
-func (t *tx) del(key []byte) error {
-	t.wrote = true
-	t.noteWrite(key)
-	return t.txn.Delete(key)
-}
-
-// noteWrite remembers the task records the transaction wrote (see getTask).
-func (t *tx) noteWrite(key []byte) {
-	if len(key) > 2 && key[0] == 't' && key[1] == '/' {
-		b := t.batch()
-		if b.wroteTask == nil {
-			b.wroteTask = map[string]*ledger.Task{}
-		}
-		b.wroteTask[string(key)] = nil // a deletion, or a raw write
-		if !t.saving {
-			id := string(key[2:])
-			if b.rawTask == nil {
-				b.rawTask = map[string]bool{}
-			}
-			b.rawTask[id] = true
-			t.after(func(*index.Index) { t.s.mirror.drop(id) })
-		}
-	}
-}
-
-// cacheWritten puts the task records a transaction that just committed
-// wrote into the cache of decoded records, under their committed versions,
-// so that the next claim or commit of the task does not decode them. It runs
-// while the caller still leads the group commit, so no other write can have
-// replaced them.
-func (s *Store) cacheWritten(b *batchState) {
-	if b == nil || len(b.wroteTask) == 0 {
-		return
-	}
-	_ = s.db.View(func(txn *badger.Txn) error {
-		for key, task := range b.wroteTask {
-			if task == nil {
-				continue
-			}
-			if item, err := txn.Get([]byte(key)); err == nil {
-				s.tasks.put(key, item.Version(), task)
-			}
-		}
-		return nil
-	})
-}
-
-// keys returns the keys under prefix, in order.
-func (t *tx) keys(prefix []byte) [][]byte {
-	opts := badger.DefaultIteratorOptions
-	opts.PrefetchValues = false
-	opts.Prefix = prefix
-	it := t.txn.NewIterator(opts)
-	defer it.Close()
-	var out [][]byte
-	for it.Rewind(); it.Valid(); it.Next() {
-		out = append(out, it.Item().KeyCopy(nil))
-	}
-	return out
-}
-
-// scan calls fn for each key and value under prefix, in order, until fn
-// returns false or an error.
-func (t *tx) scan(prefix []byte, fn func(key, val []byte) (bool, error)) error {
-	opts := badger.DefaultIteratorOptions
-	opts.Prefix = prefix
-	opts.PrefetchSize = 64
-	it := t.txn.NewIterator(opts)
-	defer it.Close()
-	for it.Rewind(); it.Valid(); it.Next() {
-		item := it.Item()
-		var more bool
-		err := itemValue(item, func(v []byte) error {
-			var err error
-			more, err = fn(item.Key(), v)
-			return err
-		})
-		if err != nil {
-			return err
-		}
-		if !more {
-			return nil
-		}
-	}
-	return nil
-}
+func (s *Store) view(fn func(*kv.Tx) error) error { return s.kv.View(fn) }
 
 // badgerLogger adapts hclog to Badger's logger: errors and warnings at
 // their level, infos at debug (they include log replays and truncations),

@@ -19,6 +19,7 @@ import (
 
 	"github.com/lhengine/lhengine/ledger"
 	"github.com/lhengine/lhengine/store/internal/filecheck"
+	"github.com/lhengine/lhengine/store/internal/kv"
 )
 
 // diskFixture is a store directory on disk inside its own home, so that the
@@ -533,12 +534,12 @@ func TestAWriteThatWouldPassTheFloorIsRefused(t *testing.T) {
 	s := f.mustOpen(t, Options{MinFreeBytes: 64 << 20, freeFn: func(string) (int64, error) { return free, nil }})
 	defer s.Close()
 	put := func(key string, n int) error {
-		return s.update(f.ctx, func(t *tx) error { return t.put([]byte(key), make([]byte, n)) })
+		return s.update(f.ctx, func(t *kv.Tx) error { return t.Put([]byte(key), make([]byte, n)) })
 	}
 	err := put("x/big", 2<<20)
 	require.ErrorIs(t, err, ledger.ErrNoSpace)
 	require.Contains(t, err.Error(), "65 MiB free in "+f.dir+", floor 64 MiB: a write of 3 MiB would go below it")
-	require.ErrorIs(t, s.view(func(t *tx) error { _, err := t.getRaw([]byte("x/big")); return err }), ledger.ErrNotFound)
+	require.ErrorIs(t, s.view(func(t *kv.Tx) error { _, err := t.GetRaw([]byte("x/big")); return err }), ledger.ErrNotFound)
 
 	// Writes that fit one by one all commit, batched together or not.
 	var wg sync.WaitGroup

@@ -5,6 +5,7 @@ import (
 
 	"github.com/lhengine/lhengine/internal/holdpoint"
 	"github.com/lhengine/lhengine/ledger"
+	"github.com/lhengine/lhengine/store/internal/kv"
 )
 
 // syncedCommits tells what a reader saw apart from what is on disk.
@@ -40,7 +41,7 @@ func (c *syncedCommits) endCommit(n uint64)  { c.done.Store(n) }
 // may then be lost).
 func (s *Store) ReadSynced(fn func(r ledger.Reader) error) error {
 	var want uint64
-	err := s.view(func(t *tx) error {
+	err := s.view(func(t *kv.Tx) error {
 		// Read after the snapshot was taken: every commit it shows had
 		// begun by now.
 		want = s.commits.started.Load()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/lhengine/lhengine/internal/holdpoint"
 	"github.com/lhengine/lhengine/ledger"
+	"github.com/lhengine/lhengine/store/internal/kv"
 )
 
 // TestReadSyncedWaitsForTheSyncOfWhatItSees: the commit that finishes a
@@ -102,7 +103,7 @@ func TestReadSyncedSyncsACommitNobodySynced(t *testing.T) {
 	f := newDiskFixture(t)
 	s := f.mustOpen(t, Options{})
 	defer s.Close()
-	require.NoError(t, s.update(f.ctx, func(t *tx) error { return t.put([]byte("x/volatile"), []byte("1")) }))
+	require.NoError(t, s.update(f.ctx, func(t *kv.Tx) error { return t.Put([]byte("x/volatile"), []byte("1")) }))
 	require.Less(t, s.commits.synced.Load(), s.commits.done.Load(), "the write is not synced")
 	before, _ := s.SyncStats()
 	require.NoError(t, s.ReadSynced(func(r ledger.Reader) error { return nil }))
@@ -124,7 +125,7 @@ func TestReadSyncedReportsAFailedSync(t *testing.T) {
 		return sync()
 	}})
 	defer s.Close()
-	require.NoError(t, s.update(f.ctx, func(t *tx) error { return t.put([]byte("x/volatile"), []byte("1")) }))
+	require.NoError(t, s.update(f.ctx, func(t *kv.Tx) error { return t.Put([]byte("x/volatile"), []byte("1")) }))
 	fail.Store(true)
 	err := s.ReadSynced(func(r ledger.Reader) error { return nil })
 	require.ErrorIs(t, err, ledger.ErrStoreFailed)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/lhengine/lhengine/store/internal/kv"
 	"github.com/lhengine/lhengine/store/internal/logsync"
 )
 
@@ -63,9 +64,9 @@ func BenchmarkSyncFloors(b *testing.B) {
 		}
 	})
 	durable := func(b *testing.B, s *Store, i int) {
-		require.NoError(b, s.update(context.Background(), func(t *tx) error {
-			t.durable = true
-			return t.put(fmt.Appendf(nil, "x/%d", i), make([]byte, 512))
+		require.NoError(b, s.update(context.Background(), func(t *kv.Tx) error {
+			t.Durable = true
+			return t.Put(fmt.Appendf(nil, "x/%d", i), make([]byte, 512))
 		}))
 	}
 	b.Run("store", func(b *testing.B) {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/lhengine/lhengine/ledger"
 	"github.com/lhengine/lhengine/store/internal/filecheck"
+	"github.com/lhengine/lhengine/store/internal/kv"
 )
 
 // Report is what Verify found in a store.
@@ -153,7 +154,7 @@ func (c *scrubbed) read(txn *badger.Txn, rep *Report) (err error) {
 		item := it.Item()
 		key = string(item.KeyCopy(nil))
 		var val []byte
-		err := itemValue(item, func(v []byte) error {
+		err := kv.ItemValue(item, func(v []byte) error {
 			val = slices.Clone(v)
 			return nil
 		})
@@ -177,7 +178,7 @@ func (c *scrubbed) record(key string, val []byte) {
 	case "t":
 		task := new(ledger.Task)
 		c.tasks[id] = task
-		if err := decodeTask(val, task); err != nil {
+		if err := kv.DecodeTask(val, task); err != nil {
 			c.add("record", key, "does not decode: %v", err)
 		}
 	case "s":
@@ -225,9 +226,9 @@ func (c *scrubbed) checkActive() {
 		t, ok := c.tasks[id]
 		switch {
 		case !ok:
-			c.add("invariant", string(activeKey(id)), "task is marked runnable but has no task record")
+			c.add("invariant", string(kv.ActiveKey(id)), "task is marked runnable but has no task record")
 		case !t.Status.Runnable():
-			c.add("invariant", string(activeKey(id)), "task is marked runnable but its record says %s", t.Status)
+			c.add("invariant", string(kv.ActiveKey(id)), "task is marked runnable but its record says %s", t.Status)
 		}
 	}
 }
@@ -235,8 +236,8 @@ func (c *scrubbed) checkActive() {
 // checkSteps: every task has as many step records as it has steps.
 func (c *scrubbed) checkSteps() {
 	for id, t := range c.tasks {
-		if lazyOf(t) != nil && c.stepRecs[id] != lazyOf(t).n {
-			c.add("invariant", string(taskKey(id)), "task has %d steps but %d step records", lazyOf(t).n, c.stepRecs[id])
+		if t.Partial != nil && c.stepRecs[id] != t.StepCount() {
+			c.add("invariant", string(kv.TaskKey(id)), "task has %d steps but %d step records", t.StepCount(), c.stepRecs[id])
 		}
 	}
 }
@@ -255,7 +256,7 @@ func (c *scrubbed) checkOwned() {
 func (c *scrubbed) checkBlobs() {
 	for _, sum := range slices.Sorted(maps.Keys(c.blobs)) {
 		if n := c.chunks[sum]; n != c.blobs[sum].Chunks {
-			c.add("invariant", string(blobKey(sum)), "blob has %d of its %d chunks", n, c.blobs[sum].Chunks)
+			c.add("invariant", string(kv.BlobKey(sum)), "blob has %d of its %d chunks", n, c.blobs[sum].Chunks)
 		}
 	}
 }
@@ -269,12 +270,12 @@ func (c *scrubbed) checkReplaySets(s *Store) {
 			continue
 		}
 		if c.blobs[rp.SHA256] == nil {
-			c.add("invariant", string(manifestKey(id)), "the replay set %s the manifest pins is not in the store", rp.SHA256)
+			c.add("invariant", string(kv.ManifestKey(id)), "the replay set %s the manifest pins is not in the store", rp.SHA256)
 			continue
 		}
 		idx, err := s.ReplayIndex(rp.SHA256)
 		if err != nil {
-			c.add("invariant", string(manifestKey(id)), "the replay set %s the manifest pins: %s", rp.SHA256, filecheck.FirstLine(err))
+			c.add("invariant", string(kv.ManifestKey(id)), "the replay set %s the manifest pins: %s", rp.SHA256, filecheck.FirstLine(err))
 			continue
 		}
 		missing := 0
@@ -284,7 +285,7 @@ func (c *scrubbed) checkReplaySets(s *Store) {
 			}
 		}
 		if missing > 0 {
-			c.add("invariant", string(manifestKey(id)), "%d of the %d recordings of replay set %s are not in the store", missing, len(idx), rp.SHA256)
+			c.add("invariant", string(kv.ManifestKey(id)), "%d of the %d recordings of replay set %s are not in the store", missing, len(idx), rp.SHA256)
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/lhengine/lhengine/ledger"
 	"github.com/lhengine/lhengine/store/internal/filecheck"
+	"github.com/lhengine/lhengine/store/internal/kv"
 )
 
 func checksOf(r *Report) []string {
@@ -64,12 +65,12 @@ func TestVerifyReportsDamage(t *testing.T) {
 		}, "high-water"},
 		"undecodable record and orphan unit": {func(t *testing.T, f *diskFixture) {
 			s := f.mustOpen(t, Options{})
-			require.NoError(t, s.update(f.ctx, func(t *tx) error {
-				t.durable = true
-				if err := t.put(taskKey("zz"), []byte("{not json")); err != nil {
+			require.NoError(t, s.update(f.ctx, func(t *kv.Tx) error {
+				t.Durable = true
+				if err := t.Put(kv.TaskKey("zz"), []byte("{not json")); err != nil {
 					return err
 				}
-				return t.putJSON(unitKey("gone", 0, 0), &ledger.Unit{})
+				return t.PutJSON(kv.UnitKey("gone", 0, 0), &ledger.Unit{})
 			}))
 			require.NoError(t, s.Close())
 		}, "invariant"},
@@ -93,9 +94,9 @@ func TestVerifyFindsUndecodableRecord(t *testing.T) {
 	f := newDiskFixture(t)
 	f.build(t, 1)
 	s := f.mustOpen(t, Options{})
-	require.NoError(t, s.update(f.ctx, func(t *tx) error {
-		t.durable = true
-		return t.put(effectKey("x", 0, 0, "k"), []byte("\x00\x01"))
+	require.NoError(t, s.update(f.ctx, func(t *kv.Tx) error {
+		t.Durable = true
+		return t.Put(kv.EffectKey("x", 0, 0, "k"), []byte("\x00\x01"))
 	}))
 	require.NoError(t, s.Close())
 	rep, err := Verify(f.dir, nil)
@@ -121,9 +122,9 @@ func TestCorruptValueLogIsReportedNotRead(t *testing.T) {
 				big[i] = byte(i * 7)
 			}
 			key := []byte("b/0000/00000000")
-			require.NoError(t, s.update(f.ctx, func(t *tx) error {
-				t.durable = true
-				return t.put(key, big)
+			require.NoError(t, s.update(f.ctx, func(t *kv.Tx) error {
+				t.Durable = true
+				return t.Put(key, big)
 			}))
 			require.NoError(t, s.Close())
 			var vlog string
@@ -138,8 +139,8 @@ func TestCorruptValueLogIsReportedNotRead(t *testing.T) {
 			s, err := f.open(t, Options{})
 			if err == nil {
 				var readErr error
-				require.NoError(t, s.view(func(tx *tx) error {
-					_, readErr = tx.getRaw(key)
+				require.NoError(t, s.view(func(tx *kv.Tx) error {
+					_, readErr = tx.GetRaw(key)
 					return nil
 				}))
 				require.ErrorIs(t, readErr, ErrDamaged, "a damaged value is an error, never other bytes")
@@ -180,16 +181,16 @@ func TestVerifyFindsMissingBlobParts(t *testing.T) {
 		m, err = r.Manifest(task.ID)
 		return err
 	}))
-	require.NoError(t, s.update(t.Context(), func(t *tx) error {
-		t.durable = true
+	require.NoError(t, s.update(t.Context(), func(t *kv.Tx) error {
+		t.Durable = true
 		for _, file := range idx {
-			return t.del(blobKey(file)) // one recording
+			return t.Del(kv.BlobKey(file)) // one recording
 		}
 		return nil
 	}))
-	require.NoError(t, s.update(t.Context(), func(t *tx) error {
-		t.durable = true
-		return t.del(chunkKey(m.Plugins["a"].SHA256, 0))
+	require.NoError(t, s.update(t.Context(), func(t *kv.Tx) error {
+		t.Durable = true
+		return t.Del(kv.ChunkKey(m.Plugins["a"].SHA256, 0))
 	}))
 	require.NoError(t, s.Close())
 	rep, err = Verify(dir, nil)

@@ -13,7 +13,7 @@ func (r *reader) TaskVersions() ([]ledger.TaskVersion, error) {
 	opts := badger.DefaultIteratorOptions
 	opts.Prefix = []byte("t/")
 	opts.PrefetchValues = false
-	it := r.t.txn.NewIterator(opts)
+	it := r.t.Txn().NewIterator(opts)
 	defer it.Close()
 	var out []ledger.TaskVersion
 	for it.Rewind(); it.Valid(); it.Next() {

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/lhengine/lhengine/ledger"
+	"github.com/lhengine/lhengine/store/internal/kv"
 )
 
 // Window steps (specs/ledger.md §2.4). A policy can insert a step "every N
@@ -57,17 +58,17 @@ func checkWindows(steps []ledger.StepState) error {
 // enterWindows starts a new pass of each window step of the anchor step
 // being entered: what the earlier pass wrote is stale, and the first window
 // opens empty.
-func (s *Store) enterWindows(t *tx, task *ledger.Task, anchor int) error {
-	n := t.step(task, anchor).Windows
+func (s *Store) enterWindows(t *kv.Tx, task *ledger.Task, anchor int) error {
+	n := t.Step(task, anchor).Windows
 	for c := anchor + 1; c <= anchor+n; c++ {
 		if err := s.resetStep(t, task, c); err != nil {
 			return err
 		}
-		ws := t.step(task, c)
+		ws := t.Step(task, c)
 		ws.Pass++
 		ws.Planned, ws.Units, ws.Written, ws.Done, ws.Open = false, 0, 0, 0, ""
 		if err := s.event(t, task, ledger.Event{Type: ledger.EvStepStarted, Step: ws.Name, Message: fmt.Sprintf(
-			"pass %d, a unit every %d committed units of %q", ws.Pass, ws.Every, t.step(task, anchor).Name)}); err != nil {
+			"pass %d, a unit every %d committed units of %q", ws.Pass, ws.Every, t.Step(task, anchor).Name)}); err != nil {
 			return err
 		}
 	}
@@ -77,10 +78,10 @@ func (s *Store) enterWindows(t *tx, task *ledger.Task, anchor int) error {
 // addToWindows records that the anchor step committed item: each of its
 // window steps adds it to its open window, and a window that reaches N
 // units becomes a unit.
-func (s *Store) addToWindows(t *tx, task *ledger.Task, anchor, item int) error {
-	n := t.step(task, anchor).Windows
+func (s *Store) addToWindows(t *kv.Tx, task *ledger.Task, anchor, item int) error {
+	n := t.Step(task, anchor).Windows
 	for c := anchor + 1; c <= anchor+n; c++ {
-		ws := t.step(task, c)
+		ws := t.Step(task, c)
 		if ws.Open != "" {
 			ws.Open += ","
 		}
@@ -96,23 +97,23 @@ func (s *Store) addToWindows(t *tx, task *ledger.Task, anchor, item int) error {
 
 // finishWindows closes the anchor's last, shorter windows when the anchor
 // completes, and marks its window steps planned.
-func (s *Store) finishWindows(t *tx, task *ledger.Task, anchor int) error {
-	n := t.step(task, anchor).Windows
+func (s *Store) finishWindows(t *kv.Tx, task *ledger.Task, anchor int) error {
+	n := t.Step(task, anchor).Windows
 	for c := anchor + 1; c <= anchor+n; c++ {
-		if t.step(task, c).Open != "" {
+		if t.Step(task, c).Open != "" {
 			if err := s.closeWindow(t, task, c); err != nil {
 				return err
 			}
 		}
-		ws := t.step(task, c)
+		ws := t.Step(task, c)
 		ws.Planned, ws.Units = true, ws.Written
 	}
 	return nil
 }
 
 // closeWindow turns window step c's open window into a ready unit.
-func (s *Store) closeWindow(t *tx, task *ledger.Task, c int) error {
-	ws := t.step(task, c)
+func (s *Store) closeWindow(t *kv.Tx, task *ledger.Task, c int) error {
+	ws := t.Step(task, c)
 	var w ledger.WindowItem
 	for _, f := range strings.Split(ws.Open, ",") {
 		n, err := strconv.Atoi(f)
@@ -145,14 +146,14 @@ func windowClaimable(ws *ledger.StepState, i, cur int) bool {
 // windowRoom is how many more units the window steps that may run now
 // (those after the cursor) can lease. It reads no step unless the cursor's
 // step is an anchor or a window step.
-func (s *Store) windowRoom(t *tx, task *ledger.Task) int {
+func (s *Store) windowRoom(t *kv.Tx, task *ledger.Task) int {
 	cur := task.Cursor
-	if st := t.step(task, cur); st.Windows == 0 && st.Every == 0 {
+	if st := t.Step(task, cur); st.Windows == 0 && st.Every == 0 {
 		return 0
 	}
 	room := 0
 	for c := cur + 1; c < task.StepCount(); c++ {
-		ws := t.step(task, c)
+		ws := t.Step(task, c)
 		if !windowClaimable(ws, c, cur) {
 			break
 		}
@@ -163,12 +164,12 @@ func (s *Store) windowRoom(t *tx, task *ledger.Task) int {
 
 // liveSteps are the steps whose units may be claimed now: the cursor's,
 // and the window steps after it that run beside it.
-func (t *tx) liveSteps(task *ledger.Task) []int {
+func liveSteps(t *kv.Tx, task *ledger.Task) []int {
 	steps := []int{task.Cursor}
-	if st := t.step(task, task.Cursor); st.Windows == 0 && st.Every == 0 {
+	if st := t.Step(task, task.Cursor); st.Windows == 0 && st.Every == 0 {
 		return steps
 	}
-	for c := task.Cursor + 1; c < task.StepCount() && windowClaimable(t.step(task, c), c, task.Cursor); c++ {
+	for c := task.Cursor + 1; c < task.StepCount() && windowClaimable(t.Step(task, c), c, task.Cursor); c++ {
 		steps = append(steps, c)
 	}
 	return steps
@@ -176,9 +177,9 @@ func (t *tx) liveSteps(task *ledger.Task) []int {
 
 // outputStep is the step whose output is the task's: the last step that is
 // not a window step.
-func (t *tx) outputStep(task *ledger.Task) int {
+func outputStep(t *kv.Tx, task *ledger.Task) int {
 	i := task.StepCount() - 1
-	for i > 0 && t.step(task, i).Every > 0 {
+	for i > 0 && t.Step(task, i).Every > 0 {
 		i--
 	}
 	return i
@@ -189,15 +190,15 @@ func (t *tx) outputStep(task *ledger.Task) int {
 // pass: what a window unit reads as its anchor's output. It gives up with
 // ErrTooLarge past max bytes (max < 0: no limit).
 func (r *reader) WindowOutputs(task *ledger.Task, step int, items []int, max int64) (json.RawMessage, error) {
-	st := *r.t.step(task, step)
-	if r.t.err != nil {
-		return nil, r.t.err
+	st := *r.t.Step(task, step)
+	if r.t.Err() != nil {
+		return nil, r.t.Err()
 	}
 	var buf bytes.Buffer
 	buf.WriteByte('[')
 	for n, item := range items {
 		u := new(ledger.Unit)
-		if err := r.t.getJSON(unitKey(task.ID, step, item), u); err != nil {
+		if err := r.t.GetJSON(kv.UnitKey(task.ID, step, item), u); err != nil {
 			return nil, fmt.Errorf("unit %d of step %q: %w", item, st.Name, err)
 		}
 		if u.Pass != st.Pass || u.State != ledger.UnitDone {

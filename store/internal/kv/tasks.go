@@ -1,4 +1,4 @@
-package store
+package kv
 
 import (
 	"encoding/json"
@@ -64,9 +64,9 @@ type taskHeader struct {
 	StepCount int `json:"step_count,omitempty"`
 }
 
-// decodeTask decodes a task record into task: a header (lazyOf(task) set,
+// DecodeTask decodes a task record into task: a header (lazyOf(task) set,
 // Steps nil) or a record of the earlier layout (Steps set).
-func decodeTask(b []byte, task *ledger.Task) error {
+func DecodeTask(b []byte, task *ledger.Task) error {
 	h := taskHeader{Task: task}
 	if err := json.Unmarshal(b, &h); err != nil {
 		return err
@@ -84,11 +84,11 @@ func encodeTaskHeader(task *ledger.Task) ([]byte, error) {
 	return json.Marshal(taskHeader{Task: &h, StepCount: task.StepCount()})
 }
 
-// step returns step i of the task, to read or change (saveTask writes the
+// Step returns step i of the task, to read or change (SaveTask writes the
 // changes): from Steps when the task holds them, else loaded from its record
 // on first use. A record that cannot be read fails the operation (t.err)
 // and reads as a zero step.
-func (t *tx) step(task *ledger.Task, i int) *ledger.StepState {
+func (t *Tx) Step(task *ledger.Task, i int) *ledger.StepState {
 	lz := lazyOf(task)
 	if lz == nil {
 		return &task.Steps[i]
@@ -98,19 +98,19 @@ func (t *tx) step(task *ledger.Task, i int) *ledger.StepState {
 	}
 	st := new(ledger.StepState)
 	if i < 0 || i >= lz.n {
-		t.fail(fmt.Errorf("task %s has no step %d (it has %d)", task.ID, i, lz.n))
+		t.Fail(fmt.Errorf("task %s has no step %d (it has %d)", task.ID, i, lz.n))
 		return st
 	}
-	if err := t.getJSON(stepKey(task.ID, i), st); err != nil {
-		t.fail(fmt.Errorf("step %d of task %s: %w", i, task.ID, err))
+	if err := t.GetJSON(StepKey(task.ID, i), st); err != nil {
+		t.Fail(fmt.Errorf("step %d of task %s: %w", i, task.ID, err))
 		return st
 	}
 	lz.got[i], lz.orig[i] = st, *st
 	return st
 }
 
-// stepValue is step i of the task without keeping it loaded.
-func (t *tx) stepValue(task *ledger.Task, i int) ledger.StepState {
+// StepValue is step i of the task without keeping it loaded.
+func (t *Tx) StepValue(task *ledger.Task, i int) ledger.StepState {
 	lz := lazyOf(task)
 	if lz == nil {
 		return task.Steps[i]
@@ -119,23 +119,16 @@ func (t *tx) stepValue(task *ledger.Task, i int) ledger.StepState {
 		return *st
 	}
 	var st ledger.StepState
-	if err := t.getJSON(stepKey(task.ID, i), &st); err != nil {
-		t.fail(fmt.Errorf("step %d of task %s: %w", i, task.ID, err))
+	if err := t.GetJSON(StepKey(task.ID, i), &st); err != nil {
+		t.Fail(fmt.Errorf("step %d of task %s: %w", i, task.ID, err))
 	}
 	return st
 }
 
-// fail records the first error of a record an operation could not read.
-func (t *tx) fail(err error) {
-	if t.err == nil {
-		t.err = err
-	}
-}
-
-// saveTask writes the task's header and the steps that changed; a task that
+// SaveTask writes the task's header and the steps that changed; a task that
 // holds its Steps (a new one, or one read from a record of the earlier
 // layout) has every step written.
-func (t *tx) saveTask(task *ledger.Task) error {
+func (t *Tx) SaveTask(task *ledger.Task) error {
 	t.saving = true
 	defer func() { t.saving = false }()
 	id := task.ID
@@ -145,14 +138,14 @@ func (t *tx) saveTask(task *ledger.Task) error {
 			if *st == lz.orig[i] {
 				continue
 			}
-			if err := t.putJSON(stepKey(id, i), st); err != nil {
+			if err := t.PutJSON(StepKey(id, i), st); err != nil {
 				return err
 			}
 			lz.orig[i], wrote[i] = *st, *st
 		}
 	} else {
 		for i := range task.Steps {
-			if err := t.putJSON(stepKey(id, i), &task.Steps[i]); err != nil {
+			if err := t.PutJSON(StepKey(id, i), &task.Steps[i]); err != nil {
 				return err
 			}
 			wrote[i] = task.Steps[i]
@@ -162,11 +155,11 @@ func (t *tx) saveTask(task *ledger.Task) error {
 	if err != nil {
 		return err
 	}
-	key := taskKey(id)
-	if err := t.put(key, b); err != nil {
+	key := TaskKey(id)
+	if err := t.Put(key, b); err != nil {
 		return err
 	}
-	bs := t.batch()
+	bs := t.Batch()
 	if bs.wroteSteps == nil {
 		bs.wroteSteps = map[string]map[int]ledger.StepState{}
 	}
@@ -175,7 +168,7 @@ func (t *tx) saveTask(task *ledger.Task) error {
 	}
 	maps.Copy(bs.wroteSteps[id], wrote)
 	n := task.StepCount()
-	t.after(func(*index.Index) { t.s.mirror.apply(id, n, wrote) })
+	t.After(func(*index.Index) { t.db.mirror.apply(id, n, wrote) })
 	// Kept to seed the cache of decoded records once committed: the header
 	// and the step under the cursor, which the next operation on the task
 	// most likely needs.
@@ -197,15 +190,15 @@ func (t *tx) saveTask(task *ledger.Task) error {
 	return nil
 }
 
-// fill loads every step of a task into Steps (readers get whole tasks). A
+// Fill loads every step of a task into Steps (readers get whole tasks). A
 // writer takes them from the mirror when it has the task.
-func (t *tx) fill(task *ledger.Task) error {
+func (t *Tx) Fill(task *ledger.Task) error {
 	lz := lazyOf(task)
 	if lz == nil {
 		return nil
 	}
 	if t.rw && (t.b == nil || !t.b.rawTask[task.ID]) {
-		if steps := t.s.mirror.get(task.ID, lz.n); steps != nil {
+		if steps := t.db.mirror.get(task.ID, lz.n); steps != nil {
 			if t.b != nil {
 				for i, st := range t.b.wroteSteps[task.ID] {
 					steps[i] = st
@@ -227,11 +220,11 @@ func (t *tx) fill(task *ledger.Task) error {
 		if _, ok := lz.got[i]; ok {
 			continue
 		}
-		if err := t.getJSON(stepKey(task.ID, i), &steps[i]); err != nil {
+		if err := t.GetJSON(StepKey(task.ID, i), &steps[i]); err != nil {
 			if errors.Is(err, ledger.ErrNotFound) {
 				return fmt.Errorf("%w: task %s has no record of its step %d of %d", ErrDamaged, task.ID, i, lz.n)
 			}
-			return fmt.Errorf("step record %q: %w", stepKey(task.ID, i), err)
+			return fmt.Errorf("step record %q: %w", StepKey(task.ID, i), err)
 		}
 	}
 	for i, st := range lz.got {
@@ -242,18 +235,18 @@ func (t *tx) fill(task *ledger.Task) error {
 		// What the scan saw is what is committed once this transaction
 		// is (operations after this one in it update the mirror after).
 		id, kept := task.ID, slices.Clone(steps)
-		t.after(func(*index.Index) { t.s.mirror.add(id, kept) })
+		t.After(func(*index.Index) { t.db.mirror.add(id, kept) })
 	}
 	return nil
 }
 
-// loadTask reads a whole task (every step) inside a transaction.
-func (t *tx) loadTask(id string) (*ledger.Task, error) {
+// LoadTask reads a whole task (every step) inside a transaction.
+func (t *Tx) LoadTask(id string) (*ledger.Task, error) {
 	task := new(ledger.Task)
-	if err := t.getJSON(taskKey(id), task); err != nil {
+	if err := t.GetJSON(TaskKey(id), task); err != nil {
 		return nil, err
 	}
-	if err := t.fill(task); err != nil {
+	if err := t.Fill(task); err != nil {
 		return nil, err
 	}
 	return task, nil
@@ -281,15 +274,34 @@ type prefixEntry struct{ steps []ledger.StepState }
 // maxPrefixTasks bounds the tasks whose prefix is kept; past it, it starts over.
 const maxPrefixTasks = 1024
 
-// snapshot returns a copy of the task's header for lease snapshots, with
-// Steps holding the steps before the cursor. The caller holds s.idx.Mu.
-func (s *Store) snapshot(t *tx, task *ledger.Task) *ledger.Task {
+// Snapshot returns a copy of the task's header for lease snapshots, with
+// Steps holding the steps before the cursor. The caller holds the index's
+// lock.
+func (t *Tx) Snapshot(task *ledger.Task) *ledger.Task {
 	snap := task.Header()
-	snap.Steps = s.prefixes.get(t, task)
+	snap.Steps = t.db.prefixes.get(t, task)
 	return snap
 }
 
-func (p *stepPrefixes) get(t *tx, task *ledger.Task) []ledger.StepState {
+// TruncatePrefix forgets the kept states of step from and the ones after
+// it of task id (a repair or retry entered them again); call it once the
+// transaction committed.
+func (d *DB) TruncatePrefix(id string, from int) { d.prefixes.truncate(id, from) }
+
+// DropPrefix forgets the kept states of a task that is no longer runnable;
+// call it once the transaction committed.
+func (d *DB) DropPrefix(id string) { d.prefixes.drop(id) }
+
+// LoadedSteps returns the steps of task an operation has loaded (and may
+// have changed), by index, and true; false when the task holds its Steps.
+func LoadedSteps(task *ledger.Task) (map[int]*ledger.StepState, bool) {
+	if lz := lazyOf(task); lz != nil {
+		return lz.got, true
+	}
+	return nil, false
+}
+
+func (p *stepPrefixes) get(t *Tx, task *ledger.Task) []ledger.StepState {
 	id, c := task.ID, task.Cursor
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -307,9 +319,9 @@ func (p *stepPrefixes) get(t *tx, task *ledger.Task) []ledger.StepState {
 	}
 	grown := e.steps
 	for i := n; i < c; i++ {
-		grown = append(grown, t.stepValue(task, i))
+		grown = append(grown, t.StepValue(task, i))
 	}
-	t.after(func(*index.Index) {
+	t.After(func(*index.Index) {
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		if p.m[id] == e && len(e.steps) == n {
@@ -341,7 +353,7 @@ func (p *stepPrefixes) drop(id string) {
 // write operation returned whole (a commit for a progress display, a
 // cancel): such a caller then gets them by a copy instead of a read of
 // every step record. An entry is made from a scan in a write transaction
-// once it commits, kept up to date by every saveTask after its transaction
+// once it commits, kept up to date by every SaveTask after its transaction
 // commits (write transactions and their after-commit updates run one at a
 // time, in the group-commit leader), and dropped by any other write of the
 // task record. Read-only transactions, which may read older versions, do

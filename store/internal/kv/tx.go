@@ -1,0 +1,396 @@
+package kv
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/dgraph-io/badger/v4"
+
+	"github.com/lhengine/lhengine/ledger"
+	"github.com/lhengine/lhengine/store/internal/index"
+	"github.com/lhengine/lhengine/store/internal/logsync"
+)
+
+// ErrDamaged: the store's files show that committed data is missing or
+// corrupt (store.ErrDamaged is this error).
+var ErrDamaged = errors.New("store is damaged")
+
+// ValueThreshold is Badger's value threshold: a value of this size or more
+// goes to the value log, a smaller one stays in the tree (and the memtable's
+// log).
+const ValueThreshold = 64 << 10
+
+// DB is a store's Badger database and what its transactions share: the
+// decoded task records (see Tx.GetJSON), the step states of tasks read
+// whole by writers (see Tx.Fill) and those shared by lease snapshots
+// (Snapshot).
+type DB struct {
+	db       *badger.DB
+	logs     *logsync.Logs // told of values written to the value log; nil unless the store syncs
+	tasks    taskCache
+	prefixes stepPrefixes
+	mirror   stepMirror
+}
+
+// New is the DB of db, whose disk sync is logs (nil when the store does not
+// sync).
+func New(db *badger.DB, logs *logsync.Logs) *DB { return &DB{db: db, logs: logs} }
+
+// Tx is the typed access of one operation to a Badger transaction: txn,
+// read-write when rw (run by the group-commit leader), shared by the
+// operations of batch b (nil: none yet).
+func (d *DB) Tx(txn *badger.Txn, rw bool, b *Batch) *Tx { return &Tx{txn: txn, db: d, rw: rw, b: b} }
+
+// View runs fn in a read-only transaction.
+func (d *DB) View(fn func(*Tx) error) error {
+	return d.db.View(func(txn *badger.Txn) error { return d.Tx(txn, false, nil).Run(fn) })
+}
+
+// Run runs fn in t. A record fn could not read (Err) fails it, whatever fn
+// returned.
+func (t *Tx) Run(fn func(*Tx) error) error {
+	err := fn(t)
+	if t.err != nil {
+		return t.err
+	}
+	return err
+}
+
+// Tx wraps a Badger transaction with typed record access. It records whether
+// anything was written, so that a failed operation can be told apart from a
+// half-applied one.
+type Tx struct {
+	txn *badger.Txn
+	db  *DB
+	// Durable says the operation must be on disk before it returns.
+	Durable bool
+	wrote   bool
+	size    int64                // bytes of the keys and values it set (see Size)
+	afters  []func(*index.Index) // index changes to apply once committed
+	b       *Batch               // shared by the operations of one transaction
+	err     error                // a record the operation could not read (see Step)
+	rw      bool                 // a read-write transaction, run by the group-commit leader
+	saving  bool                 // SaveTask is writing
+}
+
+// Batch is what the operations sharing one transaction must see of each
+// other that the index does not show yet: the index changes only once the
+// transaction commits, so without it two claims of one batch would both
+// offer the same ready unit (one wins, the other claims nothing) or both
+// take back the same expired lease.
+type Batch struct {
+	Taken     map[index.Ref]bool      // units leased by an operation of the batch
+	Ready     []index.Ref             // units made ready by an operation of the batch
+	wroteTask map[string]*ledger.Task // task records written in the transaction (nil: not as a record)
+	// steps written in the transaction, by task, and tasks whose record
+	// was written other than by SaveTask (see stepMirror)
+	wroteSteps map[string]map[int]ledger.StepState
+	rawTask    map[string]bool
+}
+
+// Batch returns the transaction's batch state.
+func (t *Tx) Batch() *Batch {
+	if t.b == nil {
+		t.b = &Batch{}
+	}
+	if t.b.Taken == nil {
+		t.b.Taken = map[index.Ref]bool{}
+	}
+	return t.b
+}
+
+// Txn is the Badger transaction, for the reads typed access has no words
+// for (key-only iteration, reverse iteration, versions).
+func (t *Tx) Txn() *badger.Txn { return t.txn }
+
+// Wrote reports whether the operation wrote anything.
+func (t *Tx) Wrote() bool { return t.wrote }
+
+// Size is the bytes of the keys and values the operation set (the
+// free-space floor's check of a big write).
+func (t *Tx) Size() int64 { return t.size }
+
+// Err is the first record the operation could not read (see Step).
+func (t *Tx) Err() error { return t.err }
+
+// Fail records the first error of a record an operation could not read.
+func (t *Tx) Fail(err error) {
+	if t.err == nil {
+		t.err = err
+	}
+}
+
+// After queues an index change to apply if and when the transaction commits.
+func (t *Tx) After(fn func(*index.Index)) { t.afters = append(t.afters, fn) }
+
+// Afters are the index changes the operation queued, in order.
+func (t *Tx) Afters() []func(*index.Index) { return t.afters }
+
+// GetJSON decodes the record at key into v; ErrNotFound when there is none.
+// A task record is read through the DB's cache of decoded records.
+func (t *Tx) GetJSON(key []byte, v any) error {
+	item, err := t.txn.Get(key)
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return ledger.ErrNotFound
+	}
+	if err != nil {
+		return err
+	}
+	if task, ok := v.(*ledger.Task); ok {
+		return t.getTask(key, item, task)
+	}
+	return ItemValue(item, func(b []byte) error { return json.Unmarshal(b, v) })
+}
+
+// getTask decodes a task record, or copies it from the store's cache of
+// decoded records when the cache holds the same committed version. A record
+// this transaction wrote is always decoded: a pending write reports the
+// transaction's read timestamp as its version, which a committed version
+// may share.
+func (t *Tx) getTask(key []byte, item *badger.Item, task *ledger.Task) error {
+	pending := false
+	if t.b != nil {
+		_, pending = t.b.wroteTask[string(key)]
+	}
+	if !pending {
+		if c, ok := t.db.tasks.get(string(key), item.Version()); ok {
+			c.CopyTo(task)
+			return nil
+		}
+	}
+	if err := ItemValue(item, func(b []byte) error { return DecodeTask(b, task) }); err != nil {
+		return err
+	}
+	if !pending {
+		c := new(ledger.Task)
+		task.CopyTo(c)
+		t.db.tasks.put(string(key), item.Version(), c)
+	}
+	return nil
+}
+
+// taskCache holds decoded task headers by key and committed version, with
+// the step under the cursor when it is known (a step record is written only
+// with its header, so the header's version dates the steps too). Entries
+// are never changed after they are put; readers get copies.
+type taskCache struct {
+	mu sync.Mutex
+	m  map[string]cachedTask
+}
+
+type cachedTask struct {
+	version uint64
+	task    *ledger.Task
+}
+
+// maxCachedTasks bounds the cache; past it, it starts over.
+const maxCachedTasks = 4096
+
+func (c *taskCache) get(key string, version uint64) (*ledger.Task, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[key]
+	if !ok || e.version != version {
+		return nil, false
+	}
+	return e.task, true
+}
+
+func (c *taskCache) put(key string, version uint64, task *ledger.Task) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= maxCachedTasks {
+		c.m = make(map[string]cachedTask)
+	}
+	if e, ok := c.m[key]; ok && e.version > version {
+		return // a reader of an older snapshot: keep the newer record
+	}
+	c.m[key] = cachedTask{version: version, task: task}
+}
+
+// ItemValue calls fn with the item's value. Badger, when it cannot read a
+// value from its value log (checksum mismatch, short file), logs the error
+// and returns an empty value with no error; ItemValue turns that into an
+// ErrDamaged error. A value really empty is stored inline and has size 0.
+func ItemValue(item *badger.Item, fn func([]byte) error) error {
+	return item.Value(func(v []byte) error {
+		if len(v) == 0 && item.ValueSize() > 0 {
+			return fmt.Errorf("%w: the value of key %q (about %d bytes) could not be read from the value log (checksum mismatch or short file; see the log)",
+				ErrDamaged, item.Key(), item.ValueSize())
+		}
+		return fn(v)
+	})
+}
+
+// GetRaw returns a copy of the value at key; ErrNotFound when there is none.
+func (t *Tx) GetRaw(key []byte) ([]byte, error) {
+	item, err := t.txn.Get(key)
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return nil, ledger.ErrNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []byte
+	err = ItemValue(item, func(v []byte) error {
+		out = slices.Clone(v)
+		return nil
+	})
+	return out, err
+}
+
+// PutJSON writes v as JSON at key; a task is saved as its header and the
+// steps that changed (SaveTask).
+func (t *Tx) PutJSON(key []byte, v any) error {
+	if task, ok := v.(*ledger.Task); ok {
+		return t.SaveTask(task) // a header and its steps
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return t.Put(key, b)
+}
+
+// Put writes val at key.
+func (t *Tx) Put(key, val []byte) error {
+	if len(val) >= ValueThreshold {
+		t.db.logs.ValuesWritten()
+	}
+	t.wrote = true
+	t.size += int64(len(key) + len(val))
+	t.noteWrite(key)
+	return t.txn.Set(key, val)
+}
+
+// Del deletes key.
+func (t *Tx) Del(key []byte) error {
+	t.wrote = true
+	t.noteWrite(key)
+	return t.txn.Delete(key)
+}
+
+// noteWrite remembers the task records the transaction wrote (see getTask).
+func (t *Tx) noteWrite(key []byte) {
+	if len(key) > 2 && key[0] == 't' && key[1] == '/' {
+		b := t.Batch()
+		if b.wroteTask == nil {
+			b.wroteTask = map[string]*ledger.Task{}
+		}
+		b.wroteTask[string(key)] = nil // a deletion, or a raw write
+		if !t.saving {
+			id := string(key[2:])
+			if b.rawTask == nil {
+				b.rawTask = map[string]bool{}
+			}
+			b.rawTask[id] = true
+			t.After(func(*index.Index) { t.db.mirror.drop(id) })
+		}
+	}
+}
+
+// CacheWritten puts the task records a transaction that just committed
+// wrote (t's, and those of the operations sharing its batch) into the cache
+// of decoded records, under their committed versions, so that the next
+// claim or commit of the task does not decode them. It runs while the
+// caller still leads the group commit, so no other write can have replaced
+// them.
+func (t *Tx) CacheWritten() {
+	b, d := t.b, t.db
+	if b == nil || len(b.wroteTask) == 0 {
+		return
+	}
+	_ = d.db.View(func(txn *badger.Txn) error {
+		for key, task := range b.wroteTask {
+			if task == nil {
+				continue
+			}
+			if item, err := txn.Get([]byte(key)); err == nil {
+				d.tasks.put(key, item.Version(), task)
+			}
+		}
+		return nil
+	})
+}
+
+// Keys returns the keys under prefix, in order.
+func (t *Tx) Keys(prefix []byte) [][]byte {
+	opts := badger.DefaultIteratorOptions
+	opts.PrefetchValues = false
+	opts.Prefix = prefix
+	it := t.txn.NewIterator(opts)
+	defer it.Close()
+	var out [][]byte
+	for it.Rewind(); it.Valid(); it.Next() {
+		out = append(out, it.Item().KeyCopy(nil))
+	}
+	return out
+}
+
+// KeysLimit returns up to limit keys under prefix and adds the sizes of
+// their values to size.
+func (t *Tx) KeysLimit(prefix []byte, limit int, size int64) ([][]byte, int64) {
+	opts := badger.DefaultIteratorOptions
+	opts.PrefetchValues = false
+	opts.Prefix = prefix
+	it := t.txn.NewIterator(opts)
+	defer it.Close()
+	var out [][]byte
+	for it.Rewind(); it.Valid() && len(out) < limit; it.Next() {
+		out = append(out, it.Item().KeyCopy(nil))
+		size += it.Item().ValueSize()
+	}
+	return out, size
+}
+
+// Scan calls fn for each key and value under prefix, in order, until fn
+// returns false or an error.
+func (t *Tx) Scan(prefix []byte, fn func(key, val []byte) (bool, error)) error {
+	opts := badger.DefaultIteratorOptions
+	opts.Prefix = prefix
+	opts.PrefetchSize = 64
+	it := t.txn.NewIterator(opts)
+	defer it.Close()
+	for it.Rewind(); it.Valid(); it.Next() {
+		item := it.Item()
+		var more bool
+		err := ItemValue(item, func(v []byte) error {
+			var err error
+			more, err = fn(item.Key(), v)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		if !more {
+			return nil
+		}
+	}
+	return nil
+}
+
+// ScanFrom is Scan starting at the first key at or after start: a follower
+// reads the events after the last it saw without walking the ones before.
+func (t *Tx) ScanFrom(prefix, start []byte, fn func(key, val []byte) (bool, error)) error {
+	opts := badger.DefaultIteratorOptions
+	opts.Prefix = prefix
+	opts.PrefetchSize = 64
+	it := t.txn.NewIterator(opts)
+	defer it.Close()
+	for it.Seek(start); it.ValidForPrefix(prefix); it.Next() {
+		item := it.Item()
+		var more bool
+		err := ItemValue(item, func(v []byte) error {
+			var err error
+			more, err = fn(item.Key(), v)
+			return err
+		})
+		if err != nil || !more {
+			return err
+		}
+	}
+	return nil
+}
