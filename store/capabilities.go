@@ -13,6 +13,7 @@ import (
 	"github.com/lhengine/lhengine/ledger"
 	"github.com/lhengine/lhengine/store/internal/index"
 	"github.com/lhengine/lhengine/store/internal/kv"
+	"github.com/lhengine/lhengine/store/internal/quota"
 )
 
 // Host capabilities keep their durable records here: artifacts (content-
@@ -38,13 +39,13 @@ func (s *Store) PutArtifact(ctx context.Context, p ledger.Provenance, data []byt
 	sum := sha256.Sum256(data)
 	hexSum := hex.EncodeToString(sum[:])
 	p.Ref, p.Size = "sha256:"+hexSum, int64(len(data))
-	release, err := s.precheckArtifact(p.Task, hexSum, p.Size, limit)
+	release, err := s.inflight.Precheck(s.kv, p.Task, hexSum, p.Size, limit)
 	if err != nil {
 		return "", err
 	}
 	defer release()
-	if s.inflight.hook != nil {
-		s.inflight.hook()
+	if s.inflight.Hook != nil {
+		s.inflight.Hook()
 	}
 	if p.Time.IsZero() {
 		p.Time = s.now()
@@ -59,7 +60,7 @@ func (s *Store) PutArtifact(ctx context.Context, p ledger.Provenance, data []byt
 	}
 	err = s.update(ctx, func(t *kv.Tx) error {
 		t.Durable = true
-		if err := chargeArtifact(t, p.Task, hexSum, p.Size, limit); err != nil {
+		if err := quota.ChargeArtifact(t, p.Task, hexSum, p.Size, limit); err != nil {
 			return err
 		}
 		return t.PutJSON(kv.ProvKey(p.Task, p.Step, p.Item, hexSum, p.Name), p)
@@ -113,6 +114,17 @@ func (r *reader) Artifacts(id string) ([]ledger.Provenance, error) {
 	return out, err
 }
 
+// OwnsArtifact reports whether task has stored the artifact ref: a unit of
+// it put that content (a provenance record of the task names it). Plugins
+// read only their own task's artifacts.
+func (s *Store) OwnsArtifact(task, ref string) (owned bool, err error) {
+	err = s.view(func(t *kv.Tx) error {
+		owned, err = quota.Owns(t, task, ref)
+		return err
+	})
+	return owned, err
+}
+
 // KVGet reads a unit's own key/value entry.
 func (s *Store) KVGet(task string, step, item int, key string) (json.RawMessage, bool, error) {
 	var out json.RawMessage
@@ -141,29 +153,7 @@ func (s *Store) KVPut(ctx context.Context, l ledger.Lease, key string, value jso
 		if _, _, err := s.leased(t, l); err != nil {
 			return err
 		}
-		k := kv.UnitKVKey(l.Task, l.Step, l.Item, key)
-		size := kvSize(key, value)
-		if size > limit {
-			return &ledger.QuotaError{What: "kv_bytes", Add: size, Limit: limit}
-		}
-		u, err := usage(t, l.Task)
-		if err != nil {
-			return err
-		}
-		delta := size
-		if old, err := t.GetRaw(k); err == nil {
-			delta -= kvSize(key, old)
-		} else if !errors.Is(err, ledger.ErrNotFound) {
-			return err
-		}
-		if err := charge("kv_bytes", &u.KV, delta, limit); err != nil {
-			return err
-		}
-		t.Durable = true
-		if err := t.PutJSON(kv.QuotaKey(l.Task), u); err != nil {
-			return err
-		}
-		return t.Put(k, value)
+		return quota.PutKV(t, l, key, value, limit)
 	})
 }
 

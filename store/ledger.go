@@ -19,6 +19,7 @@ import (
 	"github.com/lhengine/lhengine/ledger"
 	"github.com/lhengine/lhengine/store/internal/index"
 	"github.com/lhengine/lhengine/store/internal/kv"
+	"github.com/lhengine/lhengine/store/internal/quota"
 )
 
 // Submit creates a queued task and plans its first step, after storing the
@@ -726,8 +727,8 @@ func (s *Store) commitUnit(t *kv.Tx, r ledger.Result, next ledger.ClaimRequest) 
 	c.st.Leased--
 	u.Owner, u.LeaseUntil = "", time.Time{}
 	// A success's output counts against the task's output quota; one that
-	// does not fit becomes a budget failure (quota.go).
-	if err := s.chargeOutput(t, &r); err != nil {
+	// does not fit becomes a budget failure (internal/quota).
+	if err := quota.ChargeOutput(t, &r); err != nil {
 		return nil, ledger.Claimed{}, err
 	}
 	switch {

@@ -99,7 +99,7 @@ func TestArtifactQuotaCountsPutsInFlight(t *testing.T) {
 	second := []byte(strings.Repeat("s", 300))
 	var inner error
 	calls := 0
-	b.s.inflight.hook = func() {
+	b.s.inflight.Hook = func() {
 		calls++
 		if calls > 1 {
 			return
@@ -122,10 +122,10 @@ func TestArtifactQuotaCountsPutsInFlight(t *testing.T) {
 		}
 	}
 	require.Equal(t, 1, blobs, "the refused put wrote nothing")
-	require.Empty(t, b.s.inflight.puts, "nothing stays in flight")
+	require.Zero(t, b.s.inflight.Tasks(), "nothing stays in flight")
 
 	// Once charged, the same content is free to put again.
-	b.s.inflight.hook = nil
+	b.s.inflight.Hook = nil
 	_, err2 := b.s.PutArtifact(b.ctx, ledger.Provenance{Name: "1c", Task: task.ID, Step: "a"}, first, 500)
 	require.NoError(t, err2)
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/lhengine/lhengine/ledger"
 	"github.com/lhengine/lhengine/store/internal/kv"
+	"github.com/lhengine/lhengine/store/internal/quota"
 )
 
 // Reader reads records inside a transaction: the one of a Planner, or a
@@ -279,6 +280,9 @@ func (s *Store) Pending() bool {
 	defer s.idx.Mu.Unlock()
 	return len(s.idx.Active) > 0
 }
+
+// Usage returns what task id keeps in the store.
+func (r *reader) Usage(id string) (ledger.Usage, error) { return quota.Usage(r.t, id) }
 
 // ctx-free convenience wrappers.
 

@@ -25,6 +25,7 @@ import (
 	"github.com/lhengine/lhengine/store/internal/index"
 	"github.com/lhengine/lhengine/store/internal/kv"
 	"github.com/lhengine/lhengine/store/internal/logsync"
+	"github.com/lhengine/lhengine/store/internal/quota"
 	"github.com/lhengine/lhengine/store/internal/storedir"
 )
 
@@ -109,7 +110,7 @@ type Store struct {
 	mark     *filecheck.Marker // high-water mark; nil for in-memory or unsynced stores
 	opened   openedMark        // the sync sequence and mark Open found (Verify reports them)
 	space    *storedir.Floor
-	inflight inflightArtifacts           // artifact puts between their quota check and their charge
+	inflight quota.Inflight              // artifact puts between their quota check and their charge
 	failure  atomic.Pointer[failedError] // set once a sync failed
 	changes  changes                     // wakes Changed() watchers after each batch
 	outbox   changes                     // wakes NotificationsChanged() watchers (notify.go)

@@ -1,4 +1,9 @@
-package store
+// Package quota counts what a task's plugins make the store keep, per task,
+// and refuses a write that would take the task past its quota: key/value
+// entries (PutKV), artifacts (ChargeArtifact, and Inflight for the puts
+// between their check and their charge) and step outputs (ChargeOutput,
+// which turns an output that does not fit into a budget failure).
+package quota
 
 import (
 	"bytes"
@@ -7,14 +12,16 @@ import (
 	"sync"
 	"time"
 
+	"encoding/json"
+
 	"github.com/lhengine/lhengine/fault"
 	"github.com/lhengine/lhengine/ledger"
 	"github.com/lhengine/lhengine/store/internal/kv"
 )
 
-// Storage quotas. What a task's plugins make the store keep is counted per
-// task, in a record of its own that every write it limits updates in the
-// same transaction (never in the task record, which every commit rewrites):
+// What a task's plugins make the store keep is counted per task, in a
+// record of its own that every write it limits updates in the same
+// transaction (never in the task record, which every commit rewrites):
 //
 //	q/<task>/usage            Usage: bytes of key/value entries, artifacts and outputs
 //	q/<task>/blob/<sha256>    an artifact blob counted in the task's usage (once per task)
@@ -23,8 +30,8 @@ import (
 // A write that would take the usage past its limit is refused with a
 // *QuotaError and changes nothing.
 
-// usage reads a task's usage; zero when nothing was counted yet.
-func usage(t *kv.Tx, task string) (ledger.Usage, error) {
+// Usage reads a task's usage; zero when nothing was counted yet.
+func Usage(t *kv.Tx, task string) (ledger.Usage, error) {
 	var u ledger.Usage
 	err := t.GetJSON(kv.QuotaKey(task), &u)
 	if errors.Is(err, ledger.ErrNotFound) {
@@ -33,9 +40,9 @@ func usage(t *kv.Tx, task string) (ledger.Usage, error) {
 	return u, err
 }
 
-// charge adds n bytes to the counter *used of a task's usage u, or refuses
+// Charge adds n bytes to the counter *used of a task's usage u, or refuses
 // with a *QuotaError when that passes limit. The caller saves u.
-func charge(what string, used *int64, n, limit int64) error {
+func Charge(what string, used *int64, n, limit int64) error {
 	if n > 0 && *used+n > limit {
 		return &ledger.QuotaError{What: what, Used: *used, Add: n, Limit: limit}
 	}
@@ -46,33 +53,25 @@ func charge(what string, used *int64, n, limit int64) error {
 	return nil
 }
 
-// Usage returns what task id keeps in the store.
-func (r *reader) Usage(id string) (ledger.Usage, error) { return usage(r.t, id) }
-
-// OwnsArtifact reports whether task has stored the artifact ref: a unit of
-// it put that content (a provenance record of the task names it). Plugins
-// read only their own task's artifacts.
-func (s *Store) OwnsArtifact(task, ref string) (bool, error) {
+// Owns reports whether task has stored the artifact ref: a unit of it put
+// that content (a provenance record of the task names it).
+func Owns(t *kv.Tx, task, ref string) (owned bool, err error) {
 	hexSum, ok := strings.CutPrefix(ref, "sha256:")
 	if !ok || len(hexSum) != 64 {
 		return false, nil
 	}
-	owned := false
-	err := s.view(func(t *kv.Tx) error {
-		_, err := t.GetRaw(kv.ChargedKey(task, hexSum))
-		if err == nil {
-			owned = true
-			return nil
-		}
-		if !errors.Is(err, ledger.ErrNotFound) {
-			return err
-		}
-		// Artifacts stored before usage was counted have provenance only.
-		mid := []byte("/" + hexSum + "/")
-		return t.Scan([]byte("p/"+task+"/"), func(key, _ []byte) (bool, error) {
-			owned = bytes.Contains(key, mid)
-			return !owned, nil
-		})
+	_, err = t.GetRaw(kv.ChargedKey(task, hexSum))
+	if err == nil {
+		return true, nil
+	}
+	if !errors.Is(err, ledger.ErrNotFound) {
+		return false, err
+	}
+	// Artifacts stored before usage was counted have provenance only.
+	mid := []byte("/" + hexSum + "/")
+	err = t.Scan([]byte("p/"+task+"/"), func(key, _ []byte) (bool, error) {
+		owned = bytes.Contains(key, mid)
+		return !owned, nil
 	})
 	return owned, err
 }
@@ -80,14 +79,54 @@ func (s *Store) OwnsArtifact(task, ref string) (bool, error) {
 // kvSize is what a key/value entry counts against the kv quota.
 func kvSize(key string, value []byte) int64 { return int64(len(key) + len(value)) }
 
-// inflightArtifacts counts, per task, the artifact puts that passed their
+// PutKV writes a unit's own key/value entry (its lease checked by the
+// caller), durably. The entry's key and value count against the task's kv
+// quota of limit bytes (kv_bytes; an overwrite counts the difference); an
+// entry that does not fit is refused with a *QuotaError and nothing is
+// written.
+func PutKV(t *kv.Tx, l ledger.Lease, key string, value json.RawMessage, limit int64) error {
+	k := kv.UnitKVKey(l.Task, l.Step, l.Item, key)
+	size := kvSize(key, value)
+	if size > limit {
+		return &ledger.QuotaError{What: "kv_bytes", Add: size, Limit: limit}
+	}
+	u, err := Usage(t, l.Task)
+	if err != nil {
+		return err
+	}
+	delta := size
+	if old, err := t.GetRaw(k); err == nil {
+		delta -= kvSize(key, old)
+	} else if !errors.Is(err, ledger.ErrNotFound) {
+		return err
+	}
+	if err := Charge("kv_bytes", &u.KV, delta, limit); err != nil {
+		return err
+	}
+	t.Durable = true
+	if err := t.PutJSON(kv.QuotaKey(l.Task), u); err != nil {
+		return err
+	}
+	return t.Put(k, value)
+}
+
+// Inflight counts, per task, the artifact puts that passed their
 // quota check and have not been charged yet: their chunks are being written
 // outside any transaction, so a check must count them, or puts of one task at
 // once would each pass against the same usage and write more than its quota.
-type inflightArtifacts struct {
+type Inflight struct {
 	mu   sync.Mutex
 	puts map[string]map[string]*inflightBlob // task -> sha256 -> put in flight
-	hook func()                              // tests: called between a put's check and its writes
+	// Hook, when set, is called between a put's check and its writes
+	// (tests).
+	Hook func()
+}
+
+// Tasks is the number of tasks with puts in flight.
+func (f *Inflight) Tasks() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.puts)
 }
 
 type inflightBlob struct {
@@ -95,19 +134,19 @@ type inflightBlob struct {
 	refs int // puts of this content by the task in flight
 }
 
-// precheckArtifact refuses, before any chunk is written, an artifact of n
-// bytes that cannot fit the task's quota, counting the task's other puts in
-// flight; PutArtifact checks again in the transaction that counts it. Once it
-// passes, the put is in flight until release is called (after the charge).
-func (s *Store) precheckArtifact(task, hexSum string, n, limit int64) (release func(), err error) {
+// Precheck refuses, before any chunk is written, an artifact of n bytes
+// that cannot fit the task's quota, counting the task's other puts in
+// flight; ChargeArtifact checks again in the transaction that counts it.
+// Once it passes, the put is in flight until release is called (after the
+// charge).
+func (f *Inflight) Precheck(db *kv.DB, task, hexSum string, n, limit int64) (release func(), err error) {
 	if n > limit {
 		return nil, &ledger.QuotaError{What: "artifact_bytes", Add: n, Limit: limit}
 	}
-	f := &s.inflight
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	counted := false
-	err = s.view(func(t *kv.Tx) error {
+	err = db.View(func(t *kv.Tx) error {
 		if _, err := t.GetRaw(kv.ChargedKey(task, hexSum)); err == nil {
 			counted = true
 			return nil
@@ -117,7 +156,7 @@ func (s *Store) precheckArtifact(task, hexSum string, n, limit int64) (release f
 		if f.puts[task][hexSum] != nil {
 			return nil // counted in flight
 		}
-		u, err := usage(t, task)
+		u, err := Usage(t, task)
 		if err != nil {
 			return err
 		}
@@ -125,7 +164,7 @@ func (s *Store) precheckArtifact(task, hexSum string, n, limit int64) (release f
 		for _, b := range f.puts[task] {
 			used += b.size
 		}
-		return charge("artifact_bytes", &used, n, limit)
+		return Charge("artifact_bytes", &used, n, limit)
 	})
 	if err != nil {
 		return nil, err
@@ -157,18 +196,18 @@ func (s *Store) precheckArtifact(task, hexSum string, n, limit int64) (release f
 	}, nil
 }
 
-// chargeArtifact counts a blob of n bytes in the task's usage, once.
-func chargeArtifact(t *kv.Tx, task, hexSum string, n, limit int64) error {
+// ChargeArtifact counts a blob of n bytes in the task's usage, once.
+func ChargeArtifact(t *kv.Tx, task, hexSum string, n, limit int64) error {
 	if _, err := t.GetRaw(kv.ChargedKey(task, hexSum)); err == nil {
 		return nil
 	} else if !errors.Is(err, ledger.ErrNotFound) {
 		return err
 	}
-	u, err := usage(t, task)
+	u, err := Usage(t, task)
 	if err != nil {
 		return err
 	}
-	if err := charge("artifact_bytes", &u.Artifacts, n, limit); err != nil {
+	if err := Charge("artifact_bytes", &u.Artifacts, n, limit); err != nil {
 		return err
 	}
 	if err := t.Put(kv.ChargedKey(task, hexSum), nil); err != nil {
@@ -177,11 +216,11 @@ func chargeArtifact(t *kv.Tx, task, hexSum string, n, limit int64) error {
 	return t.PutJSON(kv.QuotaKey(task), u)
 }
 
-// chargeOutput counts a successful result's output in its task's usage. An
+// ChargeOutput counts a successful result's output in its task's usage. An
 // output that does not fit the task's output_bytes quota turns the result
 // into a failure of kind budget (not retried: the same output would not fit
 // again) and is not kept.
-func (s *Store) chargeOutput(t *kv.Tx, r *ledger.Result) error {
+func ChargeOutput(t *kv.Tx, r *ledger.Result) error {
 	if r.Failure != nil || r.Repair != nil {
 		return nil
 	}
@@ -190,7 +229,7 @@ func (s *Store) chargeOutput(t *kv.Tx, r *ledger.Result) error {
 	if err := t.GetJSON(kv.OutputLimitKey(task), &limit); err != nil && !errors.Is(err, ledger.ErrNotFound) {
 		return err
 	}
-	u, err := usage(t, task)
+	u, err := Usage(t, task)
 	if err != nil {
 		return err
 	}
@@ -199,7 +238,7 @@ func (s *Store) chargeOutput(t *kv.Tx, r *ledger.Result) error {
 		n = int64(len("null"))
 	}
 	var qe *ledger.QuotaError
-	if err := charge("output_bytes", &u.Outputs, n, limit); errors.As(err, &qe) {
+	if err := Charge("output_bytes", &u.Outputs, n, limit); errors.As(err, &qe) {
 		r.Failure = &ledger.Failure{Kind: fault.Budget, Message: "step output refused: " + qe.Error()}
 		r.Output, r.RetryAt, r.Counts, r.Notes = nil, time.Time{}, nil, nil
 		return nil
