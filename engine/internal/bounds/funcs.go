@@ -25,6 +25,7 @@ type estimate func(args []cty.Value) (elements, bytes int64, err error)
 // function's result is charged after it is built.
 var estimates = map[string]estimate{
 	"setproduct": estimateSetProduct,
+	"range":      estimateRange,
 	"flatten":    estimateFlatten,
 	"concat":     estimateConcat,
 	"join":       estimateJoin,

@@ -107,7 +107,7 @@ var baseFunctions = map[string]function.Function{
 	"length":          lengthFunc,
 	"lookup":          stdlib.LookupFunc,
 	"merge":           stdlib.MergeFunc,
-	"range":           stdlib.RangeFunc,
+	"range":           rangeFunc,
 	"reverse":         stdlib.ReverseListFunc,
 	"setintersection": stdlib.SetIntersectionFunc,
 	"setproduct":      stdlib.SetProductFunc,
