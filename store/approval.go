@@ -24,45 +24,6 @@ import (
 // "Approvals"). A pending approval that expires makes its unit claimable
 // at the expiry, so that whichever worker claims it applies on_expiry.
 
-// approvalSeq parses an approval id ("3") into its sequence number.
-func approvalSeq(id string) (uint64, error) {
-	n, err := strconv.ParseUint(id, 10, 64)
-	if err != nil || n == 0 {
-		return 0, fmt.Errorf("%w: approval %q (approval ids are numbers, as lhengine approvals lists them)", ledger.ErrNotFound, id)
-	}
-	return n, nil
-}
-
-// Approvals lists a task's approvals in the order they were asked for.
-func (r *reader) Approvals(id string) ([]ledger.Approval, error) {
-	var out []ledger.Approval
-	err := r.t.Scan([]byte("r/"+id+"/"), func(_, val []byte) (bool, error) {
-		var a ledger.Approval
-		if err := json.Unmarshal(val, &a); err != nil {
-			return false, err
-		}
-		out = append(out, a)
-		return true, nil
-	})
-	return out, err
-}
-
-// Approval returns approval id of task; ErrNotFound when there is none.
-func (r *reader) Approval(task, id string) (*ledger.Approval, error) {
-	n, err := approvalSeq(id)
-	if err != nil {
-		return nil, err
-	}
-	a := new(ledger.Approval)
-	if err := r.t.GetJSON(kv.ApprovalKey(task, n), a); err != nil {
-		if errors.Is(err, ledger.ErrNotFound) {
-			return nil, fmt.Errorf("%w: task %s has no approval %s", ledger.ErrNotFound, task, id)
-		}
-		return nil, err
-	}
-	return a, nil
-}
-
 // RequestApproval makes the unit of lease l wait for a person's decision:
 // it records a (the store sets its id, task, unit, state and created time),
 // gives the unit back without charging the attempt, and takes it out of
@@ -143,7 +104,7 @@ func (s *Store) DecideApproval(ctx context.Context, task, id string, approve boo
 	var out *ledger.Approval
 	var outTask *ledger.Task
 	err := s.update(ctx, func(t *kv.Tx) error {
-		n, err := approvalSeq(id)
+		n, err := kv.ApprovalSeq(id)
 		if err != nil {
 			return err
 		}
@@ -265,7 +226,7 @@ func (s *Store) CloseApproval(ctx context.Context, l ledger.Lease, id string, st
 		if err != nil {
 			return err
 		}
-		n, err := approvalSeq(id)
+		n, err := kv.ApprovalSeq(id)
 		if err != nil {
 			return err
 		}
@@ -308,7 +269,7 @@ func (s *Store) UseApproval(ctx context.Context, l ledger.Lease, id string) erro
 		if err != nil {
 			return err
 		}
-		n, err := approvalSeq(id)
+		n, err := kv.ApprovalSeq(id)
 		if err != nil {
 			return err
 		}

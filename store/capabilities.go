@@ -100,20 +100,6 @@ func (s *Store) ReadArtifact(ref string, offset int64, buf []byte) (int, int64, 
 	return n, size, err
 }
 
-// Artifacts lists the provenance records of a task's artifacts.
-func (r *reader) Artifacts(id string) ([]ledger.Provenance, error) {
-	var out []ledger.Provenance
-	err := r.t.Scan([]byte("p/"+id+"/"), func(_, val []byte) (bool, error) {
-		var p ledger.Provenance
-		if err := json.Unmarshal(val, &p); err != nil {
-			return false, err
-		}
-		out = append(out, p)
-		return true, nil
-	})
-	return out, err
-}
-
 // OwnsArtifact reports whether task has stored the artifact ref: a unit of
 // it put that content (a provenance record of the task names it). Plugins
 // read only their own task's artifacts.
@@ -157,20 +143,6 @@ func (s *Store) KVPut(ctx context.Context, l ledger.Lease, key string, value jso
 	})
 }
 
-// Notes returns a task's progress notes, oldest first.
-func (r *reader) Notes(id string) ([]ledger.Note, error) {
-	var out []ledger.Note
-	err := r.t.Scan([]byte("n/"+id+"/"), func(_, val []byte) (bool, error) {
-		var n ledger.Note
-		if err := json.Unmarshal(val, &n); err != nil {
-			return false, err
-		}
-		out = append(out, n)
-		return true, nil
-	})
-	return out, err
-}
-
 // Effect reads one journal entry.
 func (s *Store) Effect(task string, step, item int, key string) (*ledger.Effect, error) {
 	e := new(ledger.Effect)
@@ -192,20 +164,6 @@ func (s *Store) RecordEffect(ctx context.Context, l ledger.Lease, e *ledger.Effe
 		t.Durable = true
 		return t.PutJSON(kv.EffectKey(e.Task, e.Step, e.Item, e.Key), e)
 	})
-}
-
-// Effects lists a task's journal entries.
-func (r *reader) Effects(id string) ([]ledger.Effect, error) {
-	var out []ledger.Effect
-	err := r.t.Scan([]byte("j/"+id+"/"), func(_, val []byte) (bool, error) {
-		var e ledger.Effect
-		if err := json.Unmarshal(val, &e); err != nil {
-			return false, err
-		}
-		out = append(out, e)
-		return true, nil
-	})
-	return out, err
 }
 
 // ResolveEffect settles an effect whose outcome is unknown, as a human

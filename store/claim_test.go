@@ -14,6 +14,7 @@ import (
 	"github.com/lhengine/lhengine/ledger"
 	"github.com/lhengine/lhengine/store/internal/group"
 	"github.com/lhengine/lhengine/store/internal/kv"
+	"github.com/lhengine/lhengine/store/internal/read"
 )
 
 // claimOps runs claims as the operations of one group-commit batch, the way
@@ -260,10 +261,11 @@ func TestTaskCacheMatchesTheRecords(t *testing.T) {
 	task := b.submit(t, []ledger.StepState{{Name: "list"}, {Name: "each", FanOut: true, Limit: 4}, {Name: "end"}})
 	check := func() {
 		t.Helper()
-		require.NoError(t, b.s.Read(func(r ledger.Reader) error {
+		require.NoError(t, b.s.view(func(tx *kv.Tx) error {
+			r := read.New(tx)
 			got, err := r.Task(task.ID)
 			require.NoError(t, err)
-			want := storedTask(t, r.(*reader), task.ID)
+			want := storedTask(t, tx, task.ID)
 			require.Equal(t, want, got)
 			got.Steps[0].Done = 99 // a reader's copy is its own
 			again, err := r.Task(task.ID)
@@ -298,9 +300,9 @@ func TestTaskCacheMatchesTheRecords(t *testing.T) {
 
 // storedTask decodes a task from its stored bytes, without the ledger's
 // decoding or cache: the header, then one record per step.
-func storedTask(t *testing.T, r *reader, id string) *ledger.Task {
+func storedTask(t *testing.T, tx *kv.Tx, id string) *ledger.Task {
 	t.Helper()
-	raw, err := r.t.GetRaw(kv.TaskKey(id))
+	raw, err := tx.GetRaw(kv.TaskKey(id))
 	require.NoError(t, err)
 	want := new(ledger.Task)
 	require.NoError(t, json.Unmarshal(raw, want))
@@ -311,7 +313,7 @@ func storedTask(t *testing.T, r *reader, id string) *ledger.Task {
 	require.Positive(t, head.StepCount)
 	require.Empty(t, want.Steps, "the steps are not in the header")
 	for i := range head.StepCount {
-		raw, err := r.t.GetRaw(kv.StepKey(id, i))
+		raw, err := tx.GetRaw(kv.StepKey(id, i))
 		require.NoError(t, err)
 		var st ledger.StepState
 		require.NoError(t, json.Unmarshal(raw, &st))

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -17,28 +16,6 @@ import (
 // every reading (the handoff, status) verbatim. The task's objective and
 // constraints (the manifest), its steps' state and its attempts are not
 // notes and are out of a summary's reach by construction.
-
-// OpenNotes returns up to limit of a task's notes that a summary may
-// replace (not protected, not replaced yet), oldest first, after seq after
-// (-1 for from the start).
-func (r *reader) OpenNotes(id string, after int64, limit int) ([]ledger.Note, error) {
-	var out []ledger.Note
-	start := []byte("n/" + id + "/")
-	if after >= 0 {
-		start = kv.NoteKey(id, uint64(after)+1)
-	}
-	err := r.t.ScanFrom([]byte("n/"+id+"/"), start, func(_, val []byte) (bool, error) {
-		var n ledger.Note
-		if err := json.Unmarshal(val, &n); err != nil {
-			return false, err
-		}
-		if !ledger.Protected(n.Kind) && n.ReplacedBy == 0 {
-			out = append(out, n)
-		}
-		return len(out) < limit, nil
-	})
-	return out, err
-}
 
 // CompactNotes replaces the notes replaces of the task of lease l with one
 // summary note (kind summary, text summary, Replaces the list), in one

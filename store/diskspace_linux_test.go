@@ -101,8 +101,8 @@ func TestFullDiskRefusesWritesAndKeepsData(t *testing.T) {
 	reopen()
 	f.commitTasks(t, s, 1)
 	require.Equal(t, 6, countTasks(t, s))
-	require.NoError(t, s.Read(func(r ledger.Reader) error {
-		_, err := r.(*reader).t.GetRaw(fmt.Appendf(nil, "x/%08d", n-1))
+	require.NoError(t, s.view(func(tx *kv.Tx) error {
+		_, err := tx.GetRaw(fmt.Appendf(nil, "x/%08d", n-1))
 		return err
 	}))
 	require.NoError(t, s.Close())

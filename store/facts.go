@@ -21,19 +21,6 @@ func orNone(s string) string {
 	return s
 }
 
-// Facts returns the facts recorded for task id; nil when it has none (a
-// task without an environment block).
-func (r *reader) Facts(id string) (*ledger.Facts, error) {
-	f := new(ledger.Facts)
-	if err := r.t.GetJSON(kv.FactsKey(id), f); err != nil {
-		if errors.Is(err, ledger.ErrNotFound) {
-			return nil, nil
-		}
-		return nil, err
-	}
-	return f, nil
-}
-
 // CheckFacts compares values, the task's facts read by the holder of lease
 // l just before running it, with the recorded ones. When none changed it
 // returns no changes, and the unit runs. Otherwise, in one transaction, it

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"encoding/json"
 	"fmt"
 
 	"github.com/lhengine/lhengine/ledger"
@@ -31,35 +30,6 @@ func (s *Store) failItem(t *kv.Tx, task *ledger.Task, step int, f *ledger.Failur
 		return s.advance(t, task)
 	}
 	return nil
-}
-
-// FailedItems returns the failed items of the current pass of every fan-out
-// step of a task, in step and item order.
-func (r *reader) FailedItems(id string) ([]ledger.FailedItem, error) {
-	task, err := r.Task(id)
-	if err != nil {
-		return nil, err
-	}
-	out := []ledger.FailedItem{}
-	for i, st := range task.Steps {
-		if st.Failed == 0 {
-			continue
-		}
-		err := r.t.Scan(kv.UnitStepPrefix(id, i), func(key, val []byte) (bool, error) {
-			u := new(ledger.Unit)
-			if err := json.Unmarshal(val, u); err != nil {
-				return false, fmt.Errorf("unit record %s: %w", key, err)
-			}
-			if u.Pass == st.Pass && u.State == ledger.UnitFailed {
-				out = append(out, ledger.FailedItem{Step: st.Name, Item: u.Item, Key: u.Key, Value: u.Value, Attempt: u.Attempt, Failure: u.Failure})
-			}
-			return true, nil
-		})
-		if err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
 }
 
 // firstFailedItems returns the index of the first step up to the task's

@@ -20,6 +20,7 @@ import (
 	"github.com/lhengine/lhengine/store/internal/index"
 	"github.com/lhengine/lhengine/store/internal/kv"
 	"github.com/lhengine/lhengine/store/internal/quota"
+	"github.com/lhengine/lhengine/store/internal/read"
 )
 
 // Submit creates a queued task and plans its first step, after storing the
@@ -921,7 +922,7 @@ func (s *Store) advance(t *kv.Tx, task *ledger.Task) error {
 			return err
 		}
 		if cur == task.StepCount()-1 {
-			out, err := (&reader{t: t}).StepOutputOf(task, outputStep(t, task))
+			out, err := read.New(t).StepOutputOf(task, outputStep(t, task))
 			if err != nil {
 				return err
 			}
@@ -1070,7 +1071,7 @@ func (s *Store) planTask(ctx context.Context, id string) (done bool, err error) 
 			task = nil
 			return nil
 		}
-		items, perr = s.plan(ctx, &reader{t: t}, task, task.Cursor)
+		items, perr = s.plan(ctx, read.New(t), task, task.Cursor)
 		return nil
 	})
 	if errors.Is(err, ledger.ErrNotFound) {

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -201,20 +200,4 @@ func (s *Store) modelEvent(t *kv.Tx, task *ledger.Task, c *ledger.ModelCall, att
 			c.Model, c.ModelID, c.Key, c.InputTokens, c.OutputTokens, c.Cost, how),
 		Model: &ledger.ModelCallEvent{Model: c.Model, ModelID: c.ModelID, Key: c.Key, InputTokens: c.InputTokens,
 			OutputTokens: c.OutputTokens, Cost: c.Cost, Replayed: replayed}})
-}
-
-// ModelCalls lists a task's model journal entries, by step, item and
-// request hash: the recorded responses and the intents of calls being sent
-// (State ModelSending).
-func (r *reader) ModelCalls(id string) ([]ledger.ModelCall, error) {
-	var out []ledger.ModelCall
-	err := r.t.Scan([]byte("g/"+id+"/"), func(_, val []byte) (bool, error) {
-		var c ledger.ModelCall
-		if err := json.Unmarshal(val, &c); err != nil {
-			return false, err
-		}
-		out = append(out, c)
-		return true, nil
-	})
-	return out, err
 }

@@ -88,20 +88,6 @@ func (s *Store) PendingNotifications(max int, skip func(task string) bool) ([]le
 	return out, s.awaitSynced(want)
 }
 
-// Notifications lists a task's outbox entries, in event order.
-func (r *reader) Notifications(id string) ([]ledger.Notification, error) {
-	var out []ledger.Notification
-	err := r.t.Scan([]byte("x/"+id+"/"), func(_, val []byte) (bool, error) {
-		var n ledger.Notification
-		if err := json.Unmarshal(val, &n); err != nil {
-			return false, err
-		}
-		out = append(out, n)
-		return true, nil
-	})
-	return out, err
-}
-
 // notifying reads n's outbox entry and its journal entry (nil when none)
 // in t. A notification no longer in the outbox (delivered, or its task
 // removed or being removed) is ErrNotFound.

@@ -325,8 +325,8 @@ func TestValueLogGCSyncsBeforeItDeletes(t *testing.T) {
 	}
 	require.Positive(t, deleted)
 	for i := 0; i < 40; i += 8 {
-		require.NoError(t, s.Read(func(r ledger.Reader) error {
-			v, err := r.(*reader).t.GetRaw(fmt.Appendf(nil, "x/%03d", i))
+		require.NoError(t, s.view(func(tx *kv.Tx) error {
+			v, err := tx.GetRaw(fmt.Appendf(nil, "x/%03d", i))
 			require.NoError(t, err)
 			require.Equal(t, big, v)
 			return nil

@@ -123,8 +123,8 @@ func TestTasksOfTheEarlierLayoutReadAndRun(t *testing.T) {
 	require.Equal(t, 3, got.Steps[1].Done)
 	require.Zero(t, got.Steps[1].Leased)
 	require.Zero(t, got.Leases)
-	require.NoError(t, s.Read(func(r ledger.Reader) error {
-		require.Equal(t, got, storedTask(t, r.(*reader), running.ID))
+	require.NoError(t, s.view(func(tx *kv.Tx) error {
+		require.Equal(t, got, storedTask(t, tx, running.ID))
 		return nil
 	}))
 
@@ -251,8 +251,8 @@ func TestCommittedTasksMatchTheRecords(t *testing.T) {
 	task := b.submit(t, []ledger.StepState{{Name: "list"}, {Name: "each", FanOut: true, Limit: 4}, {Name: "end"}, {Name: "last"}})
 	check := func(got *ledger.Task) {
 		t.Helper()
-		require.NoError(t, b.s.Read(func(r ledger.Reader) error {
-			require.Equal(t, storedTask(t, r.(*reader), task.ID), got)
+		require.NoError(t, b.s.view(func(tx *kv.Tx) error {
+			require.Equal(t, storedTask(t, tx, task.ID), got)
 			return nil
 		}))
 	}

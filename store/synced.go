@@ -6,6 +6,7 @@ import (
 	"github.com/lhengine/lhengine/internal/holdpoint"
 	"github.com/lhengine/lhengine/ledger"
 	"github.com/lhengine/lhengine/store/internal/kv"
+	"github.com/lhengine/lhengine/store/internal/read"
 )
 
 // syncedCommits tells what a reader saw apart from what is on disk.
@@ -45,7 +46,7 @@ func (s *Store) ReadSynced(fn func(r ledger.Reader) error) error {
 		// Read after the snapshot was taken: every commit it shows had
 		// begun by now.
 		want = s.commits.started.Load()
-		return fn(&reader{t: t})
+		return fn(read.New(t))
 	})
 	if werr := s.awaitSynced(want); werr != nil {
 		return werr

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -183,39 +182,4 @@ func outputStep(t *kv.Tx, task *ledger.Task) int {
 		i--
 	}
 	return i
-}
-
-// WindowOutputs returns, as a JSON list in the order given, the committed
-// outputs of the items of step (the anchor of a window step) in its current
-// pass: what a window unit reads as its anchor's output. It gives up with
-// ErrTooLarge past max bytes (max < 0: no limit).
-func (r *reader) WindowOutputs(task *ledger.Task, step int, items []int, max int64) (json.RawMessage, error) {
-	st := *r.t.Step(task, step)
-	if r.t.Err() != nil {
-		return nil, r.t.Err()
-	}
-	var buf bytes.Buffer
-	buf.WriteByte('[')
-	for n, item := range items {
-		u := new(ledger.Unit)
-		if err := r.t.GetJSON(kv.UnitKey(task.ID, step, item), u); err != nil {
-			return nil, fmt.Errorf("unit %d of step %q: %w", item, st.Name, err)
-		}
-		if u.Pass != st.Pass || u.State != ledger.UnitDone {
-			return nil, fmt.Errorf("unit %d of step %q is %s in pass %d, not committed in pass %d: %w", item, st.Name, u.State, u.Pass, st.Pass, ledger.ErrNotFound)
-		}
-		a, err := r.Attempt(task.ID, step, item, u.Committed)
-		if err != nil {
-			return nil, err
-		}
-		if max >= 0 && int64(buf.Len()+len(a.Output)+2) > max {
-			return nil, fmt.Errorf("%w: the outputs of %d units of step %q are more than %d bytes", ledger.ErrTooLarge, len(items), st.Name, max)
-		}
-		if n > 0 {
-			buf.WriteByte(',')
-		}
-		buf.Write(a.Output)
-	}
-	buf.WriteByte(']')
-	return json.RawMessage(buf.Bytes()), nil
 }

@@ -8,6 +8,7 @@ package kv
 
 import (
 	"fmt"
+	"strconv"
 
 	"github.com/lhengine/lhengine/ledger"
 )
@@ -87,6 +88,16 @@ func IdemKey(k string) []byte { return []byte("k/" + k) }
 
 // ApprovalKey is the key of a task's approval n.
 func ApprovalKey(task string, n uint64) []byte { return fmt.Appendf(nil, "r/%s/%016x", task, n) }
+
+// ApprovalSeq parses an approval id ("3") into its sequence number, the n
+// of its ApprovalKey.
+func ApprovalSeq(id string) (uint64, error) {
+	n, err := strconv.ParseUint(id, 10, 64)
+	if err != nil || n == 0 {
+		return 0, fmt.Errorf("%w: approval %q (approval ids are numbers, as lhengine approvals lists them)", ledger.ErrNotFound, id)
+	}
+	return n, nil
+}
 
 // FactsKey is the key of a task's facts.
 func FactsKey(task string) []byte { return []byte("f/" + task + "/values") }
