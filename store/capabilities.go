@@ -2,12 +2,9 @@ package store
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/lhengine/lhengine/ledger"
@@ -22,11 +19,6 @@ import (
 // ride in the unit's commit (Result.Counts, Result.Notes) so a retried unit
 // never counts twice.
 
-type blobMeta struct {
-	Size   int64 `json:"size"`
-	Chunks int   `json:"chunks"`
-}
-
 // PutArtifact stores data (deduplicated by its sha256) and records its
 // provenance; it returns the ref "sha256:<hex>". The same unit putting the
 // same content under the same name again (a retry) updates one provenance
@@ -36,68 +28,14 @@ type blobMeta struct {
 // limit bytes (artifact_bytes); content that does not fit is refused with a
 // *QuotaError before anything is written.
 func (s *Store) PutArtifact(ctx context.Context, p ledger.Provenance, data []byte, limit int64) (string, error) {
-	sum := sha256.Sum256(data)
-	hexSum := hex.EncodeToString(sum[:])
-	p.Ref, p.Size = "sha256:"+hexSum, int64(len(data))
-	release, err := s.inflight.Precheck(s.kv, p.Task, hexSum, p.Size, limit)
-	if err != nil {
-		return "", err
-	}
-	defer release()
-	if s.inflight.Hook != nil {
-		s.inflight.Hook()
-	}
-	if p.Time.IsZero() {
-		p.Time = s.now()
-	}
-	if p.Policies == nil {
-		p.Policies = []string{}
-	}
-	// Held until the provenance record refers to the blob (see holdBlobs).
-	defer holdBlobs()()
-	if _, err := s.putBlob(ctx, hexSum, data); err != nil {
-		return "", err
-	}
-	err = s.update(ctx, func(t *kv.Tx) error {
-		t.Durable = true
-		if err := quota.ChargeArtifact(t, p.Task, hexSum, p.Size, limit); err != nil {
-			return err
-		}
-		return t.PutJSON(kv.ProvKey(p.Task, p.Step, p.Item, hexSum, p.Name), p)
-	})
-	if err != nil {
-		return "", err
-	}
-	return p.Ref, nil
+	return s.blobs.PutArtifact(ctx, &s.inflight, p, data, limit)
 }
 
 // ReadArtifact copies up to len(buf) bytes of the artifact ref, starting at
 // offset, into buf; it returns the number copied (0 at the end) and the
 // artifact's size. ErrNotFound for an unknown ref.
 func (s *Store) ReadArtifact(ref string, offset int64, buf []byte) (int, int64, error) {
-	hexSum, ok := strings.CutPrefix(ref, "sha256:")
-	if !ok || len(hexSum) != 64 {
-		return 0, 0, fmt.Errorf("artifact ref %q: want sha256:<64 hex digits>: %w", ref, ledger.ErrNotFound)
-	}
-	var n int
-	var size int64
-	err := s.view(func(t *kv.Tx) error {
-		var m blobMeta
-		if err := t.GetJSON(kv.BlobKey(hexSum), &m); err != nil {
-			return fmt.Errorf("artifact %s: %w", ref, err)
-		}
-		size = m.Size
-		for n < len(buf) && offset+int64(n) < m.Size {
-			pos := offset + int64(n)
-			chunk, err := t.GetRaw(kv.ChunkKey(hexSum, int(pos/ledger.ArtifactChunk)))
-			if err != nil {
-				return fmt.Errorf("artifact %s chunk %d: %w", ref, pos/ledger.ArtifactChunk, err)
-			}
-			n += copy(buf[n:], chunk[pos%ledger.ArtifactChunk:])
-		}
-		return nil
-	})
-	return n, size, err
+	return s.blobs.ReadAt(ref, offset, buf)
 }
 
 // OwnsArtifact reports whether task has stored the artifact ref: a unit of

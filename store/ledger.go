@@ -17,6 +17,7 @@ import (
 
 	"github.com/lhengine/lhengine/fault"
 	"github.com/lhengine/lhengine/ledger"
+	"github.com/lhengine/lhengine/store/internal/blob"
 	"github.com/lhengine/lhengine/store/internal/index"
 	"github.com/lhengine/lhengine/store/internal/kv"
 	"github.com/lhengine/lhengine/store/internal/quota"
@@ -29,11 +30,11 @@ import (
 // key named an existing one).
 func (s *Store) Submit(ctx context.Context, nt ledger.NewTask) (*ledger.Task, bool, error) {
 	if nt.Modules != nil || nt.Replay != nil || nt.Manifest.ModelReplay != nil {
-		defer holdBlobs()()
-		if err := s.putModules(ctx, nt, nt.Modules); err != nil {
+		defer blob.Hold()()
+		if err := s.blobs.PutModules(ctx, nt, nt.Modules); err != nil {
 			return nil, false, err
 		}
-		if err := s.putReplay(ctx, nt); err != nil {
+		if err := s.blobs.PutReplay(ctx, nt); err != nil {
 			return nil, false, err
 		}
 	}

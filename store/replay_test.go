@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/ledger"
+	"github.com/lhengine/lhengine/store/internal/blob"
 	"github.com/lhengine/lhengine/store/internal/kv"
 )
 
@@ -112,6 +113,6 @@ func TestReplaySetRefusals(t *testing.T) {
 	_, _, err = b.s.Submit(b.ctx, ledger.NewTask{Name: "t", Steps: plainSteps("a"), Manifest: ledger.Manifest{Plugins: map[string]ledger.PluginPin{}}, Replay: set})
 	require.ErrorContains(t, err, "does not pin the replay set")
 
-	_, err = parseReplayIndex("x", []byte(strings.Repeat("a", 64)+"\n"))
+	_, err = blob.ParseReplayIndex("x", []byte(strings.Repeat("a", 64)+"\n"))
 	require.ErrorContains(t, err, "the store is damaged")
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/lhengine/lhengine/internal/crashpoint"
 	"github.com/lhengine/lhengine/ledger"
+	"github.com/lhengine/lhengine/store/internal/blob"
 	"github.com/lhengine/lhengine/store/internal/kv"
 )
 
@@ -112,8 +113,8 @@ const crashAfterDeleteBatch = "store.after_delete_batch"
 // no manifest refers to, the chunks left by puts that never finished, and
 // then runs Badger's value-log GC until it has nothing left to rewrite.
 //
-// It is safe while workers of the same store run: blob writers hold blobMu
-// shared from their existence check until their referring record is
+// It is safe while workers of the same store run: blob writers hold the
+// blob lock (blob.Hold) shared from their existence check until their referring record is
 // committed, and GC holds it exclusively while it decides and deletes, so
 // every chunk without a blob record that GC sees was left by a put that is
 // over. Puts wait while GC deletes.
@@ -179,12 +180,11 @@ func (s *Store) valueLogGC(ctx context.Context) error {
 }
 
 func (s *Store) collectBlobs(ctx context.Context, st *ledger.GCStats) error {
-	blobMu.Lock()
-	defer blobMu.Unlock()
+	defer blob.LockAll()()
 	used := map[string]bool{}
-	blobs := map[string]blobMeta{}
+	blobs := map[string]blob.Meta{}
 	chunked := map[string]bool{}
-	replays := map[string]bool{} // replay sets pinned (replay.go)
+	replays := map[string]bool{} // replay sets pinned (internal/blob)
 	err := s.view(func(t *kv.Tx) error {
 		if err := t.Scan([]byte("m/"), func(_, val []byte) (bool, error) {
 			var m ledger.Manifest
@@ -212,7 +212,7 @@ func (s *Store) collectBlobs(ctx context.Context, st *ledger.GCStats) error {
 			return err
 		}
 		if err := t.Scan([]byte("B/"), func(key, val []byte) (bool, error) {
-			var m blobMeta
+			var m blob.Meta
 			if err := json.Unmarshal(val, &m); err != nil {
 				return false, err
 			}
@@ -243,7 +243,7 @@ func (s *Store) collectBlobs(ctx context.Context, st *ledger.GCStats) error {
 		return err
 	}
 	for set := range replays {
-		if err := s.replayBlobs(set, used); err != nil {
+		if err := s.blobs.ReplayBlobs(set, used); err != nil {
 			return err
 		}
 	}

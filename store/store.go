@@ -20,6 +20,7 @@ import (
 	"github.com/lhengine/lhengine/internal/diskfree"
 	"github.com/lhengine/lhengine/internal/holdpoint"
 	"github.com/lhengine/lhengine/ledger"
+	"github.com/lhengine/lhengine/store/internal/blob"
 	"github.com/lhengine/lhengine/store/internal/filecheck"
 	"github.com/lhengine/lhengine/store/internal/group"
 	"github.com/lhengine/lhengine/store/internal/index"
@@ -110,6 +111,7 @@ type Store struct {
 	mark     *filecheck.Marker // high-water mark; nil for in-memory or unsynced stores
 	opened   openedMark        // the sync sequence and mark Open found (Verify reports them)
 	space    *storedir.Floor
+	blobs    blob.Store                  // modules, artifacts, replay sets
 	inflight quota.Inflight              // artifact puts between their quota check and their charge
 	failure  atomic.Pointer[failedError] // set once a sync failed
 	changes  changes                     // wakes Changed() watchers after each batch
@@ -322,6 +324,7 @@ func Open(dir string, o Options) (*Store, error) {
 		s.syncFn = func() error { return o.syncFn(fn) }
 	}
 	s.kv = kv.New(db, s.logs)
+	s.blobs = blob.Store{DB: s.kv, Update: s.update, Now: s.now}
 	if !o.InMemory {
 		if err := s.checkHighWater(o); err != nil {
 			db.Close()

@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/lhengine/lhengine/ledger"
+	"github.com/lhengine/lhengine/store/internal/blob"
 	"github.com/lhengine/lhengine/store/internal/filecheck"
 	"github.com/lhengine/lhengine/store/internal/kv"
 )
@@ -106,7 +107,7 @@ func countSuffix(dir, suffix string) int {
 func (s *Store) scrub(rep *Report) []Finding {
 	c := &scrubbed{
 		tasks: map[string]*ledger.Task{}, owned: map[string][]string{}, stepRecs: map[string]int{},
-		manifests: map[string]*ledger.Manifest{}, blobs: map[string]*blobMeta{}, chunks: map[string]int{},
+		manifests: map[string]*ledger.Manifest{}, blobs: map[string]*blob.Meta{}, chunks: map[string]int{},
 	}
 	if err := s.db.View(func(txn *badger.Txn) error { return c.read(txn, rep) }); err != nil {
 		c.add("checksum", "", "scan stopped: %s", filecheck.FirstLine(err))
@@ -127,8 +128,8 @@ type scrubbed struct {
 	owned     map[string][]string // task id -> first key of each kind that names it
 	stepRecs  map[string]int      // task id -> step records
 	manifests map[string]*ledger.Manifest
-	blobs     map[string]*blobMeta // sha256 -> its meta record
-	chunks    map[string]int       // sha256 -> chunk records
+	blobs     map[string]*blob.Meta // sha256 -> its meta record
+	chunks    map[string]int        // sha256 -> chunk records
 	findings  []Finding
 }
 
@@ -206,7 +207,7 @@ func (c *scrubbed) record(key string, val []byte) {
 	case "p":
 		v = new(ledger.Provenance)
 	case "B":
-		b := new(blobMeta)
+		b := new(blob.Meta)
 		c.blobs[id], v = b, b
 	case "b":
 		c.chunks[id]++

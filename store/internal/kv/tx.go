@@ -1,6 +1,7 @@
 package kv
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -48,6 +49,12 @@ func (d *DB) Tx(txn *badger.Txn, rw bool, b *Batch) *Tx { return &Tx{txn: txn, d
 func (d *DB) View(fn func(*Tx) error) error {
 	return d.db.View(func(txn *badger.Txn) error { return d.Tx(txn, false, nil).Run(fn) })
 }
+
+// Update runs fn in a read-write transaction of the store's group commit,
+// which makes it durable before it returns when fn sets Tx.Durable. fn may
+// run more than once: it must derive everything from what it reads
+// through its Tx.
+type Update func(ctx context.Context, fn func(*Tx) error) error
 
 // Run runs fn in t. A record fn could not read (Err) fails it, whatever fn
 // returned.
