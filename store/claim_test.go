@@ -406,7 +406,7 @@ func TestATaskBeingRemovedIsNeverRetried(t *testing.T) {
 	_, err := b.s.Cancel(b.ctx, task.ID, "")
 	require.NoError(t, err)
 	// A removal cut short (or still going) after its first transaction.
-	require.NoError(t, b.s.markRemoving(b.ctx, task.ID))
+	require.NoError(t, b.s.retention.MarkRemoving(b.ctx, task.ID))
 	_, err = b.s.Retry(b.ctx, task.ID, -1, "")
 	require.ErrorContains(t, err, "being removed")
 	require.NoError(t, b.s.Remove(b.ctx, task.ID))

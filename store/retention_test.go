@@ -14,6 +14,7 @@ import (
 
 	"github.com/lhengine/lhengine/ledger"
 	"github.com/lhengine/lhengine/store/internal/kv"
+	"github.com/lhengine/lhengine/store/internal/retention"
 )
 
 // allKeys returns every key of the store.
@@ -101,7 +102,7 @@ func TestRemoveCutShortIsFinishedByRemove(t *testing.T) {
 	b := setup(t)
 	task := b.fullTask(t, "")
 	require.NoError(t, b.s.update(b.ctx, func(tx *kv.Tx) error {
-		for i := range 2*removeBatch + 10 {
+		for i := range 2*retention.RemoveBatch + 10 {
 			if err := tx.Put(kv.NoteKey(task.ID, uint64(1000+i)), []byte(`{}`)); err != nil {
 				return err
 			}
@@ -112,9 +113,9 @@ func TestRemoveCutShortIsFinishedByRemove(t *testing.T) {
 	require.NoError(t, err)
 
 	// Half a removal: one batch of one table.
-	n, _, err := b.s.deleteAllLimit(b.ctx, []byte("n/"+task.ID+"/"), 1)
+	n, _, err := b.s.retention.DeleteAll(b.ctx, 1, []byte("n/"+task.ID+"/"))
 	require.NoError(t, err)
-	require.Equal(t, removeBatch, n)
+	require.Equal(t, retention.RemoveBatch, n)
 	got, err := b.s.Task(b.ctx, task.ID)
 	require.NoError(t, err, "the task record goes last")
 	require.Equal(t, ledger.Cancelled, got.Status)

@@ -27,6 +27,7 @@ import (
 	"github.com/lhengine/lhengine/store/internal/kv"
 	"github.com/lhengine/lhengine/store/internal/logsync"
 	"github.com/lhengine/lhengine/store/internal/quota"
+	"github.com/lhengine/lhengine/store/internal/retention"
 	"github.com/lhengine/lhengine/store/internal/storedir"
 )
 
@@ -100,23 +101,24 @@ type Store struct {
 	syncer     logsync.Coalescer
 	durableOps atomic.Int64 // operations released only after a sync
 
-	dir      string
-	readOnly bool
-	syncFn   func() error      // the disk sync: logs.Sync (db.Sync on Windows), wrapped by tests
-	logs     *logsync.Logs     // nil unless the store syncs
-	seq      uint64            // number of the latest sync (only syncDisk changes it)
-	synced   atomic.Uint64     // number of the latest sync that succeeded
-	commits  syncedCommits     // which commits are on disk (ReadSynced)
-	roErr    error             // why writes are refused (read-only store)
-	mark     *filecheck.Marker // high-water mark; nil for in-memory or unsynced stores
-	opened   openedMark        // the sync sequence and mark Open found (Verify reports them)
-	space    *storedir.Floor
-	blobs    blob.Store                  // modules, artifacts, replay sets
-	inflight quota.Inflight              // artifact puts between their quota check and their charge
-	failure  atomic.Pointer[failedError] // set once a sync failed
-	changes  changes                     // wakes Changed() watchers after each batch
-	outbox   changes                     // wakes NotificationsChanged() watchers (notify.go)
-	lock     *storedir.Lock              // held from before the checks until Close
+	dir       string
+	readOnly  bool
+	syncFn    func() error      // the disk sync: logs.Sync (db.Sync on Windows), wrapped by tests
+	logs      *logsync.Logs     // nil unless the store syncs
+	seq       uint64            // number of the latest sync (only syncDisk changes it)
+	synced    atomic.Uint64     // number of the latest sync that succeeded
+	commits   syncedCommits     // which commits are on disk (ReadSynced)
+	roErr     error             // why writes are refused (read-only store)
+	mark      *filecheck.Marker // high-water mark; nil for in-memory or unsynced stores
+	opened    openedMark        // the sync sequence and mark Open found (Verify reports them)
+	space     *storedir.Floor
+	blobs     blob.Store                  // modules, artifacts, replay sets
+	retention retention.Retention         // Remove, GC, ReclaimSpace
+	inflight  quota.Inflight              // artifact puts between their quota check and their charge
+	failure   atomic.Pointer[failedError] // set once a sync failed
+	changes   changes                     // wakes Changed() watchers after each batch
+	outbox    changes                     // wakes NotificationsChanged() watchers (notify.go)
+	lock      *storedir.Lock              // held from before the checks until Close
 }
 
 // failed returns the store's failure, or nil.
@@ -325,6 +327,7 @@ func Open(dir string, o Options) (*Store, error) {
 	}
 	s.kv = kv.New(db, s.logs)
 	s.blobs = blob.Store{DB: s.kv, Update: s.update, Now: s.now}
+	s.retention = retention.Retention{DB: s.kv, Badger: db, Logs: s.logs, Update: s.update, Blobs: &s.blobs}
 	if !o.InMemory {
 		if err := s.checkHighWater(o); err != nil {
 			db.Close()
