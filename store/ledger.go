@@ -1409,20 +1409,6 @@ func (s *Store) Cancel(ctx context.Context, id, reason string) (*ledger.Task, er
 	return out, err
 }
 
-// event appends an event to the task's log. The caller saves the task.
-func (s *Store) event(t *kv.Tx, task *ledger.Task, e ledger.Event) error {
-	e.Seq = task.NextEvent
-	task.NextEvent++
-	if e.Time.IsZero() {
-		e.Time = s.now()
-	}
-	task.UpdatedAt = e.Time
-	if err := s.notifyEvent(t, task, e); err != nil { // notify.go: its outbox entry, in this transaction
-		return err
-	}
-	return t.PutJSON(kv.EventKey(task.ID, e.Seq), e)
-}
-
 func earliest(a, b time.Time) time.Time {
 	if a.IsZero() || (!b.IsZero() && b.Before(a)) {
 		return b

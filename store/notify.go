@@ -3,54 +3,27 @@ package store
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
-	"slices"
-	"strings"
-
-	"github.com/dgraph-io/badger/v4"
 
 	"github.com/lhengine/lhengine/ledger"
-	"github.com/lhengine/lhengine/store/internal/index"
 	"github.com/lhengine/lhengine/store/internal/kv"
+	"github.com/lhengine/lhengine/store/internal/outbox"
 )
 
-// Notifications (a task's notify block, specs/task-language.md).
-//
-// The event writer (Store.event) puts an outbox entry beside every event of
-// a type the task's NotifySpec lists, in the event's own transaction:
-//
-//	x/<task>/<event seq>            Notification: waiting to be delivered
-//	j/<task>/notify/<event seq>     Effect: its delivery's journal entry
-//
-// So there is exactly one entry per event: a notification is never lost
-// with a crash and never made twice for one event. A sender (the engine's)
-// reads the entries (PendingNotifications), journals an intent before each
-// POST (NotifyIntent) and records the outcome and deletes the entry in one
-// transaction (NotifyOutcome); an answer that leaves it open keeps it
-// (NotifyRetry). An intent without outcome, left by a crash, is sent again
-// under the same Idempotency-Key: a receiver that honours the key sees one
-// delivery per event.
+// Notifications (a task's notify block, specs/task-language.md): every
+// event of a type the task's notify block lists gets an outbox entry in
+// the event's own transaction, and its delivery is journaled as an http
+// effect (internal/outbox).
 
-// notifyEvent puts the outbox entry of e when the task's notify block lists
-// e's type; Store.event calls it for every event, in the event's
-// transaction.
-func (s *Store) notifyEvent(t *kv.Tx, task *ledger.Task, e ledger.Event) error {
-	if task.Notify == nil || !slices.Contains(task.Notify.Events, e.Type) {
-		return nil
-	}
-	n := ledger.Notification{Task: task.ID, Name: task.Name, URL: task.Notify.URL, Event: e, Status: task.Status, Reason: task.Reason}
-	if err := t.PutJSON(kv.OutboxKey(task.ID, e.Seq), &n); err != nil {
-		return err
-	}
-	t.After(func(*index.Index) { s.outbox.notify() })
-	return nil
+// event appends an event to the task's log, with its outbox entry. The
+// caller saves the task.
+func (s *Store) event(t *kv.Tx, task *ledger.Task, e ledger.Event) error {
+	return s.events.Append(t, task, e)
 }
 
 // NotificationsChanged returns a channel closed when an outbox entry is
 // next written: take it before PendingNotifications, then wait on it, to
 // miss none.
-func (s *Store) NotificationsChanged() <-chan struct{} { return s.outbox.current() }
+func (s *Store) NotificationsChanged() <-chan struct{} { return s.notified.current() }
 
 // PendingNotifications returns the first outbox entry of each task that
 // has one, oldest task first, skipping the tasks skip reports true for (nil
@@ -63,54 +36,14 @@ func (s *Store) PendingNotifications(max int, skip func(task string) bool) ([]le
 	var want uint64
 	err := s.view(func(t *kv.Tx) error {
 		want = s.commits.started.Load() // as ReadSynced: every commit the snapshot shows had begun
-		opts := badger.DefaultIteratorOptions
-		opts.Prefix = []byte("x/")
-		opts.PrefetchValues = false
-		it := t.Txn().NewIterator(opts)
-		defer it.Close()
-		for it.Rewind(); it.Valid() && (max <= 0 || len(out) < max); {
-			key := string(it.Item().Key())
-			task, _, _ := strings.Cut(strings.TrimPrefix(key, "x/"), "/")
-			if skip == nil || !skip(task) {
-				var n ledger.Notification
-				if err := kv.ItemValue(it.Item(), func(v []byte) error { return json.Unmarshal(v, &n) }); err != nil {
-					return fmt.Errorf("outbox entry %s: %w", key, err)
-				}
-				out = append(out, n)
-			}
-			it.Seek([]byte("x/" + task + "0")) // '0' follows '/': the next task's first entry
-		}
-		return nil
+		var err error
+		out, err = outbox.Pending(t, max, skip)
+		return err
 	})
 	if err != nil || len(out) == 0 {
 		return out, err // nothing to send: no sync to wait for
 	}
 	return out, s.awaitSynced(want)
-}
-
-// notifying reads n's outbox entry and its journal entry (nil when none)
-// in t. A notification no longer in the outbox (delivered, or its task
-// removed or being removed) is ErrNotFound.
-func (s *Store) notifying(t *kv.Tx, n *ledger.Notification) (*ledger.Notification, *ledger.Effect, error) {
-	cur := new(ledger.Notification)
-	if err := t.GetJSON(kv.OutboxKey(n.Task, n.Event.Seq), cur); err != nil {
-		return nil, nil, fmt.Errorf("notification %s: %w", n.IdempotencyKey(), err)
-	}
-	task := new(ledger.Task)
-	if err := t.GetJSON(kv.TaskKey(n.Task), task); err != nil {
-		return nil, nil, fmt.Errorf("notification %s: %w", n.IdempotencyKey(), err)
-	}
-	if task.Removing {
-		return nil, nil, fmt.Errorf("notification %s: task being removed: %w", n.IdempotencyKey(), ledger.ErrNotFound)
-	}
-	e := new(ledger.Effect)
-	switch err := t.GetJSON(kv.NotifyEffectKey(n.Task, n.Event.Seq), e); {
-	case errors.Is(err, ledger.ErrNotFound):
-		e = nil
-	case err != nil:
-		return nil, nil, err
-	}
-	return cur, e, nil
 }
 
 // NotifyIntent journals, durably, that n is about to be sent, and returns
@@ -121,32 +54,7 @@ func (s *Store) notifying(t *kv.Tx, n *ledger.Notification) (*ledger.Notificatio
 // event type), so that the task's journal lists it. A notification no
 // longer in the outbox is ErrNotFound: it must not be sent.
 func (s *Store) NotifyIntent(ctx context.Context, n *ledger.Notification) (*ledger.Effect, error) {
-	var out *ledger.Effect
-	err := s.update(ctx, func(t *kv.Tx) error {
-		cur, e, err := s.notifying(t, n)
-		if err != nil {
-			return err
-		}
-		if e != nil {
-			out = e
-			return nil
-		}
-		req, _ := json.Marshal(map[string]any{ // strings only: cannot fail
-			"method":  "POST",
-			"url":     cur.URL,
-			"headers": map[string]string{"Content-Type": "application/json"},
-			"body":    string(cur.Body()),
-		})
-		e = &ledger.Effect{
-			Task: cur.Task, Step: -1, StepName: ledger.NotifyStep, Item: int(cur.Event.Seq), Key: string(cur.Event.Type),
-			Kind: "http", Mode: "resend", IdempotencyKey: cur.IdempotencyKey(), Request: req,
-			State: ledger.EffectIntent, IntentAt: s.now(),
-		}
-		t.Durable = true
-		out = e
-		return t.PutJSON(kv.NotifyEffectKey(cur.Task, cur.Event.Seq), e)
-	})
-	return out, err
+	return s.events.Intent(ctx, n)
 }
 
 // NotifyOutcome records the receiver's final answer to n (outcome, in the
@@ -154,22 +62,7 @@ func (s *Store) NotifyIntent(ctx context.Context, n *ledger.Notification) (*ledg
 // from the outbox, in one transaction: it is never sent again. A
 // notification no longer in the outbox is ErrNotFound.
 func (s *Store) NotifyOutcome(ctx context.Context, n *ledger.Notification, outcome json.RawMessage, note string) error {
-	return s.update(ctx, func(t *kv.Tx) error {
-		_, e, err := s.notifying(t, n)
-		if err != nil {
-			return err
-		}
-		if e == nil {
-			return fmt.Errorf("notification %s: no intent journaled", n.IdempotencyKey())
-		}
-		t.Durable = true
-		e.State, e.Outcome, e.DoneAt, e.Resend, e.Note = ledger.EffectDone, outcome, s.now(), "", note
-		e.Performs++
-		if err := t.PutJSON(kv.NotifyEffectKey(n.Task, n.Event.Seq), e); err != nil {
-			return err
-		}
-		return t.Del(kv.OutboxKey(n.Task, n.Event.Seq))
-	})
+	return s.events.Outcome(ctx, n, outcome, note)
 }
 
 // NotifyRetry records a delivery of n that left it open (why: a transport
@@ -178,29 +71,5 @@ func (s *Store) NotifyOutcome(ctx context.Context, n *ledger.Notification, outco
 // stays an intent, marked to be sent again (ResendRetryable) when the
 // receiver answered. It returns the entry as updated.
 func (s *Store) NotifyRetry(ctx context.Context, n *ledger.Notification, answered bool, why string) (*ledger.Notification, error) {
-	var out *ledger.Notification
-	err := s.update(ctx, func(t *kv.Tx) error {
-		cur, e, err := s.notifying(t, n)
-		if err != nil {
-			return err
-		}
-		cur.Attempts++
-		cur.LastError = why
-		if err := t.PutJSON(kv.OutboxKey(n.Task, n.Event.Seq), cur); err != nil {
-			return err
-		}
-		if e != nil {
-			if answered {
-				e.Performs++
-				e.Resend = ledger.ResendRetryable
-			}
-			e.Note = fmt.Sprintf("delivery %d: %s; sent again under the same Idempotency-Key", cur.Attempts, why)
-			if err := t.PutJSON(kv.NotifyEffectKey(n.Task, n.Event.Seq), e); err != nil {
-				return err
-			}
-		}
-		out = cur
-		return nil
-	})
-	return out, err
+	return s.events.Retry(ctx, n, answered, why)
 }

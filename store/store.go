@@ -26,6 +26,7 @@ import (
 	"github.com/lhengine/lhengine/store/internal/index"
 	"github.com/lhengine/lhengine/store/internal/kv"
 	"github.com/lhengine/lhengine/store/internal/logsync"
+	"github.com/lhengine/lhengine/store/internal/outbox"
 	"github.com/lhengine/lhengine/store/internal/quota"
 	"github.com/lhengine/lhengine/store/internal/retention"
 	"github.com/lhengine/lhengine/store/internal/storedir"
@@ -117,7 +118,8 @@ type Store struct {
 	inflight  quota.Inflight              // artifact puts between their quota check and their charge
 	failure   atomic.Pointer[failedError] // set once a sync failed
 	changes   changes                     // wakes Changed() watchers after each batch
-	outbox    changes                     // wakes NotificationsChanged() watchers (notify.go)
+	notified  changes                     // wakes NotificationsChanged() watchers (notify.go)
+	events    outbox.Events               // appends events, with their outbox entries
 	lock      *storedir.Lock              // held from before the checks until Close
 }
 
@@ -326,6 +328,7 @@ func Open(dir string, o Options) (*Store, error) {
 		s.syncFn = func() error { return o.syncFn(fn) }
 	}
 	s.kv = kv.New(db, s.logs)
+	s.events = outbox.Events{Update: s.update, Now: s.now, Notify: s.notified.notify}
 	s.blobs = blob.Store{DB: s.kv, Update: s.update, Now: s.now}
 	s.retention = retention.Retention{DB: s.kv, Badger: db, Logs: s.logs, Update: s.update, Blobs: &s.blobs}
 	if !o.InMemory {
