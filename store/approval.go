@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lhengine/lhengine/ledger"
+	"github.com/lhengine/lhengine/store/internal/budget"
 	"github.com/lhengine/lhengine/store/internal/index"
 	"github.com/lhengine/lhengine/store/internal/kv"
 )
@@ -64,7 +65,7 @@ func (s *Store) RequestApproval(ctx context.Context, l ledger.Lease, a ledger.Ap
 		st.Leased--
 		st.Waiting++
 		task.Waiting++
-		tickWall(task, now)
+		budget.TickWall(task, now)
 		if err := t.PutJSON(kv.UnitKey(l.Task, l.Step, l.Item), u); err != nil {
 			return err
 		}
@@ -139,7 +140,7 @@ func (s *Store) DecideApproval(ctx context.Context, task, id string, approve boo
 			return fmt.Errorf("%w: approval %s of task %s is %s", ledger.ErrApprovalClosed, id, task, what)
 		}
 		if tk.Status.Terminal() {
-			return &finishedError{id: task, status: tk.Status, verb: verb + " (approval " + id + " is void)"}
+			return &kv.FinishedError{ID: task, Status: tk.Status, Verb: verb + " (approval " + id + " is void)"}
 		}
 		t.Durable = true
 		a.State, a.DecidedBy, a.DecidedAt, a.Note = ledger.ApprovalRejected, by, now, note
@@ -204,7 +205,7 @@ func (s *Store) wakeUnit(t *kv.Tx, task *ledger.Task, step, item int, is func(*l
 	ref := index.Ref{Task: task.ID, Step: step, Item: item}
 	if task.Status == ledger.WaitingApproval {
 		task.Status, task.Reason = ledger.Running, ""
-		tickWall(task, s.now())
+		budget.TickWall(task, s.now())
 	}
 	if task.Status.Runnable() {
 		b := t.Batch()
@@ -316,7 +317,7 @@ func (s *Store) settleWaiting(t *kv.Tx, task *ledger.Task) error {
 		return err
 	}
 	if effect != nil {
-		return s.pauseInTx(t, task, ledger.PauseReason{Kind: ledger.PauseEffect, Name: st.Name, Note: effect.WaitReason})
+		return s.budgets.Pause(t, task, ledger.PauseReason{Kind: ledger.PauseEffect, Name: st.Name, Note: effect.WaitReason})
 	}
 	task.Status = ledger.WaitingApproval
 	task.Reason = fmt.Sprintf("%d units wait for approval: lhengine approvals %s", task.Waiting, task.ID)
@@ -341,7 +342,7 @@ func (s *Store) settleWaiting(t *kv.Tx, task *ledger.Task) error {
 				last.ID, last.Step, last.Item, last.Prompt, task.ID, last.ID)
 		}
 	}
-	tickWall(task, s.now())
+	budget.TickWall(task, s.now())
 	return s.event(t, task, ledger.Event{Type: ledger.EvWaitingApproval, Message: task.Reason})
 }
 
@@ -404,7 +405,7 @@ func (s *Store) WaitEffect(ctx context.Context, l ledger.Lease, key, reason stri
 		st.Leased--
 		st.Waiting++
 		task.Waiting++
-		tickWall(task, now)
+		budget.TickWall(task, now)
 		if err := t.PutJSON(kv.UnitKey(l.Task, l.Step, l.Item), u); err != nil {
 			return err
 		}

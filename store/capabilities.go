@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lhengine/lhengine/ledger"
+	"github.com/lhengine/lhengine/store/internal/budget"
 	"github.com/lhengine/lhengine/store/internal/index"
 	"github.com/lhengine/lhengine/store/internal/kv"
 	"github.com/lhengine/lhengine/store/internal/quota"
@@ -196,7 +197,7 @@ func (s *Store) PauseUnit(ctx context.Context, l ledger.Lease, why ledger.PauseR
 			reason = why.Note
 		}
 		task.Status, task.Reason, task.Pause = ledger.Paused, reason, &why
-		tickWall(task, why.At)
+		budget.TickWall(task, why.At)
 		item := l.Item
 		if err := s.event(t, task, ledger.Event{Type: ledger.EvPaused, Step: t.Step(task, l.Step).Name, Item: &item, Attempt: l.Attempt, Message: reason, Pause: &why}); err != nil {
 			return err
@@ -230,7 +231,7 @@ func (s *Store) PauseTask(ctx context.Context, id string, why ledger.PauseReason
 			return err
 		}
 		if task.Status.Terminal() {
-			return &finishedError{id: id, status: task.Status, verb: "pause"}
+			return &kv.FinishedError{ID: id, Status: task.Status, Verb: "pause"}
 		}
 		if task.Status == ledger.Paused {
 			out = task
@@ -241,7 +242,7 @@ func (s *Store) PauseTask(ctx context.Context, id string, why ledger.PauseReason
 			why.At = s.now()
 		}
 		task.Status, task.Reason, task.Pause = ledger.Paused, why.String(), &why
-		tickWall(task, why.At) // the wall-time budget stops counting
+		budget.TickWall(task, why.At) // the wall-time budget stops counting
 		if err := s.event(t, task, ledger.Event{Type: ledger.EvPaused, Message: task.Reason, Pause: &why}); err != nil {
 			return err
 		}
@@ -322,7 +323,7 @@ func resumedBy(by, where string) string {
 // the claim index. The caller saves the task.
 func (s *Store) unpause(t *kv.Tx, task *ledger.Task, ev ledger.Event) error {
 	task.Status, task.Reason, task.Pause = ledger.Running, "", nil
-	tickWall(task, s.now()) // units still in flight count again
+	budget.TickWall(task, s.now()) // units still in flight count again
 	if err := t.Put(kv.ActiveKey(task.ID), nil); err != nil {
 		return err
 	}

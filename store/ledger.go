@@ -18,6 +18,7 @@ import (
 	"github.com/lhengine/lhengine/fault"
 	"github.com/lhengine/lhengine/ledger"
 	"github.com/lhengine/lhengine/store/internal/blob"
+	"github.com/lhengine/lhengine/store/internal/budget"
 	"github.com/lhengine/lhengine/store/internal/index"
 	"github.com/lhengine/lhengine/store/internal/kv"
 	"github.com/lhengine/lhengine/store/internal/quota"
@@ -286,7 +287,7 @@ func (c *claiming) fromTask(id string, limit int) error {
 	}
 	st := c.t.Step(task, task.Cursor)
 	n := min(c.req.Max-len(c.out.Leases), st.Limit-st.Leased+c.s.windowRoom(c.t, task), limit)
-	if room := unitsRoom(task); room >= 0 {
+	if room := budget.UnitsRoom(task); room >= 0 {
 		n = min(n, room) // the units budget: no unit past it starts
 	}
 	if n <= 0 {
@@ -360,7 +361,7 @@ func (c *claiming) lease(task *ledger.Task, st *ledger.StepState, r index.Ref) e
 	task.Attempts++
 	task.Leases++
 	rs.Leased++
-	tickWall(task, now)
+	budget.TickWall(task, now)
 	until := now.Add(c.req.LeaseFor)
 	task.LeaseOwner, task.LeaseUntil = c.req.Owner, until
 	u.State, u.Owner, u.Epoch, u.LeaseUntil = ledger.UnitLeased, c.req.Owner, task.Epoch, until
@@ -567,7 +568,7 @@ func (s *Store) Release(ctx context.Context, l ledger.Lease) error {
 		task.Attempts = max(task.Attempts-1, 0)
 		task.Leases--
 		st.Leased--
-		tickWall(task, s.now())
+		budget.TickWall(task, s.now())
 		if err := t.PutJSON(kv.UnitKey(l.Task, l.Step, l.Item), u); err != nil {
 			return err
 		}
@@ -714,7 +715,7 @@ func (s *Store) commitUnit(t *kv.Tx, r ledger.Result, next ledger.ClaimRequest) 
 	if err != nil {
 		return nil, ledger.Claimed{}, err
 	}
-	if err := refuseOverBudget(task, &r); err != nil {
+	if err := budget.Refuse(task, &r); err != nil {
 		return nil, ledger.Claimed{}, err
 	}
 	c := &unitCommit{t: t, l: l, ref: index.Ref{Task: l.Task, Step: l.Step, Item: l.Item}, u: u, task: task, st: t.Step(task, l.Step), now: s.now()}
@@ -755,7 +756,7 @@ func (s *Store) commitUnit(t *kv.Tx, r ledger.Result, next ledger.ClaimRequest) 
 	}
 	// A budget this commit reached pauses the task before anything more
 	// is claimed.
-	if err := s.checkBudgets(t, task); err != nil {
+	if err := s.budgets.Check(t, task); err != nil {
 		return nil, ledger.Claimed{}, err
 	}
 	var claimed ledger.Claimed
@@ -1234,7 +1235,7 @@ func (s *Store) repair(t *kv.Tx, task *ledger.Task, l ledger.Lease, r ledger.Rep
 		// unit goes back to ready without spending a try, and a resume
 		// with --budget repairs=+N allows N more repairs.
 		task.Repairs--
-		return s.pauseForRepairs(t, task, l, ledger.PauseReason{Kind: ledger.PauseRepairs, Name: st.Name,
+		return s.budgets.PauseForRepairs(t, task, l, ledger.PauseReason{Kind: ledger.PauseRepairs, Name: st.Name,
 			Note: fmt.Sprintf("repair.max %d reached; last reason: %s", r.Max+grace, r.Reason),
 			Used: float64(task.Repairs), Limit: float64(r.Max + grace)})
 	}
@@ -1362,21 +1363,6 @@ func (s *Store) withdraw(t *kv.Tx, task *ledger.Task) error {
 	return t.Del(kv.ActiveKey(id))
 }
 
-// finishedError is ErrTerminal for a task that has already finished, said
-// in plain words: "task ID has already succeeded: there is nothing to
-// cancel".
-type finishedError struct {
-	id     string
-	status ledger.Status
-	verb   string // what could not be done: "cancel"
-}
-
-func (e *finishedError) Error() string {
-	return fmt.Sprintf("task %s has already %s: there is nothing to %s", e.id, e.status, e.verb)
-}
-
-func (e *finishedError) Is(target error) bool { return target == ledger.ErrTerminal }
-
 // Cancel cancels a task that has not finished. Attempts in flight lose their
 // leases: their commits are refused.
 func (s *Store) Cancel(ctx context.Context, id, reason string) (*ledger.Task, error) {
@@ -1387,7 +1373,7 @@ func (s *Store) Cancel(ctx context.Context, id, reason string) (*ledger.Task, er
 			return err
 		}
 		if task.Status.Terminal() {
-			return &finishedError{id: id, status: task.Status, verb: "cancel"}
+			return &kv.FinishedError{ID: id, Status: task.Status, Verb: "cancel"}
 		}
 		t.Durable = true
 		if reason == "" {

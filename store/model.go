@@ -164,8 +164,8 @@ func (s *Store) RecordModelCall(ctx context.Context, l ledger.Lease, c *ledger.M
 			return err
 		}
 		// A call that reaches the cost budget pauses the task at once;
-		// the attempts in flight still commit (budget.go).
-		if err := s.checkBudgets(t, task); err != nil {
+		// the attempts in flight still commit (internal/budget).
+		if err := s.budgets.Check(t, task); err != nil {
 			return err
 		}
 		out, recorded = c, true

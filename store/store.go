@@ -21,6 +21,7 @@ import (
 	"github.com/lhengine/lhengine/internal/holdpoint"
 	"github.com/lhengine/lhengine/ledger"
 	"github.com/lhengine/lhengine/store/internal/blob"
+	"github.com/lhengine/lhengine/store/internal/budget"
 	"github.com/lhengine/lhengine/store/internal/filecheck"
 	"github.com/lhengine/lhengine/store/internal/group"
 	"github.com/lhengine/lhengine/store/internal/index"
@@ -120,6 +121,7 @@ type Store struct {
 	changes   changes                     // wakes Changed() watchers after each batch
 	notified  changes                     // wakes NotificationsChanged() watchers (notify.go)
 	events    outbox.Events               // appends events, with their outbox entries
+	budgets   budget.Budgets              // checks, pauses for and raises budgets
 	lock      *storedir.Lock              // held from before the checks until Close
 }
 
@@ -329,6 +331,7 @@ func Open(dir string, o Options) (*Store, error) {
 	}
 	s.kv = kv.New(db, s.logs)
 	s.events = outbox.Events{Update: s.update, Now: s.now, Notify: s.notified.notify}
+	s.budgets = budget.Budgets{Update: s.update, Events: &s.events}
 	s.blobs = blob.Store{DB: s.kv, Update: s.update, Now: s.now}
 	s.retention = retention.Retention{DB: s.kv, Badger: db, Logs: s.logs, Update: s.update, Blobs: &s.blobs}
 	if !o.InMemory {

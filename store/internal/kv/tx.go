@@ -19,6 +19,22 @@ import (
 // corrupt (store.ErrDamaged is this error).
 var ErrDamaged = errors.New("store is damaged")
 
+// FinishedError is ErrTerminal for a task that has already finished, said
+// in plain words: "task ID has already succeeded: there is nothing to
+// cancel".
+type FinishedError struct {
+	ID     string
+	Status ledger.Status
+	Verb   string // what could not be done: "cancel"
+}
+
+func (e *FinishedError) Error() string {
+	return fmt.Sprintf("task %s has already %s: there is nothing to %s", e.ID, e.Status, e.Verb)
+}
+
+// Is matches ledger.ErrTerminal.
+func (e *FinishedError) Is(target error) bool { return target == ledger.ErrTerminal }
+
 // ValueThreshold is Badger's value threshold: a value of this size or more
 // goes to the value log, a smaller one stays in the tree (and the memtable's
 // log).
