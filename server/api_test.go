@@ -14,6 +14,7 @@ import (
 
 	"github.com/lhengine/lhengine/api"
 	"github.com/lhengine/lhengine/engine"
+	"github.com/lhengine/lhengine/internal/homefiles"
 	"github.com/lhengine/lhengine/internal/testgate"
 	"github.com/lhengine/lhengine/internal/testwasm"
 	"github.com/lhengine/lhengine/server"
@@ -40,7 +41,7 @@ func setupAPI(t *testing.T) *apiBundle {
 	home := filepath.Join(b.dir, "home")
 	b.e, err = engine.Open(ctx, engine.Config{Home: home})
 	require.NoError(t, err)
-	b.token, err = server.Token(home)
+	b.token, err = homefiles.Token(home)
 	require.NoError(t, err)
 	b.srv = server.New(b.e, server.Options{Owner: api.Owner{PID: os.Getpid(), Works: "all"}})
 	l, err := net.Listen("tcp", "127.0.0.1:0")

@@ -13,6 +13,7 @@ import (
 
 	"github.com/lhengine/lhengine/api"
 	"github.com/lhengine/lhengine/engine"
+	"github.com/lhengine/lhengine/internal/homefiles"
 	"github.com/lhengine/lhengine/internal/testwasm"
 	"github.com/lhengine/lhengine/server"
 )
@@ -32,7 +33,7 @@ func benchServed(b *testing.B, guest, task string) (*engine.Engine, *api.Client,
 	e, err := engine.Open(ctx, engine.Config{Home: home})
 	require.NoError(b, err)
 	srv := server.New(e, server.Options{Owner: api.Owner{PID: os.Getpid(), Works: "all"}})
-	l, err := server.Listen(home)
+	l, err := homefiles.Listen(home)
 	require.NoError(b, err)
 	sctx, stop := context.WithCancel(ctx)
 	served := make(chan error, 1)

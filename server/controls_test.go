@@ -17,6 +17,7 @@ import (
 
 	"github.com/lhengine/lhengine/api"
 	"github.com/lhengine/lhengine/engine"
+	"github.com/lhengine/lhengine/internal/homefiles"
 	"github.com/lhengine/lhengine/internal/testgate"
 	"github.com/lhengine/lhengine/internal/testwasm"
 	"github.com/lhengine/lhengine/ledger"
@@ -121,9 +122,9 @@ func TestDashboardAgentControls(t *testing.T) {
 	home := filepath.Join(dir, "home")
 	e, err := engine.Open(ctx, engine.Config{Home: home})
 	require.NoError(t, err)
-	_, err = server.Token(home)
+	_, err = homefiles.Token(home)
 	require.NoError(t, err)
-	alice, err := server.AddToken(home, "alice")
+	alice, err := homefiles.AddToken(home, "alice")
 	require.NoError(t, err)
 	workCtx, stopWork := context.WithCancel(ctx)
 	worked := make(chan error, 1)
@@ -136,7 +137,7 @@ func TestDashboardAgentControls(t *testing.T) {
 	serveCtx, stopServe := context.WithCancel(ctx)
 	served := make(chan error, 1)
 	go func() {
-		served <- srv.Serve(serveCtx, l, server.RequireTokens(srv.Handler(), func() (map[string]string, error) { return server.Tokens(home) }), time.Second)
+		served <- srv.Serve(serveCtx, l, server.RequireTokens(srv.Handler(), func() (map[string]string, error) { return homefiles.Tokens(home) }), time.Second)
 	}()
 	base := "http://" + l.Addr().String()
 	defer func() {

@@ -26,6 +26,7 @@ import (
 
 	"github.com/lhengine/lhengine/api"
 	"github.com/lhengine/lhengine/engine"
+	"github.com/lhengine/lhengine/internal/homefiles"
 	"github.com/lhengine/lhengine/ledger"
 	"github.com/lhengine/lhengine/server"
 )
@@ -374,7 +375,7 @@ func TestDashboardPages(t *testing.T) {
 	srv := server.New(e, server.Options{Dashboard: true, Logger: testLogger(t)})
 	once := server.NewOnceLogins(server.OnceLoginFor, nil)
 	hs := httptest.NewServer(once.Handler(server.RequireToken(srv.Handler(), token),
-		func() (map[string]string, error) { return map[string]string{server.OwnerToken: token}, nil }))
+		func() (map[string]string, error) { return map[string]string{homefiles.OwnerToken: token}, nil }))
 	defer hs.Close()
 	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	send := func(method, path string, form url.Values, header map[string]string) *http.Response {
@@ -419,7 +420,7 @@ func TestDashboardPages(t *testing.T) {
 
 	// A one-time link sets the same cookie and leads to the task list;
 	// used again, it leads to the login page, which says so.
-	secret, err := once.Issue(server.OwnerToken)
+	secret, err := once.Issue(homefiles.OwnerToken)
 	require.NoError(t, err)
 	resp = send("GET", "/login?once="+secret, nil, nil)
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode)

@@ -22,6 +22,7 @@ import (
 
 	"github.com/lhengine/lhengine/api"
 	"github.com/lhengine/lhengine/engine"
+	"github.com/lhengine/lhengine/internal/homefiles"
 	"github.com/lhengine/lhengine/internal/testwasm"
 	"github.com/lhengine/lhengine/ledger"
 	"github.com/lhengine/lhengine/server"
@@ -581,12 +582,12 @@ func TestDashboardOnceLogin(t *testing.T) {
 	d := startDash(t, 60*time.Second, dashOptions{
 		wrap: func(_ *server.Server, h http.Handler) http.Handler {
 			return once.Handler(h, func() (map[string]string, error) {
-				return map[string]string{server.OwnerToken: "view-token-0123456789"}, nil
+				return map[string]string{homefiles.OwnerToken: "view-token-0123456789"}, nil
 			})
 		},
 		logger: hclog.New(&hclog.LoggerOptions{Level: hclog.Trace, Output: lockedWriter{&mu, &logged}}),
 	})
-	secret, err := once.Issue(server.OwnerToken)
+	secret, err := once.Issue(homefiles.OwnerToken)
 	require.NoError(t, err)
 	require.Regexp(t, `^[0-9a-f]{64}$`, secret, "32 random bytes")
 	link := "/login?once=" + secret
@@ -607,7 +608,7 @@ func TestDashboardOnceLogin(t *testing.T) {
 	require.Equal(t, "/login", again.open("/"), "still not logged in")
 
 	// A link past its time, and one never issued.
-	late, err := once.Issue(server.OwnerToken)
+	late, err := once.Issue(homefiles.OwnerToken)
 	require.NoError(t, err)
 	mu.Lock()
 	now = now.Add(server.OnceLoginFor)

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/lhengine/lhengine/internal/homefiles"
 )
 
 // One-time login links: `lhengine serve` prints
@@ -38,7 +40,7 @@ type OnceLogins struct {
 // is not kept), the token it logs in with, and when it stops working.
 type onceLink struct {
 	sum     [sha256.Size]byte
-	token   string // a token's name (OwnerToken)
+	token   string // a token's name (homefiles.OwnerToken)
 	expires time.Time
 	used    bool
 }
@@ -53,10 +55,10 @@ func NewOnceLogins(ttl time.Duration, now func() time.Time) *OnceLogins {
 }
 
 // Issue makes a link that logs a browser in with the token named token
-// (OwnerToken: the home's own) and returns its secret, the value of
-// /login?once=.
+// (homefiles.OwnerToken: the home's own) and returns its secret, the value
+// of /login?once=.
 func (o *OnceLogins) Issue(token string) (string, error) {
-	secret, err := newSecret() // tokens.go: 32 bytes of crypto/rand, hex
+	secret, err := homefiles.NewSecret() // 32 bytes of crypto/rand, hex
 	if err != nil {
 		return "", err
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/lhengine/lhengine/api"
 	"github.com/lhengine/lhengine/engine"
+	"github.com/lhengine/lhengine/internal/homefiles"
 	"github.com/lhengine/lhengine/internal/testwasm"
 	"github.com/lhengine/lhengine/server"
 )
@@ -29,7 +30,7 @@ func serveTask(t *testing.T, task string) (*api.Client, string) {
 	home := filepath.Join(dir, "home")
 	e, err := engine.Open(ctx, engine.Config{Home: home})
 	require.NoError(t, err)
-	token, err := server.Token(home)
+	token, err := homefiles.Token(home)
 	require.NoError(t, err)
 	srv := server.New(e, server.Options{Owner: api.Owner{PID: os.Getpid(), Works: "all"}})
 	l, err := net.Listen("tcp", "127.0.0.1:0")

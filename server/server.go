@@ -25,6 +25,7 @@ import (
 
 	"github.com/lhengine/lhengine/api"
 	"github.com/lhengine/lhengine/engine"
+	"github.com/lhengine/lhengine/internal/homefiles"
 	"github.com/lhengine/lhengine/ledger"
 )
 
@@ -201,7 +202,7 @@ func (s *Server) routes() {
 // token" gets 401 and reaches nothing; one with it is made by "owner" (the
 // home's own token). See RequireTokens.
 func RequireToken(h http.Handler, token string) http.Handler {
-	only := map[string]string{OwnerToken: token}
+	only := map[string]string{homefiles.OwnerToken: token}
 	return RequireTokens(h, func() (map[string]string, error) { return only, nil })
 }
 
@@ -236,7 +237,7 @@ func RequireTokens(h http.Handler, tokens func() (map[string]string, error)) htt
 		}
 		name := ""
 		if ok {
-			name = matchToken(known, got)
+			name = homefiles.Match(known, got)
 		}
 		if name == "" {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="lhengine"`)

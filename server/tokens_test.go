@@ -13,6 +13,7 @@ import (
 
 	"github.com/lhengine/lhengine/api"
 	"github.com/lhengine/lhengine/engine"
+	"github.com/lhengine/lhengine/internal/homefiles"
 	"github.com/lhengine/lhengine/internal/testwasm"
 	"github.com/lhengine/lhengine/ledger"
 	"github.com/lhengine/lhengine/server"
@@ -70,9 +71,9 @@ func TestNamedTokensOverTCP(t *testing.T) {
 	home := filepath.Join(dir, "home")
 	e, err := engine.Open(ctx, engine.Config{Home: home})
 	require.NoError(t, err)
-	owner, err := server.Token(home)
+	owner, err := homefiles.Token(home)
 	require.NoError(t, err)
-	alice, err := server.AddToken(home, "alice")
+	alice, err := homefiles.AddToken(home, "alice")
 	require.NoError(t, err)
 	require.Len(t, alice, 64)
 	require.NotEqual(t, owner, alice)
@@ -83,7 +84,7 @@ func TestNamedTokensOverTCP(t *testing.T) {
 	sctx, stop := context.WithCancel(ctx)
 	served := make(chan error, 1)
 	go func() {
-		served <- srv.Serve(sctx, l, server.RequireTokens(srv.Handler(), func() (map[string]string, error) { return server.Tokens(home) }), 0)
+		served <- srv.Serve(sctx, l, server.RequireTokens(srv.Handler(), func() (map[string]string, error) { return homefiles.Tokens(home) }), 0)
 	}()
 	defer func() {
 		stop()
@@ -137,11 +138,11 @@ func TestNamedTokensOverTCP(t *testing.T) {
 	require.Equal(t, "owner", stored.Pause.By)
 
 	// Removed: refused at the next request. Added: works at once.
-	require.NoError(t, server.RemoveToken(home, "alice"))
+	require.NoError(t, homefiles.RemoveToken(home, "alice"))
 	_, err = asAlice.Task(ctx, task.ID)
 	require.ErrorAs(t, err, &ae)
 	require.Equal(t, http.StatusUnauthorized, ae.HTTPStatus)
-	bob, err := server.AddToken(home, "bob")
+	bob, err := homefiles.AddToken(home, "bob")
 	require.NoError(t, err)
 	_, err = api.NewClient(base, nil, bob).ResumeWith(ctx, task.ID, api.ResumeRequest{Budget: []string{"units=+10"}, By: "mallory"})
 	require.NoError(t, err)
@@ -155,47 +156,6 @@ func TestNamedTokensOverTCP(t *testing.T) {
 		}
 	}
 	require.Equal(t, 1, raised)
-}
-
-// TestTokenFiles: named tokens are files of their own, private to the
-// user; names are checked, "owner" is the home's, a name in use is
-// refused, and the list holds names only.
-func TestTokenFiles(t *testing.T) {
-	t.Parallel()
-	home := t.TempDir()
-	for _, bad := range []string{"", "Alice", "a/b", "..", "a b", "owner", strings.Repeat("a", 65)} {
-		_, err := server.AddToken(home, bad)
-		require.Error(t, err, "%q", bad)
-	}
-	tok, err := server.AddToken(home, "ci-bot_2")
-	require.NoError(t, err)
-	_, err = server.AddToken(home, "ci-bot_2")
-	require.ErrorContains(t, err, "exists")
-	fi, err := os.Stat(filepath.Join(home, "run", "tokens", "ci-bot_2"))
-	require.NoError(t, err)
-	require.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
-	di, err := os.Stat(filepath.Join(home, "run", "tokens"))
-	require.NoError(t, err)
-	require.Equal(t, os.FileMode(0o700), di.Mode().Perm())
-
-	names, err := server.TokenNames(home)
-	require.NoError(t, err)
-	require.Equal(t, []string{"ci-bot_2"}, names)
-	all, err := server.Tokens(home)
-	require.NoError(t, err)
-	require.Equal(t, map[string]string{"ci-bot_2": tok}, all, "no home token yet")
-	owner, err := server.Token(home)
-	require.NoError(t, err)
-	all, err = server.Tokens(home)
-	require.NoError(t, err)
-	require.Equal(t, map[string]string{"ci-bot_2": tok, "owner": owner}, all)
-
-	require.NoError(t, server.RemoveToken(home, "ci-bot_2"))
-	require.ErrorContains(t, server.RemoveToken(home, "ci-bot_2"), "no token named")
-	require.Error(t, server.RemoveToken(home, "../token"))
-	names, err = server.TokenNames(home)
-	require.NoError(t, err)
-	require.Empty(t, names)
 }
 
 func approvalsOf(t *testing.T, e *engine.Engine, id string) []ledger.Approval {

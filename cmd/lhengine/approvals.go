@@ -8,6 +8,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lhengine/lhengine/api"
+	"github.com/lhengine/lhengine/cmd/lhengine/internal/home"
+	"github.com/lhengine/lhengine/cmd/lhengine/internal/render"
 )
 
 func (a *app) approvalsCmd() *cobra.Command {
@@ -68,7 +70,7 @@ rejected, expired or voided), decided_by, decided_at, note, void.`,
 						decided = ap.Void
 					}
 					fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", ap.Task, ap.ID, ap.Step, ap.Item, ap.State,
-						summary(ap.Prompt, 60), summary(string(ap.Subject), 40), expires, summary(decided, 60))
+						render.OneLine(ap.Prompt, 60), render.OneLine(string(ap.Subject), 40), expires, render.OneLine(decided, 60))
 				}
 				return tw.Flush()
 			})
@@ -95,8 +97,8 @@ run that asked has returned with exit code 3), continue with
 "lhengine resume ID".`, verb, effect),
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.withSession(cmd.Context(), homeMode{}, func(s *session) error {
-				d, err := s.c.Decide(cmd.Context(), args[0], args[1], approve, api.DecideRequest{By: who(), Note: note})
+			return a.withSession(cmd.Context(), home.Mode{}, func(s *home.Session) error {
+				d, err := s.Client.Decide(cmd.Context(), args[0], args[1], approve, api.DecideRequest{By: who(), Note: note})
 				if err != nil {
 					return err
 				}
@@ -105,7 +107,7 @@ run that asked has returned with exit code 3), continue with
 				}
 				ap := d.Approval
 				fmt.Fprintf(a.stdout, "approval %s of task %s %s by %s at %s\n", ap.ID, ap.Task, done, ap.DecidedBy, ap.DecidedAt.Local().Format(time.DateTime))
-				if s.local() || !d.Task.Worked {
+				if s.Local() || !d.Task.Worked {
 					fmt.Fprintf(a.stdout, "no process works task %s now; continue with: lhengine resume %s\n", ap.Task, ap.Task)
 				}
 				return nil

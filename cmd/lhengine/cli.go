@@ -16,6 +16,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lhengine/lhengine/api"
+	"github.com/lhengine/lhengine/cmd/lhengine/internal/home"
+	"github.com/lhengine/lhengine/cmd/lhengine/internal/live"
+	"github.com/lhengine/lhengine/cmd/lhengine/internal/memlimit"
 	"github.com/lhengine/lhengine/engine"
 	"github.com/lhengine/lhengine/ledger"
 )
@@ -46,7 +49,7 @@ func (e *exitError) Error() string {
 type app struct {
 	stop      workStop // how a command that works tasks stops (stop.go)
 	home      string
-	homeWhy   string // how home was chosen (findhome.go)
+	homeWhy   string // how home was chosen (chooseHome)
 	output    string
 	logLevel  string
 	damaged   bool   // --allow-damaged
@@ -61,11 +64,11 @@ type app struct {
 
 	// Set by serve for the session it opens.
 	dashboard bool
-	extra     []extraListener
+	extra     []home.Listener
 
 	// compiling, set by submit and run, shows the plugin loads of a
 	// submission this process makes as the home's owner.
-	compiling *compileLine
+	compiling *live.Compile
 }
 
 // logOutput is the engine logger's output: stderr, or while a live progress
@@ -233,12 +236,12 @@ person (it says why and the command that continues it); 130 interrupted.`,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
 			a.chooseHome(cmd)
 			if n := cmd.Name(); n == "submit" || n == "run" {
-				a.compiling = newCompileLine(a.stderr, time.Now)
+				a.compiling = live.NewCompile(a.stderr, time.Now)
 			}
 			if a.output != "" && a.output != "json" && a.output != "text" && (a.output != "yaml" || cmd.Name() != "handoff") {
 				return fmt.Errorf("-o must be text or json (or yaml, for handoff), not %q", a.output)
 			}
-			floor, err := parseMemoryLimit(a.memLimit)
+			floor, err := memlimit.Parse(a.memLimit)
 			if err != nil {
 				return &exitError{code: exitUsage, err: err}
 			}
@@ -246,7 +249,7 @@ person (it says why and the command that continues it); 130 interrupted.`,
 				return err
 			}
 			if governMemory {
-				a.stopGov = startMemoryGovernor(floor)
+				a.stopGov = memlimit.Start(floor)
 			}
 			return nil
 		},
@@ -256,7 +259,7 @@ person (it says why and the command that continues it); 130 interrupted.`,
 	root.PersistentFlags().StringVar(&a.logLevel, "log-level", "warn", "engine log level on stderr: trace, debug, info, warn, error, off")
 	root.PersistentFlags().StringVar(&a.server, "server", os.Getenv("LHENGINE_SERVER"), "talk to the API of \"lhengine serve --listen\" at this URL instead of a home (env LHENGINE_SERVER)")
 	root.PersistentFlags().StringVar(&a.tokenFile, "token-file", "", "file holding the bearer token for --server (default: env "+api.TokenEnv+")")
-	root.PersistentFlags().StringVar(&a.memLimit, "memory-limit", memoryLimitDefault(), "soft limit of the process's heap, or off: the collector reclaims freed memory before the heap passes it, and the limit rises to 1.25 times what is live when that is more (env LHENGINE_MEMORY_LIMIT; GOMEMLIMIT, if set, overrides it)")
+	root.PersistentFlags().StringVar(&a.memLimit, "memory-limit", memlimit.Default(), "soft limit of the process's heap, or off: the collector reclaims freed memory before the heap passes it, and the limit rises to 1.25 times what is live when that is more (env LHENGINE_MEMORY_LIMIT; GOMEMLIMIT, if set, overrides it)")
 	root.PersistentFlags().StringVar(&a.cache, "cache", os.Getenv("LHENGINE_CACHE"), "directory of compiled plugins, shared by every home that names it, or off (default: lhengine in the user's cache directory; env LHENGINE_CACHE)")
 	root.PersistentFlags().BoolVar(&a.damaged, "allow-damaged", false, "open a store that failed an integrity check (see: lhengine store verify)")
 	root.AddCommand(
@@ -296,6 +299,15 @@ func (a *app) cacheConfig() (dir string, off bool) {
 		return "", false
 	}
 	return a.cache, false
+}
+
+// onCompile is engine.Config.OnCompile for this command: nil unless it
+// submits.
+func (a *app) onCompile() func(engine.CompileEvent) {
+	if a.compiling == nil {
+		return nil
+	}
+	return a.compiling.Event
 }
 
 func (a *app) logger() hclog.Logger {

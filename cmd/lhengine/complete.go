@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lhengine/lhengine/api"
+	"github.com/lhengine/lhengine/cmd/lhengine/internal/render"
 	"github.com/lhengine/lhengine/engine"
 )
 
@@ -145,7 +146,7 @@ func (a *app) completeApprovals(cmd *cobra.Command, ref, prefix string) []cobra.
 		as, err := c.Approvals(ctx, ref)
 		for _, ap := range as {
 			if ap.State == "pending" && strings.HasPrefix(ap.ID, prefix) {
-				out = append(out, cobra.CompletionWithDesc(ap.ID, truncate(ap.Prompt, 60)))
+				out = append(out, cobra.CompletionWithDesc(ap.ID, render.Truncate(ap.Prompt, 60)))
 			}
 		}
 		return err
@@ -173,7 +174,7 @@ func (a *app) completePolicies(cmd *cobra.Command, args []string, prefix string)
 		for _, name := range []string{p.Name, fmt.Sprintf("%s@%d", p.Name, p.Version)} {
 			if !seen[name] && strings.HasPrefix(name, prefix) {
 				seen[name] = true
-				out = append(out, cobra.CompletionWithDesc(name, truncate(p.Assumption, 60)))
+				out = append(out, cobra.CompletionWithDesc(name, render.Truncate(p.Assumption, 60)))
 			}
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/api"
+	"github.com/lhengine/lhengine/cmd/lhengine/internal/home"
 	"github.com/lhengine/lhengine/internal/testwasm"
 )
 
@@ -23,14 +24,14 @@ func BenchmarkStatusThroughSocket(b *testing.B) {
 	require.NoError(b, err)
 	require.NoError(b, os.WriteFile(filepath.Join(dir, "step.wasm"), wasm, 0o644))
 	require.NoError(b, os.WriteFile(filepath.Join(dir, "task.hcl"), []byte(chainTask), 0o644))
-	home := filepath.Join(dir, "home")
-	owner := &app{home: home, logLevel: "off", stdout: io.Discard, stderr: io.Discard}
-	s, err := owner.connect(ctx, homeMode{create: true, works: "all", own: true})
+	homeDir := filepath.Join(dir, "home")
+	owner := &app{home: homeDir, logLevel: "off", stdout: io.Discard, stderr: io.Discard}
+	s, err := owner.connect(ctx, home.Mode{Create: true, Works: "all", Own: true})
 	require.NoError(b, err)
-	defer s.close()
-	r, err := s.c.Submit(ctx, api.SubmitRequest{Path: filepath.Join(dir, "task.hcl")})
+	defer s.Close()
+	r, err := s.Client.Submit(ctx, api.SubmitRequest{Path: filepath.Join(dir, "task.hcl")})
 	require.NoError(b, err)
-	args := []string{"--home", home, "status", r.ID}
+	args := []string{"--home", homeDir, "status", r.ID}
 	require.Equal(b, exitOK, run(ctx, args, io.Discard, io.Discard))
 	b.ResetTimer()
 	for range b.N {

@@ -2,12 +2,12 @@ package main
 
 import (
 	"fmt"
-	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
 	"github.com/lhengine/lhengine/api"
+	"github.com/lhengine/lhengine/cmd/lhengine/internal/render"
 )
 
 func (a *app) failuresCmd() *cobra.Command {
@@ -44,19 +44,10 @@ these items again (and the steps after them).`,
 					if f.Failure != nil {
 						kind, reason = string(f.Failure.Kind), f.Failure.Message
 					}
-					fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\t%s\n", f.Step, f.Item, summary(string(f.Value), 40), f.Attempt, kind, summary(reason, 80))
+					fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\t%s\n", f.Step, f.Item, render.OneLine(string(f.Value), 40), f.Attempt, kind, render.OneLine(reason, 80))
 				}
 				return tw.Flush()
 			})
 		},
 	}
-}
-
-// summary is s on one line, cut to at most n runes with an ellipsis.
-func summary(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > n {
-		return string(r[:n-1]) + "…"
-	}
-	return s
 }

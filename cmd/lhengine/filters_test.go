@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"flag"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -44,6 +45,9 @@ var (
 	durPattern  = regexp.MustCompile(`, [0-9.]+(µs|ms|s)\)`)
 	seedPattern = regexp.MustCompile(`random seed [0-9a-f]{64}`)
 )
+
+// updateGolden: go test -update rewrites the golden files.
+var updateGolden = flag.Bool("update", false, "rewrite testdata/cli/*.golden")
 
 // checkGolden compares out, its task ids, times, durations and seeds
 // replaced,

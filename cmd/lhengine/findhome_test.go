@@ -11,31 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestFindHome: the nearest .lhengine in the folder or a parent wins,
-// then $LHENGINE_HOME, then the per-user default.
-func TestFindHome(t *testing.T) {
-	t.Parallel()
-	root := t.TempDir()
-	deep := filepath.Join(root, "a", "b", "c")
-	require.NoError(t, os.MkdirAll(deep, 0o755))
-	data := filepath.Join(root, "data")
-
-	home, why := findHome(deep, "", data)
-	require.Equal(t, filepath.Join(data, "lhengine"), home)
-	require.Contains(t, why, "per-user default")
-	home, why = findHome(deep, "/elsewhere", data)
-	require.Equal(t, "/elsewhere", home)
-	require.Contains(t, why, "$LHENGINE_HOME")
-
-	require.NoError(t, os.Mkdir(filepath.Join(root, "a", ".lhengine"), 0o700))
-	home, why = findHome(deep, "/elsewhere", data)
-	require.Equal(t, filepath.Join(root, "a", ".lhengine"), home)
-	require.Equal(t, "the nearest .lhengine above the current folder", why)
-	require.NoError(t, os.Mkdir(filepath.Join(deep, ".lhengine"), 0o700))
-	home, _ = findHome(deep, "", data)
-	require.Equal(t, filepath.Join(deep, ".lhengine"), home)
-}
-
 // TestCommandsFindTheirHome: a task run in a project folder is listed by
 // ls from a subfolder, with no --home; lhengine home says which and why.
 func TestCommandsFindTheirHome(t *testing.T) {

@@ -9,6 +9,10 @@ import (
 	"syscall"
 )
 
+// governMemory is set by main: only a process of its own sets the runtime's
+// limit (tests run many commands in one process).
+var governMemory bool
+
 func main() {
 	stop, halt, release := stopSignals()
 	governMemory = true

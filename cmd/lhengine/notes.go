@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lhengine/lhengine/api"
+	"github.com/lhengine/lhengine/cmd/lhengine/internal/render"
 )
 
 func (a *app) notesCmd() *cobra.Command {
@@ -35,7 +36,7 @@ ends with the command that shows the next one. -o json gives the page:
 					return a.printJSON(page)
 				}
 				for _, n := range page.Notes {
-					fmt.Fprintf(a.stdout, "%5d %s %-8s %s[%d] %s\n", n.Seq, n.Time.Local().Format(time.DateTime), n.Kind, n.Step, n.Item, oneLine(n.Text, 400))
+					fmt.Fprintf(a.stdout, "%5d %s %-8s %s[%d] %s\n", n.Seq, n.Time.Local().Format(time.DateTime), n.Kind, n.Step, n.Item, render.OneLine(n.Text, 400))
 				}
 				if len(page.Notes) == 0 {
 					fmt.Fprintln(a.stdout, "no note matches")

@@ -3,12 +3,12 @@ package main
 import (
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/lhengine/lhengine/api"
+	"github.com/lhengine/lhengine/cmd/lhengine/internal/render"
 )
 
 func (a *app) pauseCmd() *cobra.Command {
@@ -36,38 +36,13 @@ and --reason). "lhengine resume ID" continues it.`,
 					return a.printJSON(t)
 				}
 				done, total := t.Progress()
-				fmt.Fprintf(a.stdout, "task %s %s at %d/%d units%s\ncontinue with: %s\n", t.ID, t.Status, done, total, reasonSuffix(t), continueCommand(t))
+				fmt.Fprintf(a.stdout, "task %s %s at %d/%d units%s\ncontinue with: %s\n", t.ID, t.Status, done, total, reasonSuffix(t), render.Continue(t))
 				return nil
 			})
 		},
 	}
 	cmd.Flags().StringVar(&reason, "reason", "", "why (kept with the pause)")
 	cmd.Flags().DurationVar(&grace, "grace", defaultGrace, "how long units in flight may run on to finish and commit before they are given back")
-	return cmd
-}
-
-// continueCommand is the command that continues a paused task: a budget
-// that paused it is raised by its own limit again (wall_time as a
-// duration); a step's repair.max by one repair.
-func continueCommand(t *api.Task) string {
-	cmd := "lhengine resume " + t.ID
-	if t.Status == api.WaitingApproval {
-		return fmt.Sprintf("lhengine approvals %s, then lhengine approve %s APPROVAL (or reject), then %s", t.ID, t.ID, cmd)
-	}
-	p := t.Pause
-	if p == nil {
-		return cmd
-	}
-	switch p.Kind {
-	case api.PauseBudget:
-		delta := strconv.FormatFloat(p.Limit, 'f', -1, 64)
-		if p.Name == api.BudgetWallTime {
-			delta = (time.Duration(p.Limit * float64(time.Second))).Round(time.Second).String()
-		}
-		return fmt.Sprintf("%s --budget %s=+%s", cmd, p.Name, delta)
-	case api.PauseRepairs:
-		return cmd + " --budget repairs=+1"
-	}
 	return cmd
 }
 

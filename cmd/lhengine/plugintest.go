@@ -6,10 +6,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/lhengine/lhengine/cmd/lhengine/internal/render"
 	"github.com/lhengine/lhengine/engine"
 )
 
@@ -108,11 +108,11 @@ failed, 2 for a bad command line. -o json prints one object: {"plugin",
 				return err
 			}
 			if a.json() {
-				if err := a.printJSON(pluginTestJSON(args[0], sha(wasm), res)); err != nil {
+				if err := a.printJSON(render.PluginTestJSON(args[0], sha(wasm), res)); err != nil {
 					return err
 				}
 			} else {
-				a.printPluginTest(res)
+				render.PluginTest(a.stdout, res)
 			}
 			if res.FailureKind != "" {
 				return &exitError{code: exitFailed, err: fmt.Errorf("the plugin failed (%s): %s", res.FailureKind, res.FailureMessage)}
@@ -125,56 +125,4 @@ failed, 2 for a bad command line. -o json prints one object: {"plugin",
 	cmd.Flags().StringArrayVar(&policies, "policy", nil, "a policy parameter K=V, V as JSON when it parses, else a string (repeatable)")
 	cmd.Flags().StringArrayVar(&allow, "allow-http", nil, "a host http.fetch and http effects may reach (repeatable; default: none)")
 	return cmd
-}
-
-// pluginTestJSON is the -o json object of plugin test.
-func pluginTestJSON(path, sum string, res *engine.PluginTestResult) map[string]any {
-	result := map[string]any{}
-	switch {
-	case res.FailureKind != "":
-		result["status"], result["kind"], result["message"] = "failed", res.FailureKind, res.FailureMessage
-	case res.NeedsRepair:
-		result["status"], result["reason"] = "needs_repair", res.RepairReason
-	default:
-		result["status"], result["output"] = "succeeded", res.Output
-	}
-	calls := res.HostCalls
-	if calls == nil {
-		calls = []engine.HostCall{}
-	}
-	return map[string]any{"plugin": path, "sha256": sum, "result": result, "log": res.Log, "host_calls": calls,
-		"host_calls_made": res.HostCallsMade, "duration_ms": float64(res.Duration.Microseconds()) / 1000, "memory_bytes": res.MemoryBytes}
-}
-
-// printPluginTest prints res for a person.
-func (a *app) printPluginTest(res *engine.PluginTestResult) {
-	w := a.stdout
-	switch {
-	case res.FailureKind != "":
-		fmt.Fprintf(w, "result:   failed (%s)\nmessage:  %s\n", res.FailureKind, res.FailureMessage)
-	case res.NeedsRepair:
-		fmt.Fprintf(w, "result:   needs_repair\nreason:   %s\n", res.RepairReason)
-	default:
-		fmt.Fprintf(w, "result:   succeeded\noutput:\n%s\n", indent(indentJSON(res.Output), "  "))
-	}
-	if res.Log == "" {
-		fmt.Fprintln(w, "log:      (none)")
-	} else {
-		fmt.Fprintf(w, "log:\n%s\n", indent(res.Log, "  "))
-	}
-	fmt.Fprintf(w, "host calls: %d lhengine_v1 calls; capability calls:", res.HostCallsMade)
-	if len(res.HostCalls) == 0 {
-		fmt.Fprint(w, " (none)")
-	} else if len(res.HostCalls) == engine.MaxRecordedHostCalls {
-		fmt.Fprintf(w, " (the first %d)", engine.MaxRecordedHostCalls)
-	}
-	fmt.Fprintln(w)
-	for _, c := range res.HostCalls {
-		if c.Status == 0 {
-			fmt.Fprintf(w, "  %s %s -> %s\n", c.Name, c.Request, c.Response)
-		} else {
-			fmt.Fprintf(w, "  %s %s -> %s (%d): %s\n", c.Name, c.Request, c.StatusName, c.Status, c.Message)
-		}
-	}
-	fmt.Fprintf(w, "time:     %s\nmemory:   %d bytes (%.1f MiB)\n", res.Duration.Round(10*time.Microsecond), res.MemoryBytes, float64(res.MemoryBytes)/(1<<20))
 }

@@ -190,35 +190,6 @@ func TestPoliciesDiffVersions(t *testing.T) {
 	p.requireNoHome(t)
 }
 
-func TestUnifiedDiff(t *testing.T) {
-	t.Parallel()
-	var b strings.Builder
-	a := strings.Split("1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16", " ")
-	c := strings.Split("1 2 x 4 5 6 7 8 9 10 11 12 13 14 16 17", " ")
-	writeUnified(&b, "a", "b", a, c, 1, 1)
-	require.Equal(t, `--- a
-+++ b
-@@ -1,6 +1,6 @@
- 1
- 2
--3
-+x
- 4
- 5
- 6
-@@ -12,5 +12,5 @@
- 12
- 13
- 14
--15
- 16
-+17
-`, b.String())
-	b.Reset()
-	writeUnified(&b, "a", "b", nil, []string{"new"}, 1, 1)
-	require.Equal(t, "--- a\n+++ b\n@@ -0,0 +1,1 @@\n+new\n", b.String())
-}
-
 func TestPoliciesBrokenFile(t *testing.T) {
 	t.Parallel()
 	p := setupPolicies(t)

@@ -1,28 +1,23 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"maps"
 	"os"
 	"slices"
-	"sort"
-	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/lhengine/lhengine/api"
+	"github.com/lhengine/lhengine/cmd/lhengine/internal/home"
+	"github.com/lhengine/lhengine/cmd/lhengine/internal/render"
 	"github.com/lhengine/lhengine/engine"
-	"github.com/lhengine/lhengine/server"
 )
 
 // lsDefaultLimit is how many tasks ls prints as text unless --limit says.
@@ -68,7 +63,7 @@ list that crosses the socket is the one printed.`,
 					}
 					return a.printJSON(tasks)
 				}
-				return printTasks(a.stdout, tasks, total)
+				return render.Tasks(a.stdout, tasks, total)
 			})
 		},
 	}
@@ -79,31 +74,6 @@ list that crosses the socket is the one printed.`,
 	_ = cmd.RegisterFlagCompletionFunc("status", cobra.FixedCompletions([]string{"queued", "running", "interrupted", "waiting_approval", "paused", "succeeded", "failed", "cancelled"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("order", cobra.FixedCompletions([]string{"newest", "oldest"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
-}
-
-// printTasks prints the task table and, when total says the list was
-// cut, how many more there are.
-func printTasks(w io.Writer, tasks []api.Task, total int) error {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tNAME\tSTATUS\tPROGRESS\tSTEP\tUPDATED")
-	for _, t := range tasks {
-		done, total := t.Progress()
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\t%s\n", t.ID, t.Name, t.ShownStatus, done, total,
-			t.Steps[min(t.Cursor, len(t.Steps)-1)].Name, t.UpdatedAt.Local().Format(time.DateTime))
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	moreLine(w, total-len(tasks), "tasks")
-	return nil
-}
-
-// moreLine says that n more of what is listed were left out, and how to
-// see them all.
-func moreLine(w io.Writer, n int, what string) {
-	if n > 0 {
-		fmt.Fprintf(w, "… %d more %s: --limit 0 for all\n", n, what)
-	}
 }
 
 // splitList splits repeated, comma-separated flag values into one list.
@@ -149,7 +119,7 @@ budget, steps. -o json gives the report with the same numbers in
 				if a.json() {
 					return a.printJSON(rep)
 				}
-				a.report(rep)
+				render.Report(a.stdout, rep)
 				return nil
 			})
 		},
@@ -159,118 +129,6 @@ budget, steps. -o json gives the report with the same numbers in
 func sha(b []byte) string {
 	s := sha256.Sum256(b)
 	return hex.EncodeToString(s[:])
-}
-
-// report prints the human progress report of a task.
-func (a *app) report(rep *api.Report) {
-	w := a.stdout
-	t, m := rep.Task, rep.Manifest
-	statusSummary(w, rep) // status.go: what a person reads first
-	done, total := t.Progress()
-	pct := 0
-	if total > 0 {
-		pct = done * 100 / total
-	}
-	fmt.Fprintf(w, "task %s %q: %s\n", t.ID, t.Name, t.ShownStatus)
-	if t.ShownStatus == api.Interrupted {
-		fmt.Fprintf(w, "  note:        no process is working on it (last change %s ago); resume it with: lhengine resume %s\n",
-			time.Since(t.UpdatedAt).Round(time.Second), t.ID)
-	}
-	if m.Objective != "" {
-		fmt.Fprintf(w, "  objective:   %s\n", m.Objective)
-	}
-	for _, c := range m.Constraints {
-		fmt.Fprintf(w, "  constraint:  %s\n", c)
-	}
-	fmt.Fprintf(w, "  progress:    %d/%d units (%d%%) · step %d/%d %s\n", done, total, pct, t.Cursor+1, len(t.Steps), t.Steps[min(t.Cursor, len(t.Steps)-1)].Name)
-	fmt.Fprintf(w, "  attempts:    %d started · %d failed · %d consecutive failures · %d leases taken over",
-		t.Attempts, t.Failures, t.ConsecutiveFailures, t.Reclaims)
-	switch {
-	case t.Retries == 1:
-		fmt.Fprint(w, " · retried once")
-	case t.Retries > 1:
-		fmt.Fprintf(w, " · retried %d times", t.Retries)
-	}
-	fmt.Fprintln(w)
-	if t.Repairs > 0 {
-		fmt.Fprintf(w, "  repairs:     %d (last: %s)\n", t.Repairs, t.RepairReason)
-	}
-	fmt.Fprintf(w, "  lease:       epoch %d", t.Epoch)
-	if t.Leases > 0 {
-		fmt.Fprintf(w, " · %d units leased · last owner %s until %s", t.Leases, t.LeaseOwner, t.LeaseUntil.Local().Format(time.TimeOnly))
-	}
-	fmt.Fprintln(w)
-	fmt.Fprintf(w, "  created:     %s\n", t.CreatedAt.Local().Format(time.DateTime))
-	if !t.FinishedAt.IsZero() {
-		fmt.Fprintf(w, "  finished:    %s (%s after start)\n", t.FinishedAt.Local().Format(time.DateTime), t.FinishedAt.Sub(t.CreatedAt).Round(time.Millisecond))
-	}
-	if t.Reason != "" {
-		fmt.Fprintf(w, "  reason:      %s\n", t.Reason)
-	}
-	if rep.Progress != nil && len(rep.Progress.Budget) > 0 {
-		fmt.Fprintf(w, "  budget:      %s\n", rep.Progress.BudgetSummary())
-	}
-	if d := t.Drift; d != nil {
-		fmt.Fprintf(w, "  drift:       fact %s changed from %s to %s at %s (on_drift %s)\n",
-			d.Name, orNone(d.Old), orNone(d.New), d.At.Local().Format(time.DateTime), d.Action)
-	}
-	if t.Failure != nil && t.Failure.String() != t.Reason {
-		// A failed unit's reason is its failure: say it once.
-		fmt.Fprintf(w, "  failure:     %s\n", t.Failure)
-	}
-	if len(t.Counters) > 0 {
-		names := make([]string, 0, len(t.Counters))
-		for n := range t.Counters {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		parts := make([]string, len(names))
-		for i, n := range names {
-			parts[i] = fmt.Sprintf("%s %d", n, t.Counters[n])
-		}
-		fmt.Fprintf(w, "  counts:      %s\n", strings.Join(parts, " · "))
-	}
-	if u := t.ModelUsage; u.Calls > 0 || u.PossiblyBilled.Calls > 0 {
-		fmt.Fprintf(w, "  models:      %d calls · %d input tokens · %d output tokens · cost %s",
-			u.Calls, u.InputTokens, u.OutputTokens, strconv.FormatFloat(u.Cost, 'f', -1, 64))
-		if p := u.PossiblyBilled; p.Calls > 0 {
-			// Sends no one saw the answer of (in flight at a crash), counted apart.
-			fmt.Fprintf(w, " · %d possibly billed (%d request bytes, cost at most %s)",
-				p.Calls, p.RequestBytes, strconv.FormatFloat(p.MaxCost, 'f', -1, 64))
-		}
-		fmt.Fprintln(w)
-	}
-	fmt.Fprintln(w, "  steps:")
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "    #\tSTEP\tUNITS\tDONE\tLEASED\tPASS\t")
-	for i, s := range t.Steps {
-		units := "-"
-		if s.Planned {
-			units = fmt.Sprint(s.Units)
-		}
-		mark := " "
-		if i == t.Cursor && !t.Status.Terminal() {
-			mark = ">"
-		}
-		fan := ""
-		switch {
-		case s.Every > 0 && s.Anchor < len(t.Steps):
-			fan = fmt.Sprintf(" (every %d of %s)", s.Every, t.Steps[s.Anchor].Name)
-		case s.FanOut:
-			fan = fmt.Sprintf(" (fan-out ≤%d)", s.Limit)
-		}
-		if s.Failed > 0 {
-			fan += fmt.Sprintf(" · %d failed (allowed %d)", s.Failed, s.Allowed())
-		}
-		fmt.Fprintf(tw, "  %s %d\t%s%s\t%s\t%d\t%d\t%d\t\n", mark, i+1, s.Name, fan, units, s.Done, s.Leased, s.Pass)
-	}
-	tw.Flush()
-	for _, s := range t.Steps {
-		if s.Failed > 0 {
-			fmt.Fprintf(w, "  failed items: lhengine failures %s lists them; lhengine retry %s runs them again\n", t.ID, t.ID)
-			break
-		}
-	}
 }
 
 // outputsDefaultLimit is how many items of a fan-out step's output, or
@@ -336,7 +194,7 @@ with --item, that item's output.`,
 					if err := a.printAttempts(t, all); err != nil || a.json() {
 						return err
 					}
-					moreLine(a.stdout, total-len(all), "attempts")
+					render.More(a.stdout, total-len(all), "attempts")
 					return nil
 				}
 				if itemSet {
@@ -347,7 +205,7 @@ with --item, that item's output.`,
 					if a.json() {
 						return a.printJSON(it.Output)
 					}
-					fmt.Fprintf(a.stdout, "== %s item %d (pass %d, attempt %d)\n%s\n", step, it.Item, t.Steps[t.StepIndex(step)].Pass, it.Attempt, indentJSON(it.Output))
+					fmt.Fprintf(a.stdout, "== %s item %d (pass %d, attempt %d)\n%s\n", step, it.Item, t.Steps[t.StepIndex(step)].Pass, it.Attempt, render.IndentJSON(it.Output))
 					return nil
 				}
 				if a.json() && step != "" && limitSet {
@@ -391,14 +249,14 @@ with --item, that item's output.`,
 						if err != nil {
 							return err
 						}
-						printItems(a.stdout, s.Name, ok, part)
+						render.Items(a.stdout, s.Name, ok, part)
 						continue
 					}
 					if !ok {
 						fmt.Fprintf(a.stdout, "== %s: no output yet\n", s.Name)
 						continue
 					}
-					fmt.Fprintf(a.stdout, "== %s (pass %d)\n%s\n", s.Name, s.Pass, indentJSON(out))
+					fmt.Fprintf(a.stdout, "== %s (pass %d)\n%s\n", s.Name, s.Pass, render.IndentJSON(out))
 				}
 				return nil
 			})
@@ -418,23 +276,6 @@ func allIfZero(limit int) int {
 	return limit
 }
 
-// printItems prints the committed items of a step, one line each, and
-// how many more there are. finished says the step completed its pass.
-func printItems(w io.Writer, step string, finished bool, part *api.Committed) {
-	switch {
-	case finished:
-		fmt.Fprintf(w, "== %s (pass %d): %d items\n", step, part.Pass, part.Committed)
-	case part.Planned:
-		fmt.Fprintf(w, "== %s (pass %d, running): %d committed so far, of %d units\n", step, part.Pass, part.Committed, part.Units)
-	default:
-		fmt.Fprintf(w, "== %s (pass %d, running): %d committed so far, units not all planned yet\n", step, part.Pass, part.Committed)
-	}
-	for _, it := range part.Items {
-		fmt.Fprintf(w, "item %d: %s\n", it.Item, compactJSON(it.Output))
-	}
-	moreLine(w, part.Committed-len(part.Items), "items")
-}
-
 // stepNames lists the names of t's steps.
 func stepNames(t *api.Task) []string {
 	names := make([]string, len(t.Steps))
@@ -451,39 +292,7 @@ func (a *app) printAttempts(t *api.Task, all []*api.Attempt) error {
 		}
 		return a.printJSON(all)
 	}
-	for _, at := range all {
-		state := "ok"
-		switch {
-		case at.Failure != nil:
-			state = string(at.Failure.Kind)
-		case at.Repair != "":
-			state = "needs repair: " + at.Repair
-		}
-		// Attempt numbers go on over passes and retries; the pass and the
-		// try within its retry budget say where the attempt stood.
-		where := ""
-		if at.Pass > 0 {
-			where = fmt.Sprintf("pass %d try %d, ", at.Pass, at.Try)
-		}
-		fmt.Fprintf(a.stdout, "== %s item %d attempt %d (%sepoch %d, %s): %s\n", t.Steps[at.Step].Name, at.Item, at.Attempt, where, at.Epoch,
-			at.Finished.Sub(at.Started).Round(time.Microsecond), state)
-		if at.Failure != nil {
-			fmt.Fprintf(a.stdout, "   %s\n", at.Failure.Message)
-		}
-		if len(at.Environment) > 0 {
-			facts := make([]string, 0, len(at.Environment))
-			for _, name := range slices.Sorted(maps.Keys(at.Environment)) {
-				facts = append(facts, name+"="+at.Environment[name])
-			}
-			fmt.Fprintf(a.stdout, "   environment: %s\n", strings.Join(facts, " "))
-		}
-		if len(at.Output) > 0 {
-			fmt.Fprintf(a.stdout, "%s\n", indentJSON(at.Output))
-		}
-		if len(at.Log) > 0 {
-			fmt.Fprintf(a.stdout, "   log:\n%s\n", indent(string(at.Log), "     "))
-		}
-	}
+	render.Attempts(a.stdout, t, all)
 	return nil
 }
 
@@ -583,19 +392,19 @@ func parseSince(v string, now time.Time) (time.Time, error) {
 func (a *app) events(ctx context.Context, ref string, follow bool, f eventFilter) error {
 	var from uint64
 	waiting, cut := false, false
-	deadline := time.Now().Add(ownWait)
+	deadline := time.Now().Add(home.OwnWait)
 	for {
-		s, err := a.connect(ctx, homeMode{})
+		s, err := a.connect(ctx, home.Mode{})
 		if err != nil {
 			return err
 		}
 		done, t, err := a.eventsOnce(ctx, s, ref, &from, follow, f)
-		last := s.self
-		if !s.local() {
-			last = *s.owner
+		last := s.Self
+		if !s.Local() {
+			last = *s.Owner
 		}
-		cerr := s.close()
-		if !s.local() && a.server == "" && errors.Is(err, api.ErrOwnerGone) && ctx.Err() == nil && time.Now().Before(deadline) {
+		cerr := s.Close()
+		if !s.Local() && a.server == "" && errors.Is(err, api.ErrOwnerGone) && ctx.Err() == nil && time.Now().Before(deadline) {
 			// The owner went away under a read (it stopped or died, or
 			// held the home for a moment): look at the home again.
 			continue
@@ -603,7 +412,7 @@ func (a *app) events(ctx context.Context, ref string, follow bool, f eventFilter
 		if err != nil || cerr != nil {
 			return errors.Join(err, cerr)
 		}
-		deadline = time.Now().Add(ownWait)
+		deadline = time.Now().Add(home.OwnWait)
 		ref = t.ID
 		if !follow {
 			return nil
@@ -614,7 +423,7 @@ func (a *app) events(ctx context.Context, ref string, follow bool, f eventFilter
 			}
 			return &exitError{code: exitFailed, err: fmt.Errorf("task %s %s%s", t.ID, t.Status, reasonSuffix(t))}
 		}
-		if !s.local() && !cut {
+		if !s.Local() && !cut {
 			// The owner's stream ended before the task's end: it stopped
 			// or died, perhaps as it finished the task (its last word
 			// may not have reached us). Look at the home again at once
@@ -628,7 +437,7 @@ func (a *app) events(ctx context.Context, ref string, follow bool, f eventFilter
 				t.ID, t.ShownStatus, t.ID)
 			waiting = true
 		}
-		if err := a.waitForOwner(ctx, last, t.ID); err != nil {
+		if err := home.WaitForOwner(ctx, a.home, last, t.ID); err != nil {
 			return err
 		}
 	}
@@ -638,8 +447,8 @@ func (a *app) events(ctx context.Context, ref string, follow bool, f eventFilter
 // if s is another process that works the task, streams them until the
 // task finishes or that owner goes away. It reports whether the task is
 // finished.
-func (a *app) eventsOnce(ctx context.Context, s *session, ref string, from *uint64, follow bool, f eventFilter) (bool, *api.Task, error) {
-	t, err := s.c.Task(ctx, ref)
+func (a *app) eventsOnce(ctx context.Context, s *home.Session, ref string, from *uint64, follow bool, f eventFilter) (bool, *api.Task, error) {
+	t, err := s.Client.Task(ctx, ref)
 	if err != nil {
 		return false, nil, err
 	}
@@ -652,16 +461,16 @@ func (a *app) eventsOnce(ctx context.Context, s *session, ref string, from *uint
 		if a.json() {
 			return enc.Encode(e)
 		}
-		a.printEvent(e)
+		render.Event(a.stdout, e)
 		return nil
 	}
-	if !follow || s.local() || !t.Worked {
+	if !follow || s.Local() || !t.Worked {
 		var evs []api.Event
 		total := -1
 		if f.set() {
-			evs, total, err = s.c.EventPage(ctx, t.ID, api.EventQuery{From: *from, Types: f.types, Since: f.since, Limit: f.limit})
+			evs, total, err = s.Client.EventPage(ctx, t.ID, api.EventQuery{From: *from, Types: f.types, Since: f.since, Limit: f.limit})
 		} else {
-			evs, err = s.c.Events(ctx, t.ID, *from)
+			evs, err = s.Client.Events(ctx, t.ID, *from)
 		}
 		if err != nil {
 			return false, nil, err
@@ -672,12 +481,12 @@ func (a *app) eventsOnce(ctx context.Context, s *session, ref string, from *uint
 			}
 		}
 		if !a.json() && total >= 0 {
-			moreLine(a.stdout, total-len(evs), "events")
+			render.More(a.stdout, total-len(evs), "events")
 		}
 		return t.Status.Terminal(), t, nil
 	}
 	finished := false
-	err = s.c.Follow(ctx, t.ID, *from, func(it api.StreamItem) error {
+	err = s.Client.Follow(ctx, t.ID, *from, func(it api.StreamItem) error {
 		switch it.Type {
 		case api.StreamEvent:
 			return print(it.Event)
@@ -692,7 +501,7 @@ func (a *app) eventsOnce(ctx context.Context, s *session, ref string, from *uint
 		return false, nil, ctx.Err()
 	}
 	if errors.Is(err, api.ErrOwnerGone) && !finished {
-		a.ownerLeft(ctx, s.owner, t.ID)
+		a.ownerLeft(ctx, s.Owner, t.ID)
 	}
 	// A stream cut short (the owner stopped or died): the caller looks
 	// at the home again.
@@ -707,74 +516,11 @@ func (a *app) ownerLeft(ctx context.Context, o *api.Owner, id string) {
 		fmt.Fprintf(a.stderr, "the server at %s closed the event stream before task %s finished\n", a.server, id)
 		return
 	}
-	// Its record is marked stopped, or its process is gone, a moment
-	// after its stream ends: no event says which comes first.
-	fate := "stopped answering"
-	t := time.NewTicker(20 * time.Millisecond)
-	defer t.Stop()
-	for end := time.Now().Add(2 * time.Second); time.Now().Before(end); {
-		rec, _ := server.ReadOwner(a.home)
-		if f := ownerFate(o, rec); f != "" {
-			fate = f
-			break
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	fate, err := home.Gone(ctx, a.home, o)
+	if err != nil {
+		return
 	}
 	fmt.Fprintf(a.stderr, "%s %s before task %s finished\n", o, fate, id)
-}
-
-func (a *app) printEvent(e *api.Event) {
-	where := e.Step
-	if e.Item != nil && where != "" {
-		where = fmt.Sprintf("%s[%d]", e.Step, *e.Item)
-	}
-	extra := ""
-	if e.Attempt > 0 {
-		extra += fmt.Sprintf(" attempt=%d", e.Attempt)
-	}
-	if e.Epoch > 0 {
-		extra += fmt.Sprintf(" epoch=%d", e.Epoch)
-	}
-	if e.Kind != "" {
-		extra += " kind=" + string(e.Kind)
-	}
-	msg := ""
-	if e.Message != "" {
-		msg = " · " + e.Message
-	}
-	fmt.Fprintf(a.stdout, "%5d %s %-13s %s%s%s\n", e.Seq, e.Time.Local().Format(time.DateTime), e.Type, where, extra, msg)
-}
-
-// waitForOwner returns once the home has an owner that may work task id:
-// one other than last serves the socket, or has owned the home since (its
-// owner record says so: it may have come and gone between two looks), or
-// the owner serving now works every task or this one (it may have answered
-// before its workers started). Or ctx ends. It polls: no portable
-// file-watch API reports a socket's bind, and a quarter second is quick
-// enough for a person.
-func (a *app) waitForOwner(ctx context.Context, last api.Owner, id string) error {
-	t := time.NewTicker(250 * time.Millisecond)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
-		}
-		if s := a.dialOwner(ctx); s != nil {
-			s.c.Close()
-			if o := s.owner; o.Session != last.Session || o.WorksAll() || o.Works == id || o.Works == "task" {
-				return nil
-			}
-		}
-		if o, err := server.ReadOwner(a.home); err == nil && o.Session != last.Session {
-			return nil
-		}
-	}
 }
 
 func (a *app) pluginCmd() *cobra.Command {
@@ -809,28 +555,4 @@ func (a *app) pluginCmd() *cobra.Command {
 		},
 	})
 	return cmd
-}
-
-func indentJSON(b []byte) string {
-	var buf bytes.Buffer
-	if err := json.Indent(&buf, b, "", "  "); err != nil {
-		return string(b)
-	}
-	return buf.String()
-}
-
-func indent(s, prefix string) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	for i, l := range lines {
-		lines[i] = prefix + l
-	}
-	return strings.Join(lines, "\n")
-}
-
-// orNone is s, or "(none)" when it is empty.
-func orNone(s string) string {
-	if s == "" {
-		return "(none)"
-	}
-	return s
 }

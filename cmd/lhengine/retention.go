@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lhengine/lhengine/api"
+	"github.com/lhengine/lhengine/cmd/lhengine/internal/home"
 )
 
 func (a *app) rmCmd() *cobra.Command {
@@ -91,10 +92,10 @@ back once the store is next opened without an owner (run gc again then).`,
 			}
 			var rep *api.GCReport
 			local := false
-			if err := a.withSession(cmd.Context(), homeMode{create: true}, func(s *session) error {
+			if err := a.withSession(cmd.Context(), home.Mode{Create: true}, func(s *home.Session) error {
 				var err error
-				rep, err = s.c.GC(cmd.Context(), o)
-				local = s.local()
+				rep, err = s.Client.GC(cmd.Context(), o)
+				local = s.Local()
 				return err
 			}); err != nil {
 				return err
@@ -102,8 +103,8 @@ back once the store is next opened without an owner (run gc again then).`,
 			if local && rep.Blobs+rep.Orphans > 0 {
 				// What gc deleted was in Badger's in-memory table until the
 				// close above: only now can its value-log space come back.
-				if err := a.withSession(cmd.Context(), homeMode{create: true}, func(s *session) error {
-					n, err := s.c.ReclaimSpace(cmd.Context())
+				if err := a.withSession(cmd.Context(), home.Mode{Create: true}, func(s *home.Session) error {
+					n, err := s.Client.ReclaimSpace(cmd.Context())
 					rep.VlogFiles += n
 					return err
 				}); err != nil {

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lhengine/lhengine/api"
+	"github.com/lhengine/lhengine/cmd/lhengine/internal/home"
 )
 
 func (a *app) retryCmd() *cobra.Command {
@@ -42,8 +43,8 @@ repairs are kept; consecutive failures start from zero. The event log
 records who retried it.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.withWorker(cmd.Context(), false, func(s *session) error {
-				t, err := s.c.Retry(cmd.Context(), args[0], api.RetryRequest{From: from, By: who()})
+			return a.withWorker(cmd.Context(), false, func(s *home.Session) error {
+				t, err := s.Client.Retry(cmd.Context(), args[0], api.RetryRequest{From: from, By: who()})
 				if err != nil {
 					return err
 				}

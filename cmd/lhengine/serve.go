@@ -9,7 +9,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lhengine/lhengine/api"
+	"github.com/lhengine/lhengine/cmd/lhengine/internal/home"
 	"github.com/lhengine/lhengine/engine"
+	"github.com/lhengine/lhengine/internal/homefiles"
 	"github.com/lhengine/lhengine/server"
 )
 
@@ -59,8 +61,8 @@ is 0.`,
 					return fmt.Errorf("--listen %s: %w", listen, err)
 				}
 				defer l.Close()
-				a.extra = append(a.extra, extraListener{l: l, h: func(srv *server.Server) http.Handler {
-					if _, err := server.Token(a.home); err != nil {
+				a.extra = append(a.extra, home.Listener{L: l, Handler: func(srv *server.Server) http.Handler {
+					if _, err := homefiles.Token(a.home); err != nil {
 						// No token, no TCP: refuse everything rather than serve open.
 						a.logger().Error("no API token; the TCP listener refuses every request", "error", err)
 						return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
@@ -69,18 +71,18 @@ is 0.`,
 					}
 					// Read again for every request: a token added or
 					// removed with "lhengine token" counts at once.
-					tokens := func() (map[string]string, error) { return server.Tokens(a.home) }
+					tokens := func() (map[string]string, error) { return homefiles.Tokens(a.home) }
 					return logins.Handler(server.RequireTokens(srv.Handler(), tokens), tokens)
 				}})
 				tokenFile = api.TokenPath(a.home)
 				listen = l.Addr().String()
 				// A one-time login link for the person at this terminal,
 				// held in this process's memory only.
-				if once, err = logins.Issue(server.OwnerToken); err != nil {
+				if once, err = logins.Issue(homefiles.OwnerToken); err != nil {
 					return err
 				}
 			}
-			return a.withOwner(ctx, func(s *session) error {
+			return a.withOwner(ctx, func(s *home.Session) error {
 				if err := mf.apply(&o, true); err != nil {
 					return err
 				}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lhengine/lhengine/cmd/lhengine/internal/home"
 	"github.com/lhengine/lhengine/engine"
 )
 
@@ -48,7 +49,7 @@ func (s workStop) halted() context.Context {
 // work runs o on the engine this process owns until ctx ends (the first
 // signal), which stops it gracefully (workStop), or until it runs out of
 // work. What the stop does is said on w. A stop is not an error.
-func (a *app) work(ctx context.Context, s *session, o engine.WorkOptions, w io.Writer) error {
+func (a *app) work(ctx context.Context, s *home.Session, o engine.WorkOptions, w io.Writer) error {
 	grace := a.stop.grace
 	o.Stop, o.Grace = ctx.Done(), grace
 	o.OnStopping = func(n int) {
@@ -62,7 +63,7 @@ func (a *app) work(ctx context.Context, s *session, o engine.WorkOptions, w io.W
 	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
 	defer context.AfterFunc(a.stop.halted(), cancel)()
-	err := s.e.Work(wctx, o)
+	err := s.Engine.Work(wctx, o)
 	if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
 		return nil // halted
 	}

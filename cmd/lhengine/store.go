@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lhengine/lhengine/cmd/lhengine/internal/home"
 	"github.com/lhengine/lhengine/ledger"
 	"github.com/lhengine/lhengine/store"
 )
@@ -40,11 +41,11 @@ the store could not be read.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			rep, err := store.Verify(filepath.Join(a.home, "store"), a.logger())
 			if errors.Is(err, ledger.ErrInUse) {
-				if s := a.dialOwner(cmd.Context()); s != nil {
-					s.c.Close()
-					return fmt.Errorf("home %s is owned by %s: verify reads the store alone; stop that process first", a.home, s.owner)
+				if s := home.DialOwner(cmd.Context(), a.home); s != nil {
+					s.Client.Close()
+					return fmt.Errorf("home %s is owned by %s: verify reads the store alone; stop that process first", a.home, s.Owner)
 				}
-				return a.busy(err)
+				return home.Busy(a.home, err)
 			}
 			if err != nil {
 				return err

@@ -7,7 +7,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lhengine/lhengine/api"
-	"github.com/lhengine/lhengine/server"
+	"github.com/lhengine/lhengine/cmd/lhengine/internal/home"
+	"github.com/lhengine/lhengine/internal/homefiles"
 )
 
 // tokenCmd manages the home's named API tokens. It works on the home's
@@ -41,10 +42,10 @@ refused: remove it first. Give it to the person with --token-file FILE or
 LHENGINE_TOKEN, or for the dashboard, paste it at its login page.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := a.privateHome(true); err != nil {
+			if err := home.Private(a.home, true, a.logger()); err != nil {
 				return err
 			}
-			tok, err := server.AddToken(a.home, args[0])
+			tok, err := homefiles.AddToken(a.home, args[0])
 			if err != nil {
 				return err
 			}
@@ -64,15 +65,15 @@ func (a *app) tokenLsCmd() *cobra.Command {
 		Short: "List the names of the tokens (never their secrets): owner, if serve created it, then the named ones",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := a.privateHome(false); err != nil {
+			if err := home.Private(a.home, false, a.logger()); err != nil {
 				return err
 			}
-			names, err := server.TokenNames(a.home)
+			names, err := homefiles.TokenNames(a.home)
 			if err != nil {
 				return err
 			}
 			if _, err := os.Stat(api.TokenPath(a.home)); err == nil {
-				names = append([]string{server.OwnerToken}, names...)
+				names = append([]string{homefiles.OwnerToken}, names...)
 			}
 			if a.json() {
 				return a.printJSON(append([]string{}, names...))
@@ -91,10 +92,10 @@ func (a *app) tokenRmCmd() *cobra.Command {
 		Short: "Remove a named token: from the next request on, it is refused",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := a.privateHome(false); err != nil {
+			if err := home.Private(a.home, false, a.logger()); err != nil {
 				return err
 			}
-			if err := server.RemoveToken(a.home, args[0]); err != nil {
+			if err := homefiles.RemoveToken(a.home, args[0]); err != nil {
 				return err
 			}
 			if a.json() {

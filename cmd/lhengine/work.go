@@ -5,19 +5,19 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"path/filepath"
 	"strconv"
-	"sync"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/lhengine/lhengine/api"
+	"github.com/lhengine/lhengine/cmd/lhengine/internal/home"
+	"github.com/lhengine/lhengine/cmd/lhengine/internal/live"
+	"github.com/lhengine/lhengine/cmd/lhengine/internal/render"
 	"github.com/lhengine/lhengine/engine"
 	"github.com/lhengine/lhengine/ledger"
 )
@@ -126,7 +126,7 @@ func (a *app) validateCmd() *cobra.Command {
 			}
 			if !a.json() {
 				fmt.Fprintf(a.stdout, "%s is valid\n", args[0])
-				return a.printGrants(grants)
+				return render.Grants(a.stdout, grants)
 			}
 			return nil
 		},
@@ -146,27 +146,6 @@ func (f *policyFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringArrayVar(&f.without, "without", nil, "do not apply policy NAME though the task lists it (repeatable)")
 	cmd.Flags().StringArrayVar(&f.dirs, "policies", nil, "look for policies in DIR too, after policies/ beside the task file and before HOME/policies (repeatable)")
 	cmd.Flags().StringArrayVar(&f.grant, "grant-policy", nil, "let the steps policy NAME inserts reach what no step of the task does (mounts, hosts, effects, workspace, models); refused otherwise (repeatable)")
-}
-
-// printGrants lists what the steps the policies insert may reach.
-func (a *app) printGrants(grants []engine.PolicyGrant) error {
-	if len(grants) == 0 {
-		return nil
-	}
-	fmt.Fprintf(a.stdout, "\npolicy grants (%d)\n", len(grants))
-	w := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-	for _, g := range grants {
-		fmt.Fprintf(w, "  %s\t%s\t%s\t%s\n", g.Policy, g.Step, g.Capability, grantedBy(g.ByTask))
-	}
-	return w.Flush()
-}
-
-// grantedBy says why an inserted step may have a capability.
-func grantedBy(byTask bool) string {
-	if byTask {
-		return "granted by the task"
-	}
-	return "granted by --grant-policy"
 }
 
 // apply sets the policy fields of req; directories become absolute, since
@@ -219,8 +198,8 @@ worker to own the home: with no such owner nothing would work the task
 			if err := rf.apply(&req); err != nil {
 				return err
 			}
-			return a.withSessionAgain(cmd.Context(), homeMode{create: true}, func(s *session) error {
-				if follow && (s.local() || !s.owner.WorksAll()) {
+			return a.withSessionAgain(cmd.Context(), home.Mode{Create: true}, func(s *home.Session) error {
+				if follow && (s.Local() || !s.Owner.WorksAll()) {
 					return &exitError{code: exitUsage, err: fmt.Errorf("--follow: nothing works the tasks of home %s (no lhengine serve or lhengine worker owns it): "+
 						"start one, or work the task in this process with: lhengine run %s", a.home, args[0])}
 				}
@@ -252,39 +231,19 @@ worker to own the home: with no such owner nothing would work the task
 
 // submit submits req through s, with a line on a terminal saying what
 // happens while the task's plugins load.
-func (a *app) submit(ctx context.Context, s *session, req api.SubmitRequest) (*api.SubmitResponse, error) {
+func (a *app) submit(ctx context.Context, s *home.Session, req api.SubmitRequest) (*api.SubmitResponse, error) {
 	p := a.compiling
 	if p == nil {
-		return s.c.Submit(ctx, req)
+		return s.Client.Submit(ctx, req)
 	}
-	if !s.local() {
-		p.remote(s.owner, req.Path)
+	if !s.Local() {
+		p.Remote(s.Owner, req.Path)
 	}
 	a.logs.to(p)
 	defer a.logs.to(nil)
-	defer p.finish()
-	if p.tty {
-		// The elapsed time moves while a plugin compiles.
-		stop := make(chan struct{})
-		var wg sync.WaitGroup
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			t := time.NewTicker(time.Second)
-			defer t.Stop()
-			for {
-				select {
-				case <-stop:
-					return
-				case <-t.C:
-					p.tick()
-				}
-			}
-		}()
-		defer wg.Wait()
-		defer close(stop)
-	}
-	return s.c.Submit(ctx, req)
+	defer p.Finish()
+	defer p.Ticking()() // the elapsed time moves while a plugin compiles
+	return s.Client.Submit(ctx, req)
 }
 
 // submitRequest is the API request for the task file at path: the owner
@@ -343,7 +302,7 @@ serve" already owns the home, run submits the task there and follows it.`,
 			if rf.dir != "" && mf.dir != "" {
 				return errors.New("--model-replay and --model-record exclude each other: a replayed call sends nothing to record")
 			}
-			return a.withWorker(cmd.Context(), true, func(s *session) error {
+			return a.withWorker(cmd.Context(), true, func(s *home.Session) error {
 				r, err := a.submit(cmd.Context(), s, req)
 				if err != nil {
 					return err
@@ -367,11 +326,11 @@ serve" already owns the home, run submits the task there and follows it.`,
 // withWorker runs fn with a session in which a task can be worked: this
 // process owns the home (and works the task fn names), or the home's
 // owner works every task (serve, worker) and this command follows it.
-func (a *app) withWorker(ctx context.Context, create bool, fn func(*session) error) error {
-	return a.withSession(ctx, homeMode{create: create, works: "task", own: true}, func(s *session) error {
-		if !s.local() && !s.owner.WorksAll() {
+func (a *app) withWorker(ctx context.Context, create bool, fn func(*home.Session) error) error {
+	return a.withSession(ctx, home.Mode{Create: create, Works: "task", Own: true}, func(s *home.Session) error {
+		if !s.Local() && !s.Owner.WorksAll() {
 			return fmt.Errorf("home %s is owned by %s, which works only its own task: wait for it to finish, "+
-				"or run many tasks in one home with \"lhengine serve\"", a.home, s.owner)
+				"or run many tasks in one home with \"lhengine serve\"", a.home, s.Owner)
 		}
 		return fn(s)
 	})
@@ -403,23 +362,23 @@ Like run, resume returns when the task pauses or waits for a person, saying
 why and the command that continues it, with exit status 3.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.withWorker(cmd.Context(), false, func(s *session) error {
+			return a.withWorker(cmd.Context(), false, func(s *home.Session) error {
 				for _, b := range budgets {
 					if _, err := ledger.ParseBudgetRaise(b); err != nil {
 						return &exitError{code: exitUsage, err: fmt.Errorf("--budget %v", err)}
 					}
 				}
-				t, err := s.c.ResumeWith(cmd.Context(), args[0], api.ResumeRequest{Budget: budgets, By: who(), Where: fmt.Sprintf("%s (pid %d)", cwdHost(), os.Getpid())})
+				t, err := s.Client.ResumeWith(cmd.Context(), args[0], api.ResumeRequest{Budget: budgets, By: who(), Where: fmt.Sprintf("%s (pid %d)", cwdHost(), os.Getpid())})
 				if err != nil {
 					return err
 				}
-				if !s.local() && !follow {
+				if !s.Local() && !follow {
 					if a.json() {
 						return a.printJSON(t)
 					}
 					done, total := t.Progress()
 					fmt.Fprintf(a.stdout, "task %s is already being worked by %s at %d/%d units; follow it with: lhengine events %s --follow\n",
-						t.ID, s.owner, done, total, t.ID)
+						t.ID, s.Owner, done, total, t.ID)
 					return nil
 				}
 				if !a.json() {
@@ -445,29 +404,29 @@ func reasonSuffix(t *api.Task) string {
 	return " (" + t.Reason + ")"
 }
 
-// workTask works one task to its end with the live progress (liveBar) on stderr, then
+// workTask works one task to its end with the live progress (live.Bar) on stderr, then
 // prints the outcome. A task that did not succeed is exit status 1. In a
 // session of another owner, that owner works it and this command follows
 // its stream.
-func (a *app) workTask(ctx context.Context, s *session, id string, conc int, mf recordFlag) error {
+func (a *app) workTask(ctx context.Context, s *home.Session, id string, conc int, mf recordFlag) error {
 	o := engine.WorkOptions{Concurrency: conc, Task: id, ExitWhenIdle: true}
-	if err := mf.apply(&o, s.local()); err != nil {
+	if err := mf.apply(&o, s.Local()); err != nil {
 		return err
 	}
-	p := newLiveBar(a.stderr, isTerminal(a.stderr), func(ctx context.Context) (*api.Report, error) {
-		return s.c.Report(ctx, id)
+	p := live.NewBar(a.stderr, live.IsTerminal(a.stderr), func(ctx context.Context) (*api.Report, error) {
+		return s.Client.Report(ctx, id)
 	})
-	p.start(ctx)
+	p.Start(ctx)
 	a.logs.to(p)
 	var err error
-	if s.local() {
-		s.srv.SetWorks(id)
-		o.OnCommit = func(*ledger.Task) { p.changed() }
+	if s.Local() {
+		s.Server.SetWorks(id)
+		o.OnCommit = func(*ledger.Task) { p.Changed() }
 		err = a.work(ctx, s, o, p)
 	} else {
-		err = s.c.Follow(ctx, id, math.MaxUint64, func(it api.StreamItem) error {
+		err = s.Client.Follow(ctx, id, math.MaxUint64, func(it api.StreamItem) error {
 			if it.Task != nil {
-				p.changed()
+				p.Changed()
 				if stopsFollowing(it.Task.Status) && it.Task.Leases == 0 {
 					return errStopped
 				}
@@ -478,23 +437,23 @@ func (a *app) workTask(ctx context.Context, s *session, id string, conc int, mf 
 			err = nil
 		}
 	}
-	p.finish(ctx)
+	p.Finish(ctx)
 	a.logs.to(nil)
 	if err != nil {
 		if ctx.Err() != nil {
-			if s.local() {
+			if s.Local() {
 				fmt.Fprintf(a.stderr, "interrupted; continue with: lhengine resume %s\n", id)
 			} else {
-				fmt.Fprintf(a.stderr, "stopped following; %s goes on working task %s (lhengine events %s --follow)\n", s.owner, id, id)
+				fmt.Fprintf(a.stderr, "stopped following; %s goes on working task %s (lhengine events %s --follow)\n", s.Owner, id, id)
 			}
 			return &exitError{code: exitInterrupted}
 		}
-		if !s.local() && errors.Is(err, api.ErrOwnerGone) {
-			return fmt.Errorf("%s, which worked task %s, went away before it finished; continue with: lhengine resume %s", s.owner, id, id)
+		if !s.Local() && errors.Is(err, api.ErrOwnerGone) {
+			return fmt.Errorf("%s, which worked task %s, went away before it finished; continue with: lhengine resume %s", s.Owner, id, id)
 		}
 		return err
 	}
-	t, err := s.c.Task(context.WithoutCancel(ctx), id)
+	t, err := s.Client.Task(context.WithoutCancel(ctx), id)
 	if err != nil {
 		return err
 	}
@@ -512,10 +471,10 @@ func (a *app) workTask(ctx context.Context, s *session, id string, conc int, mf 
 		done, total := t.Progress()
 		fmt.Fprintf(a.stdout, "task %s %s: %d/%d units%s\n", t.ID, t.ShownStatus, done, total, reasonSuffix(t))
 		if t.Status == api.Succeeded {
-			fmt.Fprintf(a.stdout, "output of step %q:\n%s\n", t.Steps[len(t.Steps)-1].Name, indentJSON(t.Output))
+			fmt.Fprintf(a.stdout, "output of step %q:\n%s\n", t.Steps[len(t.Steps)-1].Name, render.IndentJSON(t.Output))
 		}
 		if stopsFollowing(t.Status) {
-			fmt.Fprintf(a.stdout, "continue with: %s\n", continueCommand(t))
+			fmt.Fprintf(a.stdout, "continue with: %s\n", render.Continue(t))
 		}
 	}
 	if stopsFollowing(t.Status) {
@@ -527,57 +486,6 @@ func (a *app) workTask(ctx context.Context, s *session, id string, conc int, mf 
 	return nil
 }
 
-// statusLine is a line of progress kept at the bottom of a terminal, with
-// the log written above it: on a terminal Write clears the line, writes,
-// and draws it again, so a log line never lands in the middle of it.
-// Elsewhere (tty false) nothing is redrawn.
-type statusLine struct {
-	w     io.Writer
-	tty   bool
-	mu    sync.Mutex
-	drawn string // on a terminal: the line on screen, not ended by a newline
-}
-
-func newStatusLine(w io.Writer) statusLine {
-	return statusLine{w: w, tty: isTerminal(w)}
-}
-
-func (p *statusLine) Write(b []byte) (int, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if !p.tty || p.drawn == "" {
-		return p.w.Write(b)
-	}
-	if _, err := io.WriteString(p.w, "\r\033[K"); err != nil {
-		return 0, err
-	}
-	n, err := p.w.Write(b)
-	if err != nil {
-		return n, err
-	}
-	if len(b) > 0 && b[len(b)-1] != '\n' {
-		_, _ = io.WriteString(p.w, "\n")
-	}
-	_, err = io.WriteString(p.w, p.drawn)
-	return n, err
-}
-
-// draw puts line on the terminal in place of the one drawn; the caller
-// holds mu.
-func (p *statusLine) draw(line string) {
-	fmt.Fprintf(p.w, "\r\033[K%s", line)
-	p.drawn = line
-}
-
-// end leaves the drawn line on screen and goes to the next; the caller
-// holds mu.
-func (p *statusLine) end() {
-	if p.tty && p.drawn != "" {
-		fmt.Fprintln(p.w)
-		p.drawn = ""
-	}
-}
-
 func (a *app) workerCmd() *cobra.Command {
 	var o engine.WorkOptions
 	var mf recordFlag
@@ -586,7 +494,7 @@ func (a *app) workerCmd() *cobra.Command {
 		Short: "Claim and run queued work units until stopped",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.withOwner(cmd.Context(), func(s *session) error {
+			return a.withOwner(cmd.Context(), func(s *home.Session) error {
 				if err := mf.apply(&o, true); err != nil {
 					return err
 				}
@@ -606,14 +514,14 @@ func (a *app) workerCmd() *cobra.Command {
 
 // withOwner runs fn with this process owning the home and working every
 // task; a home another process owns is an error naming it.
-func (a *app) withOwner(ctx context.Context, fn func(*session) error) error {
-	return a.withSession(ctx, homeMode{create: true, works: "all", own: true}, func(s *session) error {
-		if !s.local() {
+func (a *app) withOwner(ctx context.Context, fn func(*home.Session) error) error {
+	return a.withSession(ctx, home.Mode{Create: true, Works: "all", Own: true}, func(s *home.Session) error {
+		if !s.Local() {
 			what := "wait for it to finish or stop it"
-			if s.owner.WorksAll() {
+			if s.Owner.WorksAll() {
 				what = "its workers already run every task of the home"
 			}
-			return fmt.Errorf("home %s is owned by %s: %s", a.home, s.owner, what)
+			return fmt.Errorf("home %s is owned by %s: %s", a.home, s.Owner, what)
 		}
 		return fn(s)
 	})

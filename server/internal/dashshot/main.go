@@ -29,6 +29,7 @@ import (
 
 	"github.com/lhengine/lhengine/api"
 	"github.com/lhengine/lhengine/engine"
+	"github.com/lhengine/lhengine/internal/homefiles"
 	"github.com/lhengine/lhengine/ledger"
 	"github.com/lhengine/lhengine/plugins/examples/site-audit/site/sitegen"
 	"github.com/lhengine/lhengine/server"
@@ -112,14 +113,14 @@ func run(ctx context.Context, out string, pages int, chrome string, width, heigh
 	fmt.Fprintf(os.Stderr, "dashshot: task %s waits for its approval\n", task.ID)
 
 	// The dashboard, behind a token, and a one-time link into it.
-	token, err := server.Token(filepath.Join(dir, "home"))
+	token, err := homefiles.Token(filepath.Join(dir, "home"))
 	if err != nil {
 		return err
 	}
 	srv := server.New(e, server.Options{Dashboard: true,
 		Owner: api.Owner{Home: "~/audits/.lhengine", Works: "all", Command: "lhengine serve"}})
 	logins := server.NewOnceLogins(server.OnceLoginFor, nil)
-	tokens := func() (map[string]string, error) { return map[string]string{server.OwnerToken: token}, nil }
+	tokens := func() (map[string]string, error) { return map[string]string{homefiles.OwnerToken: token}, nil }
 	dl, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
@@ -133,7 +134,7 @@ func run(ctx context.Context, out string, pages int, chrome string, width, heigh
 		stopServe()
 		<-served
 	}()
-	once, err := logins.Issue(server.OwnerToken)
+	once, err := logins.Issue(homefiles.OwnerToken)
 	if err != nil {
 		return err
 	}
