@@ -45,13 +45,15 @@
 // lhengine: ../fault, ../api (the wire contract: its own records, no
 // engine type), the SDK's abi and ../internal (bytesize, crashpoint,
 // diskfree, hcldiag, holdpoint; and the test helpers testgate, testmodel,
-// testwasm). Above them ../ledger (it imports only ../fault); then
-// ../store, which implements it; then this package and its internal stages,
-// which hold a ledger.Store and name no store type; then ../server, which
-// converts ledger records into api ones
-// (server/wire.go); and on top ../cmd/lhengine, with the drivers only its
-// commands use (cmd/lhengine/internal/evalrun, benchrun). farm-studio look
-// draws the same floors.
+// testwasm). Above them ../ledger (it imports only ../fault) and
+// ../internal/homefiles (a home's socket, owner record and tokens; it
+// imports only ../api); then ../store, which implements the ledger; then
+// this package and its internal stages, which hold a ledger.Store and name
+// no store type; then ../server, which converts ledger records into api
+// ones (server/wire.go); and on top ../cmd/lhengine, with what only its
+// commands use: cmd/lhengine/internal/home, the one place that decides who
+// owns a home (open the store and serve, or be the owner's client), and
+// the drivers evalrun and benchrun. farm-studio look draws the same floors.
 //
 // The ABI's version and host module name are defined once, in the Go SDK's
 // leaf package github.com/lhengine/lhengine/plugins/sdk/go/abi, which both
