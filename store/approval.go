@@ -12,6 +12,7 @@ import (
 	"github.com/lhengine/lhengine/store/internal/budget"
 	"github.com/lhengine/lhengine/store/internal/index"
 	"github.com/lhengine/lhengine/store/internal/kv"
+	"github.com/lhengine/lhengine/store/internal/lease"
 )
 
 // Approvals: a unit that needs a person's decision before it runs (a
@@ -35,7 +36,7 @@ func (s *Store) RequestApproval(ctx context.Context, l ledger.Lease, a ledger.Ap
 	var out *ledger.Task
 	var rec *ledger.Approval
 	err := s.update(ctx, func(t *kv.Tx) error {
-		u, task, err := s.leased(t, l)
+		u, task, err := lease.Leased(t, l)
 		if err != nil {
 			return err
 		}
@@ -223,7 +224,7 @@ func (s *Store) wakeUnit(t *kv.Tx, task *ledger.Task, step, item int, is func(*l
 func (s *Store) CloseApproval(ctx context.Context, l ledger.Lease, id string, state ledger.ApprovalState, why string) (*ledger.Approval, error) {
 	var out *ledger.Approval
 	err := s.update(ctx, func(t *kv.Tx) error {
-		_, task, err := s.leased(t, l)
+		_, task, err := lease.Leased(t, l)
 		if err != nil {
 			return err
 		}
@@ -266,7 +267,7 @@ func (s *Store) CloseApproval(ctx context.Context, l ledger.Lease, id string, st
 // (Approval.UsedBy), once: the first attempt to run on it.
 func (s *Store) UseApproval(ctx context.Context, l ledger.Lease, id string) error {
 	return s.update(ctx, func(t *kv.Tx) error {
-		_, task, err := s.leased(t, l)
+		_, task, err := lease.Leased(t, l)
 		if err != nil {
 			return err
 		}
@@ -390,7 +391,7 @@ func (s *Store) voidApprovals(t *kv.Tx, task *ledger.Task, step, pass int, why s
 func (s *Store) WaitEffect(ctx context.Context, l ledger.Lease, key, reason string) (*ledger.Task, error) {
 	var out *ledger.Task
 	err := s.update(ctx, func(t *kv.Tx) error {
-		u, task, err := s.leased(t, l)
+		u, task, err := lease.Leased(t, l)
 		if err != nil {
 			return err
 		}

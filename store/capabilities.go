@@ -11,6 +11,7 @@ import (
 	"github.com/lhengine/lhengine/store/internal/budget"
 	"github.com/lhengine/lhengine/store/internal/index"
 	"github.com/lhengine/lhengine/store/internal/kv"
+	"github.com/lhengine/lhengine/store/internal/lease"
 	"github.com/lhengine/lhengine/store/internal/quota"
 )
 
@@ -75,7 +76,7 @@ func (s *Store) KVGet(task string, step, item int, key string) (json.RawMessage,
 // written.
 func (s *Store) KVPut(ctx context.Context, l ledger.Lease, key string, value json.RawMessage, limit int64) error {
 	return s.update(ctx, func(t *kv.Tx) error {
-		if _, _, err := s.leased(t, l); err != nil {
+		if _, _, err := lease.Leased(t, l); err != nil {
 			return err
 		}
 		return quota.PutKV(t, l, key, value, limit)
@@ -97,7 +98,7 @@ func (s *Store) Effect(task string, step, item int, key string) (*ledger.Effect,
 // else now owns).
 func (s *Store) RecordEffect(ctx context.Context, l ledger.Lease, e *ledger.Effect) error {
 	return s.update(ctx, func(t *kv.Tx) error {
-		if _, _, err := s.leased(t, l); err != nil {
+		if _, _, err := lease.Leased(t, l); err != nil {
 			return err
 		}
 		t.Durable = true
@@ -172,7 +173,7 @@ func (s *Store) Pause(ctx context.Context, l ledger.Lease, reason string) (*ledg
 func (s *Store) PauseUnit(ctx context.Context, l ledger.Lease, why ledger.PauseReason) (*ledger.Task, error) {
 	var out *ledger.Task
 	err := s.update(ctx, func(t *kv.Tx) error {
-		u, task, err := s.leased(t, l)
+		u, task, err := lease.Leased(t, l)
 		if err != nil {
 			return err
 		}

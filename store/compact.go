@@ -8,6 +8,7 @@ import (
 
 	"github.com/lhengine/lhengine/ledger"
 	"github.com/lhengine/lhengine/store/internal/kv"
+	"github.com/lhengine/lhengine/store/internal/lease"
 )
 
 // Compaction: a plugin that condenses a task's free-form notes (a
@@ -26,7 +27,7 @@ import (
 func (s *Store) CompactNotes(ctx context.Context, l ledger.Lease, replaces []uint64, summary string) (uint64, error) {
 	var seq uint64
 	err := s.update(ctx, func(t *kv.Tx) error {
-		_, task, err := s.leased(t, l)
+		_, task, err := lease.Leased(t, l)
 		if err != nil {
 			return err
 		}

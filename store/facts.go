@@ -12,6 +12,7 @@ import (
 	"github.com/lhengine/lhengine/ledger"
 	"github.com/lhengine/lhengine/store/internal/index"
 	"github.com/lhengine/lhengine/store/internal/kv"
+	"github.com/lhengine/lhengine/store/internal/lease"
 )
 
 func orNone(s string) string {
@@ -65,7 +66,7 @@ func (s *Store) CheckFacts(ctx context.Context, l ledger.Lease, values map[strin
 	}
 	err = s.update(ctx, func(t *kv.Tx) error {
 		changes, run, task = nil, true, nil
-		u, tk, err := s.leased(t, l)
+		u, tk, err := lease.Leased(t, l)
 		if err != nil {
 			return err
 		}

@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"sort"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -21,6 +20,7 @@ import (
 	"github.com/lhengine/lhengine/store/internal/budget"
 	"github.com/lhengine/lhengine/store/internal/index"
 	"github.com/lhengine/lhengine/store/internal/kv"
+	"github.com/lhengine/lhengine/store/internal/lease"
 	"github.com/lhengine/lhengine/store/internal/quota"
 	"github.com/lhengine/lhengine/store/internal/read"
 )
@@ -162,390 +162,17 @@ func (s *Store) Claim(ctx context.Context, req ledger.ClaimRequest) (ledger.Clai
 	return out, err
 }
 
-// claim leases up to req.Max units inside t. held, when set, is a task record
-// the calling operation has already changed (and will save itself).
-//
-// Runnable tasks take turns: the claim starts with the task after the one
-// that got the previous lease, and a claim for several units first gives
-// each task an equal share, then fills up greedily, so a long fan-out
-// cannot starve tasks submitted after it.
+// claim leases up to req.Max units inside t (internal/lease). held, when
+// set, is a task record the calling operation has already changed (and
+// will save itself).
 func (s *Store) claim(t *kv.Tx, req ledger.ClaimRequest, held *ledger.Task) (ledger.Claimed, error) {
-	s.idx.Mu.Lock()
-	defer s.idx.Mu.Unlock()
-	c := &claiming{s: s, t: t, req: req, held: held, now: s.now(), b: t.Batch(),
-		tasks: map[string]*ledger.Task{}, loaded: map[string]claimMark{}}
-	if held != nil {
-		c.tasks[held.ID] = held
-	}
-	if err := c.takeBackExpired(); err != nil {
-		return c.out, err
-	}
-	ids := c.turns()
-	share := req.Max
-	if len(ids) > 1 {
-		share = max(1, req.Max/len(ids))
-	}
-	for round := 0; round < 2 && len(c.out.Leases) < req.Max; round++ {
-		for _, id := range ids {
-			if len(c.out.Leases) >= req.Max {
-				break
-			}
-			limit := req.Max
-			if round == 0 {
-				limit = share
-			}
-			if err := c.fromTask(id, limit); err != nil {
-				return c.out, err
-			}
-		}
-	}
-	c.snapshots()
-	return c.out, c.save()
-}
-
-// claiming is one claim under way: the tasks it read (and what each looked
-// like then), the units its transaction's batch made ready that the index
-// does not hold yet, and what it has leased so far.
-type claiming struct {
-	s      *Store
-	t      *kv.Tx
-	req    ledger.ClaimRequest
-	held   *ledger.Task
-	now    time.Time
-	b      *kv.Batch
-	tasks  map[string]*ledger.Task
-	loaded map[string]claimMark   // what each task looked like when read
-	extra  map[string][]index.Ref // ready units the index does not list yet, by task
-	out    ledger.Claimed
-}
-
-// load reads task id once per claim.
-func (c *claiming) load(id string) (*ledger.Task, error) {
-	if task, ok := c.tasks[id]; ok {
-		return task, nil
-	}
-	task := new(ledger.Task)
-	if err := c.t.GetJSON(kv.TaskKey(id), task); err != nil {
-		return nil, err
-	}
-	c.tasks[id] = task
-	c.loaded[id] = claimMark{task.Epoch, task.Reclaims, task.Status}
-	return task, nil
-}
-
-// takeBackExpired returns expired leases to the ready state first, and
-// gathers the units made ready by this transaction (or an earlier
-// operation of its batch), which are not in the index yet.
-func (c *claiming) takeBackExpired() error {
-	extra, err := c.s.reclaim(c.t, c.req.Task, c.now, c.load, &c.out.Wake)
-	if err != nil {
-		return err
-	}
-	for _, refs := range extra {
-		c.out.Reclaimed += len(refs)
-	}
-	for _, r := range c.b.Ready {
-		if !c.b.Taken[r] {
-			extra[r.Task] = append(extra[r.Task], r)
-		}
-	}
-	c.extra = extra
-	return nil
-}
-
-// turns is the order the claim visits tasks in: the one asked for, or every
-// active task starting after the one served last.
-func (c *claiming) turns() []string {
-	ids := c.s.idx.Active
-	if c.req.Task != "" {
-		ids = []string{c.req.Task}
-	} else if len(ids) > 1 {
-		i := sortSearch(ids, c.s.idx.Served)
-		ids = append(append(make([]string, 0, len(ids)), ids[i:]...), ids[:i]...)
-	}
-	if c.s.idx.Planning(c.req.Task) {
-		// Units appear as a fan-out step is planned: look again soon.
-		c.out.Wake = earliest(c.out.Wake, c.now.Add(planPoll))
-	}
-	return ids
-}
-
-// fromTask leases up to limit more units of task id, within the room its
-// step's concurrency (and its window steps') and its units budget leave.
-func (c *claiming) fromTask(id string, limit int) error {
-	if !c.s.idx.HasReady(id) && len(c.extra[id]) == 0 {
-		return nil
-	}
-	task, err := c.load(id)
-	if errors.Is(err, ledger.ErrNotFound) {
-		return nil
-	} else if err != nil {
-		return err
-	}
-	if !task.Status.Runnable() {
-		return nil
-	}
-	st := c.t.Step(task, task.Cursor)
-	n := min(c.req.Max-len(c.out.Leases), st.Limit-st.Leased+c.s.windowRoom(c.t, task), limit)
-	if room := budget.UnitsRoom(task); room >= 0 {
-		n = min(n, room) // the units budget: no unit past it starts
-	}
-	if n <= 0 {
-		return nil
-	}
-	var refs []index.Ref
-	for len(c.extra[id]) > 0 && len(refs) < n {
-		if r := c.extra[id][0]; !c.b.Taken[r] {
-			refs = append(refs, r)
-		}
-		c.extra[id] = c.extra[id][1:]
-	}
-	more, wake := c.s.idx.Candidates(id, c.now, n-len(refs), func(r index.Ref) bool { return c.b.Taken[r] })
-	refs = append(refs, more...)
-	c.out.Wake = earliest(c.out.Wake, wake)
-	for _, r := range refs {
-		if err := c.lease(task, st, r); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// lease grants the unit r of task a lease with the task's next epoch, if
-// its record says it may run now; a candidate the index had wrong leaves
-// the index.
-func (c *claiming) lease(task *ledger.Task, st *ledger.StepState, r index.Ref) error {
-	t, now, id := c.t, c.now, task.ID
-	u := new(ledger.Unit)
-	err := t.GetJSON(kv.UnitKey(id, r.Step, r.Item), u)
-	if err != nil && !errors.Is(err, ledger.ErrNotFound) {
-		return err
-	}
-	rs := st // the unit's step
-	if r.Step != task.Cursor && r.Step >= 0 && r.Step < task.StepCount() {
-		if ws := t.Step(task, r.Step); windowClaimable(ws, r.Step, task.Cursor) {
-			rs = ws
-		}
-	}
-	// A waiting unit is in the queue only until its approval's expiry,
-	// when it is claimed to apply on_expiry.
-	waiting := u.State == ledger.UnitWaiting && !u.NotBefore.IsZero()
-	if err != nil || (r.Step != task.Cursor && rs == st) || (u.State != ledger.UnitReady && !waiting) || u.Pass != rs.Pass {
-		stale := r
-		t.After(func(x *index.Index) { x.RemoveReady(stale) })
-		return nil
-	}
-	if rs.Leased >= rs.Limit {
-		return nil // its step is at its concurrency limit (room counted window steps too)
-	}
-	if u.NotBefore.After(now) { // a retry made ready by this transaction, waiting out its backoff
-		c.out.Wake = earliest(c.out.Wake, u.NotBefore)
-		return nil
-	}
-	if waiting {
-		rs.Waiting = max(rs.Waiting-1, 0)
-		task.Waiting = max(task.Waiting-1, 0)
-		u.NotBefore = time.Time{}
-	}
-	if task.Status == ledger.WaitingApproval {
-		task.Status, task.Reason = ledger.Running, ""
-	}
-	if task.Status == ledger.Queued {
-		task.Status = ledger.Running
-		task.StartedAt = now
-		if err := c.s.event(t, task, ledger.Event{Type: ledger.EvStarted, Owner: c.req.Owner}); err != nil {
-			return err
-		}
-	}
-	task.Epoch++
-	task.Attempts++
-	task.Leases++
-	rs.Leased++
-	budget.TickWall(task, now)
-	until := now.Add(c.req.LeaseFor)
-	task.LeaseOwner, task.LeaseUntil = c.req.Owner, until
-	u.State, u.Owner, u.Epoch, u.LeaseUntil = ledger.UnitLeased, c.req.Owner, task.Epoch, until
-	if u.Round != task.Retries { // the task was retried since: a whole budget again
-		u.Round, u.Base = task.Retries, u.Attempt
-	}
-	u.Attempt++
-	u.Claimed = now
-	if err := t.PutJSON(kv.UnitKey(id, r.Step, r.Item), u); err != nil {
-		return err
-	}
-	c.b.Taken[r] = true
-	c.s.idx.Served = id
-	leased, rec := r, index.Lease{Owner: u.Owner, Until: u.LeaseUntil}
-	t.After(func(x *index.Index) {
-		x.RemoveReady(leased)
-		x.Leases[leased] = rec
-	})
-	c.out.Leases = append(c.out.Leases, ledger.Lease{
-		Task: id, Step: r.Step, Item: r.Item, Attempt: u.Attempt, Try: u.Attempt - u.Base,
-		Owner: u.Owner, Epoch: u.Epoch, Until: u.LeaseUntil, Unit: *u,
-	})
-	return nil
-}
-
-// snapshots gives each lease of a step at its task's cursor the task as
-// claimed, shared by the leases of one task (a window unit's worker reads
-// the whole task).
-func (c *claiming) snapshots() {
-	snaps := map[string]*ledger.Task{}
-	for i, l := range c.out.Leases {
-		if l.Step > c.tasks[l.Task].Cursor {
-			continue
-		}
-		snap, ok := snaps[l.Task]
-		if !ok {
-			snap = c.t.Snapshot(c.tasks[l.Task])
-			snaps[l.Task] = snap
-		}
-		c.out.Leases[i].Snapshot = snap
-	}
-}
-
-// save writes every task the claim changed; the caller saves held, and an
-// unchanged task needs no write.
-func (c *claiming) save() error {
-	for id, task := range c.tasks {
-		if task == c.held || c.loaded[id] == (claimMark{task.Epoch, task.Reclaims, task.Status}) {
-			continue
-		}
-		task.UpdatedAt = c.now
-		if err := c.t.SaveTask(task); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// planPoll is how soon a claim that found a fan-out step being planned
-// suggests looking again.
-const planPoll = 5 * time.Millisecond
-
-// sortSearch returns the index of the first id after after in the sorted
-// ids (0 when there is none).
-func sortSearch(ids []string, after string) int {
-	i := sort.SearchStrings(ids, after)
-	if i < len(ids) && ids[i] == after {
-		i++
-	}
-	if i >= len(ids) {
-		i = 0
-	}
-	return i
-}
-
-// claimMark is what a claim can change in a task: a lease grant takes an
-// epoch, a reclaim counts, a first lease starts the task.
-type claimMark struct {
-	epoch    uint64
-	reclaims int
-	status   ledger.Status
-}
-
-// reclaim returns expired leases (and leases of earlier sessions) to the
-// ready state. Tasks it touches are loaded through load and saved by the
-// caller. The caller holds s.idx.Mu.
-func (s *Store) reclaim(t *kv.Tx, only string, now time.Time, load func(string) (*ledger.Task, error), wake *time.Time) (map[string][]index.Ref, error) {
-	back := map[string][]index.Ref{}
-	var deads []index.Ref
-	taken := t.Batch().Taken
-	for r, l := range s.idx.Leases {
-		if only != "" && r.Task != only || taken[r] {
-			continue // taken: leased by an earlier operation of this batch
-		}
-		if ownerSession(l.Owner) == s.session && !l.Until.Before(now) {
-			*wake = earliest(*wake, l.Until)
-			continue
-		}
-		deads = append(deads, r)
-	}
-	sort.Slice(deads, func(i, j int) bool {
-		a, b := deads[i], deads[j]
-		if a.Task != b.Task {
-			return a.Task < b.Task
-		}
-		return a.Step < b.Step || (a.Step == b.Step && a.Item < b.Item)
-	})
-	for _, d := range deads {
-		dead := d
-		forget := func() { t.After(func(x *index.Index) { delete(x.Leases, dead) }) }
-		task, err := load(d.Task)
-		if errors.Is(err, ledger.ErrNotFound) {
-			forget()
-			continue
-		} else if err != nil {
-			return nil, err
-		}
-		u := new(ledger.Unit)
-		if err := t.GetJSON(kv.UnitKey(d.Task, d.Step, d.Item), u); err != nil {
-			if errors.Is(err, ledger.ErrNotFound) {
-				forget()
-				continue
-			}
-			return nil, err
-		}
-		if u.State != ledger.UnitLeased || !task.Status.Runnable() || u.Pass != t.Step(task, d.Step).Pass {
-			forget()
-			continue
-		}
-		// The index may be behind the record (a heartbeat earlier in this
-		// batch): only a lease the record says is dead goes back.
-		if ownerSession(u.Owner) == s.session && !u.LeaseUntil.Before(now) {
-			rec := index.Lease{Owner: u.Owner, Until: u.LeaseUntil}
-			t.After(func(x *index.Index) {
-				if _, ok := x.Leases[dead]; ok {
-					x.Leases[dead] = rec
-				}
-			})
-			*wake = earliest(*wake, u.LeaseUntil)
-			continue
-		}
-		forget()
-		item := d.Item
-		if err := s.event(t, task, ledger.Event{Type: ledger.EvLeaseExpired, Step: t.Step(task, d.Step).Name, Item: &item,
-			Attempt: u.Attempt, Epoch: u.Epoch, Owner: u.Owner,
-			Message: fmt.Sprintf("lease of %s (epoch %d) taken back", u.Owner, u.Epoch)}); err != nil {
-			return nil, err
-		}
-		task.Reclaims++
-		task.Leases--
-		t.Step(task, d.Step).Leased--
-		u.State, u.Owner, u.LeaseUntil, u.NotBefore = ledger.UnitReady, "", time.Time{}, time.Time{}
-		if err := t.PutJSON(kv.UnitKey(d.Task, d.Step, d.Item), u); err != nil {
-			return nil, err
-		}
-		t.After(func(x *index.Index) { x.AddReady(dead, time.Time{}, false) })
-		back[d.Task] = append(back[d.Task], d)
-	}
-	return back, nil
+	return s.leases.Claim(t, req, held)
 }
 
 // Heartbeat extends a lease by extend from now. Only the current owner, with
 // the current epoch, may extend it; anyone else gets ErrLeaseLost.
 func (s *Store) Heartbeat(ctx context.Context, l ledger.Lease, extend time.Duration) (time.Time, error) {
-	var until time.Time
-	err := s.update(ctx, func(t *kv.Tx) error {
-		u, _, err := s.leased(t, l)
-		if err != nil {
-			return err
-		}
-		until = s.now().Add(extend)
-		u.LeaseUntil = until
-		if err := t.PutJSON(kv.UnitKey(l.Task, l.Step, l.Item), u); err != nil {
-			return err
-		}
-		r, rec := index.Ref{Task: l.Task, Step: l.Step, Item: l.Item}, index.Lease{Owner: u.Owner, Until: until}
-		t.After(func(x *index.Index) {
-			if _, ok := x.Leases[r]; ok {
-				x.Leases[r] = rec
-			}
-		})
-		return nil
-	})
-	return until, err
+	return s.leases.Heartbeat(ctx, l, extend)
 }
 
 // Release gives back the unit of a lease whose attempt a stopping worker
@@ -555,68 +182,7 @@ func (s *Store) Heartbeat(ctx context.Context, l ledger.Lease, extend time.Durat
 // seed), and a "released" event records it. What the attempt did through
 // the host stays (its effects are journaled by their keys). A lease that is
 // no longer current gets ErrLeaseLost and changes nothing.
-func (s *Store) Release(ctx context.Context, l ledger.Lease) error {
-	return s.update(ctx, func(t *kv.Tx) error {
-		u, task, err := s.leased(t, l)
-		if err != nil {
-			return err
-		}
-		t.Durable = true
-		st := t.Step(task, l.Step)
-		u.State, u.Owner, u.LeaseUntil, u.NotBefore = ledger.UnitReady, "", time.Time{}, time.Time{}
-		u.Attempt = max(u.Attempt-1, 0)
-		task.Attempts = max(task.Attempts-1, 0)
-		task.Leases--
-		st.Leased--
-		budget.TickWall(task, s.now())
-		if err := t.PutJSON(kv.UnitKey(l.Task, l.Step, l.Item), u); err != nil {
-			return err
-		}
-		ref := index.Ref{Task: l.Task, Step: l.Step, Item: l.Item}
-		t.After(func(x *index.Index) {
-			delete(x.Leases, ref)
-			x.AddReady(ref, time.Time{}, false)
-		})
-		item := l.Item
-		if err := s.event(t, task, ledger.Event{Type: ledger.EvReleased, Step: st.Name, Item: &item, Attempt: l.Attempt, Epoch: l.Epoch, Owner: l.Owner,
-			Message: fmt.Sprintf("given back by %s as it stopped; attempt %d runs again, not charged", l.Owner, l.Attempt)}); err != nil {
-			return err
-		}
-		task.UpdatedAt = s.now()
-		return t.SaveTask(task)
-	})
-}
-
-// leased loads the unit and task of a lease and checks that the lease is
-// still the unit's current one.
-func (s *Store) leased(t *kv.Tx, l ledger.Lease) (*ledger.Unit, *ledger.Task, error) {
-	task := new(ledger.Task)
-	if err := t.GetJSON(kv.TaskKey(l.Task), task); err != nil {
-		return nil, nil, err
-	}
-	if task.Status.Terminal() {
-		return nil, nil, fmt.Errorf("%w: task %s is %s", ledger.ErrLeaseLost, task.ID, task.Status)
-	}
-	if l.Step < 0 || l.Step >= task.StepCount() {
-		return nil, nil, fmt.Errorf("%w: task %s has no step %d", ledger.ErrLeaseLost, task.ID, l.Step)
-	}
-	u := new(ledger.Unit)
-	if err := t.GetJSON(kv.UnitKey(l.Task, l.Step, l.Item), u); err != nil {
-		if errors.Is(err, ledger.ErrNotFound) {
-			return nil, nil, fmt.Errorf("%w: unit %s/%d/%d no longer exists", ledger.ErrLeaseLost, l.Task, l.Step, l.Item)
-		}
-		return nil, nil, err
-	}
-	if u.Pass != t.Step(task, l.Step).Pass {
-		return nil, nil, fmt.Errorf("%w: unit %s/%d/%d belongs to pass %d of its step, which a repair replaced",
-			ledger.ErrLeaseLost, l.Task, l.Step, l.Item, u.Pass)
-	}
-	if u.State != ledger.UnitLeased || u.Owner != l.Owner || u.Epoch != l.Epoch {
-		return nil, nil, fmt.Errorf("%w: unit %s/%d/%d is %s by %q at epoch %d; presented %q epoch %d",
-			ledger.ErrLeaseLost, l.Task, l.Step, l.Item, u.State, u.Owner, u.Epoch, l.Owner, l.Epoch)
-	}
-	return u, task, nil
-}
+func (s *Store) Release(ctx context.Context, l ledger.Lease) error { return s.leases.Release(ctx, l) }
 
 // Commit records the outcome of an attempt, its output or failure, the unit's
 // new state, the task's advance and the events, in one transaction. A lease
@@ -711,7 +277,7 @@ func (c *unitCommit) saveUnit() error {
 // then the claim of the next units, and the task saved.
 func (s *Store) commitUnit(t *kv.Tx, r ledger.Result, next ledger.ClaimRequest) (*ledger.Task, ledger.Claimed, error) {
 	l := r.Lease
-	u, task, err := s.leased(t, l)
+	u, task, err := lease.Leased(t, l)
 	if err != nil {
 		return nil, ledger.Claimed{}, err
 	}
@@ -1393,13 +959,6 @@ func (s *Store) Cancel(ctx context.Context, id, reason string) (*ledger.Task, er
 		return t.Fill(out)
 	})
 	return out, err
-}
-
-func earliest(a, b time.Time) time.Time {
-	if a.IsZero() || (!b.IsZero() && b.Before(a)) {
-		return b
-	}
-	return a
 }
 
 // newTaskID returns a 26-character id that sorts by creation time: 48 bits of

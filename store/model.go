@@ -7,6 +7,7 @@ import (
 
 	"github.com/lhengine/lhengine/ledger"
 	"github.com/lhengine/lhengine/store/internal/kv"
+	"github.com/lhengine/lhengine/store/internal/lease"
 )
 
 // The model journal keeps the response of every model call a unit made,
@@ -51,7 +52,7 @@ func (s *Store) ModelCall(task string, step, item int, key, sum string) (*ledger
 // it; otherwise the result is nil and the caller sends.
 func (s *Store) StartModelCall(ctx context.Context, l ledger.Lease, c *ledger.ModelCall) (recorded *ledger.ModelCall, err error) {
 	err = s.update(ctx, func(t *kv.Tx) error {
-		_, task, err := s.leased(t, l)
+		_, task, err := lease.Leased(t, l)
 		if err != nil {
 			return err
 		}
@@ -88,7 +89,7 @@ func (s *Store) StartModelCall(ctx context.Context, l ledger.Lease, c *ledger.Mo
 // holding a response is left as it is.
 func (s *Store) EndModelCall(ctx context.Context, l ledger.Lease, c *ledger.ModelCall, unknown int) error {
 	return s.update(ctx, func(t *kv.Tx) error {
-		_, task, err := s.leased(t, l)
+		_, task, err := lease.Leased(t, l)
 		if err != nil {
 			return err
 		}
@@ -135,7 +136,7 @@ func (s *Store) possiblyBilled(t *kv.Tx, task *ledger.Task, c *ledger.ModelCall,
 // is returned with recorded false.
 func (s *Store) RecordModelCall(ctx context.Context, l ledger.Lease, c *ledger.ModelCall) (out *ledger.ModelCall, recorded bool, err error) {
 	err = s.update(ctx, func(t *kv.Tx) error {
-		_, task, err := s.leased(t, l)
+		_, task, err := lease.Leased(t, l)
 		if err != nil {
 			return err
 		}
@@ -178,7 +179,7 @@ func (s *Store) RecordModelCall(ctx context.Context, l ledger.Lease, c *ledger.M
 // the journal: nothing is charged.
 func (s *Store) ModelCallReplayed(ctx context.Context, l ledger.Lease, c *ledger.ModelCall) error {
 	return s.update(ctx, func(t *kv.Tx) error {
-		_, task, err := s.leased(t, l)
+		_, task, err := lease.Leased(t, l)
 		if err != nil {
 			return err
 		}

@@ -26,6 +26,7 @@ import (
 	"github.com/lhengine/lhengine/store/internal/group"
 	"github.com/lhengine/lhengine/store/internal/index"
 	"github.com/lhengine/lhengine/store/internal/kv"
+	"github.com/lhengine/lhengine/store/internal/lease"
 	"github.com/lhengine/lhengine/store/internal/logsync"
 	"github.com/lhengine/lhengine/store/internal/outbox"
 	"github.com/lhengine/lhengine/store/internal/quota"
@@ -122,6 +123,7 @@ type Store struct {
 	notified  changes                     // wakes NotificationsChanged() watchers (notify.go)
 	events    outbox.Events               // appends events, with their outbox entries
 	budgets   budget.Budgets              // checks, pauses for and raises budgets
+	leases    lease.Leases                // claims, heartbeats, releases
 	lock      *storedir.Lock              // held from before the checks until Close
 }
 
@@ -332,6 +334,7 @@ func Open(dir string, o Options) (*Store, error) {
 	s.kv = kv.New(db, s.logs)
 	s.events = outbox.Events{Update: s.update, Now: s.now, Notify: s.notified.notify}
 	s.budgets = budget.Budgets{Update: s.update, Events: &s.events}
+	s.leases = lease.Leases{Idx: s.idx, Events: &s.events, Session: s.session, Update: s.update}
 	s.blobs = blob.Store{DB: s.kv, Update: s.update, Now: s.now}
 	s.retention = retention.Retention{DB: s.kv, Badger: db, Logs: s.logs, Update: s.update, Blobs: &s.blobs}
 	if !o.InMemory {
@@ -525,13 +528,6 @@ func (s *Store) Session() string { return s.session }
 
 // Owner returns the lease owner name for a worker of this store session.
 func (s *Store) Owner(worker string) string { return s.session + "/" + worker }
-
-func ownerSession(owner string) string {
-	if i := strings.IndexByte(owner, '/'); i >= 0 {
-		return owner[:i]
-	}
-	return owner
-}
 
 func newSessionID() string {
 	var b [6]byte

@@ -8,6 +8,7 @@ import (
 
 	"github.com/lhengine/lhengine/ledger"
 	"github.com/lhengine/lhengine/store/internal/kv"
+	"github.com/lhengine/lhengine/store/internal/lease"
 )
 
 // Window steps (specs/ledger.md §2.4). A policy can insert a step "every N
@@ -135,32 +136,6 @@ func (s *Store) closeWindow(t *kv.Tx, task *ledger.Task, c int) error {
 	return nil
 }
 
-// windowClaimable says whether a unit of step i may be leased while the
-// task's cursor is at cur: a window step's units run from the moment its
-// anchor runs until the cursor has passed the window step.
-func windowClaimable(ws *ledger.StepState, i, cur int) bool {
-	return ws.Every > 0 && ws.Anchor <= cur && cur <= i
-}
-
-// windowRoom is how many more units the window steps that may run now
-// (those after the cursor) can lease. It reads no step unless the cursor's
-// step is an anchor or a window step.
-func (s *Store) windowRoom(t *kv.Tx, task *ledger.Task) int {
-	cur := task.Cursor
-	if st := t.Step(task, cur); st.Windows == 0 && st.Every == 0 {
-		return 0
-	}
-	room := 0
-	for c := cur + 1; c < task.StepCount(); c++ {
-		ws := t.Step(task, c)
-		if !windowClaimable(ws, c, cur) {
-			break
-		}
-		room += max(0, ws.Limit-ws.Leased)
-	}
-	return room
-}
-
 // liveSteps are the steps whose units may be claimed now: the cursor's,
 // and the window steps after it that run beside it.
 func liveSteps(t *kv.Tx, task *ledger.Task) []int {
@@ -168,7 +143,7 @@ func liveSteps(t *kv.Tx, task *ledger.Task) []int {
 	if st := t.Step(task, task.Cursor); st.Windows == 0 && st.Every == 0 {
 		return steps
 	}
-	for c := task.Cursor + 1; c < task.StepCount() && windowClaimable(t.Step(task, c), c, task.Cursor); c++ {
+	for c := task.Cursor + 1; c < task.StepCount() && lease.WindowClaimable(t.Step(task, c), c, task.Cursor); c++ {
 		steps = append(steps, c)
 	}
 	return steps
