@@ -28,6 +28,7 @@ import (
 	"github.com/lhengine/lhengine/store/internal/kv"
 	"github.com/lhengine/lhengine/store/internal/lease"
 	"github.com/lhengine/lhengine/store/internal/logsync"
+	"github.com/lhengine/lhengine/store/internal/models"
 	"github.com/lhengine/lhengine/store/internal/outbox"
 	"github.com/lhengine/lhengine/store/internal/quota"
 	"github.com/lhengine/lhengine/store/internal/retention"
@@ -124,6 +125,7 @@ type Store struct {
 	events    outbox.Events               // appends events, with their outbox entries
 	budgets   budget.Budgets              // checks, pauses for and raises budgets
 	leases    lease.Leases                // claims, heartbeats, releases
+	models    models.Journal              // the model journal
 	lock      *storedir.Lock              // held from before the checks until Close
 }
 
@@ -335,6 +337,7 @@ func Open(dir string, o Options) (*Store, error) {
 	s.events = outbox.Events{Update: s.update, Now: s.now, Notify: s.notified.notify}
 	s.budgets = budget.Budgets{Update: s.update, Events: &s.events}
 	s.leases = lease.Leases{Idx: s.idx, Events: &s.events, Session: s.session, Update: s.update}
+	s.models = models.Journal{DB: s.kv, Update: s.update, Events: &s.events, Budgets: &s.budgets}
 	s.blobs = blob.Store{DB: s.kv, Update: s.update, Now: s.now}
 	s.retention = retention.Retention{DB: s.kv, Badger: db, Logs: s.logs, Update: s.update, Blobs: &s.blobs}
 	if !o.InMemory {
