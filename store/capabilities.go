@@ -146,7 +146,7 @@ func (s *Store) ResolveEffect(ctx context.Context, task string, step, item int, 
 			return err
 		}
 		// The unit that waits for it runs again.
-		if err := s.wakeUnit(t, tk, step, item, func(u *ledger.Unit) bool { return u.Effect == key }); err != nil {
+		if err := s.approvals.WakeUnit(t, tk, step, item, func(u *ledger.Unit) bool { return u.Effect == key }); err != nil {
 			return err
 		}
 		if tk.Status == ledger.Paused && (tk.Pause == nil || tk.Pause.Kind == ledger.PauseEffect) {
@@ -378,5 +378,5 @@ func (s *Store) unpause(t *kv.Tx, task *ledger.Task, ev ledger.Event) error {
 	if err := s.event(t, task, ev); err != nil {
 		return err
 	}
-	return s.settleWaiting(t, task)
+	return s.approvals.SettleWaiting(t, task)
 }

@@ -317,7 +317,7 @@ func (s *Store) commitUnit(t *kv.Tx, r ledger.Result, next ledger.ClaimRequest) 
 		}
 	}
 	// With this unit done, what is left may all wait for people.
-	if err := s.settleWaiting(t, task); err != nil {
+	if err := s.approvals.SettleWaiting(t, task); err != nil {
 		return nil, ledger.Claimed{}, err
 	}
 	// A budget this commit reached pauses the task before anything more
@@ -863,7 +863,7 @@ func (s *Store) resetStep(t *kv.Tx, task *ledger.Task, step int) error {
 	task.Leases -= st.Leased
 	if st.Waiting > 0 {
 		task.Waiting, st.Waiting = max(task.Waiting-st.Waiting, 0), 0
-		if err := s.voidApprovals(t, task, step, st.Pass, "the step was entered again (a repair or a retry): its next pass asks again"); err != nil {
+		if err := s.approvals.Void(t, task, step, st.Pass, "the step was entered again (a repair or a retry): its next pass asks again"); err != nil {
 			return err
 		}
 	}

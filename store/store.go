@@ -20,6 +20,7 @@ import (
 	"github.com/lhengine/lhengine/internal/diskfree"
 	"github.com/lhengine/lhengine/internal/holdpoint"
 	"github.com/lhengine/lhengine/ledger"
+	"github.com/lhengine/lhengine/store/internal/approval"
 	"github.com/lhengine/lhengine/store/internal/blob"
 	"github.com/lhengine/lhengine/store/internal/budget"
 	"github.com/lhengine/lhengine/store/internal/filecheck"
@@ -126,6 +127,7 @@ type Store struct {
 	budgets   budget.Budgets              // checks, pauses for and raises budgets
 	leases    lease.Leases                // claims, heartbeats, releases
 	models    models.Journal              // the model journal
+	approvals approval.Approvals          // units waiting for people
 	lock      *storedir.Lock              // held from before the checks until Close
 }
 
@@ -338,6 +340,7 @@ func Open(dir string, o Options) (*Store, error) {
 	s.budgets = budget.Budgets{Update: s.update, Events: &s.events}
 	s.leases = lease.Leases{Idx: s.idx, Events: &s.events, Session: s.session, Update: s.update}
 	s.models = models.Journal{DB: s.kv, Update: s.update, Events: &s.events, Budgets: &s.budgets}
+	s.approvals = approval.Approvals{Update: s.update, Events: &s.events, Budgets: &s.budgets}
 	s.blobs = blob.Store{DB: s.kv, Update: s.update, Now: s.now}
 	s.retention = retention.Retention{DB: s.kv, Badger: db, Logs: s.logs, Update: s.update, Blobs: &s.blobs}
 	if !o.InMemory {
