@@ -14,6 +14,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/lhengine/lhengine/api"
 	"github.com/lhengine/lhengine/cmd/lhengine/internal/home"
@@ -69,6 +70,13 @@ type app struct {
 	// compiling, set by submit and run, shows the plugin loads of a
 	// submission this process makes as the home's owner.
 	compiling *live.Compile
+
+	// traces is the OTLP tracer provider of the OTEL_* environment, made
+	// at the first engine this process opens (nil: no traces); endTraces
+	// sends what is left at exit.
+	traces    trace.TracerProvider
+	tracesSet bool
+	endTraces func(context.Context) error
 }
 
 // logOutput is the engine logger's output: stderr, or while a live progress
@@ -114,6 +122,15 @@ func runHalt(ctx, halt context.Context, args []string, stdout, stderr io.Writer)
 	err := root.ExecuteContext(ctx)
 	if a.stopGov != nil {
 		a.stopGov()
+	}
+	if a.endTraces != nil {
+		// The last spans go out, within a bound: an endpoint that is gone
+		// does not hold the exit.
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		if terr := a.endTraces(sctx); terr != nil {
+			fmt.Fprintln(stderr, "warning: sending the last traces:", terr)
+		}
+		cancel()
 	}
 	if err == nil {
 		return exitOK

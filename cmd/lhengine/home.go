@@ -7,9 +7,11 @@ import (
 	"path/filepath"
 
 	"github.com/spf13/cobra"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/lhengine/lhengine/api"
 	"github.com/lhengine/lhengine/cmd/lhengine/internal/home"
+	"github.com/lhengine/lhengine/cmd/lhengine/internal/telemetry"
 	"github.com/lhengine/lhengine/engine"
 )
 
@@ -22,7 +24,8 @@ import (
 func (a *app) homeConfig() home.Config {
 	cache, noCache := a.cacheConfig()
 	return home.Config{Dir: a.home, Server: a.server, TokenFile: a.tokenFile, Logger: a.logger(),
-		Engine:    engine.Config{AllowDamaged: a.damaged, CacheDir: cache, NoCache: noCache, OnCompile: a.onCompile()},
+		Engine: engine.Config{AllowDamaged: a.damaged, CacheDir: cache, NoCache: noCache, OnCompile: a.onCompile(),
+			TracerProvider: a.tracerProvider()},
 		Dashboard: a.dashboard, Halt: a.stop.halted().Done(), Extra: a.extra, Grace: a.stop.grace}
 }
 
@@ -96,4 +99,21 @@ It also says whether a store is there yet.`,
 			return nil
 		},
 	}
+}
+
+// tracerProvider is the tracer provider of the OTEL_* environment
+// (telemetry.TracerProvider, specs/metrics.md "Traces"), made once; nil
+// when no endpoint is configured. A provider that cannot be made is
+// warned of, and the command runs untraced.
+func (a *app) tracerProvider() trace.TracerProvider {
+	if !a.tracesSet {
+		a.tracesSet = true
+		var err error
+		a.traces, a.endTraces, err = telemetry.TracerProvider(context.Background(), engine.Version)
+		if err != nil {
+			fmt.Fprintln(a.stderr, "warning: traces are off:", err)
+			a.traces, a.endTraces = nil, nil
+		}
+	}
+	return a.traces
 }

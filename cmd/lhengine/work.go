@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -489,6 +491,7 @@ func (a *app) workTask(ctx context.Context, s *home.Session, id string, conc int
 func (a *app) workerCmd() *cobra.Command {
 	var o engine.WorkOptions
 	var mf recordFlag
+	var metricsAddr string
 	cmd := &cobra.Command{
 		Use:   "worker",
 		Short: "Claim and run queued work units until stopped",
@@ -498,10 +501,18 @@ func (a *app) workerCmd() *cobra.Command {
 				if err := mf.apply(&o, true); err != nil {
 					return err
 				}
+				if metricsAddr != "" {
+					stop, err := a.serveMetrics(metricsAddr, s.Engine)
+					if err != nil {
+						return err
+					}
+					defer stop()
+				}
 				return a.work(cmd.Context(), s, o, a.stderr)
 			})
 		},
 	}
+	cmd.Flags().StringVar(&metricsAddr, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics while working, without a token (specs/metrics.md)")
 	cmd.Flags().IntVar(&o.Concurrency, "concurrency", defaultConcurrency, "attempts run at once (at least 1)")
 	cmd.Flags().BoolVar(&o.ExitWhenIdle, "exit-when-idle", false, "exit once no queued or running task is left")
 	cmd.Flags().StringVar(&o.Name, "name", "", "worker name in lease owners (default worker-PID)")
@@ -556,4 +567,28 @@ func cwdHost() string {
 	h, _ := os.Hostname()
 	dir, _ := os.Getwd()
 	return h + ":" + dir
+}
+
+// serveMetrics serves e's Prometheus metrics at http://addr/metrics until
+// stop is called, which closes the listener and waits for the server's
+// goroutine. The address is the operator's choice, and nothing but the
+// metrics is served there.
+func (a *app) serveMetrics(addr string, e *engine.Engine) (stop func(), err error) {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--metrics %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", e.MetricsHandler())
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = srv.Serve(l) // ends with ErrServerClosed at stop
+	}()
+	fmt.Fprintf(a.stderr, "metrics: http://%s/metrics\n", l.Addr())
+	return func() {
+		_ = srv.Close()
+		<-done
+	}, nil
 }
