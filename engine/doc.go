@@ -22,7 +22,9 @@
 //     taking turns, heartbeat, commit output + checkpoint + advance + event
 //     in one transaction), with its conformance suite (ledger/ledgertest);
 //     ../store is its embedded implementation on Badger
-//  4. internal/worker    claim, run, renew, commit, repeat
+//  4. internal/worker    claim, run, renew, commit, repeat; what it commits is
+//     counted by internal/metrics (Prometheus, served by MetricsHandler) and
+//     each unit traced when Config.TracerProvider is set
 //  5. internal/guest     one attempt in a fresh wazero instance under budgets
 //     (wall time, memory, stdout, host calls), with a deterministic clock
 //     (a guest's sleep returns at once) and random source; the host module
