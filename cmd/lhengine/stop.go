@@ -70,13 +70,6 @@ func (a *app) work(ctx context.Context, s *home.Session, o engine.WorkOptions, w
 	return err
 }
 
-// serveGrace is how long the API's requests in flight may run on as this
-// process stops serving: the --grace of a command that works tasks, and
-// never less than least.
-func (a *app) serveGrace(least time.Duration) time.Duration {
-	return max(least, a.stop.grace)
-}
-
 func plural(n int, one, many string) string {
 	if n == 1 {
 		return one
