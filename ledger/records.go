@@ -66,7 +66,7 @@ type Task struct {
 	Cursor int `json:"cursor"`
 	// Steps is every step's state, in order, in a task read through Reader
 	// or Store.Task. The ledger keeps each step under a key of its own (see
-	// store/steps.go), so a commit reads and writes only the steps it changes.
+	// store/internal/kv/tasks.go), so a commit reads and writes only the steps it changes.
 	Steps []StepState `json:"steps,omitempty"`
 
 	// Epoch is the fencing epoch: every lease grant takes the next value.
