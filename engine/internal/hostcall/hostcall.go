@@ -138,14 +138,17 @@ func herr(status int32, format string, args ...any) error {
 func (a *Attempt) Call(ctx context.Context, name string, req []byte) (out []byte, err error) {
 	a.Metrics.HostCall(name)
 	// A span under the attempt's run span, when the unit is traced.
-	ctx, span := trace.SpanFromContext(ctx).TracerProvider().Tracer("lhengine").Start(ctx, "lhengine.host_call",
-		trace.WithAttributes(attribute.String("lhengine.call", metrics.HostCallLabel(name))))
-	defer func() {
-		if err != nil {
-			span.SetStatus(codes.Error, err.Error())
-		}
-		span.End()
-	}()
+	if run := trace.SpanFromContext(ctx); run.SpanContext().IsValid() {
+		var span trace.Span
+		ctx, span = run.TracerProvider().Tracer("lhengine").Start(ctx, "lhengine.host_call",
+			trace.WithAttributes(attribute.String("lhengine.call", metrics.HostCallLabel(name))))
+		defer func() {
+			if err != nil {
+				span.SetStatus(codes.Error, err.Error())
+			}
+			span.End()
+		}()
+	}
 	switch name {
 	case "effect.do":
 		return a.effect(ctx, req)

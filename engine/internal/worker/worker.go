@@ -511,7 +511,7 @@ func (w *Worker) attempt(ctx context.Context, l ledger.Lease, after ledger.Durab
 		commit = w.cfg.commit
 	}
 	began := time.Now()
-	cctx, commitSpan := w.tracer().Start(ctx, "lhengine.commit")
+	cctx, commitSpan := w.span(ctx, "lhengine.commit")
 	committed, claimed, dur, err := commit(cctx, r, next)
 	if err == nil && (len(claimed.Leases) == 0 || crashpoint.Armed(crashpoint.UnitAfterCommit)) {
 		// Nothing more runs in this slot on the strength of this commit
@@ -681,7 +681,7 @@ func (w *Worker) execute(ctx context.Context, l ledger.Lease, log hclog.Logger, 
 	for _, m := range step.Mounts {
 		lim.Mounts = append(lim.Mounts, guest.Mount{HostDir: m.SourcePath, GuestDir: "/mnt/" + m.Name, ReadOnly: true})
 	}
-	runCtx, runSpan := w.tracer().Start(attemptCtx, "lhengine.run", trace.WithAttributes(attribute.String("lhengine.plugin.sha256", pin.SHA256)))
+	runCtx, runSpan := w.span(attemptCtx, "lhengine.run", attribute.String("lhengine.plugin.sha256", pin.SHA256))
 	res, err := p.Run(runCtx, req, lim, h)
 	endSpan(runSpan, err)
 	stop()
