@@ -20,9 +20,7 @@ import (
 func benchEngine(b *testing.B, wasm, task string, noSync bool) (*engine.Engine, string) {
 	b.Helper()
 	dir := b.TempDir()
-	bin, err := os.ReadFile(wasm)
-	require.NoError(b, err)
-	require.NoError(b, os.WriteFile(filepath.Join(dir, "step.wasm"), bin, 0o644))
+	testwasm.Copy(b, wasm, filepath.Join(dir, "step.wasm"))
 	require.NoError(b, os.WriteFile(filepath.Join(dir, "task.hcl"), []byte(task), 0o644))
 	e, err := engine.Open(context.Background(), engine.Config{Home: filepath.Join(dir, "home"), NoSync: noSync})
 	require.NoError(b, err)

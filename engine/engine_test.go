@@ -32,13 +32,19 @@ func setup(t *testing.T, task string) *testBundle {
 	t.Helper()
 	wasm := testwasm.BuildC(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/c/pipeline.c"))
 	dir := t.TempDir()
-	b, err := os.ReadFile(wasm)
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "step.wasm"), b, 0o644))
+	testwasm.Copy(t, wasm, filepath.Join(dir, "step.wasm"))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "task.hcl"), []byte(task), 0o644))
 	tb := &testBundle{dir: dir, ctx: context.Background()}
 	tb.open(t)
 	return tb
+}
+
+// setupGated is setup with the gate guest beside the task, as gate.wasm.
+func setupGated(t *testing.T, task string) *testBundle {
+	t.Helper()
+	b := setup(t, task)
+	testwasm.Copy(t, testwasm.BuildC(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/c/gate.c")), filepath.Join(b.dir, "gate.wasm"))
+	return b
 }
 
 func (b *testBundle) open(t *testing.T) {
@@ -387,9 +393,7 @@ func TestStepsShareTheTaskWorkspaceAndReadOnlyMounts(t *testing.T) {
 	t.Parallel()
 	b := setup(t, "")
 	files := testwasm.BuildC(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/c/files.c"))
-	bin, err := os.ReadFile(files)
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join(b.dir, "files.wasm"), bin, 0o644))
+	testwasm.Copy(t, files, filepath.Join(b.dir, "files.wasm"))
 	require.NoError(t, os.MkdirAll(filepath.Join(b.dir, "data"), 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(b.dir, "data", "pages.txt"), []byte("a b c"), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(b.dir, "task.hcl"), []byte(`

@@ -65,9 +65,7 @@ func TestModelCallsFromAGoGuest(t *testing.T) {
 			}
 
 			dir := t.TempDir()
-			b, err := os.ReadFile(wasm)
-			require.NoError(t, err)
-			require.NoError(t, os.WriteFile(filepath.Join(dir, "model.wasm"), b, 0o644))
+			testwasm.Copy(t, wasm, filepath.Join(dir, "model.wasm"))
 			require.NoError(t, os.WriteFile(filepath.Join(dir, "task.hcl"), fmt.Appendf(nil, `
 task "ask" {
   model "m" {
@@ -212,9 +210,7 @@ func TestModelCallFromACGuest(t *testing.T) {
 	wasm := testwasm.BuildC(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/c/model.c"))
 	srv := testmodel.New(t)
 	dir := t.TempDir()
-	b, err := os.ReadFile(wasm)
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "model.wasm"), b, 0o644))
+	testwasm.Copy(t, wasm, filepath.Join(dir, "model.wasm"))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "task.hcl"), fmt.Appendf(nil, `
 task "c" {
   model "m" {

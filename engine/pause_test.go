@@ -1,8 +1,6 @@
 package engine_test
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -10,39 +8,40 @@ import (
 
 	"github.com/lhengine/lhengine/engine"
 	"github.com/lhengine/lhengine/internal/testgate"
-	"github.com/lhengine/lhengine/internal/testwasm"
 	"github.com/lhengine/lhengine/ledger"
 )
 
-// pauseBundle is a task of 10 gated units with four of them in flight.
-type pauseBundle struct {
+// inFlightBundle is a task of 10 gated units with four of them in flight:
+// Work (leases of an hour) returns on worked.
+type inFlightBundle struct {
 	*testBundle
 	g      *testgate.Gate
 	id     string
 	worked chan error
 }
 
-func setupPause(t *testing.T) pauseBundle {
+func setupInFlight(t *testing.T) inFlightBundle {
+	t.Helper()
 	g := testgate.New(t)
-	gate := testwasm.BuildC(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/c/gate.c"))
-	b := setup(t, `task "gated" {`+g.Step("each", "gate.wasm", 10, 4)+`}`)
-	wasm, err := os.ReadFile(gate)
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join(b.dir, "gate.wasm"), wasm, 0o644))
-	task, _, err := b.e.Submit(b.ctx, filepath.Join(b.dir, "task.hcl"), engine.SubmitOptions{})
-	require.NoError(t, err)
+	b := setupGated(t, `task "gated" {`+g.Step("each", "gate.wasm", 10, 4)+`}`)
+	task := b.submit(t, nil)
 	worked := make(chan error, 1)
 	go func() {
 		worked <- b.e.Work(b.ctx, engine.WorkOptions{Task: task.ID, Concurrency: 4, ExitWhenIdle: true, LeaseFor: time.Hour})
 	}()
 	for range 4 {
-		<-g.Arrived()
+		select { // four attempts are in the fetch, held by the gate
+		case <-g.Arrived():
+		case err := <-worked:
+			got, _ := b.e.Task(b.ctx, task.ID)
+			t.Fatalf("Work returned (%v) before the gate was reached: task %s %s %v", err, got.Status, got.Reason, got.Failure)
+		}
 	}
-	return pauseBundle{testBundle: b, g: g, id: task.ID, worked: worked}
+	return inFlightBundle{testBundle: b, g: g, id: task.ID, worked: worked}
 }
 
 // waitStatus waits for the task to be in status st.
-func (b pauseBundle) waitStatus(t *testing.T, st ledger.Status) {
+func (b inFlightBundle) waitStatus(t *testing.T, st ledger.Status) {
 	for {
 		changed := b.e.Changed()
 		got, err := b.e.Task(b.ctx, b.id)
@@ -56,7 +55,7 @@ func (b pauseBundle) waitStatus(t *testing.T, st ledger.Status) {
 
 // resumeToEnd resumes the task and works it to its end with the gate open;
 // it checks that every unit committed exactly once over the task's life.
-func (b pauseBundle) resumeToEnd(t *testing.T) {
+func (b inFlightBundle) resumeToEnd(t *testing.T) {
 	_, err := b.e.Resume(b.ctx, b.id)
 	require.NoError(t, err)
 	b.g.Open()
@@ -73,7 +72,7 @@ func (b pauseBundle) resumeToEnd(t *testing.T) {
 // the resumed task runs the other six units once each.
 func TestPauseLetsInFlightFinish(t *testing.T) {
 	t.Parallel()
-	b := setupPause(t)
+	b := setupInFlight(t)
 	paused := make(chan *ledger.Task, 1)
 	go func() {
 		p, err := b.e.Pause(b.ctx, b.id, ledger.PauseReason{Kind: ledger.PauseOperator, By: "alice", Note: "lunch"}, time.Hour)
@@ -106,7 +105,7 @@ func TestPauseLetsInFlightFinish(t *testing.T) {
 // commits, no attempt is counted, and the resume runs all ten once.
 func TestPauseGivesBackWhenTheGraceRunsOut(t *testing.T) {
 	t.Parallel()
-	b := setupPause(t)
+	b := setupInFlight(t)
 	p, err := b.e.Pause(b.ctx, b.id, ledger.PauseReason{Kind: ledger.PauseOperator, By: "bob"}, 0)
 	require.NoError(t, err)
 	require.Equal(t, ledger.Paused, p.Status)

@@ -150,9 +150,7 @@ func TestGCWhileAWorkerRuns(t *testing.T) {
 	t.Parallel()
 	b := setup(t, "")
 	caps := testwasm.BuildC(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/c/caps.c"))
-	bin, err := os.ReadFile(caps)
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join(b.dir, "caps.wasm"), bin, 0o644))
+	testwasm.Copy(t, caps, filepath.Join(b.dir, "caps.wasm"))
 	require.NoError(t, os.WriteFile(filepath.Join(b.dir, "task.hcl"), []byte(`
 task "artifacts" {
   step "each" {

@@ -3,8 +3,6 @@ package engine_test
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -13,7 +11,6 @@ import (
 	"github.com/lhengine/lhengine/engine"
 	"github.com/lhengine/lhengine/fault"
 	"github.com/lhengine/lhengine/internal/testgate"
-	"github.com/lhengine/lhengine/internal/testwasm"
 	"github.com/lhengine/lhengine/ledger"
 )
 
@@ -24,8 +21,7 @@ func TestRetryOfACancelledFanOutRunsOnlyTheItemsNotCommitted(t *testing.T) {
 	t.Parallel()
 	const items, before = 12, 5
 	g := testgate.New(t)
-	gate := testwasm.BuildC(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/c/gate.c"))
-	b := setup(t, fmt.Sprintf(`
+	b := setupGated(t, fmt.Sprintf(`
 task "audit" {
   step "pages" {
     plugin      = "gate.wasm"
@@ -37,9 +33,6 @@ task "audit" {
     }
   }
 }`, items, g.URL(), g.Host()))
-	wasm, err := os.ReadFile(gate)
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join(b.dir, "gate.wasm"), wasm, 0o644))
 	task := b.submit(t, nil)
 
 	commits := make(chan *ledger.Task, items*2)
@@ -60,7 +53,7 @@ task "audit" {
 			t.Fatalf("Work returned (%v) before %d units committed", err, before)
 		}
 	}
-	_, err = b.e.Cancel(b.ctx, task.ID, "enough for today")
+	_, err := b.e.Cancel(b.ctx, task.ID, "enough for today")
 	require.NoError(t, err)
 	require.NoError(t, <-worked)
 	got, err := b.e.Task(b.ctx, task.ID)

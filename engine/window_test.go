@@ -2,7 +2,6 @@ package engine_test
 
 import (
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -23,13 +22,9 @@ import (
 func TestEveryInsertRunsWhileItsAnchorRuns(t *testing.T) {
 	t.Parallel()
 	g := testgate.New(t)
-	gate := testwasm.BuildC(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/c/gate.c"))
-	b := setup(t, `task "windows" {
+	b := setupGated(t, `task "windows" {
   policies = ["tally"]
 `+g.Step("each", "gate.wasm", 5, 2)+`}`)
-	wasm, err := os.ReadFile(gate)
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join(b.dir, "gate.wasm"), wasm, 0o644))
 	writeFile(t, filepath.Join(b.dir, "policies", "tally.hcl"), `
 policy "tally" {
   version    = 1
@@ -44,8 +39,7 @@ policy "tally" {
     input  = { mode = "echo", window = each.key, from = each.value.from, to = each.value.to, items = [for o in step.anchor.output : o.item] }
   }
 }`)
-	task, _, err := b.e.Submit(b.ctx, filepath.Join(b.dir, "task.hcl"), engine.SubmitOptions{})
-	require.NoError(t, err)
+	task := b.submit(t, nil)
 	worked := make(chan error, 1)
 	go func() {
 		worked <- b.e.Work(b.ctx, engine.WorkOptions{Task: task.ID, Concurrency: 4, ExitWhenIdle: true})

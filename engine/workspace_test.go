@@ -30,9 +30,7 @@ type fillResult struct {
 func filesBundle(t *testing.T, task string) *testBundle {
 	t.Helper()
 	b := setup(t, task)
-	bin, err := os.ReadFile(testwasm.BuildC(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/c/files.c")))
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join(b.dir, "files.wasm"), bin, 0o644))
+	testwasm.Copy(t, testwasm.BuildC(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/c/files.c")), filepath.Join(b.dir, "files.wasm"))
 	return b
 }
 

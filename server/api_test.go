@@ -35,10 +35,9 @@ func setupAPI(t *testing.T) *apiBundle {
 	t.Helper()
 	ctx := context.Background()
 	b := &apiBundle{dir: t.TempDir(), gate: testgate.New(t)}
-	wasm, err := os.ReadFile(testwasm.BuildC(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/c/gate.c")))
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join(b.dir, "gate.wasm"), wasm, 0o644))
+	testwasm.Copy(t, testwasm.BuildC(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/c/gate.c")), filepath.Join(b.dir, "gate.wasm"))
 	home := filepath.Join(b.dir, "home")
+	var err error
 	b.e, err = engine.Open(ctx, engine.Config{Home: home})
 	require.NoError(t, err)
 	b.token, err = homefiles.Token(home)

@@ -114,9 +114,7 @@ func TestDashboardAgentControls(t *testing.T) {
 	wasm, err := os.ReadFile(testwasm.BuildC(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/c/pipeline.c")))
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "step.wasm"), wasm, 0o644))
-	gateWasm, err := os.ReadFile(testwasm.BuildC(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/c/gate.c")))
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "gate.wasm"), gateWasm, 0o644))
+	testwasm.Copy(t, testwasm.BuildC(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/c/gate.c")), filepath.Join(dir, "gate.wasm"))
 	g := testgate.New(t)
 
 	home := filepath.Join(dir, "home")

@@ -44,9 +44,7 @@ task "approve" {
 func submitApprovals(t *testing.T, e *engine.Engine, dir string) *ledger.Task {
 	t.Helper()
 	ctx := context.Background()
-	wasm, err := os.ReadFile(testwasm.BuildC(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/c/pipeline.c")))
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "step.wasm"), wasm, 0o644))
+	testwasm.Copy(t, testwasm.BuildC(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/c/pipeline.c")), filepath.Join(dir, "step.wasm"))
 	file := filepath.Join(dir, "approve.hcl")
 	require.NoError(t, os.WriteFile(file, []byte(approvalTask), 0o644))
 	task, _, err := e.Submit(ctx, file, engine.SubmitOptions{})

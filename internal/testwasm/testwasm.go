@@ -475,6 +475,20 @@ func CacheDir(t testing.TB) string {
 	return cacheRoot(t)
 }
 
+// Copy writes the module built at src (what BuildC, BuildGo and the others
+// return) to dst, beside the task file that names it, and returns dst.
+func Copy(t testing.TB, src, dst string) string {
+	t.Helper()
+	b, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatalf("testwasm: %v", err)
+	}
+	if err := os.WriteFile(dst, b, 0o644); err != nil {
+		t.Fatalf("testwasm: %v", err)
+	}
+	return dst
+}
+
 // ModuleRoot returns the directory holding this module's go.mod.
 func ModuleRoot(t testing.TB) string {
 	t.Helper()

@@ -58,6 +58,26 @@ func TestBuildWat(t *testing.T) {
 	}
 }
 
+func TestCopy(t *testing.T) {
+	t.Parallel()
+	src := testwasm.BuildWat(t, "empty", "(module)")
+	dst := filepath.Join(t.TempDir(), "step.wasm")
+	if got := testwasm.Copy(t, src, dst); got != dst {
+		t.Fatalf("Copy returned %s, want %s", got, dst)
+	}
+	want, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != string(want) {
+		t.Fatal("the copy differs from the module built")
+	}
+}
+
 func TestBuildRust(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "hello")

@@ -43,9 +43,8 @@ func setup(t *testing.T) *bundle {
 	t.Helper()
 	wasm := testwasm.BuildC(t, "testdata/unit.c")
 	b := &bundle{specs: plan.NewCache(), clk: newFakeClock(), dir: t.TempDir()}
-	data, err := os.ReadFile(wasm)
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join(b.dir, "unit.wasm"), data, 0o644))
+	testwasm.Copy(t, wasm, filepath.Join(b.dir, "unit.wasm"))
+	var err error
 	b.st, err = store.Open(filepath.Join(b.dir, "store"), store.Options{Now: b.clk.Now, Planner: b.specs.Planner()})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, b.st.Close()) })
