@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -75,6 +76,28 @@ func lhExit(t *testing.T, bin, home, crashAt string, args ...string) (string, in
 	}
 }
 
+// waitUnlocked waits until nothing holds the lock of home's store: the
+// commands this test ran have exited, but in a test binary whose other
+// tests start processes all the time, a child forked and not yet exec'd
+// may still hold a copy of a descriptor for a moment (flock locks belong
+// to the open file, not the process). It takes and drops the lock,
+// blocking, within a minute.
+func waitUnlocked(t *testing.T, home string) {
+	t.Helper()
+	f, err := os.OpenFile(filepath.Join(home, "store.lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	require.NoError(t, err)
+	defer f.Close()
+	locked := make(chan error, 1)
+	go func() { locked <- syscall.Flock(int(f.Fd()), syscall.LOCK_EX) }()
+	select {
+	case err := <-locked:
+		require.NoError(t, err)
+		require.NoError(t, syscall.Flock(int(f.Fd()), syscall.LOCK_UN))
+	case <-time.After(time.Minute):
+		t.Fatalf("the store of %s stayed locked for a minute after its commands exited", home)
+	}
+}
+
 // TestDriftAcrossSIGKILL: the run is killed with SIGKILL after the first
 // step commits; a commit lands in the task's git repository; the resume
 // reads the facts again before the next unit and applies on_drift.
@@ -116,6 +139,7 @@ func TestDriftAcrossSIGKILL(t *testing.T) {
 
 			out, code = lhExit(t, bin, home, "", "resume", id)
 			read := func(fn func(r ledger.Reader) error) {
+				waitUnlocked(t, home)
 				e, err := engine.Open(context.Background(), engine.Config{Home: home})
 				require.NoError(t, err)
 				defer e.Close(context.Background())
