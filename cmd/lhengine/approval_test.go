@@ -1,12 +1,9 @@
 package main
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
-	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -21,9 +18,7 @@ import (
 // attributes, and returns its path.
 func (b *procBundle) approvalTaskFile(t *testing.T, extra string) string {
 	t.Helper()
-	wasm, err := os.ReadFile(testwasm.BuildC(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/c/pipeline.c")))
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join(b.dir, "step.wasm"), wasm, 0o644))
+	testwasm.Copy(t, testwasm.BuildC(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/c/pipeline.c")), filepath.Join(b.dir, "step.wasm"))
 	path := filepath.Join(b.dir, "deploy.hcl")
 	require.NoError(t, os.WriteFile(path, []byte(`
 task "deploy" {
@@ -46,11 +41,7 @@ task "deploy" {
 
 func (b *procBundle) approvalsJSON(t *testing.T, args ...string) []ledger.Approval {
 	t.Helper()
-	code, out, errOut := b.lh(t, append([]string{"approvals", "-o", "json"}, args...)...)
-	require.Equal(t, 0, code, errOut)
-	var as []ledger.Approval
-	require.NoError(t, json.Unmarshal([]byte(out), &as), out)
-	return as
+	return lhJSON[[]ledger.Approval](t, b, append([]string{"approvals"}, args...)...)
 }
 
 // TestApprovalSurvivesKill9OfServe: under serve, 99 items commit while item
@@ -62,20 +53,15 @@ func TestApprovalSurvivesKill9OfServe(t *testing.T) {
 	t.Parallel()
 	b := setupProcs(t)
 	path := b.approvalTaskFile(t, `expires_in = "24h"`)
-	serving := regexp.MustCompile(`^serving home`)
-	srv := b.start(t, "serve", "--listen", "", "--concurrency", "4")
-	srv.until(t, serving)
-	code, out, errOut := b.lh(t, "submit", path)
-	require.Equal(t, 0, code, errOut)
-	id := strings.TrimSpace(out)
+	srv := b.serve(t, "--concurrency", "4")
+	id := submit(t, b, path)
 	follow := b.start(t, "events", "--follow", id)
 	follow.until(t, regexp.MustCompile(`waiting_approval`))
 	rep := b.status(t, id)
 	require.Equal(t, api.WaitingApproval, rep.Task.Status)
 	require.Equal(t, 99, rep.Task.Steps[0].Done, "the other 99 items committed while one waits")
 
-	require.NoError(t, srv.c.Process.Signal(syscall.SIGKILL))
-	_ = srv.wait(t)
+	srv.kill(t)
 	as := b.approvalsJSON(t)
 	require.Len(t, as, 1, "the pending approval survived the kill")
 	require.Equal(t, id, as[0].Task)
@@ -83,17 +69,11 @@ func TestApprovalSurvivesKill9OfServe(t *testing.T) {
 	require.Equal(t, "Deploy 42?", as[0].Prompt)
 	require.JSONEq(t, `{"env":"prod","item":42}`, string(as[0].Subject))
 	require.Equal(t, ledger.ApprovalPending, as[0].State)
-	code, out, _ = b.lh(t, "approvals")
-	require.Equal(t, 0, code)
-	require.Contains(t, out, "Deploy 42?")
+	require.Contains(t, lhOK(t, b, "approvals"), "Deploy 42?")
 
-	srv = b.start(t, "serve", "--listen", "", "--concurrency", "4")
-	srv.until(t, serving)
-	code, out, errOut = b.lh(t, "approve", id, as[0].ID, "--note", "change window open")
-	require.Equal(t, 0, code, errOut)
-	require.Contains(t, out, "approved by")
-	code, _, errOut = b.lh(t, "events", "--follow", id)
-	require.Equal(t, 0, code, errOut)
+	srv = b.serve(t, "--concurrency", "4")
+	require.Contains(t, lhOK(t, b, "approve", id, as[0].ID, "--note", "change window open"), "approved by")
+	lhOK(t, b, "events", "--follow", id)
 	rep = b.status(t, id)
 	require.Equal(t, api.Succeeded, rep.Task.Status, rep.Task.Reason)
 	require.Equal(t, 100, rep.Task.Attempts, "every item ran once")
@@ -103,11 +83,10 @@ func TestApprovalSurvivesKill9OfServe(t *testing.T) {
 	require.NotEmpty(t, as[0].DecidedBy)
 	require.Equal(t, "change window open", as[0].Note)
 	require.False(t, as[0].DecidedAt.IsZero())
-	code, _, errOut = b.lh(t, "approve", id, as[0].ID)
+	code, _, errOut := b.lh(t, "approve", id, as[0].ID)
 	require.Equal(t, 1, code, "a decision is taken once")
 	require.Contains(t, errOut, "is approved by")
-	require.NoError(t, srv.c.Process.Signal(syscall.SIGTERM))
-	require.Equal(t, 0, srv.wait(t), srv.stderr.String())
+	srv.stop(t)
 }
 
 // TestRunReturnsOnApprovalAndRejectFails: run returns with exit code 3 once
@@ -124,8 +103,7 @@ func TestRunReturnsOnApprovalAndRejectFails(t *testing.T) {
 	as := b.approvalsJSON(t)
 	require.Len(t, as, 1)
 	id := as[0].Task
-	code, out, errOut = b.lh(t, "reject", id, as[0].ID, "--note", "not on a Friday")
-	require.Equal(t, 0, code, errOut)
+	out = lhOK(t, b, "reject", id, as[0].ID, "--note", "not on a Friday")
 	require.Contains(t, out, "lhengine resume "+id, "nothing works the home: the command says how to continue")
 	code, out, errOut = b.lh(t, "resume", id)
 	require.Equal(t, 1, code, "%s\n%s", out, errOut)
@@ -142,11 +120,8 @@ func TestApprovalExpiryPausesUnderServe(t *testing.T) {
 	b := setupProcs(t)
 	path := b.approvalTaskFile(t, `expires_in = "1s"
       on_expiry  = "pause"`)
-	srv := b.start(t, "serve", "--listen", "", "--concurrency", "4")
-	srv.until(t, regexp.MustCompile(`^serving home`))
-	code, out, errOut := b.lh(t, "submit", path)
-	require.Equal(t, 0, code, errOut)
-	id := strings.TrimSpace(out)
+	srv := b.serve(t, "--concurrency", "4")
+	id := submit(t, b, path)
 	follow := b.start(t, "events", "--follow", id)
 	follow.until(t, regexp.MustCompile(`approval_expired`))
 	follow.until(t, regexp.MustCompile(`paused`))
@@ -156,18 +131,16 @@ func TestApprovalExpiryPausesUnderServe(t *testing.T) {
 	require.Equal(t, "1", rep.Task.Pause.Name)
 	as := b.approvalsJSON(t, id)
 	require.Equal(t, ledger.ApprovalExpired, as[0].State)
-	code, _, errOut = b.lh(t, "approve", id, "1")
+	code, _, errOut := b.lh(t, "approve", id, "1")
 	require.Equal(t, 1, code)
 	require.Contains(t, errOut, "expired")
 
-	code, _, errOut = b.lh(t, "resume", id)
-	require.Equal(t, 0, code, errOut)
+	lhOK(t, b, "resume", id)
 	follow = b.start(t, "events", "--follow", id)
 	follow.until(t, regexp.MustCompile(`approval_requested`)) // the first
 	follow.until(t, regexp.MustCompile(`approval_requested`)) // asked again
 	as = b.approvalsJSON(t, id)
 	require.Len(t, as, 2, "the resume asked again")
 	require.Equal(t, ledger.ApprovalPending, as[1].State)
-	require.NoError(t, srv.c.Process.Signal(syscall.SIGTERM))
-	require.Equal(t, 0, srv.wait(t), srv.stderr.String())
+	srv.stop(t)
 }

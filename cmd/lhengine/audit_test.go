@@ -3,7 +3,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -18,7 +17,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/api"
-	"github.com/lhengine/lhengine/engine"
 	"github.com/lhengine/lhengine/internal/crashpoint"
 	"github.com/lhengine/lhengine/internal/testwasm"
 	"github.com/lhengine/lhengine/ledger"
@@ -76,9 +74,7 @@ func TestSiteAuditExample(t *testing.T) {
 	b.home = filepath.Join(b.dir, "home")
 	example := filepath.Join(testwasm.ModuleRoot(t), "plugins/examples/site-audit")
 	for _, p := range []string{"sitemap", "check", "suggest", "report"} {
-		wasm, err := os.ReadFile(testwasm.BuildGo(t, filepath.Join(example, p)))
-		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(filepath.Join(b.dir, p+".wasm"), wasm, 0o644))
+		testwasm.Copy(t, testwasm.BuildGo(t, filepath.Join(example, p)), filepath.Join(b.dir, p+".wasm"))
 	}
 	src, err := os.ReadFile(filepath.Join(example, "task.hcl"))
 	require.NoError(t, err)
@@ -88,7 +84,7 @@ func TestSiteAuditExample(t *testing.T) {
 	out, killed := runCrashing(t, b.bin, b.home, fmt.Sprintf("%s@%d", crashpoint.UnitAfterCommit, killAt), nil,
 		"run", task, "--var", "site="+srv.URL)
 	require.True(t, killed, "the run must die at commit %d:\n%s", killAt, out)
-	id := strings.TrimSpace(strings.TrimPrefix(strings.SplitN(out, "\n", 2)[0], "task "))
+	id := taskID(out)
 	require.Len(t, id, 26, out)
 	killedRep := b.status(t, id)
 	done, _ := killedRep.Task.Progress()
@@ -113,15 +109,13 @@ func TestSiteAuditExample(t *testing.T) {
 	require.Equal(t, api.Succeeded, rep.Task.Status, rep.Task.Reason)
 	require.Equal(t, want, rep.Task.Counters, "the counters equal the planted counts")
 
-	code, out, errOut = b.lh(t, "outputs", "-o", "json", id, "report")
-	require.Equal(t, 0, code, errOut)
+	out = lhOK(t, b, "outputs", "-o", "json", id, "report")
 	var ref struct {
 		JSON   string           `json:"json"`
 		Totals map[string]int64 `json:"totals"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(out), &ref), out)
-	code, out, errOut = b.lh(t, "artifact", "get", ref.JSON)
-	require.Equal(t, 0, code, errOut)
+	out = lhOK(t, b, "artifact", "get", ref.JSON)
 	var report struct {
 		Totals      map[string]int64 `json:"totals"`
 		Suggestions []struct {
@@ -146,10 +140,7 @@ func TestSiteAuditExample(t *testing.T) {
 	// The committed records say the same: the check step's outputs (one
 	// per page) and the finding notes (one per problem; one per shared
 	// title, naming how many pages share it).
-	e, err := engine.Open(context.Background(), engine.Config{Home: b.home})
-	require.NoError(t, err)
-	defer e.Close(context.Background())
-	require.NoError(t, e.Read(func(r ledger.Reader) error {
+	withStore(t, b.home, func(r ledger.Reader) {
 		raw, err := r.StepOutput(id, 1)
 		require.NoError(t, err)
 		var checked []struct {
@@ -194,8 +185,7 @@ func TestSiteAuditExample(t *testing.T) {
 			fromNotes[kind]++
 		}
 		require.Equal(t, want, fromNotes, "the committed finding notes")
-		return nil
-	}))
+	})
 }
 
 // sdkFinding is the kind of a finding note (the SDK's NoteFinding).

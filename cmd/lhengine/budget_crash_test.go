@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -35,7 +34,7 @@ task "budgeted" {
 `)
 	out, killed := runCrashing(t, bin, b.home, crashpoint.UnitAfterCommit+"@20", nil, "run", filepath.Join(b.dir, "task.hcl"))
 	require.True(t, killed, out)
-	id := strings.TrimSpace(strings.TrimPrefix(strings.SplitN(out, "\n", 2)[0], "task "))
+	id := taskID(out)
 	require.Len(t, id, 26, out)
 	usedAtKill := b.task(t, id).Budget.Units
 	require.GreaterOrEqual(t, usedAtKill, int64(20))

@@ -12,7 +12,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/lhengine/lhengine/engine"
 	"github.com/lhengine/lhengine/internal/testwasm"
+	"github.com/lhengine/lhengine/ledger"
 )
 
 // cliBundle is a folder with the pipeline guest, a task file and a home.
@@ -25,9 +27,7 @@ func setupCLI(t *testing.T, task string) *cliBundle {
 	t.Helper()
 	wasm := testwasm.BuildC(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/c/pipeline.c"))
 	dir := t.TempDir()
-	b, err := os.ReadFile(wasm)
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "step.wasm"), b, 0o644))
+	testwasm.Copy(t, wasm, filepath.Join(dir, "step.wasm"))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "task.hcl"), []byte(task), 0o644))
 	return &cliBundle{dir: dir, home: filepath.Join(dir, "home")}
 }
@@ -38,6 +38,78 @@ func (b *cliBundle) lh(t *testing.T, args ...string) (int, string, string) {
 	var out, errb bytes.Buffer
 	code := run(context.Background(), append([]string{"--home", b.home}, args...), &out, &errb)
 	return code, out.String(), errb.String()
+}
+
+// lhRunner runs a command of the CLI to its end: in-process (cliBundle),
+// as a process of its own (procBundle) or outside any home (policyDir).
+type lhRunner interface {
+	lh(t *testing.T, args ...string) (int, string, string)
+}
+
+// taskID is the ID run and resume print on their first line ("task ID").
+func taskID(out string) string {
+	return strings.TrimSpace(strings.TrimPrefix(strings.SplitN(out, "\n", 2)[0], "task "))
+}
+
+// lhOK runs a command that must exit 0 and returns its stdout.
+func lhOK(t *testing.T, r lhRunner, args ...string) string {
+	t.Helper()
+	code, out, errOut := r.lh(t, args...)
+	require.Equal(t, 0, code, errOut)
+	return out
+}
+
+// lhJSON runs a command with -o json that must exit 0 and decodes its
+// stdout.
+func lhJSON[T any](t *testing.T, r lhRunner, args ...string) T {
+	t.Helper()
+	out := lhOK(t, r, append([]string{"-o", "json"}, args...)...)
+	var v T
+	require.NoError(t, json.Unmarshal([]byte(out), &v), out)
+	return v
+}
+
+// submit submits a task (the arguments of submit) and returns its ID.
+func submit(t *testing.T, r lhRunner, args ...string) string {
+	t.Helper()
+	return strings.TrimSpace(lhOK(t, r, append([]string{"submit"}, args...)...))
+}
+
+// withStore opens the home (which must exist) and reads its store with fn.
+func withStore(t *testing.T, home string, fn func(r ledger.Reader)) {
+	t.Helper()
+	e, err := engine.Open(context.Background(), engine.Config{Home: home, MustExist: true})
+	require.NoError(t, err)
+	defer e.Close(context.Background())
+	require.NoError(t, e.Read(func(r ledger.Reader) error {
+		fn(r)
+		return nil
+	}))
+}
+
+// succeededTask reads task id, which must have succeeded.
+func succeededTask(t *testing.T, r ledger.Reader, id string) *ledger.Task {
+	t.Helper()
+	task, err := r.Task(id)
+	require.NoError(t, err)
+	require.Equal(t, ledger.Succeeded, task.Status, task.Reason)
+	return task
+}
+
+// committedOnce returns the items of a step that committed an output,
+// each of which must have committed one only.
+func committedOnce(t *testing.T, r ledger.Reader, id string, step int) map[int]bool {
+	t.Helper()
+	as, err := r.Attempts(id, step)
+	require.NoError(t, err)
+	committed := map[int]bool{}
+	for _, a := range as {
+		if a.Output != nil {
+			require.False(t, committed[a.Item], "step %d item %d committed twice", step, a.Item)
+			committed[a.Item] = true
+		}
+	}
+	return committed
 }
 
 const chainTask = `
@@ -100,16 +172,13 @@ func TestSubmitThenWorkerRunsQueuedTasks(t *testing.T) {
 	b := setupCLI(t, chainTask)
 	var ids []string
 	for range 3 {
-		code, out, errOut := b.lh(t, "submit", filepath.Join(b.dir, "task.hcl"))
-		require.Equal(t, 0, code, errOut)
-		ids = append(ids, strings.TrimSpace(out))
+		ids = append(ids, submit(t, b, filepath.Join(b.dir, "task.hcl")))
 	}
 	code, out, _ := b.lh(t, "-o", "json", "status", ids[0])
 	require.Equal(t, 0, code)
 	require.Contains(t, out, `"status": "queued"`)
 
-	code, _, errOut := b.lh(t, "worker", "--concurrency", "4", "--exit-when-idle")
-	require.Equal(t, 0, code, errOut)
+	lhOK(t, b, "worker", "--concurrency", "4", "--exit-when-idle")
 	for _, id := range ids {
 		code, out, _ := b.lh(t, "-o", "json", "status", id)
 		require.Equal(t, 0, code)
@@ -189,14 +258,13 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 func TestPluginInspect(t *testing.T) {
 	t.Parallel()
 	b := setupCLI(t, chainTask)
-	code, out, errOut := b.lh(t, "plugin", "inspect", filepath.Join(b.dir, "step.wasm"))
-	require.Equal(t, 0, code, errOut)
+	out := lhOK(t, b, "plugin", "inspect", filepath.Join(b.dir, "step.wasm"))
 	require.Contains(t, out, "abi:")
 	require.Contains(t, out, "wasi_snapshot_preview1")
 	require.Contains(t, out, "_start")
 
 	require.NoError(t, os.WriteFile(filepath.Join(b.dir, "junk.wasm"), []byte("not wasm at all"), 0o644))
-	code, _, errOut = b.lh(t, "plugin", "inspect", filepath.Join(b.dir, "junk.wasm"))
+	code, _, errOut := b.lh(t, "plugin", "inspect", filepath.Join(b.dir, "junk.wasm"))
 	require.Equal(t, 1, code)
 	require.Contains(t, errOut, "junk.wasm")
 }
@@ -211,9 +279,7 @@ task "v2" {
 }
 `)
 	v2 := testwasm.BuildC(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/c/abi_v2.c"))
-	bin, err := os.ReadFile(v2)
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join(b.dir, "v2.wasm"), bin, 0o644))
+	testwasm.Copy(t, v2, filepath.Join(b.dir, "v2.wasm"))
 	code, _, errOut := b.lh(t, "validate", filepath.Join(b.dir, "task.hcl"))
 	require.Equal(t, 1, code)
 	require.Contains(t, errOut, "task.hcl:4:14: error: Plugin ABI mismatch")

@@ -14,8 +14,7 @@ import (
 // directive line.
 func (b *cliBundle) complete(t *testing.T, args ...string) []string {
 	t.Helper()
-	code, out, errOut := b.lh(t, append([]string{"__complete"}, args...)...)
-	require.Equal(t, 0, code, errOut)
+	out := lhOK(t, b, append([]string{"__complete"}, args...)...)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	require.True(t, strings.HasPrefix(lines[len(lines)-1], ":"), "the last line is the directive: %q", out)
 	return lines[:len(lines)-1]
@@ -50,13 +49,12 @@ func TestCompletionOfResourceNames(t *testing.T) {
 	_, err := os.Stat(b.home)
 	require.ErrorIs(t, err, os.ErrNotExist, "a completion must not create a home")
 
-	code, out, errOut := b.lh(t, "run", filepath.Join(b.dir, "task.hcl"))
-	require.Equal(t, 0, code, errOut)
-	done := strings.TrimSpace(strings.TrimPrefix(strings.SplitN(out, "\n", 2)[0], "task "))
+	out := lhOK(t, b, "run", filepath.Join(b.dir, "task.hcl"))
+	done := taskID(out)
 	require.NoError(t, os.WriteFile(filepath.Join(b.dir, "deploy.hcl"), []byte(approvalTask), 0o644))
-	code, out, errOut = b.lh(t, "run", filepath.Join(b.dir, "deploy.hcl"))
+	code, out, errOut := b.lh(t, "run", filepath.Join(b.dir, "deploy.hcl"))
 	require.Equal(t, exitPaused, code, out+errOut)
-	waiting := strings.TrimSpace(strings.TrimPrefix(strings.SplitN(out, "\n", 2)[0], "task "))
+	waiting := taskID(out)
 
 	for _, cmd := range [][]string{{"status"}, {"outputs"}, {"events"}, {"cancel"}, {"resume"}, {"pause"}, {"retry"}, {"rm"}, {"rm", done},
 		{"approvals"}, {"approve"}, {"reject"}, {"handoff"}, {"notes"}, {"failures"}, {"artifacts"}, {"effects"}, {"manifest"}} {
@@ -86,7 +84,6 @@ func TestCompletionOfResourceNames(t *testing.T) {
 	require.Contains(t, got, "mark@1\ta test fixture")
 	require.Contains(t, got, done+"\tchain · succeeded", "diff NAME@A ID compares with what a task pinned")
 
-	code, out, errOut = b.lh(t, "completion", "bash")
-	require.Equal(t, 0, code, errOut)
+	out = lhOK(t, b, "completion", "bash")
 	require.Contains(t, out, "__complete", "the script asks the binary for candidates")
 }

@@ -20,9 +20,7 @@ import (
 func BenchmarkStatusThroughSocket(b *testing.B) {
 	ctx := context.Background()
 	dir := b.TempDir()
-	wasm, err := os.ReadFile(testwasm.BuildC(b, filepath.Join(testwasm.ModuleRoot(b), "testdata/guests/c/pipeline.c")))
-	require.NoError(b, err)
-	require.NoError(b, os.WriteFile(filepath.Join(dir, "step.wasm"), wasm, 0o644))
+	testwasm.Copy(b, testwasm.BuildC(b, filepath.Join(testwasm.ModuleRoot(b), "testdata/guests/c/pipeline.c")), filepath.Join(dir, "step.wasm"))
 	require.NoError(b, os.WriteFile(filepath.Join(dir, "task.hcl"), []byte(chainTask), 0o644))
 	homeDir := filepath.Join(dir, "home")
 	owner := &app{home: homeDir, logLevel: "off", stdout: io.Discard, stderr: io.Discard}

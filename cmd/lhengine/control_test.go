@@ -34,9 +34,7 @@ func setupProcs(t *testing.T) *procBundle {
 	t.Helper()
 	b := &procBundle{bin: buildBinary(t), dir: t.TempDir()}
 	b.home = filepath.Join(b.dir, "home")
-	wasm, err := os.ReadFile(testwasm.BuildC(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/c/gate.c")))
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join(b.dir, "gate.wasm"), wasm, 0o644))
+	testwasm.Copy(t, testwasm.BuildC(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/c/gate.c")), filepath.Join(b.dir, "gate.wasm"))
 	return b
 }
 
@@ -74,6 +72,23 @@ type proc struct {
 	c      *exec.Cmd
 	lines  chan string
 	stderr *watchWriter
+}
+
+// serve starts serve with no listener (and args) and returns it once it
+// serves the home.
+func (b *procBundle) serve(t *testing.T, args ...string) *proc {
+	t.Helper()
+	srv := b.start(t, append([]string{"serve", "--listen", ""}, args...)...)
+	srv.until(t, regexp.MustCompile(`^serving home`))
+	return srv
+}
+
+// startRun starts run (with args) and returns it with the ID of its task
+// once it prints it.
+func (b *procBundle) startRun(t *testing.T, args ...string) (*proc, string) {
+	t.Helper()
+	run := b.start(t, append([]string{"run"}, args...)...)
+	return run, strings.TrimPrefix(run.until(t, regexp.MustCompile(`^task `)), "task ")
 }
 
 func (b *procBundle) start(t *testing.T, args ...string) *proc {
@@ -132,6 +147,26 @@ func (p *proc) wait(t *testing.T) int {
 	return 0
 }
 
+// attempts reads a task's attempts through the CLI (outputs --attempts).
+func (b *procBundle) attempts(t *testing.T, id string) []ledger.Attempt {
+	t.Helper()
+	return lhJSON[[]ledger.Attempt](t, b, "outputs", "--attempts", id)
+}
+
+// stop ends the process with SIGTERM; it must exit 0.
+func (p *proc) stop(t *testing.T) {
+	t.Helper()
+	require.NoError(t, p.c.Process.Signal(syscall.SIGTERM))
+	require.Equal(t, 0, p.wait(t), p.stderr.String())
+}
+
+// kill ends the process with SIGKILL and waits for it.
+func (p *proc) kill(t *testing.T) {
+	t.Helper()
+	require.NoError(t, p.c.Process.Signal(syscall.SIGKILL))
+	_ = p.wait(t)
+}
+
 var unitDone = regexp.MustCompile(`unit_done +each\[(\d+)\]`)
 
 // countDone reads the follower's lines until it has seen n unit_done
@@ -152,8 +187,7 @@ func TestOtherProcessesWatchAndCancelARun(t *testing.T) {
 	t.Parallel()
 	b := setupProcs(t)
 	g := testgate.New(t)
-	run := b.start(t, "run", b.task(t, "gated", g, 200, 8))
-	id := strings.TrimPrefix(run.until(t, regexp.MustCompile(`^task `)), "task ")
+	run, id := b.startRun(t, b.task(t, "gated", g, 200, 8))
 	<-g.Arrived() // the run is working
 
 	// The socket is the owner's alone.
@@ -171,31 +205,20 @@ func TestOtherProcessesWatchAndCancelARun(t *testing.T) {
 	g.Release(5)
 	countDone(t, follow, &seen, 25) // each commit reaches the follower
 
-	code, out, errOut := b.lh(t, "status", id)
-	require.Equal(t, 0, code, errOut)
+	out := lhOK(t, b, "status", id)
 	require.Contains(t, out, `"gated": running`)
 	require.Regexp(t, `progress: +2[5-9]/200 units`, out)
-	code, out, errOut = b.lh(t, "ls")
-	require.Equal(t, 0, code, errOut)
-	require.Regexp(t, id+` +gated +running`, out)
-	code, out, errOut = b.lh(t, "-o", "json", "outputs", id)
-	require.Equal(t, 0, code, errOut)
-	var outs map[string]json.RawMessage
-	require.NoError(t, json.Unmarshal([]byte(out), &outs))
+	require.Regexp(t, id+` +gated +running`, lhOK(t, b, "ls"))
+	lhJSON[map[string]json.RawMessage](t, b, "outputs", id)
 
 	start := time.Now()
-	code, _, errOut = b.lh(t, "cancel", id, "--reason", "seen enough")
-	require.Equal(t, 0, code, errOut)
+	lhOK(t, b, "cancel", id, "--reason", "seen enough")
 	require.Equal(t, 1, run.wait(t), "a cancelled run exits 1: %s", run.stderr)
 	t.Logf("the run exited %s after the cancel command returned", time.Since(start).Round(time.Millisecond))
 	require.Equal(t, 1, follow.wait(t), "the follower ends with the task, 1 as it did not succeed")
 	require.Contains(t, follow.stderr.String(), "cancelled")
 
-	code, out, _ = b.lh(t, "-o", "json", "status", id)
-	require.Equal(t, 0, code)
-	var rep api.Report
-	require.NoError(t, json.Unmarshal([]byte(out), &rep))
-	require.Equal(t, api.Cancelled, rep.Task.Status)
+	require.Equal(t, api.Cancelled, b.status(t, id).Task.Status)
 	_, err = os.Stat(api.SocketPath(b.home))
 	require.ErrorIs(t, err, os.ErrNotExist, "the owner removed its socket on the way out")
 }
@@ -208,9 +231,7 @@ func TestServeSurvivesKill9(t *testing.T) {
 	t.Parallel()
 	b := setupProcs(t)
 	gates := []*testgate.Gate{testgate.New(t), testgate.New(t)}
-	serving := regexp.MustCompile(`^serving home`)
-	srv := b.start(t, "serve", "--listen", "", "--concurrency", "4")
-	srv.until(t, serving)
+	srv := b.serve(t, "--concurrency", "4")
 
 	ids := make([]string, 2)
 	var wg sync.WaitGroup
@@ -236,17 +257,12 @@ func TestServeSurvivesKill9(t *testing.T) {
 	seen := 0
 	countDone(t, follow, &seen, 10)
 	<-gates[0].Arrived() // let the first batch through, then note who is waiting
-	require.NoError(t, srv.c.Process.Signal(syscall.SIGKILL))
-	_ = srv.wait(t)
+	srv.kill(t)
 
 	// Units committed before the kill, by the records.
 	committed := func(id string) map[string]bool {
-		code, out, errOut := b.lh(t, "-o", "json", "outputs", "--attempts", id)
-		require.Equal(t, 0, code, errOut)
-		var as []ledger.Attempt
-		require.NoError(t, json.Unmarshal([]byte(out), &as))
 		m := map[string]bool{}
-		for _, a := range as {
+		for _, a := range b.attempts(t, id) {
 			if a.Failure == nil && a.Repair == "" {
 				key := strconv.Itoa(a.Item)
 				require.False(t, m[key], "item %d committed twice", a.Item)
@@ -270,8 +286,7 @@ func TestServeSurvivesKill9(t *testing.T) {
 			}
 		}
 	}
-	srv = b.start(t, "serve", "--listen", "", "--concurrency", "4")
-	srv.until(t, serving)
+	srv = b.serve(t, "--concurrency", "4")
 	for _, g := range gates {
 		g.Open()
 	}
@@ -279,15 +294,11 @@ func TestServeSurvivesKill9(t *testing.T) {
 	for i, id := range ids {
 		var rep api.Report
 		for {
-			code, out, errOut := b.lh(t, "-o", "json", "status", id)
-			require.Equal(t, 0, code, errOut)
-			require.NoError(t, json.Unmarshal([]byte(out), &rep))
-			if rep.Task.Status.Terminal() {
+			if rep = b.status(t, id); rep.Task.Status.Terminal() {
 				break
 			}
 			// Not finished yet: follow it to its end.
-			code, _, errOut = b.lh(t, "events", "--follow", id)
-			require.Equal(t, 0, code, errOut)
+			lhOK(t, b, "events", "--follow", id)
 		}
 		require.Equal(t, api.Succeeded, rep.Task.Status, "task %d", i)
 		after := committed(id)
@@ -302,8 +313,7 @@ func TestServeSurvivesKill9(t *testing.T) {
 			}
 		}
 	}
-	require.NoError(t, srv.c.Process.Signal(syscall.SIGTERM))
-	require.Equal(t, 0, srv.wait(t), srv.stderr.String())
+	srv.stop(t)
 }
 
 // TestFollowWaitsForAWorkerAndCtrlCIs130: events --follow on a task nobody
@@ -314,17 +324,14 @@ func TestFollowWaitsForAWorkerAndCtrlCIs130(t *testing.T) {
 	b := setupProcs(t)
 	g := testgate.New(t)
 	path := b.task(t, "queued", g, 3, 1)
-	code, out, errOut := b.lh(t, "submit", path)
-	require.Equal(t, 0, code, errOut)
-	id := strings.TrimSpace(out)
+	id := submit(t, b, path)
 
 	follow := b.startWatching(t, "waiting for one", "events", "--follow", id)
 	follow.until(t, regexp.MustCompile(`submitted`))
 	<-follow.stderr.seen
 	// A second submit proves the follower does not hold the home while it
 	// waits.
-	code, _, errOut = b.lh(t, "submit", path)
-	require.Equal(t, 0, code, errOut)
+	submit(t, b, path)
 	require.NoError(t, follow.c.Process.Signal(os.Interrupt))
 	require.Equal(t, 130, follow.wait(t), follow.stderr.String())
 	require.Contains(t, follow.stderr.String(), "no process is working on it")

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/lhengine/lhengine/engine"
 	"github.com/lhengine/lhengine/internal/crashpoint"
 	"github.com/lhengine/lhengine/ledger"
 )
@@ -28,6 +26,8 @@ func buildBinary(t testing.TB) string {
 	return out
 }
 
+// fanOutTask is a 200-item fan-out of the pipeline guest between two
+// steps.
 const fanOutTask = `
 task "crashy" {
   step "list" {
@@ -89,7 +89,7 @@ func TestSIGKILLAtChosenPointsLosesAndRepeatsNothing(t *testing.T) {
 	// The first commit is the list step's; then the items'.
 	out, killed := lh(crashpoint.UnitAfterCommit+"@5", "run", filepath.Join(b.dir, "task.hcl"))
 	require.True(t, killed, "the run must die at its 5th commit:\n%s", out)
-	id := strings.TrimSpace(strings.TrimPrefix(strings.SplitN(out, "\n", 2)[0], "task "))
+	id := taskID(out)
 	require.Len(t, id, 26, out)
 	require.GreaterOrEqual(t, done(id), 5, "the 5th commit was synced before the kill")
 	kills := 1
@@ -107,27 +107,10 @@ func TestSIGKILLAtChosenPointsLosesAndRepeatsNothing(t *testing.T) {
 	require.Contains(t, out, "succeeded: 202/202 units")
 	require.Equal(t, 3, kills)
 
-	e, err := engine.Open(context.Background(), engine.Config{Home: b.home})
-	require.NoError(t, err)
-	defer e.Close(context.Background())
-	require.NoError(t, e.Read(func(r ledger.Reader) error {
-		task, err := r.Task(id)
-		require.NoError(t, err)
-		require.Equal(t, ledger.Succeeded, task.Status, task.Reason)
+	withStore(t, b.home, func(r ledger.Reader) {
+		task := succeededTask(t, r, id)
 		require.JSONEq(t, `{"mode":"echo","units":200}`, string(task.Output))
-
-		committed := map[int]int{}
-		as, err := r.Attempts(id, 1)
-		require.NoError(t, err)
-		for _, a := range as {
-			if a.Output != nil {
-				committed[a.Item]++
-			}
-		}
-		require.Len(t, committed, 200)
-		for item, n := range committed {
-			require.Equal(t, 1, n, "item %d committed %d times", item, n)
-		}
+		require.Len(t, committedOnce(t, r, id, 1), 200)
 		units, err := r.Units(id, 1)
 		require.NoError(t, err)
 		require.Len(t, units, 200)
@@ -146,6 +129,5 @@ func TestSIGKILLAtChosenPointsLosesAndRepeatsNothing(t *testing.T) {
 		// Attempts beyond one per unit are the ones the kills abandoned:
 		// one at least for the kill before a commit.
 		require.Greater(t, task.Attempts, 202)
-		return nil
-	}))
+	})
 }

@@ -127,7 +127,7 @@ func TestDriftAcrossSIGKILL(t *testing.T) {
 
 			out, code := lhExit(t, bin, home, crashpoint.UnitAfterCommit+"@1", "run", filepath.Join(dir, "task.hcl"))
 			require.Equal(t, -9, code, "the run dies after its first commit:\n%s", out)
-			id := strings.TrimSpace(strings.TrimPrefix(strings.SplitN(out, "\n", 2)[0], "task "))
+			id := taskID(out)
 			require.Len(t, id, 26, out)
 
 			// The world changes while no process works the task.

@@ -1,13 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -174,18 +172,8 @@ type agentOutput struct {
 // the responses anew against the scripted loopback model.
 func TestEvalAgentSet(t *testing.T) {
 	t.Parallel()
-	bin := buildBinary(t)
-	set := agentEvalTree(t)
-	homes := filepath.Join(t.TempDir(), "homes")
-	results := filepath.Join(t.TempDir(), "results")
-	cmd := exec.Command(bin, "-o", "json", "eval", set, "--keep-homes", homes, "--results", results)
-	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "AGENT_API_KEY=") })
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	require.NoError(t, cmd.Run(), stderr.String())
-
-	var res evalrun.Result
-	require.NoError(t, json.Unmarshal(stdout.Bytes(), &res), stdout.String())
+	ev := runEval(t, agentEvalTree(t), slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "AGENT_API_KEY=") }))
+	res := ev.res
 	require.Equal(t, []string{"baseline", "without single-tool-at-a-time", "without context-reset-every-n"},
 		[]string{res.States[0].Name, res.States[1].Name, res.States[2].Name})
 	out := map[string]agentOutput{}
@@ -231,7 +219,7 @@ func TestEvalAgentSet(t *testing.T) {
 	require.Less(t, res.States[0].Figures.Cost, res.States[2].Figures.Cost, "context-reset-every-n costs less in all")
 
 	// Every cost, in the JSON and in the tables, is what the stores record.
-	md, err := os.ReadFile(filepath.Join(results, res.Set+".md"))
+	md, err := os.ReadFile(filepath.Join(ev.results, res.Set+".md"))
 	require.NoError(t, err)
 	table := string(md)
 	stateCost := map[string]float64{}

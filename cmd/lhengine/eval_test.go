@@ -77,6 +77,31 @@ func (r *repoTree) build(rel, pkg string) {
 	r.write(rel, b)
 }
 
+// evalRun is what lhengine -o json eval printed and where it kept the
+// results.
+type evalRun struct {
+	res            evalrun.Result
+	stdout, stderr string
+	results        string
+}
+
+// runEval runs lhengine -o json eval on set, keeping its homes and its
+// results in new folders, with env (nil: this process's) and the extra
+// arguments; the command must succeed.
+func runEval(t *testing.T, set string, env []string, args ...string) evalRun {
+	t.Helper()
+	results := filepath.Join(t.TempDir(), "results")
+	cmd := exec.Command(buildBinary(t), append([]string{"-o", "json", "eval", set,
+		"--keep-homes", filepath.Join(t.TempDir(), "homes"), "--results", results}, args...)...)
+	cmd.Env = env
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	require.NoError(t, cmd.Run(), stderr.String())
+	ev := evalRun{stdout: stdout.String(), stderr: stderr.String(), results: results}
+	require.NoError(t, json.Unmarshal(stdout.Bytes(), &ev.res), ev.stdout)
+	return ev
+}
+
 // TestEvalCriticSet runs the repository's eval set (testdata/evals/critic.hcl)
 // with the real lhengine binary, whose crash case runs a child lhengine
 // that SIGKILLs itself. It checks that the table shows what the policy
@@ -86,26 +111,17 @@ func (r *repoTree) build(rel, pkg string) {
 // kept stores record, recomputed here from them.
 func TestEvalCriticSet(t *testing.T) {
 	t.Parallel()
-	bin := buildBinary(t)
-	set := evalTree(t)
-	homes := filepath.Join(t.TempDir(), "homes")
-	results := filepath.Join(t.TempDir(), "results")
-	cmd := exec.Command(bin, "-o", "json", "eval", set, "--keep-homes", homes, "--results", results, "--seed", "7")
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	require.NoError(t, cmd.Run(), stderr.String())
-
-	var res evalrun.Result
-	require.NoError(t, json.Unmarshal(stdout.Bytes(), &res), stdout.String())
-	saved, err := os.ReadFile(filepath.Join(results, "critic-after-draft.json"))
+	ev := runEval(t, evalTree(t), nil, "--seed", "7")
+	res := ev.res
+	saved, err := os.ReadFile(filepath.Join(ev.results, "critic-after-draft.json"))
 	require.NoError(t, err)
-	require.JSONEq(t, stdout.String(), string(saved))
-	md, err := os.ReadFile(filepath.Join(results, "critic-after-draft.md"))
+	require.JSONEq(t, ev.stdout, string(saved))
+	md, err := os.ReadFile(filepath.Join(ev.results, "critic-after-draft.md"))
 	require.NoError(t, err)
 	require.Contains(t, string(md), "| without critic-after-draft | 1/4 (25%) |")
 
 	// Not a terminal: one line per finished run on stderr.
-	require.Len(t, regexp.MustCompile(`(?m)^(baseline|without critic-after-draft) · [a-z-]+ · run 1: .*\[\d/4\]$`).FindAllString(stderr.String(), -1), 8, stderr.String())
+	require.Len(t, regexp.MustCompile(`(?m)^(baseline|without critic-after-draft) · [a-z-]+ · run 1: .*\[\d/4\]$`).FindAllString(ev.stderr, -1), 8, ev.stderr)
 	require.Equal(t, uint64(7), res.Seed)
 	require.Equal(t, engine.Version, res.EngineVersion)
 	require.Len(t, res.States, 2)
@@ -254,17 +270,6 @@ func recompute(t *testing.T, rr *evalrun.RunReport) measured {
 		})
 	}
 	return m
-}
-
-func withStore(t *testing.T, home string, fn func(r ledger.Reader)) {
-	t.Helper()
-	e, err := engine.Open(context.Background(), engine.Config{Home: home, MustExist: true})
-	require.NoError(t, err)
-	defer e.Close(context.Background())
-	require.NoError(t, e.Read(func(r ledger.Reader) error {
-		fn(r)
-		return nil
-	}))
 }
 
 // TestEvalSetMistakes: a set file with mistakes is reported as

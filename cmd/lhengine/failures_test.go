@@ -42,12 +42,11 @@ func TestFailuresCommand(t *testing.T) {
 	b := setupCLI(t, allowFailuresTask)
 	code, out, errOut := b.lh(t, "run", filepath.Join(b.dir, "task.hcl"))
 	require.Equal(t, 0, code, out+errOut)
-	id := strings.TrimSpace(strings.TrimPrefix(strings.SplitN(out, "\n", 2)[0], "task "))
+	id := taskID(out)
 	require.Len(t, id, 26)
 	require.JSONEq(t, `{"mode":"echo","n":97}`, string(b.task(t, id).Output))
 
-	code, out, errOut = b.lh(t, "status", id)
-	require.Equal(t, 0, code, errOut)
+	out = lhOK(t, b, "status", id)
 	require.Contains(t, out, "3 failed (allowed 5)")
 
 	lh := func(args ...string) string {

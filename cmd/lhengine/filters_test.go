@@ -73,7 +73,7 @@ func runPages(t *testing.T, b *cliBundle) string {
 	t.Helper()
 	code, out, errOut := b.lh(t, "run", filepath.Join(b.dir, "pages.hcl"))
 	require.Equal(t, 0, code, out+errOut)
-	id := strings.TrimSpace(strings.TrimPrefix(strings.SplitN(out, "\n", 2)[0], "task "))
+	id := taskID(out)
 	require.Len(t, id, 26)
 	return id
 }
@@ -86,38 +86,32 @@ func TestLsFilters(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(b.dir, "pages.hcl"), []byte(pagesTask), 0o644))
 	var queued []string
 	for range 3 {
-		code, out, errOut := b.lh(t, "submit", filepath.Join(b.dir, "task.hcl"))
-		require.Equal(t, 0, code, errOut)
-		queued = append(queued, strings.TrimSpace(out))
+		queued = append(queued, submit(t, b, filepath.Join(b.dir, "task.hcl")))
 	}
 	done := runPages(t, b)
 
-	code, out, errOut := b.lh(t, "ls", "--limit", "2")
-	require.Equal(t, 0, code, errOut)
+	out := lhOK(t, b, "ls", "--limit", "2")
 	checkGolden(t, "ls-limit", out)
 	require.Contains(t, out, done, "newest first")
 	require.Contains(t, out, queued[2])
 	require.NotContains(t, out, queued[0])
 
-	code, out, errOut = b.lh(t, "ls", "--status", "queued", "--order", "oldest")
-	require.Equal(t, 0, code, errOut)
+	out = lhOK(t, b, "ls", "--status", "queued", "--order", "oldest")
 	checkGolden(t, "ls-queued", out)
 	require.Less(t, strings.Index(out, queued[0]), strings.Index(out, queued[2]))
 	require.NotContains(t, out, done)
 
-	code, out, errOut = b.lh(t, "-o", "json", "ls", "--name", "pages")
-	require.Equal(t, 0, code, errOut)
+	out = lhOK(t, b, "-o", "json", "ls", "--name", "pages")
 	var ts []api.Task
 	require.NoError(t, json.Unmarshal([]byte(out), &ts))
 	require.Len(t, ts, 1)
 	require.Equal(t, done, ts[0].ID)
 
-	code, out, errOut = b.lh(t, "-o", "json", "ls", "--status", "succeeded,queued", "--limit", "3")
-	require.Equal(t, 0, code, errOut)
+	out = lhOK(t, b, "-o", "json", "ls", "--status", "succeeded,queued", "--limit", "3")
 	require.NoError(t, json.Unmarshal([]byte(out), &ts))
 	require.Len(t, ts, 3)
 
-	code, _, errOut = b.lh(t, "ls", "--status", "runing")
+	code, _, errOut := b.lh(t, "ls", "--status", "runing")
 	require.Equal(t, 1, code)
 	require.Contains(t, errOut, `status "runing": want one of queued, running, interrupted`)
 }
@@ -131,43 +125,35 @@ func TestOutputsLimitAndItem(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(b.dir, "pages.hcl"), []byte(pagesTask), 0o644))
 	id := runPages(t, b)
 
-	code, out, errOut := b.lh(t, "outputs", id, "pages", "--limit", "5")
-	require.Equal(t, 0, code, errOut)
+	out := lhOK(t, b, "outputs", id, "pages", "--limit", "5")
 	checkGolden(t, "outputs-limit", out)
 
-	code, out, errOut = b.lh(t, "outputs", id)
-	require.Equal(t, 0, code, errOut)
+	out = lhOK(t, b, "outputs", id)
 	require.Equal(t, 20, strings.Count(out, "\nitem "), out)
 	require.Contains(t, out, "… 8 more items: --limit 0 for all\n")
 
-	code, out, errOut = b.lh(t, "outputs", id, "pages", "--limit", "0")
-	require.Equal(t, 0, code, errOut)
+	out = lhOK(t, b, "outputs", id, "pages", "--limit", "0")
 	require.Equal(t, 28, strings.Count(out, "\nitem "), out)
 	require.NotContains(t, out, "more items")
 
-	code, out, errOut = b.lh(t, "outputs", id, "pages", "--item", "17")
-	require.Equal(t, 0, code, errOut)
+	out = lhOK(t, b, "outputs", id, "pages", "--item", "17")
 	checkGolden(t, "outputs-item", out)
-	code, out, errOut = b.lh(t, "-o", "json", "outputs", id, "pages", "--item", "17")
-	require.Equal(t, 0, code, errOut)
+	out = lhOK(t, b, "-o", "json", "outputs", id, "pages", "--item", "17")
 	require.JSONEq(t, `{"mode":"fail_until","ok_at":1,"page":17}`, out)
 
-	code, _, errOut = b.lh(t, "outputs", id, "pages", "--item", "4")
+	code, _, errOut := b.lh(t, "outputs", id, "pages", "--item", "4")
 	require.Equal(t, 1, code)
 	require.Contains(t, errOut, "item 4 of step \"pages\" has not committed")
 	code, _, errOut = b.lh(t, "outputs", id, "--item", "4")
 	require.Equal(t, 2, code)
 	require.Contains(t, errOut, "--item needs STEP")
 
-	code, out, errOut = b.lh(t, "outputs", id, "pages", "--attempts", "--item", "4")
-	require.Equal(t, 0, code, errOut)
+	out = lhOK(t, b, "outputs", id, "pages", "--attempts", "--item", "4")
 	checkGolden(t, "outputs-attempts-item", out)
-	code, out, errOut = b.lh(t, "outputs", id, "--attempts", "--limit", "3")
-	require.Equal(t, 0, code, errOut)
+	out = lhOK(t, b, "outputs", id, "--attempts", "--limit", "3")
 	require.Equal(t, 3, strings.Count(out, "== "), out)
 	require.Contains(t, out, "… 30 more attempts: --limit 0 for all\n", "32 attempts of pages and 1 of count")
-	code, out, errOut = b.lh(t, "-o", "json", "outputs", id, "--attempts")
-	require.Equal(t, 0, code, errOut)
+	out = lhOK(t, b, "-o", "json", "outputs", id, "--attempts")
 	var all []*ledger.Attempt
 	require.NoError(t, json.Unmarshal([]byte(out), &all))
 	require.Len(t, all, 33)
@@ -181,20 +167,17 @@ func TestEventsFilters(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(b.dir, "pages.hcl"), []byte(pagesTask), 0o644))
 	id := runPages(t, b)
 
-	code, out, errOut := b.lh(t, "events", id, "--type", "unit_failed,item_failed", "--since", "1h")
-	require.Equal(t, 0, code, errOut)
+	out := lhOK(t, b, "events", id, "--type", "unit_failed,item_failed", "--since", "1h")
 	checkGolden(t, "events-type", out)
 
-	code, out, errOut = b.lh(t, "events", id, "--type", "unit_failed", "--type", "item_failed", "--limit", "2")
-	require.Equal(t, 0, code, errOut)
+	out = lhOK(t, b, "events", id, "--type", "unit_failed", "--type", "item_failed", "--limit", "2")
 	checkGolden(t, "events-limit", out)
 
 	future := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
-	code, out, errOut = b.lh(t, "-o", "json", "events", id, "--since", future)
-	require.Equal(t, 0, code, errOut)
+	out = lhOK(t, b, "-o", "json", "events", id, "--since", future)
 	require.Empty(t, out)
 
-	code, _, errOut = b.lh(t, "events", id, "--since", "yesterday")
+	code, _, errOut := b.lh(t, "events", id, "--since", "yesterday")
 	require.Equal(t, 2, code)
 	require.Contains(t, errOut, `--since "yesterday": want a duration back from now`)
 	code, _, errOut = b.lh(t, "events", id, "--type", "Unit-Failed")

@@ -56,9 +56,7 @@ task "t" {
   }
 }
 `)
-	wasm, err := os.ReadFile(testwasm.BuildC(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/c/files.c")))
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join(b.dir, "files.wasm"), wasm, 0o644))
+	testwasm.Copy(t, testwasm.BuildC(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/c/files.c")), filepath.Join(b.dir, "files.wasm"))
 	policyFile := filepath.Join(b.dir, "policies", "grab.hcl")
 	require.NoError(t, os.MkdirAll(filepath.Dir(policyFile), 0o755))
 	require.NoError(t, os.WriteFile(policyFile, []byte(grabPolicy), 0o644))
@@ -86,14 +84,12 @@ task "t" {
 	require.NotContains(t, out, "secret-hash")
 
 	// Granted on the command line: validate lists what the policy brings.
-	code, out, errOut = b.lh(t, "validate", taskFile, "--policy", "grab", "--grant-policy", "grab")
-	require.Equal(t, 0, code, errOut)
+	out = lhOK(t, b, "validate", taskFile, "--policy", "grab", "--grant-policy", "grab")
 	require.Contains(t, out, "is valid")
 	for _, want := range []string{"grab@1", "grab.grab@main", `mount "root" (/)`, "http.fetch 127.0.0.1:*", "--grant-policy"} {
 		require.Contains(t, out, want)
 	}
-	code, out, errOut = b.lh(t, "-o", "json", "validate", taskFile, "--policy", "grab", "--grant-policy", "grab")
-	require.Equal(t, 0, code, errOut)
+	out = lhOK(t, b, "-o", "json", "validate", taskFile, "--policy", "grab", "--grant-policy", "grab")
 	var v struct {
 		Valid  bool `json:"valid"`
 		Grants []struct {
@@ -112,14 +108,12 @@ task "t" {
 		require.False(t, g.ByTask)
 	}
 
-	code, out, errOut = b.lh(t, "-o", "json", "run", taskFile, "--policy", "grab", "--grant-policy", "grab")
-	require.Equal(t, 0, code, errOut)
+	out = lhOK(t, b, "-o", "json", "run", taskFile, "--policy", "grab", "--grant-policy", "grab")
 	var task api.Task
 	require.NoError(t, json.Unmarshal([]byte(out[strings.Index(out, "{"):]), &task), out)
 	require.JSONEq(t, `{"ok":true,"data":"root:secret-hash"}`, string(task.Output))
 
-	code, out, errOut = b.lh(t, "-o", "json", "manifest", task.ID)
-	require.Equal(t, 0, code, errOut)
+	out = lhOK(t, b, "-o", "json", "manifest", task.ID)
 	var m api.Manifest
 	require.NoError(t, json.Unmarshal([]byte(out), &m))
 	require.Len(t, m.Policies, 1)
@@ -128,8 +122,7 @@ task "t" {
 		require.Equal(t, "grab@1", g.Policy)
 		require.True(t, g.Granted)
 	}
-	code, out, errOut = b.lh(t, "manifest", task.ID)
-	require.Equal(t, 0, code, errOut)
+	out = lhOK(t, b, "manifest", task.ID)
 	for _, want := range []string{"grab@1", `grab.grab@main`, `mount "root" (/)`, "http.fetch 127.0.0.1:*", "granted by --grant-policy"} {
 		require.Contains(t, out, want)
 	}
@@ -156,18 +149,14 @@ task "t" {
   }
 }
 `)
-	wasm, err := os.ReadFile(testwasm.BuildC(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/c/files.c")))
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join(b.dir, "files.wasm"), wasm, 0o644))
+	testwasm.Copy(t, testwasm.BuildC(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/c/files.c")), filepath.Join(b.dir, "files.wasm"))
 	policyFile := filepath.Join(b.dir, "policies", "grab.hcl")
 	require.NoError(t, os.MkdirAll(filepath.Dir(policyFile), 0o755))
 	require.NoError(t, os.WriteFile(policyFile, []byte(strings.Replace(grabPolicy, `source = "/"`, `source = "`+data+`"`, 1)), 0o644))
 	taskFile := filepath.Join(b.dir, "task.hcl")
 
-	code, out, errOut := b.lh(t, "validate", taskFile, "--policy", "grab")
-	require.Equal(t, 0, code, errOut)
+	out := lhOK(t, b, "validate", taskFile, "--policy", "grab")
 	require.Contains(t, out, "granted by the task")
-	code, out, errOut = b.lh(t, "-o", "json", "run", taskFile, "--policy", "grab")
-	require.Equal(t, 0, code, errOut)
+	out = lhOK(t, b, "-o", "json", "run", taskFile, "--policy", "grab")
 	require.Contains(t, out, `"data": "shared"`)
 }

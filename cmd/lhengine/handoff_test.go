@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -13,6 +12,21 @@ import (
 	"github.com/lhengine/lhengine/internal/testwasm"
 )
 
+// runToApproval runs a task of the pipeline guest (step.wasm) and the
+// handoff guest (handoff.wasm) until it waits for a person (exit status
+// 3), and returns its ID.
+func (b *procBundle) runToApproval(t *testing.T, task string) string {
+	t.Helper()
+	root := testwasm.ModuleRoot(t)
+	testwasm.Copy(t, testwasm.BuildC(t, filepath.Join(root, "testdata/guests/c/pipeline.c")), filepath.Join(b.dir, "step.wasm"))
+	testwasm.Copy(t, testwasm.BuildGo(t, filepath.Join(root, "testdata/guests/go/handoff")), filepath.Join(b.dir, "handoff.wasm"))
+	path := filepath.Join(b.dir, "task.hcl")
+	require.NoError(t, os.WriteFile(path, []byte(task), 0o644))
+	code, out, errOut := b.lh(t, "run", path)
+	require.Equal(t, 3, code, out+errOut)
+	return taskID(out)
+}
+
 // TestHandoffCommand: on a task waiting for an approval, handoff prints
 // the objective and constraints verbatim, the steps done and to do, the
 // decision and the next action; -o json and -o yaml print the same bundle;
@@ -20,15 +34,7 @@ import (
 func TestHandoffCommand(t *testing.T) {
 	t.Parallel()
 	b := setupProcs(t)
-	root := testwasm.ModuleRoot(t)
-	for name, src := range map[string]string{"step.wasm": testwasm.BuildC(t, filepath.Join(root, "testdata/guests/c/pipeline.c")),
-		"handoff.wasm": testwasm.BuildGo(t, filepath.Join(root, "testdata/guests/go/handoff"))} {
-		wasm, err := os.ReadFile(src)
-		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(filepath.Join(b.dir, name), wasm, 0o644))
-	}
-	path := filepath.Join(b.dir, "migrate.hcl")
-	require.NoError(t, os.WriteFile(path, []byte(`
+	id := b.runToApproval(t, `
 task "migrate" {
   objective   = "Rename OldClient to NewClient everywhere"
   constraints = ["never push to main", "ask before deploying"]
@@ -44,13 +50,9 @@ task "migrate" {
     }
   }
 }
-`), 0o644))
-	code, out, errOut := b.lh(t, "run", path)
-	require.Equal(t, 3, code, out+errOut)
-	id := strings.TrimSpace(strings.TrimPrefix(strings.SplitN(out, "\n", 2)[0], "task "))
+`)
 
-	code, out, errOut = b.lh(t, "handoff", id)
-	require.Equal(t, 0, code, errOut)
+	out := lhOK(t, b, "handoff", id)
 	for _, want := range []string{
 		"objective:\n  Rename OldClient to NewClient everywhere\n",
 		"constraints:\n  - never push to main\n  - ask before deploying\n",
@@ -63,19 +65,17 @@ task "migrate" {
 		require.Contains(t, out, want)
 	}
 
-	code, out, errOut = b.lh(t, "-o", "json", "handoff", id)
-	require.Equal(t, 0, code, errOut)
+	out = lhOK(t, b, "-o", "json", "handoff", id)
 	var j map[string]any
 	require.NoError(t, json.Unmarshal([]byte(out), &j))
-	code, out, errOut = b.lh(t, "-o", "yaml", "handoff", id)
-	require.Equal(t, 0, code, errOut)
+	out = lhOK(t, b, "-o", "yaml", "handoff", id)
 	var y map[string]any
 	require.NoError(t, yaml.Unmarshal([]byte(out), &y))
 	require.Equal(t, j["objective"], y["objective"])
 	require.Equal(t, j["next_actions"], y["next_actions"])
 	require.Len(t, y["constraints"], 2)
 
-	code, _, errOut = b.lh(t, "-o", "yaml", "status", id)
+	code, _, errOut := b.lh(t, "-o", "yaml", "status", id)
 	require.Equal(t, 2, code, "a bad command line")
 	require.Contains(t, errOut, "-o must be text or json (or yaml, for handoff)")
 }

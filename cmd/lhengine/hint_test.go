@@ -1,17 +1,13 @@
 package main
 
 import (
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/lhengine/lhengine/internal/testwasm"
 	"github.com/lhengine/lhengine/ledger"
 )
 
@@ -23,20 +19,12 @@ import (
 func TestManualHintSettlesAFanOutItem(t *testing.T) {
 	t.Parallel()
 	bin := buildBinary(t)
-	plugin := testwasm.BuildGo(t, filepath.Join(testwasm.ModuleRoot(t), "plugins/examples/notify/send"))
-	wasm, err := os.ReadFile(plugin)
-	require.NoError(t, err)
 	sink, base := startSink(t)
-	b := setupCLI(t, notifyTask("manual", base))
-	require.NoError(t, os.WriteFile(filepath.Join(b.dir, "send.wasm"), wasm, 0o644))
+	b := setupNotify(t, notifyTask("manual", base))
 
-	cmd := exec.Command(bin, "--home", b.home, "--log-level", "off", "run", filepath.Join(b.dir, "task.hcl"))
-	cmd.Env = append(os.Environ(), "LHENGINE_CRASH_AT=effect.after_perform@2")
-	out, err := cmd.Output()
-	var ee *exec.ExitError
-	require.ErrorAs(t, err, &ee, "the process must die; output:\n%s", out)
-	require.True(t, ee.Sys().(syscall.WaitStatus).Signaled())
-	id := strings.TrimSpace(strings.TrimPrefix(strings.SplitN(string(out), "\n", 2)[0], "task "))
+	out, killed := runCrashing(t, bin, b.home, "effect.after_perform@2", nil, "run", filepath.Join(b.dir, "task.hcl"))
+	require.True(t, killed, "the process must die; output:\n%s", out)
+	id := taskID(out)
 	require.Len(t, id, 26)
 
 	code, rout, rerr := b.lh(t, "resume", id)

@@ -65,11 +65,10 @@ func TestResumeRecordsWhoAndWhere(t *testing.T) {
 	b := setupCLI(t, fanOutTask)
 	out, killed := runCrashing(t, bin, b.home, crashpoint.UnitAfterCommit+"@3", nil, "run", filepath.Join(b.dir, "task.hcl"))
 	require.True(t, killed, out)
-	id := strings.TrimSpace(strings.TrimPrefix(strings.SplitN(out, "\n", 2)[0], "task "))
+	id := taskID(out)
 	out, killed = runCrashing(t, bin, b.home, "", nil, "resume", id)
 	require.False(t, killed, out)
-	code, evs, errOut := b.lh(t, "-o", "json", "events", id)
-	require.Equal(t, 0, code, errOut)
+	evs := lhOK(t, b, "-o", "json", "events", id)
 	var resumed []ledger.Event
 	dec := json.NewDecoder(strings.NewReader(evs))
 	for dec.More() {

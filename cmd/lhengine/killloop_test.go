@@ -19,23 +19,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// killLoopTask is a fan-out long enough that a command working it is
-// still writing when it is killed.
-const killLoopTask = `
-task "killed" {
-  step "list" {
-    plugin = "step.wasm"
-    input  = { mode = "echo", n = 200 }
-  }
-  step "each" {
-    plugin      = "step.wasm"
-    for_each    = range(step.list.output.n)
-    concurrency = 8
-    input       = { mode = "item" }
-  }
-}
-`
-
 // TestKillsAtRandomMomentsNeverBrickAHome kills real lhengine commands
 // (run, resume, status, ls) with SIGKILL at random moments of their first
 // 300 ms, which is mostly while the store opens, and after each kill runs
@@ -61,7 +44,7 @@ func TestKillsAtRandomMomentsNeverBrickAHome(t *testing.T) {
 	results := make([]result, lanes)
 	var wg sync.WaitGroup
 	for lane := range lanes {
-		b := setupCLI(t, killLoopTask)
+		b := setupCLI(t, fanOutTask) // long enough that a command working it is still writing when killed
 		task := filepath.Join(b.dir, "task.hcl")
 		out, killed := runCrashing(t, bin, b.home, "", nil, "submit", task)
 		require.False(t, killed)

@@ -23,9 +23,7 @@ import (
 // before and after them, steps whose 6 units each log a line at info.
 func liveTask(t *testing.T, b *procBundle, g *testgate.Gate, n int) string {
 	t.Helper()
-	wasm, err := os.ReadFile(testwasm.BuildC(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/c/conformance.c")))
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join(b.dir, "log.wasm"), wasm, 0o644))
+	testwasm.Copy(t, testwasm.BuildC(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/c/conformance.c")), filepath.Join(b.dir, "log.wasm"))
 	path := filepath.Join(b.dir, "live.hcl")
 	logs := func(name string) string {
 		return `
@@ -161,6 +159,28 @@ func TestLiveBarInATerminal(t *testing.T) {
 	require.Equal(t, 12, n)
 }
 
+// startUntil starts c with its stdout in out and returns its stderr once
+// it has printed want (failing the test after a minute). The process is
+// killed if the test ends first.
+func startUntil(t *testing.T, c *exec.Cmd, out *strings.Builder, want string) *watchWriter {
+	t.Helper()
+	errb := newWatchWriter(want)
+	c.Stdout, c.Stderr = out, errb
+	require.NoError(t, c.Start())
+	t.Cleanup(func() {
+		if c.ProcessState == nil {
+			_ = c.Process.Kill()
+			_ = c.Wait()
+		}
+	})
+	select {
+	case <-errb.seen:
+	case <-time.After(time.Minute):
+		t.Fatalf("no %q on stderr within a minute:\n%s", want, errb)
+	}
+	return errb
+}
+
 // TestLiveProgressOffATerminal runs lhengine run with its output to pipes:
 // the progress is plain lines, no bar and no terminal codes: one when the
 // run is seen at the gated step (it waits there until that line is out),
@@ -172,20 +192,7 @@ func TestLiveProgressOffATerminal(t *testing.T) {
 	path := liveTask(t, b, g, 12)
 	c := exec.Command(b.bin, "--home", b.home, "--log-level", "info", "run", path)
 	var out strings.Builder
-	errb := newWatchWriter("0 / 12 pages (0%) · time left unknown · step 2/3 each")
-	c.Stdout, c.Stderr = &out, errb
-	require.NoError(t, c.Start())
-	t.Cleanup(func() {
-		if c.ProcessState == nil {
-			_ = c.Process.Kill()
-			_ = c.Wait()
-		}
-	})
-	select {
-	case <-errb.seen:
-	case <-time.After(time.Minute):
-		t.Fatalf("no progress line at the gated step:\n%s", errb)
-	}
+	errb := startUntil(t, c, &out, "0 / 12 pages (0%) · time left unknown · step 2/3 each")
 	g.Open()
 	require.NoError(t, c.Wait(), errb.String())
 	require.Contains(t, out.String(), "succeeded: 24/24 units")
@@ -218,28 +225,13 @@ func TestSubmitFollowShowsTheProgress(t *testing.T) {
 	require.Equal(t, exitUsage, code, errOut)
 	require.Contains(t, errOut, "--follow: nothing works the tasks of home")
 	require.Contains(t, errOut, "lhengine run "+path)
-	code, out, errOut := b.lh(t, "ls")
-	require.Equal(t, 0, code, errOut)
+	out := lhOK(t, b, "ls")
 	require.NotContains(t, out, "followed", "nothing was queued")
 
-	srv := b.start(t, "serve", "--listen", "", "--concurrency", "2")
-	srv.until(t, regexp.MustCompile(`^serving home`))
+	b.serve(t, "--concurrency", "2")
 	c := b.cmd("submit", "--follow", path)
 	var stdout strings.Builder
-	stderr := newWatchWriter("followed · running")
-	c.Stdout, c.Stderr = &stdout, stderr
-	require.NoError(t, c.Start())
-	t.Cleanup(func() {
-		if c.ProcessState == nil {
-			_ = c.Process.Kill()
-			_ = c.Wait()
-		}
-	})
-	select {
-	case <-stderr.seen:
-	case <-time.After(time.Minute):
-		t.Fatalf("no progress line while the task waits at the gate:\n%s", stderr)
-	}
+	stderr := startUntil(t, c, &stdout, "followed · running")
 	g.Open()
 	require.NoError(t, c.Wait(), stderr.String())
 	require.Regexp(t, `^task \S+\n`, stdout.String())

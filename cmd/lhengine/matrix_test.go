@@ -5,11 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -20,13 +16,13 @@ import (
 	"github.com/lhengine/lhengine/plugins/examples/notify/sink/mailsink"
 )
 
-// startSink serves a mail sink on a loopback port for the test's lifetime.
-func startSink(t *testing.T) (*mailsink.Sink, string) {
+// serveLoopback serves h on a loopback port for the test's lifetime and
+// returns its base URL.
+func serveLoopback(t *testing.T, h http.Handler) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	sink := mailsink.New()
-	srv := &http.Server{Handler: sink}
+	srv := &http.Server{Handler: h}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -36,7 +32,23 @@ func startSink(t *testing.T) (*mailsink.Sink, string) {
 		require.NoError(t, srv.Close())
 		<-done
 	})
-	return sink, "http://" + ln.Addr().String()
+	return "http://" + ln.Addr().String()
+}
+
+// startSink serves a mail sink on a loopback port for the test's lifetime.
+func startSink(t *testing.T) (*mailsink.Sink, string) {
+	t.Helper()
+	sink := mailsink.New()
+	return sink, serveLoopback(t, sink)
+}
+
+// setupNotify is setupCLI with the example's send plugin beside the task,
+// as send.wasm.
+func setupNotify(t *testing.T, task string) *cliBundle {
+	t.Helper()
+	b := setupCLI(t, task)
+	testwasm.Copy(t, testwasm.BuildGo(t, filepath.Join(testwasm.ModuleRoot(t), "plugins/examples/notify/send")), filepath.Join(b.dir, "send.wasm"))
+	return b
 }
 
 func notifyTask(mode, base string) string {
@@ -78,27 +90,17 @@ task "notify" {
 func TestCrashMatrix(t *testing.T) {
 	t.Parallel()
 	bin := buildBinary(t)
-	plugin := testwasm.BuildGo(t, filepath.Join(testwasm.ModuleRoot(t), "plugins/examples/notify/send"))
-	wasm, err := os.ReadFile(plugin)
-	require.NoError(t, err)
-
 	for _, mode := range []string{"resend", "check", "manual"} {
 		for _, point := range crashpoint.Points {
 			t.Run(mode+"/"+point, func(t *testing.T) {
 				t.Parallel()
 				sink, base := startSink(t)
-				b := setupCLI(t, notifyTask(mode, base))
-				require.NoError(t, os.WriteFile(filepath.Join(b.dir, "send.wasm"), wasm, 0o644))
+				b := setupNotify(t, notifyTask(mode, base))
 
 				// First run: dies at the crash point.
-				cmd := exec.Command(bin, "--home", b.home, "--log-level", "off", "run", filepath.Join(b.dir, "task.hcl"))
-				cmd.Env = append(os.Environ(), "LHENGINE_CRASH_AT="+point)
-				out, err := cmd.Output()
-				var ee *exec.ExitError
-				require.ErrorAs(t, err, &ee, "the process must die at %s; output:\n%s", point, out)
-				ws := ee.Sys().(syscall.WaitStatus)
-				require.True(t, ws.Signaled() && ws.Signal() == syscall.SIGKILL, "want SIGKILL, got %v", err)
-				id := strings.TrimSpace(strings.TrimPrefix(strings.SplitN(string(out), "\n", 2)[0], "task "))
+				out, killed := runCrashing(t, bin, b.home, point, nil, "run", filepath.Join(b.dir, "task.hcl"))
+				require.True(t, killed, "the process must die at %s; output:\n%s", point, out)
+				id := taskID(out)
 				require.Len(t, id, 26)
 
 				// Restart.
@@ -149,11 +151,7 @@ func TestCrashMatrix(t *testing.T) {
 
 func (b *cliBundle) task(t *testing.T, id string) *ledger.Task {
 	t.Helper()
-	code, out, errOut := b.lh(t, "-o", "json", "status", id)
-	require.Equal(t, 0, code, errOut)
-	var st struct{ Task *ledger.Task }
-	require.NoError(t, json.Unmarshal([]byte(out), &st))
-	return st.Task
+	return lhJSON[struct{ Task *ledger.Task }](t, b, "status", id).Task
 }
 
 func (b *cliBundle) effects(t *testing.T, id string) ([]ledger.Effect, int) {

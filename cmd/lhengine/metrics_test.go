@@ -61,9 +61,7 @@ func TestWorkerServesMetricsAndSendsTraces(t *testing.T) {
 
 	b := setupProcs(t)
 	g := testgate.New(t)
-	code, out, errOut := b.lh(t, "submit", b.task(t, "watched", g, 4, 2))
-	require.Equal(t, 0, code, errOut)
-	id := strings.TrimSpace(out)
+	id := submit(t, b, b.task(t, "watched", g, 4, 2))
 
 	c := b.cmd("worker", "--metrics", "127.0.0.1:0", "--exit-when-idle", "--concurrency", "2")
 	c.Env = append(os.Environ(), "OTEL_EXPORTER_OTLP_ENDPOINT="+otlp.URL, "OTEL_TRACES_EXPORTER=")

@@ -61,9 +61,7 @@ func TestMigrationExample(t *testing.T) {
 	repo := filepath.Join(work, "repo")
 	require.NoError(t, os.CopyFS(repo, os.DirFS(filepath.Join(example, "testdata/repo"))))
 	for _, p := range []string{"plan", "rename", "check", "deploy", "evidence"} {
-		wasm, err := os.ReadFile(testwasm.BuildGo(t, filepath.Join(example, p)))
-		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(filepath.Join(work, p+".wasm"), wasm, 0o644))
+		testwasm.Copy(t, testwasm.BuildGo(t, filepath.Join(example, p)), filepath.Join(work, p+".wasm"))
 	}
 	task, err := os.ReadFile(filepath.Join(example, "task.hcl"))
 	require.NoError(t, err)
@@ -75,7 +73,7 @@ func TestMigrationExample(t *testing.T) {
 
 	code, out, errOut := b.lh(t, "run", filepath.Join(work, "task.hcl"))
 	require.Equal(t, 3, code, "the run returns on the approval:\n%s\n%s", out, errOut)
-	id := strings.TrimPrefix(strings.SplitN(out, "\n", 2)[0], "task ")
+	id := taskID(out)
 	require.Len(t, id, 26, out)
 	require.Contains(t, out, "waiting_approval")
 	as := b.approvalsJSON(t)
@@ -136,8 +134,7 @@ func TestMigrationExample(t *testing.T) {
 	require.Equal(t, ledger.ApprovalApproved, as[1].State)
 	require.NotEmpty(t, as[1].DecidedBy)
 
-	code, out, errOut = b.lh(t, "outputs", "-o", "json", id, "evidence")
-	require.Equal(t, 0, code, errOut)
+	out = lhOK(t, b, "outputs", "-o", "json", id, "evidence")
 	var ref struct {
 		Evidence   string `json:"evidence"`
 		HeadBefore string `json:"head_before"`
@@ -145,8 +142,7 @@ func TestMigrationExample(t *testing.T) {
 	}
 	require.NoError(t, json.Unmarshal([]byte(out), &ref), out)
 	require.True(t, strings.HasPrefix(ref.Evidence, "sha256:"), out)
-	code, out, errOut = b.lh(t, "artifact", "get", ref.Evidence)
-	require.Equal(t, 0, code, errOut)
+	out = lhOK(t, b, "artifact", "get", ref.Evidence)
 	var ev migrationEvidence
 	require.NoError(t, json.Unmarshal([]byte(out), &ev), out)
 	require.Equal(t, id, ev.Task)
@@ -173,8 +169,7 @@ func TestMigrationExample(t *testing.T) {
 // line).
 func (b *procBundle) eventsJSON(t *testing.T, id string) []ledger.Event {
 	t.Helper()
-	code, out, errOut := b.lh(t, "events", "-o", "json", id)
-	require.Equal(t, 0, code, errOut)
+	out := lhOK(t, b, "events", "-o", "json", id)
 	var evs []ledger.Event
 	dec := json.NewDecoder(strings.NewReader(out))
 	for dec.More() {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -16,12 +15,19 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/lhengine/lhengine/engine"
 	"github.com/lhengine/lhengine/internal/crashpoint"
 	"github.com/lhengine/lhengine/internal/testmodel"
 	"github.com/lhengine/lhengine/internal/testwasm"
 	"github.com/lhengine/lhengine/ledger"
 )
+
+// modelDir returns a new folder holding the model guest as model.wasm.
+func modelDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	testwasm.Copy(t, testwasm.BuildGo(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/go/model")), filepath.Join(dir, "model.wasm"))
+	return dir
+}
 
 // TestModelCallsSurviveSIGKILL runs a fan-out whose items each make two
 // model calls (a tool call, then the answer) in a real lhengine process,
@@ -33,15 +39,12 @@ import (
 func TestModelCallsSurviveSIGKILL(t *testing.T) {
 	t.Parallel()
 	bin := buildBinary(t)
-	wasm, err := os.ReadFile(testwasm.BuildGo(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/go/model")))
-	require.NoError(t, err)
 	srv := testmodel.New(t)
 	const secret = "sk-crash-test-93c1f0a2"
 	srv.Key = secret
 
-	dir := t.TempDir()
+	dir := modelDir(t)
 	home := filepath.Join(dir, "home")
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "model.wasm"), wasm, 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "task.hcl"), fmt.Appendf(nil, `
 task "cities" {
   model "m" {
@@ -68,7 +71,7 @@ task "cities" {
 
 	out, killed := lh(crashpoint.ModelAfterRecord+"@2", "run", filepath.Join(dir, "task.hcl"))
 	require.True(t, killed, "the run must die once the second response is recorded:\n%s", out)
-	id := strings.TrimSpace(strings.TrimPrefix(strings.SplitN(out, "\n", 2)[0], "task "))
+	id := taskID(out)
 	require.Len(t, id, 26, out)
 	require.Len(t, srv.Requests(), 2, "two calls made before the kill")
 
@@ -88,13 +91,8 @@ task "cities" {
 	status, _ := lh("", "status", id)
 	require.Contains(t, status, "models:      6 calls")
 
-	e, err := engine.Open(context.Background(), engine.Config{Home: home})
-	require.NoError(t, err)
-	defer e.Close(context.Background())
-	require.NoError(t, e.Read(func(r ledger.Reader) error {
-		task, err := r.Task(id)
-		require.NoError(t, err)
-		require.Equal(t, ledger.Succeeded, task.Status, task.Reason)
+	withStore(t, home, func(r ledger.Reader) {
+		task := succeededTask(t, r, id)
 		u := task.ModelUsage
 		require.EqualValues(t, 6, u.Calls, "billed once per call")
 		require.InDelta(t, (float64(u.InputTokens)*1+float64(u.OutputTokens)*4)/1e6, u.Cost, 1e-12)
@@ -138,8 +136,7 @@ task "cities" {
 		calls, err := r.ModelCalls(id)
 		require.NoError(t, err)
 		require.Len(t, calls, 6)
-		return nil
-	}))
+	})
 }
 
 // TestModelRecordThenReplay records a tool-using run's model responses
@@ -148,16 +145,13 @@ task "cities" {
 // request's hash, when the conversation asks something not recorded.
 func TestModelRecordThenReplay(t *testing.T) {
 	t.Parallel()
-	wasm, err := os.ReadFile(testwasm.BuildGo(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/go/model")))
-	require.NoError(t, err)
 	srv := testmodel.New(t)
 	const secret = "sk-record-test-0c7e"
 	srv.Key = secret
 	require.NoError(t, os.Setenv("LHENGINE_RECORD_TEST_KEY", secret))
 	t.Cleanup(func() { os.Unsetenv("LHENGINE_RECORD_TEST_KEY") })
 
-	dir := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "model.wasm"), wasm, 0o644))
+	dir := modelDir(t)
 	task := func(name string, cities ...string) string {
 		path := filepath.Join(dir, name)
 		require.NoError(t, os.WriteFile(path, fmt.Appendf(nil, `
@@ -259,7 +253,7 @@ func TestAgentExampleReplays(t *testing.T) {
 	require.Contains(t, out, "succeeded: 1/1 units")
 	require.Contains(t, out, `"answer": "tool said: Norway's capital is Oslo; the Akerselva river runs through it."`)
 	require.Contains(t, out, `"turns": 2`)
-	code, status, _ := b.lh(t, "status", strings.TrimPrefix(strings.SplitN(out, "\n", 2)[0], "task "))
+	code, status, _ := b.lh(t, "status", taskID(out))
 	require.Equal(t, 0, code)
 	require.Contains(t, status, "models:      2 calls")
 	require.Contains(t, status, "counts:      lookups 1")
@@ -275,8 +269,6 @@ func TestAgentExampleReplays(t *testing.T) {
 func TestModelCallInFlightAtSIGKILLIsPossiblyBilled(t *testing.T) {
 	t.Parallel()
 	bin := buildBinary(t)
-	wasm, err := os.ReadFile(testwasm.BuildGo(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/go/model")))
-	require.NoError(t, err)
 	srv := testmodel.New(t)
 	arrived, release := make(chan struct{}), make(chan struct{})
 	var held sync.Once
@@ -294,9 +286,8 @@ func TestModelCallInFlightAtSIGKILLIsPossiblyBilled(t *testing.T) {
 	unblock := func() { releaseOnce.Do(func() { close(release) }) }
 	t.Cleanup(unblock) // before the server's Close, which waits for its handlers
 
-	dir := t.TempDir()
+	dir := modelDir(t)
 	home := filepath.Join(dir, "home")
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "model.wasm"), wasm, 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "task.hcl"), fmt.Appendf(nil, `
 task "weather" {
   model "m" {
@@ -329,12 +320,12 @@ task "weather" {
 		t.Fatal("the second model call did not arrive within 2 minutes")
 	}
 	require.NoError(t, run.Process.Kill()) // SIGKILL
-	err = <-exited
+	err := <-exited
 	var ee *exec.ExitError
 	require.ErrorAs(t, err, &ee)
 	require.True(t, ee.Sys().(syscall.WaitStatus).Signaled(), "killed, not exited: %v", err)
 	unblock()
-	id := strings.TrimSpace(strings.TrimPrefix(strings.SplitN(stdout.String(), "\n", 2)[0], "task "))
+	id := taskID(stdout.String())
 	require.Len(t, id, 26, stdout.String())
 
 	out, killed := runCrashing(t, bin, home, "", nil, "resume", id)
@@ -377,10 +368,7 @@ task "weather" {
 	// At most one token per request byte in, max_tokens out.
 	require.InDelta(t, (float64(heldBytes)*2+100*10)/1e6, u.PossiblyBilled.MaxCost, 1e-12)
 
-	e, err := engine.Open(context.Background(), engine.Config{Home: home})
-	require.NoError(t, err)
-	defer e.Close(context.Background())
-	require.NoError(t, e.Read(func(r ledger.Reader) error {
+	withStore(t, home, func(r ledger.Reader) {
 		events, err := r.Events(id, 0, 0)
 		require.NoError(t, err)
 		var kinds []string
@@ -404,6 +392,5 @@ task "weather" {
 		calls, err := r.ModelCalls(id)
 		require.NoError(t, err)
 		require.Len(t, calls, 2, "two responses in the journal, no intent left")
-		return nil
-	}))
+	})
 }

@@ -2,8 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -11,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/api"
-	"github.com/lhengine/lhengine/internal/testwasm"
 )
 
 // TestStatusAndNotesCommands: a 12-page audit that waits for an approval
@@ -21,15 +18,7 @@ import (
 func TestStatusAndNotesCommands(t *testing.T) {
 	t.Parallel()
 	b := setupProcs(t)
-	root := testwasm.ModuleRoot(t)
-	for name, src := range map[string]string{"step.wasm": testwasm.BuildC(t, filepath.Join(root, "testdata/guests/c/pipeline.c")),
-		"handoff.wasm": testwasm.BuildGo(t, filepath.Join(root, "testdata/guests/go/handoff"))} {
-		wasm, err := os.ReadFile(src)
-		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(filepath.Join(b.dir, name), wasm, 0o644))
-	}
-	path := filepath.Join(b.dir, "audit.hcl")
-	require.NoError(t, os.WriteFile(path, []byte(`
+	id := b.runToApproval(t, `
 task "site-audit" {
   progress {
     unit = "pages"
@@ -48,13 +37,9 @@ task "site-audit" {
     }
   }
 }
-`), 0o644))
-	code, out, errOut := b.lh(t, "run", path)
-	require.Equal(t, 3, code, out+errOut)
-	id := strings.TrimSpace(strings.TrimPrefix(strings.SplitN(out, "\n", 2)[0], "task "))
+`)
 
-	code, out, errOut = b.lh(t, "status", id)
-	require.Equal(t, 0, code, errOut)
+	out := lhOK(t, b, "status", id)
 	first := strings.SplitN(out, "\n", 2)[0]
 	require.Regexp(t, `^site-audit · waiting_approval \d+s · 12 / 12 pages \(100%\) · time left unknown$`, first)
 	for _, want := range []string{
@@ -69,8 +54,7 @@ task "site-audit" {
 	require.Regexp(t, `\nfindings: 12\n(  page \d+: no title \(pages\[\d+\], [-0-9: ]+\)\n){3}  9 more`, out, "the newest 3, in commit order")
 	require.Less(t, strings.Count(out, "\n"), 40)
 
-	code, out, errOut = b.lh(t, "-o", "json", "status", id)
-	require.Equal(t, 0, code, errOut)
+	out = lhOK(t, b, "-o", "json", "status", id)
 	var rep api.Report
 	require.NoError(t, json.Unmarshal([]byte(out), &rep))
 	p := rep.Progress
@@ -82,8 +66,7 @@ task "site-audit" {
 	require.Equal(t, 1, p.Waiting.Approvals)
 	require.Contains(t, out, `"eta_s": null`)
 
-	code, out, errOut = b.lh(t, "notes", id, "--kind", "finding", "--grep", "PAGE 1", "--limit", "2")
-	require.Equal(t, 0, code, errOut)
+	out = lhOK(t, b, "notes", id, "--kind", "finding", "--grep", "PAGE 1", "--limit", "2")
 	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
 	require.Len(t, lines, 3, out)
 	// Pages commit in any order (concurrency 4): pages 1, 10 and 11 match,
@@ -98,8 +81,7 @@ task "site-audit" {
 	}
 	require.Regexp(t, `^more: lhengine notes `+id+` --from \d+ --kind "finding" --grep "PAGE 1" --limit 2$`, lines[2])
 	from := regexp.MustCompile(`--from (\d+)`).FindStringSubmatch(lines[2])[1]
-	code, out, errOut = b.lh(t, "notes", id, "--from", from, "--kind", "finding", "--grep", "PAGE 1", "--limit", "2")
-	require.Equal(t, 0, code, errOut)
+	out = lhOK(t, b, "notes", id, "--from", from, "--kind", "finding", "--grep", "PAGE 1", "--limit", "2")
 	require.NotContains(t, out, "more:", "pages 1, 10 and 11 match: the second page is the last")
 	lines = strings.Split(strings.TrimRight(out, "\n"), "\n")
 	require.Len(t, lines, 1, out)
@@ -108,15 +90,13 @@ task "site-audit" {
 	pages = append(pages, m[1])
 	require.ElementsMatch(t, []string{"1", "10", "11"}, pages)
 
-	code, out, errOut = b.lh(t, "-o", "json", "notes", id, "--kind", "decision")
-	require.Equal(t, 0, code, errOut)
+	out = lhOK(t, b, "-o", "json", "notes", id, "--kind", "decision")
 	var page api.NotesPage
 	require.NoError(t, json.Unmarshal([]byte(out), &page))
 	require.Len(t, page.Notes, 1)
 	require.EqualValues(t, 13, page.Total)
 	require.Zero(t, page.Next)
 
-	code, out, errOut = b.lh(t, "events", id)
-	require.Equal(t, 0, code, errOut)
+	out = lhOK(t, b, "events", id)
 	require.Regexp(t, regexp.MustCompile(`(?m)^ +0 \d{4}-\d\d-\d\d \d\d:\d\d:\d\d submitted `), out)
 }

@@ -3,7 +3,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -17,7 +16,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/lhengine/lhengine/engine"
 	"github.com/lhengine/lhengine/internal/crashpoint"
 	"github.com/lhengine/lhengine/ledger"
 )
@@ -85,7 +83,7 @@ func TestNotifyAcrossSIGKILL(t *testing.T) {
 
 			out, code := lhExit(t, bin, b.home, tc.at, "run", filepath.Join(b.dir, "task.hcl"))
 			require.Equal(t, -9, code, "the run dies at %s:\n%s", tc.at, out)
-			id := strings.TrimSpace(strings.TrimPrefix(strings.SplitN(out, "\n", 2)[0], "task "))
+			id := taskID(out)
 			require.Len(t, id, 26, out)
 			mu.Lock()
 			require.Len(t, byKey, tc.pauses-1, "sent before the kill: %v", byKey)
@@ -112,17 +110,11 @@ func TestNotifyAcrossSIGKILL(t *testing.T) {
 			sort.Strings(types)
 			require.Equal(t, []string{"paused", "resumed", "succeeded"}, types, "every listed event, each once by key")
 
-			code, list, errOut := b.lh(t, "effects", id)
-			require.Equal(t, 0, code, errOut)
+			list := lhOK(t, b, "effects", id)
 			require.Equal(t, 3, strings.Count(list, "notify["), "lhengine effects lists the deliveries:\n%s", list)
 
-			e, err := engine.Open(context.Background(), engine.Config{Home: b.home})
-			require.NoError(t, err)
-			defer e.Close(context.Background())
-			require.NoError(t, e.Read(func(r ledger.Reader) error {
-				task, err := r.Task(id)
-				require.NoError(t, err)
-				require.Equal(t, ledger.Succeeded, task.Status, task.Reason)
+			withStore(t, b.home, func(r ledger.Reader) {
+				succeededTask(t, r, id)
 				outbox, err := r.Notifications(id)
 				require.NoError(t, err)
 				require.Empty(t, outbox)
@@ -136,8 +128,7 @@ func TestNotifyAcrossSIGKILL(t *testing.T) {
 					}
 				}
 				require.Equal(t, 3, done)
-				return nil
-			}))
+			})
 		})
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -51,8 +50,7 @@ func TestServePrintsALoginLink(t *testing.T) {
 	require.Empty(t, resp.Cookies())
 	require.Contains(t, string(page), "That login link was already used")
 
-	require.NoError(t, srv.c.Process.Signal(syscall.SIGTERM))
-	require.Equal(t, 0, srv.wait(t), srv.stderr.String())
+	srv.stop(t)
 	require.NotContains(t, srv.stderr.String(), secret, "serve logs no link")
 	require.NoError(t, filepath.WalkDir(b.home, func(path string, d os.DirEntry, err error) error {
 		if err != nil || d.IsDir() {

@@ -22,19 +22,15 @@ func TestCommandsRightAfterKill9(t *testing.T) {
 	t.Parallel()
 	b := setupProcs(t)
 	g := testgate.New(t)
-	srv := b.start(t, "serve", "--listen", "", "--concurrency", "2")
-	srv.until(t, regexp.MustCompile(`^serving home`))
-	code, out, errOut := b.lh(t, "submit", b.task(t, "killed", g, 20, 2))
-	require.Equal(t, 0, code, errOut)
-	id := strings.TrimSpace(out)
+	srv := b.serve(t, "--concurrency", "2")
+	id := submit(t, b, b.task(t, "killed", g, 20, 2))
 
 	follow := b.startWatching(t, "died", "events", "--follow", id)
 	g.Release(4)
 	seen := 0
 	countDone(t, follow, &seen, 4)
 	pid := srv.c.Process.Pid
-	require.NoError(t, srv.c.Process.Signal(syscall.SIGKILL))
-	_ = srv.wait(t)
+	srv.kill(t)
 
 	type result struct {
 		args         []string
@@ -78,11 +74,8 @@ func TestResumeOfATaskServeWorks(t *testing.T) {
 	t.Parallel()
 	b := setupProcs(t)
 	g := testgate.New(t)
-	srv := b.start(t, "serve", "--listen", "", "--concurrency", "2")
-	srv.until(t, regexp.MustCompile(`^serving home`))
-	code, out, errOut := b.lh(t, "submit", b.task(t, "served", g, 6, 2))
-	require.Equal(t, 0, code, errOut)
-	id := strings.TrimSpace(out)
+	srv := b.serve(t, "--concurrency", "2")
+	id := submit(t, b, b.task(t, "served", g, 6, 2))
 	<-g.Arrived() // serve works it
 
 	resume := b.start(t, "resume", id)
@@ -95,9 +88,7 @@ func TestResumeOfATaskServeWorks(t *testing.T) {
 	follow.until(t, regexp.MustCompile(`^task `+id+` resuming at 0/6 units$`))
 	g.Open()
 	require.Equal(t, 0, follow.wait(t), follow.stderr.String())
-	code, out, _ = b.lh(t, "status", id)
-	require.Equal(t, 0, code)
-	require.Contains(t, out, `"served": succeeded`)
+	require.Contains(t, lhOK(t, b, "status", id), `"served": succeeded`)
 	require.NoError(t, srv.c.Process.Signal(syscall.SIGTERM))
 	_ = srv.wait(t)
 }
@@ -110,9 +101,7 @@ func TestSubmitsAndReadsAtOnceWithoutAnOwner(t *testing.T) {
 	b := setupProcs(t)
 	g := testgate.New(t)
 	path := b.task(t, "many", g, 2, 1)
-	code, out, errOut := b.lh(t, "submit", path)
-	require.Equal(t, 0, code, errOut)
-	first := strings.TrimSpace(out)
+	first := submit(t, b, path)
 
 	var wg sync.WaitGroup
 	for i := range 12 {
@@ -129,7 +118,6 @@ func TestSubmitsAndReadsAtOnceWithoutAnOwner(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	code, out, errOut = b.lh(t, "ls")
-	require.Equal(t, 0, code, errOut)
+	out := lhOK(t, b, "ls")
 	require.Equal(t, 1+6, strings.Count(out, " many "), out)
 }

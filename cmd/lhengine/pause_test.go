@@ -1,12 +1,9 @@
 package main
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
-	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -18,11 +15,7 @@ import (
 // status reads a task's report through the CLI (-o json).
 func (b *procBundle) status(t *testing.T, id string) api.Report {
 	t.Helper()
-	code, out, errOut := b.lh(t, "status", "-o", "json", id)
-	require.Equal(t, 0, code, errOut)
-	var rep api.Report
-	require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
-	return rep
+	return lhJSON[api.Report](t, b, "status", id)
 }
 
 // TestPauseUnderServe: under serve, `pause` lets the four units in flight
@@ -33,11 +26,8 @@ func TestPauseUnderServe(t *testing.T) {
 	t.Parallel()
 	b := setupProcs(t)
 	g, other := testgate.New(t), testgate.New(t)
-	srv := b.start(t, "serve", "--listen", "", "--concurrency", "4")
-	srv.until(t, regexp.MustCompile(`^serving home`))
-	code, out, errOut := b.lh(t, "submit", b.task(t, "gated", g, 12, 4))
-	require.Equal(t, 0, code, errOut)
-	id := strings.TrimSpace(out)
+	srv := b.serve(t, "--concurrency", "4")
+	id := submit(t, b, b.task(t, "gated", g, 12, 4))
 	for range 4 {
 		within(t, g.Arrived(), "unit reaching the gate")
 	}
@@ -60,9 +50,7 @@ func TestPauseUnderServe(t *testing.T) {
 
 	// Another task runs to its end while this one is paused.
 	other.Open()
-	code, out, errOut = b.lh(t, "submit", b.task(t, "other", other, 3, 3))
-	require.Equal(t, 0, code, errOut)
-	code, _, errOut = b.lh(t, "events", "--follow", strings.TrimSpace(out))
+	code, _, errOut := b.lh(t, "events", "--follow", submit(t, b, b.task(t, "other", other, 3, 3)))
 	require.Equal(t, 0, code, "the other task succeeds: %s", errOut)
 	select {
 	case it := <-g.Arrived():
@@ -75,16 +63,12 @@ func TestPauseUnderServe(t *testing.T) {
 	require.Equal(t, 4, rep.Task.Attempts)
 
 	g.Open()
-	code, out, errOut = b.lh(t, "resume", id)
-	require.Equal(t, 0, code, errOut)
-	require.Contains(t, out, "already being worked by")
-	code, _, errOut = b.lh(t, "events", "--follow", id)
-	require.Equal(t, 0, code, errOut)
+	require.Contains(t, lhOK(t, b, "resume", id), "already being worked by")
+	lhOK(t, b, "events", "--follow", id)
 	rep = b.status(t, id)
 	require.Equal(t, api.Succeeded, rep.Task.Status)
 	require.Equal(t, 12, rep.Task.Attempts, "every unit committed once")
-	require.NoError(t, srv.c.Process.Signal(syscall.SIGTERM))
-	require.Equal(t, 0, srv.wait(t))
+	srv.stop(t)
 }
 
 // TestBudgetPausesRunAndSurvivesAKill: `run` of a task with budget
@@ -102,14 +86,12 @@ func TestBudgetPausesRunAndSurvivesAKill(t *testing.T) {
     units = 5
   }
 `+g.Step("each", "gate.wasm", 8, 1)+`}`), 0o644))
-	run := b.start(t, "run", "--concurrency", "1", path)
-	id := strings.TrimPrefix(run.until(t, regexp.MustCompile(`^task `)), "task ")
+	run, id := b.startRun(t, "--concurrency", "1", path)
 	follow := b.start(t, "events", "--follow", id)
 	seen := 0
 	g.Release(3)
 	countDone(t, follow, &seen, 3)
-	require.NoError(t, run.c.Process.Signal(syscall.SIGKILL))
-	run.wait(t)
+	run.kill(t)
 	require.NoError(t, follow.c.Process.Kill())
 	follow.wait(t)
 
@@ -123,18 +105,14 @@ func TestBudgetPausesRunAndSurvivesAKill(t *testing.T) {
 	done, _ := rep.Task.Progress()
 	require.Equal(t, 5, done, "3 before the kill, 2 after: the usage survived it")
 	require.Equal(t, int64(5), rep.Task.Budget.Units)
-	code, out, errOut = b.lh(t, "status", id)
-	require.Equal(t, 0, code, errOut)
-	require.Contains(t, out, "budget:      units 5 of 5")
+	require.Contains(t, lhOK(t, b, "status", id), "budget:      units 5 of 5")
 
 	code, out, errOut = b.lh(t, "resume", id, "--budget", "units=+5")
 	require.Equal(t, 0, code, "%s %s", out, errOut)
 	rep = b.status(t, id)
 	require.Equal(t, api.Succeeded, rep.Task.Status)
 	require.LessOrEqual(t, rep.Task.Attempts, 9, "at most the unit in flight at the kill ran twice")
-	code, out, _ = b.lh(t, "events", "-o", "json", id)
-	require.Equal(t, 0, code)
-	require.Contains(t, out, `"budget_raised"`)
+	require.Contains(t, lhOK(t, b, "events", "-o", "json", id), `"budget_raised"`)
 }
 
 // TestPauseARun: `pause` from another process reaches the `run` that owns
@@ -145,8 +123,7 @@ func TestPauseARun(t *testing.T) {
 	t.Parallel()
 	b := setupProcs(t)
 	g := testgate.New(t)
-	run := b.start(t, "run", "--concurrency", "2", b.task(t, "gated", g, 6, 2))
-	id := strings.TrimPrefix(run.until(t, regexp.MustCompile(`^task `)), "task ")
+	run, id := b.startRun(t, "--concurrency", "2", b.task(t, "gated", g, 6, 2))
 	for range 2 {
 		within(t, g.Arrived(), "unit reaching the gate")
 	}

@@ -94,7 +94,7 @@ func TestPluginNewBuildsAndRuns(t *testing.T) {
 			require.JSONEq(t, `{"echo":{"greeting":"hello","n":3},"lang":"`+lang+`"}`, js)
 
 			// The progress count and the note reached the task.
-			id := strings.TrimPrefix(strings.SplitN(out, "\n", 2)[0], "task ")
+			id := taskID(out)
 			out, errOut, err = lh(dir, "--home", filepath.Join(root, "home"), "status", id)
 			require.NoError(t, err, errOut)
 			require.Contains(t, out, "echoes")

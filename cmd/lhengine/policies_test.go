@@ -59,14 +59,12 @@ func TestPoliciesLsListsTheLibrary(t *testing.T) {
 	p := setupPolicies(t)
 	lib := filepath.Join(testwasm.ModuleRoot(t), "policies")
 
-	code, out, errOut := p.lh(t, "policies", "ls", "--task", p.task, "--policies", lib)
-	require.Equal(t, 0, code, errOut)
+	out := lhOK(t, p, "policies", "ls", "--task", p.task, "--policies", lib)
 	for _, want := range []string{"critic-after-draft", "periodic-summary", "single-tool-at-a-time", "context-reset-every-n", "plan-before-execute", "critic-after-draft.hcl:4", "critic-after-draft.hcl:25"} {
 		require.Contains(t, out, want)
 	}
 
-	code, out, errOut = p.lh(t, "-o", "json", "policies", "ls", "--task", p.task, "--policies", lib)
-	require.Equal(t, 0, code, errOut)
+	out = lhOK(t, p, "-o", "json", "policies", "ls", "--task", p.task, "--policies", lib)
 	var list []engine.PolicyInfo
 	require.NoError(t, json.Unmarshal([]byte(out), &list))
 	names := map[string][]int{}
@@ -91,8 +89,7 @@ func TestPoliciesLsShowsShadowing(t *testing.T) {
 	near := p.write(t, "policies/mark.hcl", markPolicy("near"))
 	far := p.write(t, "lib/mark.hcl", markPolicy("far"))
 
-	code, out, errOut := p.lh(t, "-o", "json", "policies", "ls", "--task", p.task, "--policies", filepath.Join(p.dir, "lib"))
-	require.Equal(t, 0, code, errOut)
+	out := lhOK(t, p, "-o", "json", "policies", "ls", "--task", p.task, "--policies", filepath.Join(p.dir, "lib"))
 	var list []engine.PolicyInfo
 	require.NoError(t, json.Unmarshal([]byte(out), &list))
 	require.Len(t, list, 2)
@@ -101,8 +98,7 @@ func TestPoliciesLsShowsShadowing(t *testing.T) {
 	require.Equal(t, far, list[1].File)
 	require.Equal(t, near+":2", list[1].ShadowedBy)
 
-	code, out, errOut = p.lh(t, "policies", "ls", "--task", p.task, "--policies", filepath.Join(p.dir, "lib"))
-	require.Equal(t, 0, code, errOut)
+	out = lhOK(t, p, "policies", "ls", "--task", p.task, "--policies", filepath.Join(p.dir, "lib"))
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	require.Len(t, lines, 3, out)
 	require.Contains(t, lines[0], "SHADOWED BY")
@@ -110,8 +106,7 @@ func TestPoliciesLsShowsShadowing(t *testing.T) {
 	require.True(t, strings.HasSuffix(lines[2], near+":2"), out)
 
 	// show picks the copy a run would: the earlier directory's.
-	code, out, errOut = p.lh(t, "policies", "show", "mark@1", "--task", p.task, "--policies", filepath.Join(p.dir, "lib"))
-	require.Equal(t, 0, code, errOut)
+	out = lhOK(t, p, "policies", "show", "mark@1", "--task", p.task, "--policies", filepath.Join(p.dir, "lib"))
 	require.Contains(t, out, `mark = "near"`)
 	require.NotContains(t, out, `mark = "far"`)
 	p.requireNoHome(t)
@@ -128,11 +123,9 @@ func TestPoliciesShowMatchesManifest(t *testing.T) {
 	require.NoError(t, os.WriteFile(policyFile, []byte(markPolicy("old")), 0o644))
 	taskFile := filepath.Join(b.dir, "task.hcl")
 
-	code, out, errOut := b.lh(t, "policies", "show", "mark", "--task", taskFile)
-	require.Equal(t, 0, code, errOut)
+	out := lhOK(t, b, "policies", "show", "mark", "--task", taskFile)
 	shown := out
-	code, out, errOut = b.lh(t, "-o", "json", "policies", "show", "mark", "--task", taskFile)
-	require.Equal(t, 0, code, errOut)
+	out = lhOK(t, b, "-o", "json", "policies", "show", "mark", "--task", taskFile)
 	var info engine.PolicyInfo
 	require.NoError(t, json.Unmarshal([]byte(out), &info))
 	require.Contains(t, shown, info.Text+"\n")
@@ -143,11 +136,8 @@ func TestPoliciesShowMatchesManifest(t *testing.T) {
 	_, err := os.Stat(b.home)
 	require.ErrorIs(t, err, os.ErrNotExist)
 
-	code, out, errOut = b.lh(t, "submit", taskFile)
-	require.Equal(t, 0, code, errOut)
-	id := strings.TrimSpace(out)
-	code, out, errOut = b.lh(t, "-o", "json", "manifest", id)
-	require.Equal(t, 0, code, errOut)
+	id := submit(t, b, taskFile)
+	out = lhOK(t, b, "-o", "json", "manifest", id)
 	var m api.Manifest
 	require.NoError(t, json.Unmarshal([]byte(out), &m))
 	require.Len(t, m.Policies, 1)
@@ -156,13 +146,11 @@ func TestPoliciesShowMatchesManifest(t *testing.T) {
 	sum := sha256.Sum256([]byte(info.Text))
 	require.Equal(t, m.Policies[0].SHA256, hex.EncodeToString(sum[:]))
 
-	code, out, errOut = b.lh(t, "policies", "diff", "mark@1", id, "--task", taskFile)
-	require.Equal(t, 0, code, errOut)
+	out = lhOK(t, b, "policies", "diff", "mark@1", id, "--task", taskFile)
 	require.Contains(t, out, "have the same text")
 
 	require.NoError(t, os.WriteFile(policyFile, []byte(markPolicy("new")), 0o644))
-	code, out, errOut = b.lh(t, "policies", "diff", "mark@1", id, "--task", taskFile)
-	require.Equal(t, 0, code, errOut)
+	out = lhOK(t, b, "policies", "diff", "mark@1", id, "--task", taskFile)
 	require.Contains(t, out, "+++ mark@1 task "+id)
 	require.Contains(t, out, `-    input  = { mode = "echo", mark = "new", from = step.anchor.output.n }`)
 	require.Contains(t, out, `+    input  = { mode = "echo", mark = "old", from = step.anchor.output.n }`)
@@ -172,8 +160,7 @@ func TestPoliciesDiffVersions(t *testing.T) {
 	t.Parallel()
 	p := setupPolicies(t)
 	lib := filepath.Join(testwasm.ModuleRoot(t), "policies")
-	code, out, errOut := p.lh(t, "policies", "diff", "critic-after-draft@1", "critic-after-draft@2", "--policies", lib)
-	require.Equal(t, 0, code, errOut)
+	out := lhOK(t, p, "policies", "diff", "critic-after-draft@1", "critic-after-draft@2", "--policies", lib)
 	lines := strings.Split(out, "\n")
 	require.True(t, strings.HasPrefix(lines[0], "--- critic-after-draft@1 "), out)
 	require.True(t, strings.HasPrefix(lines[1], "+++ critic-after-draft@2 "), out)

@@ -64,7 +64,7 @@ func TestPolicyPinnedAcrossKillAndResume(t *testing.T) {
 	taskFile := filepath.Join(b.dir, "task.hcl")
 	out, killed := lh(crashpoint.UnitAfterCommit+"@1", "run", taskFile)
 	require.True(t, killed, "the run must die at its first commit:\n%s", out)
-	first := strings.TrimSpace(strings.TrimPrefix(strings.SplitN(out, "\n", 2)[0], "task "))
+	first := taskID(out)
 	require.Len(t, first, 26, out)
 
 	require.NoError(t, os.WriteFile(policyFile, []byte(markPolicy("new")), 0o644))
@@ -114,16 +114,14 @@ func TestRunPolicyFlags(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(lib, "mark.hcl"), []byte(strings.ReplaceAll(
 		strings.NewReplacer(`"b"`, `"shout"`, "output.n", "output.text").Replace(markPolicy("flag")), "../step.wasm", filepath.Join(b.dir, "step.wasm"))), 0o644))
 
-	code, out, errOut := b.lh(t, "run", filepath.Join(b.dir, "task.hcl"), "--policies", lib, "--policy", "mark@1")
-	require.Equal(t, 0, code, errOut)
+	out := lhOK(t, b, "run", filepath.Join(b.dir, "task.hcl"), "--policies", lib, "--policy", "mark@1")
 	require.Contains(t, out, "succeeded: 3/3 units")
 	require.Contains(t, out, `"mark": "flag"`)
 
-	code, _, errOut = b.lh(t, "run", filepath.Join(b.dir, "task.hcl"), "--policies", lib, "--policy", "mark@2")
+	code, _, errOut := b.lh(t, "run", filepath.Join(b.dir, "task.hcl"), "--policies", lib, "--policy", "mark@2")
 	require.NotEqual(t, 0, code)
 	require.Contains(t, errOut, "Unknown policy version")
 
-	code, out, errOut = b.lh(t, "run", filepath.Join(b.dir, "task.hcl"), "--policies", lib, "--policy", "mark", "--without", "mark")
-	require.Equal(t, 0, code, errOut)
+	out = lhOK(t, b, "run", filepath.Join(b.dir, "task.hcl"), "--policies", lib, "--policy", "mark", "--without", "mark")
 	require.Contains(t, out, "succeeded: 2/2 units")
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -43,7 +42,7 @@ func TestPolyglotExample(t *testing.T) {
 
 	code, out, errOut = b.lh(t, "run", filepath.Join(dir, "task.hcl"), "--var", "text=Über naïve café, déjà-vu!")
 	require.Equal(t, exitOK, code, errOut)
-	id := strings.TrimPrefix(strings.SplitN(out, "\n", 2)[0], "task ")
+	id := taskID(out)
 	code, out, errOut = b.lh(t, "-o", "json", "outputs", id)
 	require.Equal(t, exitOK, code, errOut)
 	var outputs map[string]json.RawMessage

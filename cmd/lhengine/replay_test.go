@@ -94,7 +94,7 @@ func TestReplaySetAndPromptArePinnedAtSubmit(t *testing.T) {
 
 	out, killed := lh(crashpoint.ModelAfterRecord+"@1", "run", "--model-replay", rec, filepath.Join(dir, "task.hcl"))
 	require.True(t, killed, "the run must die once the first response is journaled:\n%s", out)
-	id := strings.TrimSpace(strings.TrimPrefix(strings.SplitN(out, "\n", 2)[0], "task "))
+	id := taskID(out)
 	require.Len(t, id, 26, out)
 
 	// Nothing the task was submitted with is read again.
@@ -144,25 +144,17 @@ func TestReplayThroughServe(t *testing.T) {
 	t.Parallel()
 	b := setupProcs(t)
 	dir, rec := agentCopy(t)
-	srv := b.start(t, "serve", "--listen", "")
-	srv.until(t, regexp.MustCompile(`^serving home`))
+	b.serve(t)
 
-	code, out, errOut := b.lh(t, "submit", "--model-replay", rec, filepath.Join(dir, "task.hcl"))
-	require.Equal(t, 0, code, errOut)
-	id := strings.TrimSpace(out)
+	id := submit(t, b, "--model-replay", rec, filepath.Join(dir, "task.hcl"))
 	require.NoError(t, os.RemoveAll(rec))
 
-	code, _, errOut = b.lh(t, "events", "--follow", id)
-	require.Equal(t, 0, code, "the task succeeds: %s", errOut)
-	code, out, errOut = b.lh(t, "outputs", id)
-	require.Equal(t, 0, code, errOut)
-	require.Contains(t, out, "tool said: Norway's capital is Oslo")
-	code, out, _ = b.lh(t, "manifest", id)
-	require.Equal(t, 0, code)
-	require.Contains(t, out, "replay set: 2 recordings")
+	lhOK(t, b, "events", "--follow", id) // the task succeeds
+	require.Contains(t, lhOK(t, b, "outputs", id), "tool said: Norway's capital is Oslo")
+	require.Contains(t, lhOK(t, b, "manifest", id), "replay set: 2 recordings")
 
 	// Recording is an option of the process that works the task.
-	code, _, errOut = b.lh(t, "run", "--model-record", filepath.Join(dir, "new"), filepath.Join(dir, "task.hcl"))
+	code, _, errOut := b.lh(t, "run", "--model-record", filepath.Join(dir, "new"), filepath.Join(dir, "task.hcl"))
 	require.NotEqual(t, 0, code)
 	require.Contains(t, errOut, "--model-record applies to the tasks this process works")
 	code, _, errOut = b.lh(t, "submit", "--model-replay", filepath.Join(dir, "missing"), filepath.Join(dir, "task.hcl"))

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -16,7 +15,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/api"
-	"github.com/lhengine/lhengine/engine"
 	"github.com/lhengine/lhengine/internal/testgate"
 	"github.com/lhengine/lhengine/ledger"
 )
@@ -48,9 +46,7 @@ func TestServeStopsGracefully(t *testing.T) {
 	g := testgate.New(t)
 	srv := b.startWatching(t, "stopping:", "serve", "--listen", "", "--concurrency", "8", "--grace", "10m")
 	srv.until(t, regexp.MustCompile(`^serving home`))
-	code, out, errOut := b.lh(t, "submit", b.task(t, "gated", g, 20, 8))
-	require.Equal(t, 0, code, errOut)
-	id := strings.TrimSpace(out)
+	id := submit(t, b, b.task(t, "gated", g, 20, 8))
 	for range 8 {
 		within(t, g.Arrived(), "unit reaching the gate")
 	}
@@ -88,14 +84,7 @@ func TestServeStopsGracefully(t *testing.T) {
 	require.NoError(t, follow.c.Process.Kill())
 	follow.wait(t)
 
-	readStore := func(fn func(r ledger.Reader)) {
-		t.Helper()
-		e, err := engine.Open(context.Background(), engine.Config{Home: b.home})
-		require.NoError(t, err)
-		defer e.Close(context.Background())
-		require.NoError(t, e.Read(func(r ledger.Reader) error { fn(r); return nil }))
-	}
-	readStore(func(r ledger.Reader) {
+	withStore(t, b.home, func(r ledger.Reader) {
 		task, err := r.Task(id)
 		require.NoError(t, err)
 		require.Equal(t, 4, task.Attempts, "only the attempts that finished count")
@@ -125,10 +114,8 @@ func TestServeStopsGracefully(t *testing.T) {
 	})
 
 	g.Open()
-	code, out, errOut = b.lh(t, "resume", id)
-	require.Equal(t, 0, code, errOut)
-	require.Contains(t, out, "succeeded: 20/20 units")
-	readStore(func(r ledger.Reader) {
+	require.Contains(t, lhOK(t, b, "resume", id), "succeeded: 20/20 units")
+	withStore(t, b.home, func(r ledger.Reader) {
 		as, err := r.Attempts(id, 0)
 		require.NoError(t, err)
 		committed := map[int]int{}
@@ -162,10 +149,7 @@ func TestRunStopsGracefully(t *testing.T) {
 	require.Contains(t, run.stderr.String(), "stopped: 3 units finished, 0 given back")
 	require.Contains(t, run.stderr.String(), "continue with: lhengine resume "+id)
 
-	code, out, errOut := b.lh(t, "-o", "json", "status", id)
-	require.Equal(t, 0, code, errOut)
-	var rep api.Report
-	require.NoError(t, json.Unmarshal([]byte(out), &rep))
+	rep := b.status(t, id)
 	done, total := rep.Task.Progress()
 	require.Equal(t, 3, done)
 	require.Equal(t, 10, total)

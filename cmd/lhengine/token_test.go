@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -94,16 +93,12 @@ func TestNamedTokenUnderServe(t *testing.T) {
 	addr := regexp.MustCompile(`^  dashboard: http://(\S+)/$`).FindStringSubmatch(
 		srv.until(t, regexp.MustCompile(`^  dashboard: `)))[1]
 
-	code, out, errOut := b.lh(t, "token", "add", "alice")
-	require.Equal(t, 0, code, errOut)
+	out := lhOK(t, b, "token", "add", "alice")
 	alice := api.NewClient("http://"+addr, nil, strings.TrimSpace(out))
-	code, out, errOut = b.lh(t, "token", "ls")
-	require.Equal(t, 0, code, errOut)
+	out = lhOK(t, b, "token", "ls")
 	require.Equal(t, "owner\nalice\n", out)
 
-	code, out, errOut = b.lh(t, "submit", b.task(t, "gated", g, 4, 2))
-	require.Equal(t, 0, code, errOut)
-	id := strings.TrimSpace(out)
+	id := submit(t, b, b.task(t, "gated", g, 4, 2))
 	for range 2 {
 		within(t, g.Arrived(), "unit reaching the gate")
 	}
@@ -114,13 +109,11 @@ func TestNamedTokenUnderServe(t *testing.T) {
 	require.Equal(t, "alice", p.Pause.By)
 	require.Equal(t, "paused by alice: review", b.status(t, id).Task.Reason)
 
-	code, _, errOut = b.lh(t, "token", "rm", "alice")
-	require.Equal(t, 0, code, errOut)
+	lhOK(t, b, "token", "rm", "alice")
 	_, err = alice.Task(ctx, id)
 	var ae *api.Error
 	require.ErrorAs(t, err, &ae)
 	require.Equal(t, http.StatusUnauthorized, ae.HTTPStatus)
 
-	require.NoError(t, srv.c.Process.Signal(syscall.SIGTERM))
-	require.Equal(t, 0, srv.wait(t), srv.stderr.String())
+	srv.stop(t)
 }

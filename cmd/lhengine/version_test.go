@@ -58,29 +58,34 @@ func TestCommandsAboutTasksNeverCreateAHome(t *testing.T) {
 	}
 }
 
-func TestATaskWhoseProcessIsGoneShowsInterrupted(t *testing.T) {
-	t.Parallel()
-	b := setupCLI(t, chainTask)
+// interruptedTask submits the bundle's task and works it until its first
+// commit, the way a killed process leaves its task: recorded as running,
+// worked on by nobody. It returns the task's ID.
+func (b *cliBundle) interruptedTask(t *testing.T) string {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	e, err := engine.Open(ctx, engine.Config{Home: b.home})
 	require.NoError(t, err)
 	task, _, err := e.Submit(ctx, filepath.Join(b.dir, "task.hcl"), engine.SubmitOptions{})
 	require.NoError(t, err)
-	// The worker stops after the first commit, the way a killed process
-	// leaves its task: recorded as running, worked on by nobody.
 	err = e.Work(ctx, engine.WorkOptions{Task: task.ID, OnCommit: func(*ledger.Task) { cancel() }})
 	require.ErrorIs(t, err, context.Canceled)
 	require.NoError(t, e.Close(context.Background()))
+	return task.ID
+}
 
-	code, out, _ := b.lh(t, "ls")
-	require.Equal(t, exitOK, code)
+func TestATaskWhoseProcessIsGoneShowsInterrupted(t *testing.T) {
+	t.Parallel()
+	b := setupCLI(t, chainTask)
+	id := b.interruptedTask(t)
+
+	out := lhOK(t, b, "ls")
 	require.Contains(t, out, "interrupted")
 	require.NotContains(t, out, "running")
-	code, out, _ = b.lh(t, "status", task.ID)
-	require.Equal(t, exitOK, code)
+	out = lhOK(t, b, "status", id)
 	require.Contains(t, out, ": interrupted")
-	require.Contains(t, out, "lhengine resume "+task.ID)
+	require.Contains(t, out, "lhengine resume "+id)
 
 	// --follow on a task nobody works prints what there is, says so, and
 	// waits for a worker without holding the home: a resume started while
@@ -89,17 +94,16 @@ func TestATaskWhoseProcessIsGoneShowsInterrupted(t *testing.T) {
 	ferr := newWatchWriter("waiting for one")
 	followed := make(chan int, 1)
 	go func() {
-		followed <- run(context.Background(), []string{"--home", b.home, "events", "--follow", task.ID}, &fout, ferr)
+		followed <- run(context.Background(), []string{"--home", b.home, "events", "--follow", id}, &fout, ferr)
 	}()
 	<-ferr.seen
 	require.Contains(t, ferr.String(), "no process is working on it")
-	code, _, errOut := b.lh(t, "resume", task.ID)
-	require.Equal(t, exitOK, code, errOut)
+	lhOK(t, b, "resume", id)
 	require.Equal(t, exitOK, <-followed, ferr.String())
 	require.Contains(t, fout.String(), "unit_done")
 	require.Contains(t, fout.String(), "succeeded")
 
-	code, out, _ = b.lh(t, "events", "--follow", task.ID)
+	code, out, _ := b.lh(t, "events", "--follow", id)
 	require.Equal(t, exitOK, code, "a succeeded task ends the follow with 0")
 	require.Contains(t, out, "succeeded")
 }

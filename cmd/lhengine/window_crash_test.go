@@ -1,16 +1,13 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/lhengine/lhengine/engine"
 	"github.com/lhengine/lhengine/internal/crashpoint"
 	"github.com/lhengine/lhengine/ledger"
 )
@@ -57,7 +54,7 @@ func TestSIGKILLWhileWindowsFillLosesAndRepeatsNothing(t *testing.T) {
 
 	out, killed := runCrashing(t, bin, b.home, crashpoint.UnitAfterCommit+"@12", nil, "run", filepath.Join(b.dir, "task.hcl"))
 	require.True(t, killed, "the run must die at its 12th commit:\n%s", out)
-	id := strings.TrimSpace(strings.TrimPrefix(strings.SplitN(out, "\n", 2)[0], "task "))
+	id := taskID(out)
 	require.Len(t, id, 26, out)
 	out, killed = runCrashing(t, bin, b.home, crashpoint.UnitBeforeCommit+"@15", nil, "resume", id)
 	require.True(t, killed, "the resume must die before its 15th commit:\n%s", out)
@@ -65,25 +62,10 @@ func TestSIGKILLWhileWindowsFillLosesAndRepeatsNothing(t *testing.T) {
 	require.False(t, killed)
 	require.Contains(t, out, "succeeded: 69/69 units", "60 items and 9 windows")
 
-	e, err := engine.Open(context.Background(), engine.Config{Home: b.home})
-	require.NoError(t, err)
-	defer e.Close(context.Background())
-	require.NoError(t, e.Read(func(r ledger.Reader) error {
-		task, err := r.Task(id)
-		require.NoError(t, err)
-		require.Equal(t, ledger.Succeeded, task.Status, task.Reason)
+	withStore(t, b.home, func(r ledger.Reader) {
+		succeededTask(t, r, id)
 		for step := range 2 {
-			as, err := r.Attempts(id, step)
-			require.NoError(t, err)
-			committed := map[int]int{}
-			for _, a := range as {
-				if a.Output != nil {
-					committed[a.Item]++
-				}
-			}
-			for item, n := range committed {
-				require.Equal(t, 1, n, "step %d item %d committed %d times", step, item, n)
-			}
+			committedOnce(t, r, id, step)
 		}
 		raw, err := r.StepOutput(id, 1)
 		require.NoError(t, err)
@@ -105,6 +87,5 @@ func TestSIGKILLWhileWindowsFillLosesAndRepeatsNothing(t *testing.T) {
 		}
 		require.Len(t, covered, 60)
 		require.Len(t, windows[8].Items, 4, "the last window holds the rest")
-		return nil
-	}))
+	})
 }

@@ -1,15 +1,10 @@
 package main
 
 import (
-	"context"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/lhengine/lhengine/engine"
-	"github.com/lhengine/lhengine/ledger"
 )
 
 // TestRmOfAnInterruptedTaskSaysInterrupted: rm refuses a task whose
@@ -18,22 +13,14 @@ import (
 func TestRmOfAnInterruptedTaskSaysInterrupted(t *testing.T) {
 	t.Parallel()
 	b := setupCLI(t, chainTask)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	e, err := engine.Open(ctx, engine.Config{Home: b.home})
-	require.NoError(t, err)
-	task, _, err := e.Submit(ctx, filepath.Join(b.dir, "task.hcl"), engine.SubmitOptions{})
-	require.NoError(t, err)
-	err = e.Work(ctx, engine.WorkOptions{Task: task.ID, OnCommit: func(*ledger.Task) { cancel() }})
-	require.ErrorIs(t, err, context.Canceled)
-	require.NoError(t, e.Close(context.Background()))
+	id := b.interruptedTask(t)
 
-	code, _, errOut := b.lh(t, "rm", task.ID)
+	code, _, errOut := b.lh(t, "rm", id)
 	require.Equal(t, exitFailed, code)
 	require.Contains(t, errOut, "is interrupted (no process is working on it), not finished")
 	require.NotContains(t, errOut, "running")
-	require.Contains(t, errOut, "lhengine cancel "+task.ID)
-	require.Contains(t, errOut, "lhengine resume "+task.ID)
+	require.Contains(t, errOut, "lhengine cancel "+id)
+	require.Contains(t, errOut, "lhengine resume "+id)
 }
 
 // TestPoliciesLsOutsideAProjectSaysWhereItLooked: with no policy on the
@@ -42,8 +29,7 @@ func TestRmOfAnInterruptedTaskSaysInterrupted(t *testing.T) {
 func TestPoliciesLsOutsideAProjectSaysWhereItLooked(t *testing.T) {
 	t.Parallel()
 	b := setupCLI(t, chainTask)
-	code, out, errOut := b.lh(t, "policies", "ls", "--task", filepath.Join(b.dir, "task.hcl"))
-	require.Equal(t, 0, code, errOut)
+	out := lhOK(t, b, "policies", "ls", "--task", filepath.Join(b.dir, "task.hcl"))
 	require.Contains(t, out, "no policies on the search path:")
 	require.Contains(t, out, filepath.Join(b.dir, "policies"))
 	require.Contains(t, out, filepath.Join(b.home, "policies"))
@@ -73,9 +59,8 @@ func TestRuntimeInputErrorShowsTheSource(t *testing.T) {
 	b := setupCLI(t, typoTask)
 	code, out, errOut := b.lh(t, "run", filepath.Join(b.dir, "task.hcl"))
 	require.Equal(t, exitFailed, code, out+errOut)
-	id := strings.TrimSpace(strings.TrimPrefix(strings.SplitN(out, "\n", 2)[0], "task "))
-	code, out, errOut = b.lh(t, "status", id)
-	require.Equal(t, 0, code, errOut)
+	id := taskID(out)
+	out = lhOK(t, b, "status", id)
 	require.Contains(t, out, `Did you mean "text"?`)
 	require.Contains(t, out, "task.hcl line 9")
 	require.Contains(t, out, "upper(step.greet.output.txt)", "the source line is quoted")
