@@ -1,57 +1,27 @@
 package bounds
 
 import (
-	"os"
-	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
+
+	"github.com/lhengine/lhengine/internal/testhcl"
 )
-
-// fuzzAllocLimit bounds what one input may make FuzzCheckSource allocate:
-// the evaluation budget (MaxEvalElements values of a few hundred bytes
-// each, garbage included) with room to spare, and far below what an
-// unbounded product takes (8.5GB for 27 million elements).
-const fuzzAllocLimit = 2 << 30
-
-// hostileExprs reads testdata/bounds/hostile.txt: expressions that would
-// crash or exhaust an unguarded parser or evaluator, one a line.
-func hostileExprs(f *testing.F) []string {
-	b, err := os.ReadFile("../../../testdata/bounds/hostile.txt")
-	if err != nil {
-		f.Fatal(err)
-	}
-	var exprs []string
-	for line := range strings.SplitSeq(string(b), "\n") {
-		if line != "" && !strings.HasPrefix(line, "#") {
-			exprs = append(exprs, line)
-		}
-	}
-	return exprs
-}
 
 // FuzzCheckSource checks that CheckSource never panics, that a refusal
 // points into the source, and that a source it accepts parses, and its
 // top-level attributes evaluate (instrumented, with the functions of
 // Context), without a panic, a crash of the stack or more than
-// fuzzAllocLimit of allocations. The seeds alone run as a test.
+// testhcl.AllocLimit of allocations. The seeds alone run as a test.
 func FuzzCheckSource(f *testing.F) {
-	for _, expr := range hostileExprs(f) {
+	for _, expr := range testhcl.HostileExprs(f) {
 		f.Add([]byte("x = " + expr + "\n"))
 	}
 	f.Fuzz(func(t *testing.T, src []byte) {
 		const filename = "fuzz.hcl"
-		var before runtime.MemStats
-		runtime.ReadMemStats(&before)
-		defer func() {
-			var after runtime.MemStats
-			runtime.ReadMemStats(&after)
-			if n := after.TotalAlloc - before.TotalAlloc; n > fuzzAllocLimit {
-				t.Fatalf("allocated %d bytes for a %d-byte source", n, len(src))
-			}
-		}()
+		defer testhcl.LimitAllocs(t, len(src))()
 		if diags := CheckSource(filename, src); diags.HasErrors() {
 			for _, d := range diags {
 				if d.Subject == nil || d.Subject.Filename != filename || d.Subject.Start.Byte > len(src) {
@@ -77,7 +47,7 @@ func FuzzCheckSource(f *testing.F) {
 // FuzzCheckExpression checks that CheckExpression never panics and that
 // a standalone expression it accepts parses without a crash of the stack.
 func FuzzCheckExpression(f *testing.F) {
-	for _, expr := range append(hostileExprs(f), `["a", "b"]`, `{a = 1}`, strings.Repeat("-", 5000)+"1") {
+	for _, expr := range append(testhcl.HostileExprs(f), `["a", "b"]`, `{a = 1}`, strings.Repeat("-", 5000)+"1") {
 		f.Add(expr)
 	}
 	f.Fuzz(func(t *testing.T, src string) {

@@ -41,16 +41,13 @@ func BenchmarkRunGo(b *testing.B) {
 // instance put back to its image each time ("reuse"), and, for
 // comparison, with reuse turned off ("fresh").
 func BenchmarkRunGoStateless(b *testing.B) {
-	ctx := context.Background()
 	for _, noReuse := range []bool{false, true} {
 		name := "reuse"
 		if noReuse {
 			name = "fresh"
 		}
 		b.Run(name, func(b *testing.B) {
-			r, err := NewRuntime(ctx, Config{CacheDir: sharedCacheDir(b), NoInstanceReuse: noReuse})
-			require.NoError(b, err)
-			b.Cleanup(func() { r.Close(ctx) })
+			r := ownRuntime(b, Config{CacheDir: sharedCacheDir(b), NoInstanceReuse: noReuse})
 			p := loadAs(b, r, "stateless", buildGo(b, "stateless"))
 			benchRun(b, p, Request{TaskID: "t", Step: "s", Attempt: 1, Input: json.RawMessage(`{"mode":"echo"}`)})
 		})

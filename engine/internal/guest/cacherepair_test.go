@@ -33,9 +33,8 @@ func TestDamagedCacheEntryIsCompiledAgain(t *testing.T) {
 	dir := t.TempDir()
 	path := buildC(t, "conformance")
 
-	r1, err := NewRuntime(ctx, Config{CacheDir: dir})
-	require.NoError(t, err)
-	_, err = r1.Load(ctx, path, "")
+	r1 := ownRuntime(t, Config{CacheDir: dir})
+	_, err := r1.Load(ctx, path, "")
 	require.NoError(t, err)
 	require.NoError(t, r1.Close(ctx))
 	entries := cacheEntries(t, dir)
@@ -48,9 +47,7 @@ func TestDamagedCacheEntryIsCompiledAgain(t *testing.T) {
 		require.NoError(t, os.WriteFile(f, b[:len(b)/3], 0o600))
 	}
 
-	r2, err := NewRuntime(ctx, Config{CacheDir: dir})
-	require.NoError(t, err)
-	defer r2.Close(ctx)
+	r2 := ownRuntime(t, Config{CacheDir: dir})
 	p, err := r2.Load(ctx, path, "")
 	require.NoError(t, err, "a damaged cache entry is compiled again")
 	res, err := p.Run(ctx, Request{Step: "s", Attempt: 1, Input: json.RawMessage(`{"mode":"echo"}`)}, Limits{}, nil)
@@ -58,9 +55,7 @@ func TestDamagedCacheEntryIsCompiledAgain(t *testing.T) {
 	require.JSONEq(t, `{"input":{"mode":"echo"},"step":"s","attempt":1,"item":null}`, string(res.Output))
 
 	// The entries are whole again: a third runtime loads from them.
-	r3, err := NewRuntime(ctx, Config{CacheDir: dir})
-	require.NoError(t, err)
-	defer r3.Close(ctx)
+	r3 := ownRuntime(t, Config{CacheDir: dir})
 	_, err = r3.Load(ctx, path, "")
 	require.NoError(t, err)
 }
@@ -71,12 +66,10 @@ func TestBadModuleIsNotACacheFault(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
-	r, err := NewRuntime(ctx, Config{CacheDir: dir})
-	require.NoError(t, err)
-	defer r.Close(ctx)
+	r := ownRuntime(t, Config{CacheDir: dir})
 	bad := filepath.Join(t.TempDir(), "bad.wasm")
 	require.NoError(t, os.WriteFile(bad, []byte("\x00asm\x01\x00\x00\x00\x01\xff"), 0o600))
-	_, err = r.Load(ctx, bad, "")
+	_, err := r.Load(ctx, bad, "")
 	require.Error(t, err)
 	require.Empty(t, cacheEntries(t, dir))
 }

@@ -17,6 +17,28 @@ import (
 // inRange reports whether [ptr, ptr+n) lies in one page.
 func inRange(ptr, n uint32) bool { return uint64(ptr)+uint64(n) <= pageSize }
 
+// span is a guest buffer a capability function checks, with the largest
+// length it takes.
+type span struct{ ptr, n, max uint32 }
+
+// noMax is the max of a span of any length (an output buffer).
+const noMax = ^uint32(0)
+
+// spanStatus is the status the checks of spans, in order, call for: a
+// length past its max is too large, a buffer off the page out of range;
+// StatusOK when every span passes.
+func spanStatus(spans ...span) int32 {
+	for _, s := range spans {
+		switch {
+		case s.n > s.max:
+			return StatusTooLarge
+		case !inRange(s.ptr, s.n):
+			return StatusRange
+		}
+	}
+	return StatusOK
+}
+
 // fuzzAttempt is a fresh attempt over a testHost holding one artifact.
 func fuzzAttempt() (*attempt, *testHost) {
 	host := &testHost{
@@ -67,24 +89,13 @@ func FuzzHostCall(f *testing.F) {
 		rc := callDirect(context.Background(), att, mod, "call",
 			uint64(namePtr), uint64(nameLen), uint64(reqPtr), uint64(reqLen), uint64(outPtr), uint64(outCap))
 		checkStatus(t, att, rc)
-		switch {
-		case nameLen > CallNameMax:
-			require.Equal(t, StatusTooLarge, rc)
-		case !inRange(namePtr, nameLen):
-			require.Equal(t, StatusRange, rc)
-		case reqLen > CallRequestMax:
-			require.Equal(t, StatusTooLarge, rc)
-		case !inRange(reqPtr, reqLen):
-			require.Equal(t, StatusRange, rc)
-		case !inRange(outPtr, outCap):
-			require.Equal(t, StatusRange, rc)
-		default:
-			switch {
-			case !capabilitySet[string(name)]:
-				require.Equal(t, StatusUnavailable, rc)
-			case !isJSONObject(req):
-				require.Equal(t, StatusInvalid, rc)
-			}
+		switch want := spanStatus(span{namePtr, nameLen, CallNameMax}, span{reqPtr, reqLen, CallRequestMax}, span{outPtr, outCap, noMax}); {
+		case want != StatusOK:
+			require.Equal(t, want, rc)
+		case !capabilitySet[string(name)]:
+			require.Equal(t, StatusUnavailable, rc)
+		case !isJSONObject(req):
+			require.Equal(t, StatusInvalid, rc)
 		}
 		if rc >= 0 && uint32(rc) > outCap {
 			require.Len(t, att.pending, int(rc))
@@ -151,18 +162,9 @@ func FuzzHostArtifactPut(f *testing.F) {
 		rc := callDirect(context.Background(), att, mod, "artifact_put",
 			uint64(metaPtr), uint64(metaLen), uint64(dataPtr), uint64(dataLen), uint64(outPtr), uint64(outCap))
 		checkStatus(t, att, rc)
-		switch {
-		case metaLen > ArtifactMetaMax:
-			require.Equal(t, StatusTooLarge, rc)
-		case !inRange(metaPtr, metaLen):
-			require.Equal(t, StatusRange, rc)
-		case dataLen > ArtifactDataMax:
-			require.Equal(t, StatusTooLarge, rc)
-		case !inRange(dataPtr, dataLen):
-			require.Equal(t, StatusRange, rc)
-		case !inRange(outPtr, outCap):
-			require.Equal(t, StatusRange, rc)
-		default:
+		if want := spanStatus(span{metaPtr, metaLen, ArtifactMetaMax}, span{dataPtr, dataLen, ArtifactDataMax}, span{outPtr, outCap, noMax}); want != StatusOK {
+			require.Equal(t, want, rc)
+		} else {
 			if !isJSONObject(meta) {
 				require.Equal(t, StatusInvalid, rc)
 			}

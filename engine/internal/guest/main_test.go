@@ -48,6 +48,15 @@ func sharedRuntime(t testing.TB) *Runtime {
 	return sharedRT
 }
 
+// ownRuntime is a Runtime of the test's own, closed when it ends.
+func ownRuntime(t testing.TB, cfg Config) *Runtime {
+	t.Helper()
+	r, err := NewRuntime(context.Background(), cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { r.Close(context.Background()) })
+	return r
+}
+
 // sharedCacheDir is the wazero compilation cache of the package's tests.
 func sharedCacheDir(t testing.TB) string {
 	return filepath.Join(testwasm.CacheDir(t), "wazero")

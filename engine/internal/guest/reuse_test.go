@@ -22,11 +22,8 @@ import (
 // test's.
 func statelessPlugin(t *testing.T, cfg Config) (*Runtime, *Plugin) {
 	t.Helper()
-	ctx := context.Background()
 	cfg.CacheDir = sharedCacheDir(t)
-	r, err := NewRuntime(ctx, cfg)
-	require.NoError(t, err)
-	t.Cleanup(func() { r.Close(ctx) })
+	r := ownRuntime(t, cfg)
 	return r, loadAs(t, r, "conformance", buildGo(t, "stateless"))
 }
 
@@ -296,9 +293,7 @@ func TestServeNextOutsideGo(t *testing.T) {
     (drop (call $next))
     unreachable))`))
 	require.NoError(t, err)
-	r, err := NewRuntime(context.Background(), Config{})
-	require.NoError(t, err)
-	t.Cleanup(func() { r.Close(context.Background()) })
+	r := ownRuntime(t, Config{})
 	p, err := r.LoadBytes(context.Background(), "servenext", wasm)
 	require.NoError(t, err)
 	require.False(t, p.reuse)
@@ -322,9 +317,7 @@ func TestExportGlobals(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 2, n)
 	ctx := context.Background()
-	r, err := NewRuntime(ctx, Config{})
-	require.NoError(t, err)
-	defer r.Close(ctx)
+	r := ownRuntime(t, Config{})
 	mod, err := r.rt.InstantiateWithConfig(ctx, out, moduleConfig("g").WithStartFunctions())
 	require.NoError(t, err)
 	require.EqualValues(t, 7, mod.ExportedGlobal(globalExportPrefix+"0").Get())

@@ -24,9 +24,8 @@ func TestCompilationCache(t *testing.T) {
 	// A C guest: the Go one takes long to compile under the race detector.
 	path := buildC(t, "conformance")
 
-	r1, err := NewRuntime(ctx, Config{CacheDir: dir})
-	require.NoError(t, err)
-	_, err = r1.Load(ctx, path, "")
+	r1 := ownRuntime(t, Config{CacheDir: dir})
+	_, err := r1.Load(ctx, path, "")
 	require.NoError(t, err)
 	require.NoError(t, r1.Close(ctx))
 	require.NoError(t, r1.Close(ctx), "Close twice")
@@ -40,9 +39,7 @@ func TestCompilationCache(t *testing.T) {
 	}))
 	require.Positive(t, files, "cache dir is empty after a compile")
 
-	r2, err := NewRuntime(ctx, Config{CacheDir: dir})
-	require.NoError(t, err)
-	defer r2.Close(ctx)
+	r2 := ownRuntime(t, Config{CacheDir: dir})
 	p, err := r2.Load(ctx, path, "")
 	require.NoError(t, err)
 	res, err := p.Run(ctx, Request{Step: "s", Attempt: 1, Input: json.RawMessage(`{"mode":"echo"}`)}, Limits{}, nil)
@@ -53,12 +50,11 @@ func TestCompilationCache(t *testing.T) {
 func TestRuntimeClosed(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	r, err := NewRuntime(ctx, Config{})
-	require.NoError(t, err)
+	r := ownRuntime(t, Config{})
 	p := loadAs(t, r, "envelope", buildC(t, "envelope"))
 	require.NoError(t, r.Close(ctx))
 
-	_, err = r.Load(ctx, buildC(t, "envelope"), "")
+	_, err := r.Load(ctx, buildC(t, "envelope"), "")
 	requireKind(t, err, fault.Internal, "closed")
 	res, err := p.Run(ctx, Request{}, Limits{}, nil)
 	requireKind(t, err, fault.Internal, "closed")
@@ -70,9 +66,7 @@ func TestRuntimeClosed(t *testing.T) {
 func TestLoadOnce(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	r, err := NewRuntime(ctx, Config{})
-	require.NoError(t, err)
-	defer r.Close(ctx)
+	r := ownRuntime(t, Config{})
 	wasm, err := os.ReadFile(buildC(t, "conformance"))
 	require.NoError(t, err)
 
@@ -159,9 +153,7 @@ func TestInspect(t *testing.T) {
 func TestLoadPinned(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	r, err := NewRuntime(ctx, Config{})
-	require.NoError(t, err)
-	defer r.Close(ctx)
+	r := ownRuntime(t, Config{})
 	wasm, err := os.ReadFile(buildC(t, "conformance"))
 	require.NoError(t, err)
 	sum := sha256.Sum256(wasm)

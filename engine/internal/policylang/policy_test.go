@@ -16,17 +16,11 @@ import (
 
 	"github.com/lhengine/lhengine/engine/internal/jsonval"
 	"github.com/lhengine/lhengine/engine/internal/taskfile"
+	"github.com/lhengine/lhengine/internal/testhcl"
 )
 
 // policyTestdata is the repository's testdata/policies directory.
 const policyTestdata = "../../../testdata/policies"
-
-var policyErrorMarker = regexp.MustCompile(`#\s*ERROR:\s*(.+?)\s*$`)
-
-type expectedError struct {
-	Line    int
-	Summary string
-}
 
 func renderText(t *testing.T, filename string, src []byte, diags hcl.Diagnostics) string {
 	t.Helper()
@@ -41,38 +35,13 @@ func renderText(t *testing.T, filename string, src []byte, diags hcl.Diagnostics
 // diagnostics carry file:line:col.
 func TestPolicyErrorFixtures(t *testing.T) {
 	t.Parallel()
-	paths, err := filepath.Glob(filepath.Join(policyTestdata, "errors", "*.hcl"))
-	require.NoError(t, err)
-	require.GreaterOrEqual(t, len(paths), 4)
-	for _, path := range paths {
-		name := filepath.Base(path)
-		t.Run(strings.TrimSuffix(name, ".hcl"), func(t *testing.T) {
-			t.Parallel()
-			src, err := os.ReadFile(path)
-			require.NoError(t, err)
-			display := "policies/" + name
-			var want []expectedError
-			for i, line := range strings.Split(string(src), "\n") {
-				if m := policyErrorMarker.FindStringSubmatch(line); m != nil {
-					for _, s := range strings.Split(m[1], "|") {
-						want = append(want, expectedError{Line: i + 1, Summary: strings.TrimSpace(s)})
-					}
-				}
-			}
-			require.NotEmpty(t, want)
-			_, diags := ParsePolicies(display, src)
-			var got []expectedError
-			for _, d := range diags.Errs() {
-				diag := d.(*hcl.Diagnostic)
-				require.NotNil(t, diag.Subject, "diagnostic %q has no subject", diag.Summary)
-				require.Equal(t, display, diag.Subject.Filename)
-				got = append(got, expectedError{Line: diag.Subject.Start.Line, Summary: diag.Summary})
-			}
-			rendered := renderText(t, display, src, diags)
-			require.ElementsMatch(t, want, got, "diagnostics:\n%s", rendered)
-			require.Regexp(t, `(?m)^policies/`+regexp.QuoteMeta(name)+`:\d+:\d+: error: `, rendered)
-		})
-	}
+	testhcl.EachFixture(t, filepath.Join(policyTestdata, "errors"), 4, func(t *testing.T, f testhcl.Fixture) {
+		display := "policies/" + f.Name
+		_, diags := ParsePolicies(display, f.Src)
+		rendered := renderText(t, display, f.Src, diags)
+		require.ElementsMatch(t, f.Want, testhcl.Errors(t, display, diags), "diagnostics:\n%s", rendered)
+		require.Regexp(t, `(?m)^policies/`+regexp.QuoteMeta(f.Name)+`:\d+:\d+: error: `, rendered)
+	})
 }
 
 // TestPolicyLibrary parses the repository's policies/ library: every file

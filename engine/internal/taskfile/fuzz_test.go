@@ -5,7 +5,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -13,6 +12,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/lhengine/lhengine/engine/internal/jsonval"
+	"github.com/lhengine/lhengine/internal/testhcl"
 )
 
 // FuzzParse feeds arbitrary sources to the parser (without the recover that
@@ -21,19 +21,13 @@ import (
 // steps of a valid task evaluate with unknown inputs without panicking, and
 // that every host pattern a valid task grants admits the host it names, and
 // that one input, parsed, validated and evaluated, allocates less than
-// fuzzAllocLimit in all (a crash of the stack cannot be caught: it ends the
+// testhcl.AllocLimit in all (a crash of the stack cannot be caught: it ends the
 // fuzzer, which reports it). The seeds are the fixtures under
 // testdata/taskfile/valid and errors, and a step whose input is each of
 // testdata/bounds/hostile.txt (nested too deeply or computing too much).
 func FuzzParse(f *testing.F) {
-	hostile, err := os.ReadFile(filepath.Join(testdata, "..", "bounds", "hostile.txt"))
-	if err != nil {
-		f.Fatal(err)
-	}
-	for expr := range strings.SplitSeq(string(hostile), "\n") {
-		if expr != "" && !strings.HasPrefix(expr, "#") {
-			f.Add([]byte("task \"t\" {\n  step \"a\" {\n    plugin = \"a.wasm\"\n    input  = " + expr + "\n  }\n}\n"))
-		}
+	for _, expr := range testhcl.HostileExprs(f) {
+		f.Add([]byte("task \"t\" {\n  step \"a\" {\n    plugin = \"a.wasm\"\n    input  = " + expr + "\n  }\n}\n"))
 	}
 	for _, pattern := range []string{"valid/*.hcl", "errors/*.hcl"} {
 		paths, err := filepath.Glob(filepath.Join(testdata, pattern))
@@ -51,15 +45,7 @@ func FuzzParse(f *testing.F) {
 
 	f.Fuzz(func(t *testing.T, src []byte) {
 		const filename = "fuzz.hcl"
-		var before runtime.MemStats
-		runtime.ReadMemStats(&before)
-		defer func() {
-			var after runtime.MemStats
-			runtime.ReadMemStats(&after)
-			if n := after.TotalAlloc - before.TotalAlloc; n > fuzzAllocLimit {
-				t.Fatalf("allocated %d bytes for a %d-byte source", n, len(src))
-			}
-		}()
+		defer testhcl.LimitAllocs(t, len(src))()
 		task, diags := parse(filename, src, Options{})
 		for _, d := range diags {
 			if d.Severity != hcl.DiagError {
@@ -122,12 +108,6 @@ func FuzzParse(f *testing.F) {
 		_, _ = task.Vars(nil)
 	})
 }
-
-// fuzzAllocLimit bounds what FuzzParse may allocate for one input: the
-// evaluation budget (MaxEvalElements values of a few hundred bytes each,
-// garbage included) with room to spare, and far below what an unbounded
-// product takes (8.5GB for 27 million elements).
-const fuzzAllocLimit = 2 << 30
 
 // FuzzVarValue checks that no --var value makes parsing it panic or
 // overflow the stack.

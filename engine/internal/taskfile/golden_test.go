@@ -6,28 +6,19 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/stretchr/testify/require"
+
+	"github.com/lhengine/lhengine/internal/testhcl"
 )
 
 var update = flag.Bool("update", false, "rewrite the .golden files of the error fixtures")
 
 // testdata is the repository's testdata/taskfile directory.
 const testdata = "../../../testdata/taskfile"
-
-var (
-	errorMarker = regexp.MustCompile(`#\s*ERROR:\s*(.+?)\s*$`)
-	varMarker   = regexp.MustCompile(`^#\s*VAR:\s*([^=\s]+)=(.*)$`)
-)
-
-type expectedError struct {
-	Line    int
-	Summary string
-}
 
 // TestErrorFixtures parses every testdata/taskfile/errors/*.hcl with plugin
 // checks on and, when that succeeds, resolves its variables from "# VAR:
@@ -36,58 +27,27 @@ type expectedError struct {
 // equal the fixture's .golden file (go test -update rewrites them).
 func TestErrorFixtures(t *testing.T) {
 	t.Parallel()
-	paths, err := filepath.Glob(filepath.Join(testdata, "errors", "*.hcl"))
-	require.NoError(t, err)
-	require.GreaterOrEqual(t, len(paths), 14)
+	testhcl.EachFixture(t, filepath.Join(testdata, "errors"), 14, func(t *testing.T, f testhcl.Fixture) {
+		display := "errors/" + f.Name
+		task, diags := Parse(display, f.Src, Options{CheckPlugins: true, BaseDir: filepath.Join(testdata, "errors")})
+		if !diags.HasErrors() {
+			require.NotNil(t, task)
+			_, varDiags := task.Vars(f.Vars)
+			diags = append(diags, varDiags...)
+		} else {
+			require.Nil(t, task)
+		}
 
-	for _, path := range paths {
-		name := filepath.Base(path)
-		t.Run(strings.TrimSuffix(name, ".hcl"), func(t *testing.T) {
-			t.Parallel()
-			src, err := os.ReadFile(path)
-			require.NoError(t, err)
-
-			display := "errors/" + name
-			var want []expectedError
-			given := map[string]string{}
-			for i, line := range strings.Split(string(src), "\n") {
-				if m := errorMarker.FindStringSubmatch(line); m != nil {
-					want = append(want, expectedError{Line: i + 1, Summary: m[1]})
-				}
-				if m := varMarker.FindStringSubmatch(line); m != nil {
-					given[m[1]] = m[2]
-				}
-			}
-			require.NotEmpty(t, want, "fixture has no # ERROR: marker")
-
-			task, diags := Parse(display, src, Options{CheckPlugins: true, BaseDir: filepath.Join(testdata, "errors")})
-			if !diags.HasErrors() {
-				require.NotNil(t, task)
-				_, varDiags := task.Vars(given)
-				diags = append(diags, varDiags...)
-			} else {
-				require.Nil(t, task)
-			}
-
-			var got []expectedError
-			for _, d := range diags.Errs() {
-				diag := d.(*hcl.Diagnostic)
-				require.NotNil(t, diag.Subject, "diagnostic %q has no subject", diag.Summary)
-				require.Equal(t, display, diag.Subject.Filename)
-				got = append(got, expectedError{Line: diag.Subject.Start.Line, Summary: diag.Summary})
-			}
-			require.ElementsMatch(t, want, got, "diagnostics:\n%s", renderText(t, display, src, diags))
-
-			rendered := renderText(t, display, src, diags)
-			golden := strings.TrimSuffix(path, ".hcl") + ".golden"
-			if *update {
-				require.NoError(t, os.WriteFile(golden, []byte(rendered), 0o644))
-			}
-			wantText, err := os.ReadFile(golden)
-			require.NoError(t, err, "run go test -update to create %s", golden)
-			require.Equal(t, string(wantText), rendered)
-		})
-	}
+		rendered := renderText(t, display, f.Src, diags)
+		require.ElementsMatch(t, f.Want, testhcl.Errors(t, display, diags), "diagnostics:\n%s", rendered)
+		golden := strings.TrimSuffix(f.Path, ".hcl") + ".golden"
+		if *update {
+			require.NoError(t, os.WriteFile(golden, []byte(rendered), 0o644))
+		}
+		wantText, err := os.ReadFile(golden)
+		require.NoError(t, err, "run go test -update to create %s", golden)
+		require.Equal(t, string(wantText), rendered)
+	})
 }
 
 func renderText(t *testing.T, filename string, src []byte, diags hcl.Diagnostics) string {

@@ -142,9 +142,7 @@ func TestGraceRunsOutGivesBackUncharged(t *testing.T) {
 	// lease to wait out) and as their first attempt.
 	errc, _ = start(t, ctx, b.worker("w2", id, func(c *Config) { c.ExitWhenIdle = true; c.Concurrency = 3 }))
 	require.NoError(t, receive(t, ctx, errc, "the second Run"))
-	task, err := b.st.Task(ctx, id)
-	require.NoError(t, err)
-	require.Equal(t, ledger.Succeeded, task.Status, task.Reason)
+	task := succeeded(t, ctx, b.st, id)
 	require.Equal(t, 3, task.Attempts)
 	for _, u := range unitStates(t, b.st, id) {
 		require.Equal(t, 1, u.Committed, "unit %d", u.Item)
@@ -184,6 +182,16 @@ func TestContextEndGivesBackUncharged(t *testing.T) {
 	require.Zero(t, task.Attempts)
 }
 
+// oneUnitTask is one unit of the unit guest, with no input.
+const oneUnitTask = `
+task "t" {
+  step "one" {
+    plugin = "unit.wasm"
+    input  = {}
+  }
+}
+`
+
 // TestCancelWhileLoadingStopsTheAttempt: an attempt can be cancelled while
 // its plugin is being loaded: the cancel reaches it then, not at its first
 // heartbeat, and nothing runs or commits.
@@ -191,14 +199,7 @@ func TestCancelWhileLoadingStopsTheAttempt(t *testing.T) {
 	t.Parallel()
 	ctx := testCtx(t)
 	b := setup(t)
-	id := b.submit(t, "t", `
-task "t" {
-  step "one" {
-    plugin = "unit.wasm"
-    input  = {}
-  }
-}
-`)
+	id := b.submit(t, "t", oneUnitTask)
 	loading := make(chan struct{})
 	loaded := make(chan error, 1)
 	aborts := &Aborts{}
@@ -223,12 +224,7 @@ task "t" {
 		t.Fatalf("Run ended: %v", err)
 	default:
 	}
-	require.NoError(t, b.st.Read(func(r ledger.Reader) error {
-		as, err := r.Attempts(id, 0)
-		require.NoError(t, err)
-		require.Empty(t, as, "nothing committed")
-		return nil
-	}))
+	require.Empty(t, attempts(t, b.st, id, 0), "nothing committed")
 }
 
 // TestLeaseRenewedWhileLoading: a plugin that takes longer to load than a
@@ -238,14 +234,7 @@ func TestLeaseRenewedWhileLoading(t *testing.T) {
 	t.Parallel()
 	ctx := testCtx(t)
 	b := setup(t)
-	id := b.submit(t, "t", `
-task "t" {
-  step "one" {
-    plugin = "unit.wasm"
-    input  = {}
-  }
-}
-`)
+	id := b.submit(t, "t", oneUnitTask)
 	loading := make(chan struct{})
 	hold := make(chan struct{})
 	var beats atomic.Int32
@@ -272,9 +261,7 @@ task "t" {
 	require.Equal(t, int32(2), beats.Load(), "renewed twice while the plugin loaded")
 	close(hold)
 	require.NoError(t, receive(t, ctx, errc, "Run"))
-	task, err := b.st.Task(ctx, id)
-	require.NoError(t, err)
-	require.Equal(t, ledger.Succeeded, task.Status, task.Reason)
+	task := succeeded(t, ctx, b.st, id)
 	require.Equal(t, 1, task.Attempts)
 	require.Zero(t, countEvents(events(t, b.st, id), ledger.EvLeaseExpired))
 }
@@ -304,9 +291,7 @@ task "stateless" {
 	id := b.submit(t, "t", task)
 	errc, _ := start(t, ctx, b.worker("w", id, func(c *Config) { c.ExitWhenIdle = true }))
 	require.NoError(t, receive(t, ctx, errc, "Run"))
-	got, err := b.st.Task(ctx, id)
-	require.NoError(t, err)
-	require.Equal(t, ledger.Succeeded, got.Status, got.Reason)
+	succeeded(t, ctx, b.st, id)
 	require.Zero(t, b.rt.ReleaseTask(id), "the finished task's instance was closed as it finished")
 
 	// A check that the plugin does keep an instance while its task runs.

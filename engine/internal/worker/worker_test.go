@@ -176,6 +176,27 @@ func events(t *testing.T, st *store.Store, id string) []ledger.Event {
 	return evs
 }
 
+// attempts reads the attempts of a task's step.
+func attempts(t *testing.T, st *store.Store, id string, step int) []*ledger.Attempt {
+	t.Helper()
+	var as []*ledger.Attempt
+	require.NoError(t, st.Read(func(r ledger.Reader) error {
+		var err error
+		as, err = r.Attempts(id, step)
+		return err
+	}))
+	return as
+}
+
+// succeeded reads a task, which must have succeeded.
+func succeeded(t *testing.T, ctx context.Context, st *store.Store, id string) *ledger.Task {
+	t.Helper()
+	task, err := st.Task(ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, ledger.Succeeded, task.Status, task.Reason)
+	return task
+}
+
 func countEvents(evs []ledger.Event, typ ledger.EventType) int {
 	n := 0
 	for _, e := range evs {
@@ -226,9 +247,7 @@ func TestHeartbeatRetriedAfterTransientError(t *testing.T) {
 
 	srv.unblock()
 	require.NoError(t, receive(t, ctx, errc, "Run"))
-	task, err := b.st.Task(ctx, id)
-	require.NoError(t, err)
-	require.Equal(t, ledger.Succeeded, task.Status, task.Reason)
+	task := succeeded(t, ctx, b.st, id)
 	require.Equal(t, 1, task.Attempts)
 }
 
@@ -273,16 +292,10 @@ func TestLeaseRunsOutWhileHeartbeatsFail(t *testing.T) {
 	require.Equal(t, want, at)
 	mu.Unlock()
 
-	task, err := b.st.Task(ctx, id)
-	require.NoError(t, err)
-	require.Equal(t, ledger.Succeeded, task.Status, task.Reason)
-	require.NoError(t, b.st.Read(func(r ledger.Reader) error {
-		as, err := r.Attempts(id, 0)
-		require.NoError(t, err)
-		require.Len(t, as, 1, "the attempt whose lease ran out is not committed")
-		require.Equal(t, 2, as[0].Attempt)
-		return nil
-	}))
+	succeeded(t, ctx, b.st, id)
+	as := attempts(t, b.st, id, 0)
+	require.Len(t, as, 1, "the attempt whose lease ran out is not committed")
+	require.Equal(t, 2, as[0].Attempt)
 	require.Equal(t, 1, countEvents(events(t, b.st, id), ledger.EvLeaseExpired))
 }
 
@@ -320,9 +333,7 @@ func TestTakeoverAfterExpiry(t *testing.T) {
 	second := b.worker("b", id, func(c *Config) { c.ExitWhenIdle = true })
 	bErr, _ := start(t, ctx, second)
 	require.NoError(t, receive(t, ctx, bErr, "b's Run"))
-	task, err := b.st.Task(ctx, id)
-	require.NoError(t, err)
-	require.Equal(t, ledger.Succeeded, task.Status, task.Reason)
+	succeeded(t, ctx, b.st, id)
 
 	close(unblock)
 	receive(t, ctx, srv.gone, "a's attempt to be cancelled")
@@ -335,14 +346,10 @@ func TestTakeoverAfterExpiry(t *testing.T) {
 	_ = aDone
 	require.Equal(t, int32(1), calls.Load(), "no heartbeat after the lease was lost")
 
-	require.NoError(t, b.st.Read(func(r ledger.Reader) error {
-		as, err := r.Attempts(id, 0)
-		require.NoError(t, err)
-		require.Len(t, as, 1)
-		require.Equal(t, 2, as[0].Attempt)
-		require.Equal(t, second.Owner(), as[0].Owner)
-		return nil
-	}))
+	as := attempts(t, b.st, id, 0)
+	require.Len(t, as, 1)
+	require.Equal(t, 2, as[0].Attempt)
+	require.Equal(t, second.Owner(), as[0].Owner)
 	require.Equal(t, 1, countEvents(events(t, b.st, id), ledger.EvLeaseExpired))
 }
 
