@@ -28,6 +28,35 @@ func benchEngine(b *testing.B, wasm, task string, noSync bool) (*engine.Engine, 
 	return e, filepath.Join(dir, "task.hcl")
 }
 
+// runTask submits the task file at path and works it to its success, conc
+// units at once (0: Work's default).
+func runTask(b *testing.B, e *engine.Engine, path string, conc int) {
+	b.Helper()
+	ctx := context.Background()
+	t, _, err := e.Submit(ctx, path, engine.SubmitOptions{})
+	require.NoError(b, err)
+	require.NoError(b, e.Work(ctx, engine.WorkOptions{Task: t.ID, Concurrency: conc, ExitWhenIdle: true}))
+	got, err := e.Task(ctx, t.ID)
+	require.NoError(b, err)
+	require.Equal(b, ledger.Succeeded, got.Status, got.Reason)
+}
+
+// timeUnits runs one b.N times, timed, and reports the units of work a
+// second and the process's CPU time (user + system) a unit, each run
+// being items units.
+func timeUnits(b *testing.B, items int, one func()) {
+	b.ResetTimer()
+	cpu0 := cpuTime(b)
+	for range b.N {
+		one()
+	}
+	cpu := cpuTime(b) - cpu0
+	b.StopTimer()
+	b.ReportMetric(float64(b.N*items)/b.Elapsed().Seconds(), "units/s")
+	b.ReportMetric(float64(cpu.Microseconds())/1e3/float64(b.N*items), "cpu-ms/unit")
+	b.ReportMetric(0, "ns/op")
+}
+
 func serialTask(steps int, input string) string {
 	var sb strings.Builder
 	sb.WriteString("task \"serial\" {\n")
@@ -46,21 +75,12 @@ func runSerial(b *testing.B, wasm, input string, noSync bool) {
 }
 
 func runSerialN(b *testing.B, wasm, input string, noSync bool, steps int) {
-	ctx := context.Background()
 	e, path := benchEngine(b, wasm, serialTask(steps, input), noSync)
-	one := func() {
-		t, _, err := e.Submit(ctx, path, engine.SubmitOptions{})
-		require.NoError(b, err)
-		require.NoError(b, e.Work(ctx, engine.WorkOptions{Task: t.ID, ExitWhenIdle: true}))
-		got, err := e.Task(ctx, t.ID)
-		require.NoError(b, err)
-		require.Equal(b, ledger.Succeeded, got.Status, got.Reason)
-	}
-	one() // compile the plugin (once per process) outside the timing
+	runTask(b, e, path, 0) // compile the plugin (once per process) outside the timing
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
-		one()
+		runTask(b, e, path, 0)
 	}
 	b.StopTimer()
 	per := float64(b.Elapsed().Nanoseconds()) / float64(b.N*steps)
@@ -113,26 +133,11 @@ task "fan" {
 			name = "nosync"
 		}
 		b.Run(name, func(b *testing.B) {
-			ctx := context.Background()
 			e, path := benchEngine(b, wasm, task, noSync)
-			b.ResetTimer()
-			cpu0 := cpuTime(b)
-			for range b.N {
-				t, _, err := e.Submit(ctx, path, engine.SubmitOptions{})
-				require.NoError(b, err)
-				require.NoError(b, e.Work(ctx, engine.WorkOptions{Task: t.ID, Concurrency: 16, ExitWhenIdle: true}))
-				got, err := e.Task(ctx, t.ID)
-				require.NoError(b, err)
-				require.Equal(b, ledger.Succeeded, got.Status, got.Reason)
-			}
-			cpu := cpuTime(b) - cpu0
-			b.StopTimer()
-			b.ReportMetric(float64(b.N*items)/b.Elapsed().Seconds(), "units/s")
-			b.ReportMetric(float64(cpu.Microseconds())/1e3/float64(b.N*items), "cpu-ms/unit")
+			timeUnits(b, items, func() { runTask(b, e, path, 16) })
 			if syncs, ops := engine.StoreOf(e).SyncStats(); syncs > 0 {
 				b.ReportMetric(float64(ops)/float64(syncs), "ops/sync")
 			}
-			b.ReportMetric(0, "ns/op")
 		})
 	}
 }
@@ -158,27 +163,9 @@ task "fan" {
 	for _, g := range []struct{ name, guest string }{{"fresh", "conformance"}, {"reuse", "stateless"}} {
 		b.Run(g.name, func(b *testing.B) {
 			wasm := testwasm.BuildGo(b, filepath.Join(testwasm.ModuleRoot(b), "testdata/guests/go", g.guest))
-			ctx := context.Background()
 			e, path := benchEngine(b, wasm, task, false)
-			one := func() {
-				t, _, err := e.Submit(ctx, path, engine.SubmitOptions{})
-				require.NoError(b, err)
-				require.NoError(b, e.Work(ctx, engine.WorkOptions{Task: t.ID, Concurrency: 16, ExitWhenIdle: true}))
-				got, err := e.Task(ctx, t.ID)
-				require.NoError(b, err)
-				require.Equal(b, ledger.Succeeded, got.Status, got.Reason)
-			}
-			one() // compile the plugin outside the timing
-			b.ResetTimer()
-			cpu0 := cpuTime(b)
-			for range b.N {
-				one()
-			}
-			cpu := cpuTime(b) - cpu0
-			b.StopTimer()
-			b.ReportMetric(float64(b.N*items)/b.Elapsed().Seconds(), "units/s")
-			b.ReportMetric(float64(cpu.Microseconds())/1e3/float64(b.N*items), "cpu-ms/unit")
-			b.ReportMetric(0, "ns/op")
+			runTask(b, e, path, 16) // compile the plugin outside the timing
+			timeUnits(b, items, func() { runTask(b, e, path, 16) })
 		})
 	}
 }

@@ -22,9 +22,7 @@ func TestCompilationCacheSharedByHomes(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	for _, c := range []string{"pipeline", "trap"} {
-		b, err := os.ReadFile(testwasm.BuildC(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/c/"+c+".c")))
-		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(filepath.Join(dir, c+".wasm"), b, 0o644))
+		testwasm.Copy(t, testwasm.BuildC(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/c/"+c+".c")), filepath.Join(dir, c+".wasm"))
 	}
 	task := filepath.Join(dir, "task.hcl")
 	require.NoError(t, os.WriteFile(task, []byte(`

@@ -22,9 +22,7 @@ func TestPluginFact(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
-	wasm, err := os.ReadFile(testwasm.BuildC(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/c/environ.c")))
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "environ.wasm"), wasm, 0o644))
+	testwasm.Copy(t, testwasm.BuildC(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/c/environ.c")), filepath.Join(dir, "environ.wasm"))
 	task := func(probe string) string {
 		return `task "probed" {
   environment {

@@ -1,16 +1,11 @@
 package engine_test
 
 import (
-	"context"
 	"fmt"
 	"path/filepath"
 	"testing"
 
-	"github.com/stretchr/testify/require"
-
-	"github.com/lhengine/lhengine/engine"
 	"github.com/lhengine/lhengine/internal/testwasm"
-	"github.com/lhengine/lhengine/ledger"
 )
 
 // BenchmarkFanOutLanguages: the per-unit cost of a plugin in each SDK's
@@ -47,27 +42,9 @@ task "fan" {
 	}
 	for _, g := range guests {
 		b.Run(g.lang, func(b *testing.B) {
-			ctx := context.Background()
 			e, path := benchEngine(b, g.build(), task, false)
-			one := func() {
-				t, _, err := e.Submit(ctx, path, engine.SubmitOptions{})
-				require.NoError(b, err)
-				require.NoError(b, e.Work(ctx, engine.WorkOptions{Task: t.ID, Concurrency: 16, ExitWhenIdle: true}))
-				got, err := e.Task(ctx, t.ID)
-				require.NoError(b, err)
-				require.Equal(b, ledger.Succeeded, got.Status, got.Reason)
-			}
-			one() // compile the plugin outside the timing
-			b.ResetTimer()
-			cpu0 := cpuTime(b)
-			for range b.N {
-				one()
-			}
-			cpu := cpuTime(b) - cpu0
-			b.StopTimer()
-			b.ReportMetric(float64(b.N*items)/b.Elapsed().Seconds(), "units/s")
-			b.ReportMetric(float64(cpu.Microseconds())/1e3/float64(b.N*items), "cpu-ms/unit")
-			b.ReportMetric(0, "ns/op")
+			runTask(b, e, path, 16) // compile the plugin outside the timing
+			timeUnits(b, items, func() { runTask(b, e, path, 16) })
 		})
 	}
 }

@@ -10,23 +10,23 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/engine"
+	"github.com/lhengine/lhengine/internal/testpolicy"
 	"github.com/lhengine/lhengine/internal/testwasm"
 	"github.com/lhengine/lhengine/ledger"
 )
-
-// copyFile copies a built module into the test's folder.
-func copyFile(t *testing.T, from, to string) {
-	t.Helper()
-	b, err := os.ReadFile(from)
-	require.NoError(t, err)
-	require.NoError(t, os.MkdirAll(filepath.Dir(to), 0o755))
-	require.NoError(t, os.WriteFile(to, b, 0o644))
-}
 
 func writeFile(t *testing.T, path, text string) {
 	t.Helper()
 	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
 	require.NoError(t, os.WriteFile(path, []byte(text), 0o644))
+}
+
+// toolPolicies writes the library's single-tool-at-a-time and
+// context-reset-every-n into the bundle's policies folder.
+func (b *testBundle) toolPolicies(t *testing.T) {
+	t.Helper()
+	writeFile(t, filepath.Join(b.dir, "policies", "single.hcl"), library(t, "single-tool-at-a-time", nil))
+	writeFile(t, filepath.Join(b.dir, "policies", "reset.hcl"), library(t, "context-reset-every-n", nil))
 }
 
 // library returns a policy file of the repository's policies/ library with
@@ -58,9 +58,8 @@ task "params" {
     input  = { mode = "echo" }
   }
 }`)
-	copyFile(t, testwasm.BuildC(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/c/policy.c")), filepath.Join(b.dir, "policy.wasm"))
-	writeFile(t, filepath.Join(b.dir, "policies", "single.hcl"), library(t, "single-tool-at-a-time", nil))
-	writeFile(t, filepath.Join(b.dir, "policies", "reset.hcl"), library(t, "context-reset-every-n", nil))
+	testwasm.Copy(t, testwasm.BuildC(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/c/policy.c")), filepath.Join(b.dir, "policy.wasm"))
+	b.toolPolicies(t)
 	writeFile(t, filepath.Join(b.dir, "policies", "shots.hcl"), `
 policy "few-shot" {
   version    = 1
@@ -126,8 +125,8 @@ task "report" {
   }
 }`)
 	root := testwasm.ModuleRoot(t)
-	copyFile(t, testwasm.BuildGo(t, filepath.Join(root, "plugins/examples/critic/draft")), filepath.Join(b.dir, "draft.wasm"))
-	copyFile(t, testwasm.BuildGo(t, filepath.Join(root, "plugins/examples/critic/critic")), filepath.Join(b.dir, "critic.wasm"))
+	testwasm.Copy(t, testwasm.BuildGo(t, filepath.Join(root, "plugins/examples/critic/draft")), filepath.Join(b.dir, "draft.wasm"))
+	testwasm.Copy(t, testwasm.BuildGo(t, filepath.Join(root, "plugins/examples/critic/critic")), filepath.Join(b.dir, "critic.wasm"))
 	writeFile(t, filepath.Join(b.dir, "policies", "critic-after-draft.hcl"),
 		library(t, "critic-after-draft", map[string]string{"../plugins/examples/critic/critic.wasm": "../critic.wasm"}))
 
@@ -172,19 +171,9 @@ task "pinned" {
   }
 }`)
 	policy := func(text string) string {
-		return `
-policy "mark" {
-  version    = 1
-  assumption = "a test fixture"
-  evidence {
-    text = "none"
-  }
-  insert "mark" {
-    after  = "a"
+		return testpolicy.Insert("mark", `    after  = "a"
     plugin = "../step.wasm"
-    input  = { mode = "echo", mark = "` + text + `", from = step.anchor.output }
-  }
-}`
+    input  = { mode = "echo", mark = "`+text+`", from = step.anchor.output }`)
 	}
 	path := filepath.Join(b.dir, "policies", "mark.hcl")
 	writeFile(t, path, policy("old"))
@@ -231,9 +220,8 @@ task "art" {
     input  = { mode = "artifact" }
   }
 }`)
-	copyFile(t, testwasm.BuildC(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/c/caps.c")), filepath.Join(b.dir, "caps.wasm"))
-	writeFile(t, filepath.Join(b.dir, "policies", "single.hcl"), library(t, "single-tool-at-a-time", nil))
-	writeFile(t, filepath.Join(b.dir, "policies", "reset.hcl"), library(t, "context-reset-every-n", nil))
+	testwasm.Copy(t, testwasm.BuildC(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/c/caps.c")), filepath.Join(b.dir, "caps.wasm"))
+	b.toolPolicies(t)
 	task := b.work(t, b.submit(t, nil).ID)
 	require.Equal(t, ledger.Succeeded, task.Status, task.Reason)
 	var arts []ledger.Provenance
@@ -264,7 +252,7 @@ task "report" {
   }
 }`)
 	root := testwasm.ModuleRoot(t)
-	copyFile(t, testwasm.BuildGo(t, filepath.Join(root, "plugins/examples/planner")), filepath.Join(b.dir, "planner.wasm"))
+	testwasm.Copy(t, testwasm.BuildGo(t, filepath.Join(root, "plugins/examples/planner")), filepath.Join(b.dir, "planner.wasm"))
 	writeFile(t, filepath.Join(b.dir, "policies", "plan-before-execute.hcl"),
 		library(t, "plan-before-execute", map[string]string{"../plugins/examples/planner/planner.wasm": "../planner.wasm"}))
 	plans := map[string]string{}

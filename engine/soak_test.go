@@ -1,7 +1,6 @@
 package engine_test
 
 import (
-	"context"
 	"os"
 	"runtime"
 	"strconv"
@@ -9,9 +8,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/lhengine/lhengine/engine"
-	"github.com/lhengine/lhengine/ledger"
 )
 
 // rssAnon reads the process's anonymous resident memory (heap, stacks,
@@ -42,18 +38,12 @@ func rssAnon(b *testing.B) int64 {
 //
 //	go test -run '^$' -bench SequentialTasksRSS -benchtime 10000x ./engine/
 func BenchmarkSequentialTasksRSS(b *testing.B) {
-	ctx := context.Background()
 	e, path := benchEngine(b, pipelineWasm(b), serialTask(3, `{ mode = "echo", at = "x" }`), false)
 	warm := min(b.N, 1000)
 	var base int64
 	b.ResetTimer()
 	for i := range b.N {
-		t, _, err := e.Submit(ctx, path, engine.SubmitOptions{})
-		require.NoError(b, err)
-		require.NoError(b, e.Work(ctx, engine.WorkOptions{Task: t.ID, ExitWhenIdle: true}))
-		got, err := e.Task(ctx, t.ID)
-		require.NoError(b, err)
-		require.Equal(b, ledger.Succeeded, got.Status, got.Reason)
+		runTask(b, e, path, 0)
 		if i+1 == warm {
 			runtime.GC()
 			base = rssAnon(b)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/lhengine/lhengine/engine"
 	"github.com/lhengine/lhengine/internal/testgate"
+	"github.com/lhengine/lhengine/internal/testpolicy"
 	"github.com/lhengine/lhengine/internal/testwasm"
 	"github.com/lhengine/lhengine/ledger"
 )
@@ -25,20 +26,10 @@ func TestEveryInsertRunsWhileItsAnchorRuns(t *testing.T) {
 	b := setupGated(t, `task "windows" {
   policies = ["tally"]
 `+g.Step("each", "gate.wasm", 5, 2)+`}`)
-	writeFile(t, filepath.Join(b.dir, "policies", "tally.hcl"), `
-policy "tally" {
-  version    = 1
-  assumption = "A test fixture."
-  evidence {
-    text = "None: a test fixture."
-  }
-  insert "tally" {
-    after  = "each"
+	writeFile(t, filepath.Join(b.dir, "policies", "tally.hcl"), testpolicy.Insert("tally", `    after  = "each"
     every  = 2
     plugin = "../step.wasm"
-    input  = { mode = "echo", window = each.key, from = each.value.from, to = each.value.to, items = [for o in step.anchor.output : o.item] }
-  }
-}`)
+    input  = { mode = "echo", window = each.key, from = each.value.from, to = each.value.to, items = [for o in step.anchor.output : o.item] }`))
 	task := b.submit(t, nil)
 	worked := make(chan error, 1)
 	go func() {
@@ -130,7 +121,7 @@ task "long" {
   }
 }`)
 	root := testwasm.ModuleRoot(t)
-	copyFile(t, testwasm.BuildGo(t, filepath.Join(root, "plugins/examples/summary")), filepath.Join(b.dir, "summary.wasm"))
+	testwasm.Copy(t, testwasm.BuildGo(t, filepath.Join(root, "plugins/examples/summary")), filepath.Join(b.dir, "summary.wasm"))
 	writeFile(t, filepath.Join(b.dir, "policies", "periodic-summary.hcl"),
 		library(t, "periodic-summary", map[string]string{"../plugins/examples/summary/summary.wasm": "../summary.wasm"}))
 	task, _, err := b.e.Submit(b.ctx, filepath.Join(b.dir, "task.hcl"), engine.SubmitOptions{Policies: []string{"periodic-summary@2"}})

@@ -111,9 +111,7 @@ func TestDashboardAgentControls(t *testing.T) {
 	defer cancel()
 
 	dir := t.TempDir()
-	wasm, err := os.ReadFile(testwasm.BuildC(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/c/pipeline.c")))
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "step.wasm"), wasm, 0o644))
+	testwasm.Copy(t, testwasm.BuildC(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/c/pipeline.c")), filepath.Join(dir, "step.wasm"))
 	testwasm.Copy(t, testwasm.BuildC(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/c/gate.c")), filepath.Join(dir, "gate.wasm"))
 	g := testgate.New(t)
 

@@ -43,12 +43,19 @@ func TestPauseAndBudgetRaiseOverTheAPI(t *testing.T) {
 	require.Equal(t, int64(10), got.Budget.Limits.Units)
 	evs, err := c.Events(ctx, task.ID, 0)
 	require.NoError(t, err)
+	require.Equal(t, 2, raisedBy(t, evs, "owner"))
+}
+
+// raisedBy counts the budget raises among evs, each of which must have
+// been made by owner.
+func raisedBy(t *testing.T, evs []api.Event, owner string) int {
+	t.Helper()
 	raised := 0
 	for _, e := range evs {
 		if e.Type == api.EvBudgetRaised {
 			raised++
-			require.Equal(t, "owner", e.Owner)
+			require.Equal(t, owner, e.Owner)
 		}
 	}
-	require.Equal(t, 2, raised)
+	return raised
 }

@@ -146,14 +146,7 @@ func TestNamedTokensOverTCP(t *testing.T) {
 	require.NoError(t, err)
 	evs, err := asOwner.Events(ctx, task.ID, 0)
 	require.NoError(t, err)
-	raised := 0
-	for _, ev := range evs {
-		if ev.Type == api.EvBudgetRaised {
-			raised++
-			require.Equal(t, "bob", ev.Owner)
-		}
-	}
-	require.Equal(t, 1, raised)
+	require.Equal(t, 1, raisedBy(t, evs, "bob"))
 }
 
 func approvalsOf(t *testing.T, e *engine.Engine, id string) []ledger.Approval {

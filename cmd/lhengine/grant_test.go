@@ -10,21 +10,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/api"
+	"github.com/lhengine/lhengine/internal/testpolicy"
 	"github.com/lhengine/lhengine/internal/testwasm"
 )
 
 // grabPolicy inserts, after every step, a step that mounts the host's root
 // and may fetch from anywhere on loopback: capabilities the task grants no
 // step of its own.
-const grabPolicy = `
-policy "grab" {
-  version    = 1
-  assumption = "a test fixture"
-  evidence {
-    text = "none"
-  }
-  insert "grab" {
-    after  = "*"
+var grabPolicy = testpolicy.Insert("grab", `    after  = "*"
     plugin = "../files.wasm"
     input  = { mode = "read", path = "/mnt/root${step.anchor.output.secret}" }
     mount "root" {
@@ -32,10 +25,7 @@ policy "grab" {
     }
     http {
       allow = ["127.0.0.1:*"]
-    }
-  }
-}
-`
+    }`)
 
 // TestPolicyCannotGrantWhatTheTaskDoesNot runs a one-step task that grants
 // nothing with a policy whose inserted step mounts / to read a file outside

@@ -11,6 +11,7 @@ import (
 
 	"github.com/lhengine/lhengine/api"
 	"github.com/lhengine/lhengine/internal/crashpoint"
+	"github.com/lhengine/lhengine/internal/testpolicy"
 )
 
 const policyTask = `
@@ -28,20 +29,9 @@ task "pinned" {
 `
 
 func markPolicy(mark string) string {
-	return `
-policy "mark" {
-  version    = 1
-  assumption = "a test fixture"
-  evidence {
-    text = "none"
-  }
-  insert "mark" {
-    after  = "b"
+	return testpolicy.Insert("mark", `    after  = "b"
     plugin = "../step.wasm"
-    input  = { mode = "echo", mark = "` + mark + `", from = step.anchor.output.n }
-  }
-}
-`
+    input  = { mode = "echo", mark = "`+mark+`", from = step.anchor.output.n }`)
 }
 
 // TestPolicyPinnedAcrossKillAndResume runs a task with a policy in a real

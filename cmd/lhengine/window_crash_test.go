@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/internal/crashpoint"
+	"github.com/lhengine/lhengine/internal/testpolicy"
 	"github.com/lhengine/lhengine/ledger"
 )
 
@@ -24,21 +25,10 @@ task "windows" {
 }
 `
 
-const tallyPolicy = `
-policy "tally" {
-  version    = 1
-  assumption = "A test fixture."
-  evidence {
-    text = "None: a test fixture."
-  }
-  insert "tally" {
-    after  = "each"
+var tallyPolicy = testpolicy.Insert("tally", `    after  = "each"
     every  = 7
     plugin = "../step.wasm"
-    input  = { mode = "echo", from = each.value.from, to = each.value.to, items = each.value.items, seen = [for o in step.anchor.output : o.item.index] }
-  }
-}
-`
+    input  = { mode = "echo", from = each.value.from, to = each.value.to, items = each.value.items, seen = [for o in step.anchor.output : o.item.index] }`)
 
 // TestSIGKILLWhileWindowsFillLosesAndRepeatsNothing kills a real lhengine
 // process twice while a step inserted every 7 units runs beside a fan-out

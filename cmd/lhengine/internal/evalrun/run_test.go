@@ -14,6 +14,7 @@ import (
 
 	"github.com/lhengine/lhengine/engine"
 	"github.com/lhengine/lhengine/internal/testmodel"
+	"github.com/lhengine/lhengine/internal/testpolicy"
 	"github.com/lhengine/lhengine/internal/testwasm"
 	"github.com/lhengine/lhengine/ledger"
 )
@@ -33,20 +34,9 @@ task "seeded" {
 }
 `
 
-const markPolicy = `
-policy "mark" {
-  version    = 1
-  assumption = "a test fixture"
-  evidence {
-    text = "none"
-  }
-  insert "mark" {
-    after  = "b"
+var markPolicy = testpolicy.Insert("mark", `    after  = "b"
     plugin = "../step.wasm"
-    input  = { mode = "echo", word = "marked", seed = step.anchor.output.seed }
-  }
-}
-`
+    input  = { mode = "echo", word = "marked", seed = step.anchor.output.seed }`)
 
 const smallSet = `
 eval "small" {
