@@ -109,7 +109,7 @@ task "one" {
   }
 }
 `)
-	testwasm.Copy(t, testwasm.BuildGo(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/go/approver")), filepath.Join(b.dir, "approver.wasm"))
+	testwasm.Copy(t, testwasm.GoGuest(t, "approver"), filepath.Join(b.dir, "approver.wasm"))
 	require.NoError(t, os.Mkdir(filepath.Join(b.dir, "cfg"), 0o755))
 	writeFile(t, filepath.Join(b.dir, "cfg", "deploy.yaml"), "replicas: 2")
 	task := b.submit(t, nil)

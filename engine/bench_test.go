@@ -3,7 +3,6 @@ package engine_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -19,9 +18,7 @@ import (
 // in a folder holding the plugin and the task source.
 func benchEngine(b *testing.B, wasm, task string, noSync bool) (*engine.Engine, string) {
 	b.Helper()
-	dir := b.TempDir()
-	testwasm.Copy(b, wasm, filepath.Join(dir, "step.wasm"))
-	require.NoError(b, os.WriteFile(filepath.Join(dir, "task.hcl"), []byte(task), 0o644))
+	dir := testwasm.TaskDir(b, wasm, task)
 	e, err := engine.Open(context.Background(), engine.Config{Home: filepath.Join(dir, "home"), NoSync: noSync})
 	require.NoError(b, err)
 	b.Cleanup(func() { e.Close(context.Background()) })
@@ -57,6 +54,20 @@ func timeUnits(b *testing.B, items int, one func()) {
 	b.ReportMetric(0, "ns/op")
 }
 
+// echoFanOut is a task of one step: a fan-out of n echo units, 16 at once.
+func echoFanOut(n int) string {
+	return fmt.Sprintf(`
+task "fan" {
+  step "each" {
+    plugin      = "step.wasm"
+    for_each    = range(%d)
+    concurrency = 16
+    input       = { mode = "echo" }
+  }
+}
+`, n)
+}
+
 func serialTask(steps int, input string) string {
 	var sb strings.Builder
 	sb.WriteString("task \"serial\" {\n")
@@ -90,7 +101,7 @@ func runSerialN(b *testing.B, wasm, input string, noSync bool, steps int) {
 
 // BenchmarkSerialStepsC: (a) serial trivial steps of a C guest, durable.
 func BenchmarkSerialStepsC(b *testing.B) {
-	wasm := testwasm.BuildC(b, filepath.Join(testwasm.ModuleRoot(b), "testdata/guests/c/pipeline.c"))
+	wasm := testwasm.CGuest(b, "pipeline")
 	b.Run("fsync", func(b *testing.B) { runSerial(b, wasm, `{ mode = "echo" }`, false) })
 	b.Run("nosync", func(b *testing.B) { runSerial(b, wasm, `{ mode = "echo" }`, true) })
 }
@@ -98,7 +109,7 @@ func BenchmarkSerialStepsC(b *testing.B) {
 // BenchmarkSerialStepsLength: the cost of a durable serial step as the
 // pipeline grows (the task record holds every step's state).
 func BenchmarkSerialStepsLength(b *testing.B) {
-	wasm := testwasm.BuildC(b, filepath.Join(testwasm.ModuleRoot(b), "testdata/guests/c/pipeline.c"))
+	wasm := testwasm.CGuest(b, "pipeline")
 	for _, n := range []int{50, 400, 1000} {
 		b.Run(fmt.Sprint(n), func(b *testing.B) { runSerialN(b, wasm, `{ mode = "echo" }`, false, n) })
 	}
@@ -106,7 +117,7 @@ func BenchmarkSerialStepsLength(b *testing.B) {
 
 // BenchmarkSerialStepsGo: (b) the same with a Go (wasip1) guest using the SDK.
 func BenchmarkSerialStepsGo(b *testing.B) {
-	wasm := testwasm.BuildGo(b, filepath.Join(testwasm.ModuleRoot(b), "testdata/guests/go/conformance"))
+	wasm := testwasm.GoGuest(b, "conformance")
 	b.Run("fsync", func(b *testing.B) { runSerial(b, wasm, `{ mode = "echo" }`, false) })
 }
 
@@ -115,7 +126,7 @@ func BenchmarkSerialStepsGo(b *testing.B) {
 // is the process's CPU time (user + system) per unit: on a shared machine
 // it moves less with the load than units/s.
 func BenchmarkFanOutC(b *testing.B) {
-	wasm := testwasm.BuildC(b, filepath.Join(testwasm.ModuleRoot(b), "testdata/guests/c/pipeline.c"))
+	wasm := testwasm.CGuest(b, "pipeline")
 	const items = 10000
 	task := fmt.Sprintf(`
 task "fan" {
@@ -150,19 +161,10 @@ task "fan" {
 // per unit.
 func BenchmarkFanOutGo(b *testing.B) {
 	const items = 1000
-	task := fmt.Sprintf(`
-task "fan" {
-  step "each" {
-    plugin      = "step.wasm"
-    for_each    = range(%d)
-    concurrency = 16
-    input       = { mode = "echo" }
-  }
-}
-`, items)
+	task := echoFanOut(items)
 	for _, g := range []struct{ name, guest string }{{"fresh", "conformance"}, {"reuse", "stateless"}} {
 		b.Run(g.name, func(b *testing.B) {
-			wasm := testwasm.BuildGo(b, filepath.Join(testwasm.ModuleRoot(b), "testdata/guests/go", g.guest))
+			wasm := testwasm.GoGuest(b, g.guest)
 			e, path := benchEngine(b, wasm, task, false)
 			runTask(b, e, path, 16) // compile the plugin outside the timing
 			timeUnits(b, items, func() { runTask(b, e, path, 16) })

@@ -22,7 +22,7 @@ func TestCompilationCacheSharedByHomes(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	for _, c := range []string{"pipeline", "trap"} {
-		testwasm.Copy(t, testwasm.BuildC(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/c/"+c+".c")), filepath.Join(dir, c+".wasm"))
+		testwasm.Copy(t, testwasm.CGuest(t, c), filepath.Join(dir, c+".wasm"))
 	}
 	task := filepath.Join(dir, "task.hcl")
 	require.NoError(t, os.WriteFile(task, []byte(`

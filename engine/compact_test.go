@@ -55,7 +55,7 @@ func TestCompactionKeepsProtectedFactsVerbatim(t *testing.T) {
 }
 `)
 	b := setup(t, src.String())
-	testwasm.Copy(t, testwasm.BuildGo(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/go/handoff")), filepath.Join(b.dir, "handoff.wasm"))
+	testwasm.Copy(t, testwasm.GoGuest(t, "handoff"), filepath.Join(b.dir, "handoff.wasm"))
 	task := b.submit(t, nil)
 	got := b.work(t, task.ID)
 	require.Equal(t, ledger.Succeeded, got.Status, got.Reason)
@@ -157,7 +157,7 @@ task "audit" {
   }
 }`)
 	root := testwasm.ModuleRoot(t)
-	testwasm.Copy(t, testwasm.BuildGo(t, filepath.Join(root, "testdata/guests/go/handoff")), filepath.Join(b.dir, "handoff.wasm"))
+	testwasm.Copy(t, testwasm.GoGuest(t, "handoff"), filepath.Join(b.dir, "handoff.wasm"))
 	testwasm.Copy(t, testwasm.BuildGo(t, filepath.Join(root, "plugins/examples/compactor")), filepath.Join(b.dir, "compactor.wasm"))
 	writeFile(t, filepath.Join(b.dir, "policies", "compact-notes.hcl"),
 		library(t, "compact-notes", map[string]string{"../plugins/examples/compactor/compactor.wasm": "../compactor.wasm"}))

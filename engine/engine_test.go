@@ -30,11 +30,7 @@ type testBundle struct {
 // and opens an engine whose home is in it.
 func setup(t *testing.T, task string) *testBundle {
 	t.Helper()
-	wasm := testwasm.BuildC(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/c/pipeline.c"))
-	dir := t.TempDir()
-	testwasm.Copy(t, wasm, filepath.Join(dir, "step.wasm"))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "task.hcl"), []byte(task), 0o644))
-	tb := &testBundle{dir: dir, ctx: context.Background()}
+	tb := &testBundle{dir: testwasm.TaskDir(t, testwasm.CGuest(t, "pipeline"), task), ctx: context.Background()}
 	tb.open(t)
 	return tb
 }
@@ -43,7 +39,7 @@ func setup(t *testing.T, task string) *testBundle {
 func setupGated(t *testing.T, task string) *testBundle {
 	t.Helper()
 	b := setup(t, task)
-	testwasm.Copy(t, testwasm.BuildC(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/c/gate.c")), filepath.Join(b.dir, "gate.wasm"))
+	testwasm.Copy(t, testwasm.CGuest(t, "gate"), filepath.Join(b.dir, "gate.wasm"))
 	return b
 }
 
@@ -392,7 +388,7 @@ task "bad" {
 func TestStepsShareTheTaskWorkspaceAndReadOnlyMounts(t *testing.T) {
 	t.Parallel()
 	b := setup(t, "")
-	files := testwasm.BuildC(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/c/files.c"))
+	files := testwasm.CGuest(t, "files")
 	testwasm.Copy(t, files, filepath.Join(b.dir, "files.wasm"))
 	require.NoError(t, os.MkdirAll(filepath.Join(b.dir, "data"), 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(b.dir, "data", "pages.txt"), []byte("a b c"), 0o644))

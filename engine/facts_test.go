@@ -22,7 +22,7 @@ func TestPluginFact(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
-	testwasm.Copy(t, testwasm.BuildC(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/c/environ.c")), filepath.Join(dir, "environ.wasm"))
+	testwasm.Copy(t, testwasm.CGuest(t, "environ"), filepath.Join(dir, "environ.wasm"))
 	task := func(probe string) string {
 		return `task "probed" {
   environment {

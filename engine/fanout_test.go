@@ -75,7 +75,7 @@ func BenchmarkFanOutPlanned(b *testing.B) {
 }
 
 func benchFanOutPlanned(b *testing.B, items int) {
-	wasm := pipelineWasm(b)
+	wasm := testwasm.CGuest(b, "pipeline")
 	ctx := context.Background()
 	e, path := benchEngine(b, wasm, runTimeFanOut(items), false)
 	// A small run first: the plugin's compilation, the caches and Badger's
@@ -123,8 +123,4 @@ func benchFanOutPlanned(b *testing.B, items int) {
 	b.ReportMetric(float64(after.Sys)/float64(1<<20), "sys-MiB")
 	b.ReportMetric(float64(rssPeak-rssBefore)/float64(items), "peak-rss-B/item")
 	b.ReportMetric(0, "ns/op")
-}
-
-func pipelineWasm(b *testing.B) string {
-	return testwasm.BuildC(b, filepath.Join(testwasm.ModuleRoot(b), "testdata/guests/c/pipeline.c"))
 }

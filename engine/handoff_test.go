@@ -45,7 +45,7 @@ task "migrate" {
 func TestHandoffAfterAContextReset(t *testing.T) {
 	t.Parallel()
 	b := setup(t, handoffTask)
-	testwasm.Copy(t, testwasm.BuildGo(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/go/handoff")), filepath.Join(b.dir, "handoff.wasm"))
+	testwasm.Copy(t, testwasm.GoGuest(t, "handoff"), filepath.Join(b.dir, "handoff.wasm"))
 	task := b.submit(t, nil)
 	require.Equal(t, ledger.WaitingApproval, b.work(t, task.ID).Status)
 

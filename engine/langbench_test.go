@@ -1,7 +1,6 @@
 package engine_test
 
 import (
-	"fmt"
 	"path/filepath"
 	"testing"
 
@@ -16,23 +15,14 @@ import (
 // per unit; the plugin is compiled before the timing.
 func BenchmarkFanOutLanguages(b *testing.B) {
 	const items = 1000
-	task := fmt.Sprintf(`
-task "fan" {
-  step "each" {
-    plugin      = "step.wasm"
-    for_each    = range(%d)
-    concurrency = 16
-    input       = { mode = "echo" }
-  }
-}
-`, items)
+	task := echoFanOut(items)
 	root := testwasm.ModuleRoot(b)
 	guests := []struct {
 		lang  string
 		build func() string
 	}{
-		{"c", func() string { return testwasm.BuildC(b, filepath.Join(root, "testdata/guests/c/conformance.c")) }},
-		{"go", func() string { return testwasm.BuildGo(b, filepath.Join(root, "testdata/guests/go/conformance")) }},
+		{"c", func() string { return testwasm.CGuest(b, "conformance") }},
+		{"go", func() string { return testwasm.GoGuest(b, "conformance") }},
 		{"rust", func() string {
 			return testwasm.BuildRust(b, filepath.Join(root, "testdata/guests/rust/conformance/main.rs"))
 		}},

@@ -11,11 +11,11 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/dgraph-io/badger/v4"
 	"github.com/hashicorp/go-hclog"
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/engine"
+	"github.com/lhengine/lhengine/internal/testbadger"
 	"github.com/lhengine/lhengine/internal/testmodel"
 	"github.com/lhengine/lhengine/internal/testwasm"
 	"github.com/lhengine/lhengine/ledger"
@@ -49,7 +49,7 @@ func (l *lockedBuffer) String() string {
 // engine's log.
 func TestModelCallsFromAGoGuest(t *testing.T) {
 	t.Parallel()
-	wasm := testwasm.BuildGo(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/go/model"))
+	wasm := testwasm.GoGuest(t, "model")
 	for _, proto := range []string{"openai", "anthropic"} {
 		t.Run(proto, func(t *testing.T) {
 			t.Parallel()
@@ -173,41 +173,16 @@ task "ask" {
 			require.NoError(t, e.Close(ctx))
 			require.NotContains(t, logs.String(), secret, "the engine's log")
 			require.Contains(t, logs.String(), "failing attempt 1 on purpose", "the log was captured")
-			scanStore(t, filepath.Join(home, "store"), secret)
+			require.Greater(t, testbadger.RequireAbsent(t, filepath.Join(home, "store"), secret), 10, "the store was read")
 		})
 	}
-}
-
-// scanStore fails the test if any key or value of the store in dir holds
-// secret.
-func scanStore(t *testing.T, dir, secret string) {
-	t.Helper()
-	db, err := badger.Open(badger.DefaultOptions(dir).WithLogger(nil))
-	require.NoError(t, err)
-	defer db.Close()
-	n := 0
-	require.NoError(t, db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.DefaultIteratorOptions)
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
-			n++
-			key := it.Item().KeyCopy(nil)
-			require.NotContains(t, string(key), secret)
-			require.NoError(t, it.Item().Value(func(v []byte) error {
-				require.NotContains(t, string(v), secret, "the value of %s", key)
-				return nil
-			}))
-		}
-		return nil
-	}))
-	require.Greater(t, n, 10, "the store was read")
 }
 
 // TestModelCallFromACGuest: lhengine_generate of the C header reaches the
 // model and returns the response; without the grant it is DENIED.
 func TestModelCallFromACGuest(t *testing.T) {
 	t.Parallel()
-	wasm := testwasm.BuildC(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/c/model.c"))
+	wasm := testwasm.CGuest(t, "model")
 	srv := testmodel.New(t)
 	dir := t.TempDir()
 	testwasm.Copy(t, wasm, filepath.Join(dir, "model.wasm"))

@@ -58,7 +58,7 @@ task "params" {
     input  = { mode = "echo" }
   }
 }`)
-	testwasm.Copy(t, testwasm.BuildC(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/c/policy.c")), filepath.Join(b.dir, "policy.wasm"))
+	testwasm.Copy(t, testwasm.CGuest(t, "policy"), filepath.Join(b.dir, "policy.wasm"))
 	b.toolPolicies(t)
 	writeFile(t, filepath.Join(b.dir, "policies", "shots.hcl"), `
 policy "few-shot" {
@@ -220,7 +220,7 @@ task "art" {
     input  = { mode = "artifact" }
   }
 }`)
-	testwasm.Copy(t, testwasm.BuildC(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/c/caps.c")), filepath.Join(b.dir, "caps.wasm"))
+	testwasm.Copy(t, testwasm.CGuest(t, "caps"), filepath.Join(b.dir, "caps.wasm"))
 	b.toolPolicies(t)
 	task := b.work(t, b.submit(t, nil).ID)
 	require.Equal(t, ledger.Succeeded, task.Status, task.Reason)

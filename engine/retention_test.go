@@ -149,7 +149,7 @@ func TestTaskOfAnOlderEngineRunsFromItsPath(t *testing.T) {
 func TestGCWhileAWorkerRuns(t *testing.T) {
 	t.Parallel()
 	b := setup(t, "")
-	caps := testwasm.BuildC(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/c/caps.c"))
+	caps := testwasm.CGuest(t, "caps")
 	testwasm.Copy(t, caps, filepath.Join(b.dir, "caps.wasm"))
 	require.NoError(t, os.WriteFile(filepath.Join(b.dir, "task.hcl"), []byte(`
 task "artifacts" {

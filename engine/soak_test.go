@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/lhengine/lhengine/internal/testwasm"
 )
 
 // rssAnon reads the process's anonymous resident memory (heap, stacks,
@@ -38,7 +40,7 @@ func rssAnon(b *testing.B) int64 {
 //
 //	go test -run '^$' -bench SequentialTasksRSS -benchtime 10000x ./engine/
 func BenchmarkSequentialTasksRSS(b *testing.B) {
-	e, path := benchEngine(b, pipelineWasm(b), serialTask(3, `{ mode = "echo", at = "x" }`), false)
+	e, path := benchEngine(b, testwasm.CGuest(b, "pipeline"), serialTask(3, `{ mode = "echo", at = "x" }`), false)
 	warm := min(b.N, 1000)
 	var base int64
 	b.ResetTimer()

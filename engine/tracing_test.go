@@ -26,7 +26,7 @@ func TestEveryUnitIsTraced(t *testing.T) {
 	g := testgate.New(t)
 	g.Open()
 	dir := t.TempDir()
-	testwasm.Copy(t, testwasm.BuildC(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/c/gate.c")), filepath.Join(dir, "gate.wasm"))
+	testwasm.Copy(t, testwasm.CGuest(t, "gate"), filepath.Join(dir, "gate.wasm"))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "task.hcl"), []byte(`task "traced" {`+g.Step("each", "gate.wasm", 3, 3)+`}`), 0o644))
 
 	spans := tracetest.NewInMemoryExporter()

@@ -30,7 +30,7 @@ type fillResult struct {
 func filesBundle(t *testing.T, task string) *testBundle {
 	t.Helper()
 	b := setup(t, task)
-	testwasm.Copy(t, testwasm.BuildC(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/c/files.c")), filepath.Join(b.dir, "files.wasm"))
+	testwasm.Copy(t, testwasm.CGuest(t, "files"), filepath.Join(b.dir, "files.wasm"))
 	return b
 }
 

@@ -35,7 +35,7 @@ func setupAPI(t *testing.T) *apiBundle {
 	t.Helper()
 	ctx := context.Background()
 	b := &apiBundle{dir: t.TempDir(), gate: testgate.New(t)}
-	testwasm.Copy(t, testwasm.BuildC(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/c/gate.c")), filepath.Join(b.dir, "gate.wasm"))
+	testwasm.Copy(t, testwasm.CGuest(t, "gate"), filepath.Join(b.dir, "gate.wasm"))
 	home := filepath.Join(b.dir, "home")
 	var err error
 	b.e, err = engine.Open(ctx, engine.Config{Home: home})

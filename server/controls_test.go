@@ -111,8 +111,8 @@ func TestDashboardAgentControls(t *testing.T) {
 	defer cancel()
 
 	dir := t.TempDir()
-	testwasm.Copy(t, testwasm.BuildC(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/c/pipeline.c")), filepath.Join(dir, "step.wasm"))
-	testwasm.Copy(t, testwasm.BuildC(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/c/gate.c")), filepath.Join(dir, "gate.wasm"))
+	testwasm.Copy(t, testwasm.CGuest(t, "pipeline"), filepath.Join(dir, "step.wasm"))
+	testwasm.Copy(t, testwasm.CGuest(t, "gate"), filepath.Join(dir, "gate.wasm"))
 	g := testgate.New(t)
 
 	home := filepath.Join(dir, "home")

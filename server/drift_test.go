@@ -24,7 +24,7 @@ func TestDriftShowsInTheAPIAndTheTaskPage(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
-	testwasm.Copy(t, testwasm.BuildC(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/c/environ.c")), filepath.Join(dir, "environ.wasm"))
+	testwasm.Copy(t, testwasm.CGuest(t, "environ"), filepath.Join(dir, "environ.wasm"))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "deploy.yaml"), []byte("replicas: 2\n"), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "task.hcl"), []byte(`task "d" {
   environment {

@@ -22,7 +22,7 @@ import (
 func BenchmarkTaskList(b *testing.B) {
 	ctx := context.Background()
 	dir := b.TempDir()
-	testwasm.Copy(b, testwasm.BuildC(b, filepath.Join(testwasm.ModuleRoot(b), "testdata/guests/c/pipeline.c")), filepath.Join(dir, "step.wasm"))
+	testwasm.Copy(b, testwasm.CGuest(b, "pipeline"), filepath.Join(dir, "step.wasm"))
 	steps := ""
 	for i := range 20 {
 		steps += fmt.Sprintf("  step \"s%d\" {\n    plugin = \"step.wasm\"\n    input  = { mode = \"echo\" }\n  }\n", i)

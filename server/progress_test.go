@@ -23,7 +23,7 @@ func serveTask(t *testing.T, task string) (*api.Client, string) {
 	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
-	testwasm.Copy(t, testwasm.BuildGo(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/go/handoff")), filepath.Join(dir, "handoff.wasm"))
+	testwasm.Copy(t, testwasm.GoGuest(t, "handoff"), filepath.Join(dir, "handoff.wasm"))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "task.hcl"), []byte(task), 0o644))
 	home := filepath.Join(dir, "home")
 	e, err := engine.Open(ctx, engine.Config{Home: home})

@@ -15,6 +15,7 @@ import (
 
 	"github.com/lhengine/lhengine/api"
 	"github.com/lhengine/lhengine/engine"
+	"github.com/lhengine/lhengine/internal/testwait"
 	"github.com/lhengine/lhengine/server"
 )
 
@@ -54,17 +55,6 @@ func waitCtx(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	t.Cleanup(cancel)
 	return ctx
-}
-
-func await[T any](t *testing.T, ctx context.Context, ch <-chan T, what string) T {
-	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-ctx.Done():
-		t.Fatalf("waiting for %s: %v", what, ctx.Err())
-		panic("unreachable")
-	}
 }
 
 // blocking is a handler that waits for release, then says whether its
@@ -121,7 +111,7 @@ func TestStopLetsRequestsInFlightFinish(t *testing.T) {
 	h := newBlocking()
 	s := startServing(t, server.Options{}, func(*server.Server) http.Handler { return h }, time.Minute)
 	got := get(s.client, s.url+"/slow")
-	await(t, ctx, h.entered, "the request")
+	testwait.Receive(t, ctx, h.entered, "the request")
 	s.stop()
 	// The stop has begun once the listener is closed.
 	for {
@@ -137,11 +127,11 @@ func TestStopLetsRequestsInFlightFinish(t *testing.T) {
 		}
 	}
 	close(h.release)
-	a := await(t, ctx, got, "the answer")
+	a := testwait.Receive(t, ctx, got, "the answer")
 	require.NoError(t, a.err)
 	require.Equal(t, http.StatusOK, a.status, a.body)
 	require.Equal(t, "finished", a.body)
-	require.NoError(t, await(t, ctx, s.served, "Serve to return"))
+	require.NoError(t, testwait.Receive(t, ctx, s.served, "Serve to return"))
 }
 
 // TestStopEndsStreams: event streams, which last as long as what they
@@ -163,8 +153,8 @@ func TestStopEndsStreams(t *testing.T) {
 		_, err := io.Copy(io.Discard, rd)
 		ended <- err
 	}()
-	require.NoError(t, await(t, ctx, ended, "the stream to end"))
-	require.NoError(t, await(t, ctx, s.served, "Serve to return"))
+	require.NoError(t, testwait.Receive(t, ctx, ended, "the stream to end"))
+	require.NoError(t, testwait.Receive(t, ctx, s.served, "Serve to return"))
 }
 
 // TestHaltCutsTheGrace: closing Options.Halt during a stop's grace cancels
@@ -176,11 +166,11 @@ func TestHaltCutsTheGrace(t *testing.T) {
 	halt := make(chan struct{})
 	s := startServing(t, server.Options{Halt: halt}, func(*server.Server) http.Handler { return h }, time.Hour)
 	got := get(s.client, s.url+"/slow")
-	await(t, ctx, h.entered, "the request")
+	testwait.Receive(t, ctx, h.entered, "the request")
 	s.stop()
 	close(halt)
-	require.NoError(t, await(t, ctx, s.served, "Serve to return"))
-	a := await(t, ctx, got, "the answer")
+	require.NoError(t, testwait.Receive(t, ctx, s.served, "Serve to return"))
+	a := testwait.Receive(t, ctx, got, "the answer")
 	if a.err == nil {
 		require.Contains(t, a.body, "cancelled")
 	}

@@ -44,7 +44,7 @@ task "approve" {
 func submitApprovals(t *testing.T, e *engine.Engine, dir string) *ledger.Task {
 	t.Helper()
 	ctx := context.Background()
-	testwasm.Copy(t, testwasm.BuildC(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/c/pipeline.c")), filepath.Join(dir, "step.wasm"))
+	testwasm.Copy(t, testwasm.CGuest(t, "pipeline"), filepath.Join(dir, "step.wasm"))
 	file := filepath.Join(dir, "approve.hcl")
 	require.NoError(t, os.WriteFile(file, []byte(approvalTask), 0o644))
 	task, _, err := e.Submit(ctx, file, engine.SubmitOptions{})

@@ -1,15 +1,12 @@
 package main
 
 import (
-	"os"
-	"path/filepath"
 	"regexp"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/api"
-	"github.com/lhengine/lhengine/internal/testwasm"
 	"github.com/lhengine/lhengine/ledger"
 )
 
@@ -18,9 +15,7 @@ import (
 // attributes, and returns its path.
 func (b *procBundle) approvalTaskFile(t *testing.T, extra string) string {
 	t.Helper()
-	testwasm.Copy(t, testwasm.BuildC(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/c/pipeline.c")), filepath.Join(b.dir, "step.wasm"))
-	path := filepath.Join(b.dir, "deploy.hcl")
-	require.NoError(t, os.WriteFile(path, []byte(`
+	return b.pipelineTask(t, "deploy.hcl", `
 task "deploy" {
   step "each" {
     plugin      = "step.wasm"
@@ -35,8 +30,7 @@ task "deploy" {
     }
   }
 }
-`), 0o644))
-	return path
+`)
 }
 
 func (b *procBundle) approvalsJSON(t *testing.T, args ...string) []ledger.Approval {

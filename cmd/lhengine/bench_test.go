@@ -46,7 +46,7 @@ var benchArgs = []string{"bench", "--rounds", "1", "--items", "40", "--steps", "
 // guest under the race detector takes half a minute on a small machine.
 func TestBenchTable(t *testing.T) {
 	t.Parallel()
-	wasm := testwasm.BuildC(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/c/pipeline.c"))
+	wasm := testwasm.CGuest(t, "pipeline")
 	home := filepath.Join(t.TempDir(), "home")
 	var out, errb bytes.Buffer
 	code := run(context.Background(), append([]string{"--home", home}, append(benchArgs, "--plugin", wasm, "--go-plugin", wasm)...), &out, &errb)
@@ -80,7 +80,7 @@ func TestBenchTable(t *testing.T) {
 // figures with their floors; without --go-plugin there is no Go fan-out.
 func TestBenchJSON(t *testing.T) {
 	t.Parallel()
-	wasm := testwasm.BuildC(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/c/pipeline.c"))
+	wasm := testwasm.CGuest(t, "pipeline")
 	home := filepath.Join(t.TempDir(), "home")
 	var out, errb bytes.Buffer
 	args := append([]string{"--home", home, "-o", "json"}, append(benchArgs, "--plugin", wasm)...)

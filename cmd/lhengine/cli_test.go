@@ -25,10 +25,7 @@ type cliBundle struct {
 
 func setupCLI(t *testing.T, task string) *cliBundle {
 	t.Helper()
-	wasm := testwasm.BuildC(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/c/pipeline.c"))
-	dir := t.TempDir()
-	testwasm.Copy(t, wasm, filepath.Join(dir, "step.wasm"))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "task.hcl"), []byte(task), 0o644))
+	dir := testwasm.TaskDir(t, testwasm.CGuest(t, "pipeline"), task)
 	return &cliBundle{dir: dir, home: filepath.Join(dir, "home")}
 }
 
@@ -278,7 +275,7 @@ task "v2" {
   }
 }
 `)
-	v2 := testwasm.BuildC(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/c/abi_v2.c"))
+	v2 := testwasm.CGuest(t, "abi_v2")
 	testwasm.Copy(t, v2, filepath.Join(b.dir, "v2.wasm"))
 	code, _, errOut := b.lh(t, "validate", filepath.Join(b.dir, "task.hcl"))
 	require.Equal(t, 1, code)

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"io"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -19,9 +18,7 @@ import (
 // while another session owns the home, without the process start.
 func BenchmarkStatusThroughSocket(b *testing.B) {
 	ctx := context.Background()
-	dir := b.TempDir()
-	testwasm.Copy(b, testwasm.BuildC(b, filepath.Join(testwasm.ModuleRoot(b), "testdata/guests/c/pipeline.c")), filepath.Join(dir, "step.wasm"))
-	require.NoError(b, os.WriteFile(filepath.Join(dir, "task.hcl"), []byte(chainTask), 0o644))
+	dir := testwasm.TaskDir(b, testwasm.CGuest(b, "pipeline"), chainTask)
 	homeDir := filepath.Join(dir, "home")
 	owner := &app{home: homeDir, logLevel: "off", stdout: io.Discard, stderr: io.Discard}
 	s, err := owner.connect(ctx, home.Mode{Create: true, Works: "all", Own: true})

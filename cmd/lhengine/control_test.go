@@ -34,7 +34,7 @@ func setupProcs(t *testing.T) *procBundle {
 	t.Helper()
 	b := &procBundle{bin: buildBinary(t), dir: t.TempDir()}
 	b.home = filepath.Join(b.dir, "home")
-	testwasm.Copy(t, testwasm.BuildC(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/c/gate.c")), filepath.Join(b.dir, "gate.wasm"))
+	testwasm.Copy(t, testwasm.CGuest(t, "gate"), filepath.Join(b.dir, "gate.wasm"))
 	return b
 }
 
@@ -43,6 +43,16 @@ func (b *procBundle) task(t *testing.T, name string, g *testgate.Gate, n, conc i
 	t.Helper()
 	path := filepath.Join(b.dir, name+".hcl")
 	require.NoError(t, os.WriteFile(path, []byte(`task "`+name+`" {`+g.Step("each", "gate.wasm", n, conc)+`}`), 0o644))
+	return path
+}
+
+// pipelineTask writes the pipeline guest, as step.wasm, and text, as the
+// file name, into the bundle's folder, and returns the task file's path.
+func (b *procBundle) pipelineTask(t *testing.T, name, text string) string {
+	t.Helper()
+	testwasm.Copy(t, testwasm.CGuest(t, "pipeline"), filepath.Join(b.dir, "step.wasm"))
+	path := filepath.Join(b.dir, name)
+	require.NoError(t, os.WriteFile(path, []byte(text), 0o644))
 	return path
 }
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/lhengine/lhengine/engine"
 	"github.com/lhengine/lhengine/internal/crashpoint"
+	"github.com/lhengine/lhengine/internal/testgit"
 	"github.com/lhengine/lhengine/internal/testwasm"
 	"github.com/lhengine/lhengine/ledger"
 )
@@ -40,17 +41,6 @@ task "migrate" {
   }
 }
 `
-
-// git runs git in dir and returns its trimmed output.
-func git(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", append([]string{"-c", "user.name=Test", "-c", "user.email=test@example.com", "-c", "init.defaultBranch=main"}, args...)...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "HOME="+dir)
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "git %v: %s", args, out)
-	return strings.TrimSpace(string(out))
-}
 
 // lhExit runs the lhengine binary and returns its stdout and exit status;
 // a death by SIGKILL is -9.
@@ -107,7 +97,7 @@ func TestDriftAcrossSIGKILL(t *testing.T) {
 		t.Skip("git not installed")
 	}
 	bin := buildBinary(t)
-	wasm, err := os.ReadFile(testwasm.BuildC(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/c/environ.c")))
+	wasm, err := os.ReadFile(testwasm.CGuest(t, "environ"))
 	require.NoError(t, err)
 
 	for _, onDrift := range []string{"pause", "restart:rename", "continue"} {
@@ -120,10 +110,10 @@ func TestDriftAcrossSIGKILL(t *testing.T) {
 			require.NoError(t, os.WriteFile(filepath.Join(dir, "environ.wasm"), wasm, 0o644))
 			require.NoError(t, os.WriteFile(filepath.Join(dir, "task.hcl"), fmt.Appendf(nil, driftTask, onDrift), 0o644))
 			require.NoError(t, os.WriteFile(filepath.Join(repo, "deploy.yaml"), []byte("replicas: 2\n"), 0o644))
-			git(t, repo, "init", "-q")
-			git(t, repo, "add", ".")
-			git(t, repo, "commit", "-q", "-m", "first")
-			before := git(t, repo, "rev-parse", "HEAD")
+			testgit.Run(t, repo, "init", "-q")
+			testgit.Run(t, repo, "add", ".")
+			testgit.Run(t, repo, "commit", "-q", "-m", "first")
+			before := testgit.Run(t, repo, "rev-parse", "HEAD")
 
 			out, code := lhExit(t, bin, home, crashpoint.UnitAfterCommit+"@1", "run", filepath.Join(dir, "task.hcl"))
 			require.Equal(t, -9, code, "the run dies after its first commit:\n%s", out)
@@ -132,9 +122,9 @@ func TestDriftAcrossSIGKILL(t *testing.T) {
 
 			// The world changes while no process works the task.
 			require.NoError(t, os.WriteFile(filepath.Join(repo, "api.go"), []byte("package api\n"), 0o644))
-			git(t, repo, "add", "api.go")
-			git(t, repo, "commit", "-q", "-m", "second")
-			after := git(t, repo, "rev-parse", "HEAD")
+			testgit.Run(t, repo, "add", "api.go")
+			testgit.Run(t, repo, "commit", "-q", "-m", "second")
+			after := testgit.Run(t, repo, "rev-parse", "HEAD")
 			require.NotEqual(t, before, after)
 
 			out, code = lhExit(t, bin, home, "", "resume", id)

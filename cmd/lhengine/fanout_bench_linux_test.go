@@ -107,7 +107,7 @@ func BenchmarkRunFanOut(b *testing.B) {
 	if bin == "" {
 		bin = buildBinary(b)
 	}
-	raw, err := os.ReadFile(testwasm.BuildC(b, filepath.Join(testwasm.ModuleRoot(b), "testdata/guests/c/pipeline.c")))
+	raw, err := os.ReadFile(testwasm.CGuest(b, "pipeline"))
 	require.NoError(b, err)
 	wasm := string(raw)
 	var env []string

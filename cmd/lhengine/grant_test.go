@@ -46,7 +46,7 @@ task "t" {
   }
 }
 `)
-	testwasm.Copy(t, testwasm.BuildC(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/c/files.c")), filepath.Join(b.dir, "files.wasm"))
+	testwasm.Copy(t, testwasm.CGuest(t, "files"), filepath.Join(b.dir, "files.wasm"))
 	policyFile := filepath.Join(b.dir, "policies", "grab.hcl")
 	require.NoError(t, os.MkdirAll(filepath.Dir(policyFile), 0o755))
 	require.NoError(t, os.WriteFile(policyFile, []byte(grabPolicy), 0o644))
@@ -139,7 +139,7 @@ task "t" {
   }
 }
 `)
-	testwasm.Copy(t, testwasm.BuildC(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/c/files.c")), filepath.Join(b.dir, "files.wasm"))
+	testwasm.Copy(t, testwasm.CGuest(t, "files"), filepath.Join(b.dir, "files.wasm"))
 	policyFile := filepath.Join(b.dir, "policies", "grab.hcl")
 	require.NoError(t, os.MkdirAll(filepath.Dir(policyFile), 0o755))
 	require.NoError(t, os.WriteFile(policyFile, []byte(strings.Replace(grabPolicy, `source = "/"`, `source = "`+data+`"`, 1)), 0o644))

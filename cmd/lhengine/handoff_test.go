@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -17,12 +16,8 @@ import (
 // 3), and returns its ID.
 func (b *procBundle) runToApproval(t *testing.T, task string) string {
 	t.Helper()
-	root := testwasm.ModuleRoot(t)
-	testwasm.Copy(t, testwasm.BuildC(t, filepath.Join(root, "testdata/guests/c/pipeline.c")), filepath.Join(b.dir, "step.wasm"))
-	testwasm.Copy(t, testwasm.BuildGo(t, filepath.Join(root, "testdata/guests/go/handoff")), filepath.Join(b.dir, "handoff.wasm"))
-	path := filepath.Join(b.dir, "task.hcl")
-	require.NoError(t, os.WriteFile(path, []byte(task), 0o644))
-	code, out, errOut := b.lh(t, "run", path)
+	testwasm.Copy(t, testwasm.GoGuest(t, "handoff"), filepath.Join(b.dir, "handoff.wasm"))
+	code, out, errOut := b.lh(t, "run", b.pipelineTask(t, "task.hcl", task))
 	require.Equal(t, 3, code, out+errOut)
 	return taskID(out)
 }

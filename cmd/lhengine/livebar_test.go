@@ -23,7 +23,7 @@ import (
 // before and after them, steps whose 6 units each log a line at info.
 func liveTask(t *testing.T, b *procBundle, g *testgate.Gate, n int) string {
 	t.Helper()
-	testwasm.Copy(t, testwasm.BuildC(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/c/conformance.c")), filepath.Join(b.dir, "log.wasm"))
+	testwasm.Copy(t, testwasm.CGuest(t, "conformance"), filepath.Join(b.dir, "log.wasm"))
 	path := filepath.Join(b.dir, "live.hcl")
 	logs := func(name string) string {
 		return `

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/api"
+	"github.com/lhengine/lhengine/internal/testgit"
 	"github.com/lhengine/lhengine/internal/testwasm"
 	"github.com/lhengine/lhengine/ledger"
 )
@@ -66,10 +67,10 @@ func TestMigrationExample(t *testing.T) {
 	task, err := os.ReadFile(filepath.Join(example, "task.hcl"))
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(work, "task.hcl"), task, 0o644))
-	git(t, repo, "init", "-q")
-	git(t, repo, "add", "-A")
-	git(t, repo, "commit", "-q", "-m", "every service on OldClient")
-	before := git(t, repo, "rev-parse", "HEAD")
+	testgit.Run(t, repo, "init", "-q")
+	testgit.Run(t, repo, "add", "-A")
+	testgit.Run(t, repo, "commit", "-q", "-m", "every service on OldClient")
+	before := testgit.Run(t, repo, "rev-parse", "HEAD")
 
 	code, out, errOut := b.lh(t, "run", filepath.Join(work, "task.hcl"))
 	require.Equal(t, 3, code, "the run returns on the approval:\n%s\n%s", out, errOut)
@@ -90,8 +91,8 @@ func TestMigrationExample(t *testing.T) {
 	changed, err := os.ReadFile(filepath.Join(example, "testdata/colleague/billing/invoice.go"))
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(repo, "billing/invoice.go"), changed, 0o644))
-	git(t, repo, "commit", "-q", "-am", "billing: credit notes")
-	after := git(t, repo, "rev-parse", "HEAD")
+	testgit.Run(t, repo, "commit", "-q", "-am", "billing: credit notes")
+	after := testgit.Run(t, repo, "rev-parse", "HEAD")
 	require.NotEqual(t, before, after)
 
 	code, out, errOut = b.lh(t, "approve", id, first.ID, "--note", "client 2.0.0 is live in staging")

@@ -25,7 +25,7 @@ import (
 func modelDir(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	testwasm.Copy(t, testwasm.BuildGo(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/go/model")), filepath.Join(dir, "model.wasm"))
+	testwasm.Copy(t, testwasm.GoGuest(t, "model"), filepath.Join(dir, "model.wasm"))
 	return dir
 }
 

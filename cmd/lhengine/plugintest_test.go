@@ -60,15 +60,11 @@ func plugtestJSON(t *testing.T, wantCode int, args ...string) pluginTestJSONOut 
 	return got
 }
 
-func cGuest(t *testing.T, name string) string {
-	return testwasm.BuildC(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/c", name))
-}
-
 // TestPluginTestResults: each kind of result of the C pipeline guest, its
 // exit status, and the -o json object.
 func TestPluginTestResults(t *testing.T) {
 	t.Parallel()
-	wasm := cGuest(t, "pipeline.c")
+	wasm := testwasm.CGuest(t, "pipeline")
 
 	code, out, errOut := plugtest(t, wasm, "--input", `{"mode":"echo","text":"hi"}`)
 	require.Equal(t, exitOK, code, errOut)
@@ -143,7 +139,7 @@ func TestPluginTestResults(t *testing.T) {
 // listed with their answers; a Go SDK guest's notes are listed too.
 func TestPluginTestHostCalls(t *testing.T) {
 	t.Parallel()
-	got := plugtestJSON(t, exitOK, cGuest(t, "caps.c"), "--input", `{"mode":"kv"}`)
+	got := plugtestJSON(t, exitOK, testwasm.CGuest(t, "caps"), "--input", `{"mode":"kv"}`)
 	require.JSONEq(t, `{"found":true,"value":{"page":3},"missing":false}`, string(got.Result.Output))
 	require.Len(t, got.HostCalls, 3)
 	require.Equal(t, "kv.put", got.HostCalls[0].Name)
@@ -152,7 +148,7 @@ func TestPluginTestHostCalls(t *testing.T) {
 	require.JSONEq(t, `{"found":true,"value":{"page":3}}`, string(got.HostCalls[1].Response))
 	require.JSONEq(t, `{"found":false,"value":null}`, string(got.HostCalls[2].Response))
 
-	handoff := testwasm.BuildGo(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/go/handoff"))
+	handoff := testwasm.GoGuest(t, "handoff")
 	got = plugtestJSON(t, exitOK, handoff, "--input", `{"mode":"decide","text":"use the cache"}`)
 	var names []string
 	for _, c := range got.HostCalls {
@@ -174,7 +170,7 @@ func TestPluginTestHTTP(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	host := strings.TrimPrefix(srv.URL, "http://")
-	wasm := cGuest(t, "gate.c")
+	wasm := testwasm.CGuest(t, "gate")
 	in := `{"url":"` + srv.URL + `/page","count":"pages"}`
 
 	got := plugtestJSON(t, exitFailed, wasm, "--input", in)
@@ -204,7 +200,7 @@ func TestPluginTestHTTP(t *testing.T) {
 // they parse, strings otherwise, set over those of --request.
 func TestPluginTestPolicy(t *testing.T) {
 	t.Parallel()
-	wasm := cGuest(t, "policy.c")
+	wasm := testwasm.CGuest(t, "policy")
 	got := plugtestJSON(t, exitOK, wasm, "--policy", "single_tool=true", "--policy", "few_shot=two shots", "--policy", "markers=[1,2]")
 	require.JSONEq(t, `{"single_tool":true,"few_shot":"two shots","reset_every":-1,"markers":[1,2]}`, string(got.Result.Output))
 
@@ -219,7 +215,7 @@ func TestPluginTestPolicy(t *testing.T) {
 // folders as they were. Not parallel: it sets the environment and the
 // working folder.
 func TestPluginTestMakesNoHome(t *testing.T) {
-	wasm := cGuest(t, "caps.c")
+	wasm := testwasm.CGuest(t, "caps")
 	root := t.TempDir()
 	dirs := map[string]string{}
 	for _, d := range []string{"home", "data", "cache", "cwd"} {

@@ -100,6 +100,14 @@ func BuildCWith(t testing.TB, flags []string, src ...string) string {
 	})
 }
 
+// CGuest builds the C guest testdata/guests/c/NAME.c of this module, with
+// the extra compiler flags (see BuildCWith), and returns the path of the
+// .wasm file.
+func CGuest(t testing.TB, name string, flags ...string) string {
+	t.Helper()
+	return BuildCWith(t, flags, filepath.Join(moduleRoot(t), "testdata", "guests", "c", name+".c"))
+}
+
 // RustInstallHint is the command that installs the Rust toolchain used by
 // BuildRust.
 const RustInstallHint = "apt-get install rustc libstd-rust-dev-wasm32"
@@ -293,6 +301,13 @@ func BuildGo(t testing.TB, pkgDir string) string {
 	})
 }
 
+// GoGuest builds the Go guest testdata/guests/go/NAME of this module (see
+// BuildGo) and returns the path of the .wasm file.
+func GoGuest(t testing.TB, name string) string {
+	t.Helper()
+	return BuildGo(t, filepath.Join(moduleRoot(t), "testdata", "guests", "go", name))
+}
+
 // uniqueDirs returns the directories of paths (a directory stands for itself
 // when it has no extension), each once.
 func uniqueDirs(paths []string) []string {
@@ -473,6 +488,18 @@ func moduleRoot(t testing.TB) string {
 func CacheDir(t testing.TB) string {
 	t.Helper()
 	return cacheRoot(t)
+}
+
+// TaskDir writes the module built at wasm, as step.wasm, and task, as
+// task.hcl, into a new folder, and returns the folder.
+func TaskDir(t testing.TB, wasm, task string) string {
+	t.Helper()
+	dir := t.TempDir()
+	Copy(t, wasm, filepath.Join(dir, "step.wasm"))
+	if err := os.WriteFile(filepath.Join(dir, "task.hcl"), []byte(task), 0o644); err != nil {
+		t.Fatalf("testwasm: %v", err)
+	}
+	return dir
 }
 
 // Copy writes the module built at src (what BuildC, BuildGo and the others

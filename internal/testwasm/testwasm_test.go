@@ -78,6 +78,21 @@ func TestCopy(t *testing.T) {
 	}
 }
 
+func TestTaskDir(t *testing.T) {
+	t.Parallel()
+	dir := testwasm.TaskDir(t, testwasm.BuildWat(t, "empty", "(module)"), `task "t" {}`)
+	task, err := os.ReadFile(filepath.Join(dir, "task.hcl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(task) != `task "t" {}` {
+		t.Fatalf("task.hcl holds %q", task)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "step.wasm")); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestBuildRust(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "hello")

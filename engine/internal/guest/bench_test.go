@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/lhengine/lhengine/internal/testwasm"
 )
 
 // benchRun runs p b.N times with a fresh instance each time.
@@ -25,14 +27,14 @@ func benchRun(b *testing.B, p *Plugin, req Request) {
 // BenchmarkRunC is one attempt of a trivial C plugin: instantiate, read the
 // envelope, echo the input, parse the result.
 func BenchmarkRunC(b *testing.B) {
-	p := loadAs(b, sharedRuntime(b), "envelope", buildC(b, "envelope"))
+	p := loadAs(b, sharedRuntime(b), "envelope", testwasm.CGuest(b, "envelope"))
 	benchRun(b, p, Request{Step: "s", Attempt: 1, Input: json.RawMessage(`{"x":1}`)})
 }
 
 // BenchmarkRunGo is BenchmarkRunC for a Go plugin using the SDK; most of it
 // is the Go runtime starting up.
 func BenchmarkRunGo(b *testing.B) {
-	p := loadAs(b, sharedRuntime(b), "conformance", buildGo(b, "conformance"))
+	p := loadAs(b, sharedRuntime(b), "conformance", testwasm.GoGuest(b, "conformance"))
 	benchRun(b, p, Request{Step: "s", Attempt: 1, Input: json.RawMessage(`{"mode":"echo"}`)})
 }
 
@@ -48,7 +50,7 @@ func BenchmarkRunGoStateless(b *testing.B) {
 		}
 		b.Run(name, func(b *testing.B) {
 			r := ownRuntime(b, Config{CacheDir: sharedCacheDir(b), NoInstanceReuse: noReuse})
-			p := loadAs(b, r, "stateless", buildGo(b, "stateless"))
+			p := loadAs(b, r, "stateless", testwasm.GoGuest(b, "stateless"))
 			benchRun(b, p, Request{TaskID: "t", Step: "s", Attempt: 1, Input: json.RawMessage(`{"mode":"echo"}`)})
 		})
 	}
@@ -58,7 +60,7 @@ func BenchmarkRunGoStateless(b *testing.B) {
 // guest: the fixed cost every host capability pays.
 func BenchmarkHostCallNoop(b *testing.B) {
 	const calls = 1_000_000
-	p := loadAs(b, sharedRuntime(b), "hostcalls", buildC(b, "hostcalls"))
+	p := loadAs(b, sharedRuntime(b), "hostcalls", testwasm.CGuest(b, "hostcalls"))
 	req := Request{Input: json.RawMessage(`{"n":` + strconv.Itoa(calls) + `}`)}
 	ctx := context.Background()
 	b.ResetTimer()
@@ -88,15 +90,15 @@ func BenchmarkCloseOnContextDone(b *testing.B) {
 		require.NoError(b, err)
 		b.Cleanup(func() { r.Close(ctx) })
 		b.Run("envelope/"+name, func(b *testing.B) {
-			p := loadAs(b, r, "envelope", buildC(b, "envelope"))
+			p := loadAs(b, r, "envelope", testwasm.CGuest(b, "envelope"))
 			benchRun(b, p, Request{Input: json.RawMessage(`{"x":1}`)})
 		})
 		b.Run("spin1e7/"+name, func(b *testing.B) {
-			p := loadAs(b, r, "spin", buildC(b, "spin"))
+			p := loadAs(b, r, "spin", testwasm.CGuest(b, "spin"))
 			benchRun(b, p, Request{Input: json.RawMessage(`{"n":10000000}`)})
 		})
 		b.Run("hostcalls1e6/"+name, func(b *testing.B) {
-			p := loadAs(b, r, "hostcalls", buildC(b, "hostcalls"))
+			p := loadAs(b, r, "hostcalls", testwasm.CGuest(b, "hostcalls"))
 			benchRun(b, p, Request{Input: json.RawMessage(`{"n":1000000}`)})
 		})
 	}
@@ -119,8 +121,8 @@ func BenchmarkHostCallJSON(b *testing.B) {
 		calls int
 		build func(testing.TB, string) string
 	}{
-		{"c", 1_000_000, func(t testing.TB, n string) string { return buildC(t, n) }},
-		{"go", 100_000, buildGo},
+		{"c", 1_000_000, func(t testing.TB, n string) string { return testwasm.CGuest(t, n) }},
+		{"go", 100_000, testwasm.GoGuest},
 	} {
 		b.Run(g.name, func(b *testing.B) {
 			p := loadAs(b, sharedRuntime(b), "caps", g.build(b, "caps"))

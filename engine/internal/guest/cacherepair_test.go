@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/lhengine/lhengine/internal/testwasm"
 )
 
 // cacheEntries lists the files of a compilation cache directory.
@@ -31,7 +33,7 @@ func TestDamagedCacheEntryIsCompiledAgain(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
-	path := buildC(t, "conformance")
+	path := testwasm.CGuest(t, "conformance")
 
 	r1 := ownRuntime(t, Config{CacheDir: dir})
 	_, err := r1.Load(ctx, path, "")

@@ -15,6 +15,7 @@ import (
 	"github.com/tetratelabs/wazero/api"
 
 	"github.com/lhengine/lhengine/fault"
+	"github.com/lhengine/lhengine/internal/testwasm"
 )
 
 // normJSON is b re-encoded with sorted keys, for comparing requests written
@@ -161,8 +162,8 @@ func TestCapsConformance(t *testing.T) {
 		},
 	}
 	guests := map[string]func(t *testing.T) *Plugin{
-		"go":   func(t *testing.T) *Plugin { return loadAs(t, r, "caps", buildGo(t, "caps")) },
-		"c":    func(t *testing.T) *Plugin { return loadAs(t, r, "caps", buildC(t, "caps")) },
+		"go":   func(t *testing.T) *Plugin { return loadAs(t, r, "caps", testwasm.GoGuest(t, "caps")) },
+		"c":    func(t *testing.T) *Plugin { return loadAs(t, r, "caps", testwasm.CGuest(t, "caps")) },
 		"rust": func(t *testing.T) *Plugin { return loadAs(t, r, "caps", buildRust(t, "conformance")) },
 		"assemblyscript": func(t *testing.T) *Plugin {
 			return loadAs(t, r, "caps", buildAssemblyScript(t, "conformance"))
@@ -191,7 +192,7 @@ func TestCapsConformance(t *testing.T) {
 // TestCapsWithoutHost: a nil host makes every capability unavailable.
 func TestCapsWithoutHost(t *testing.T) {
 	t.Parallel()
-	p := loadAs(t, sharedRuntime(t), "caps", buildC(t, "caps"))
+	p := loadAs(t, sharedRuntime(t), "caps", testwasm.CGuest(t, "caps"))
 	_, err := p.Run(context.Background(), Request{Input: json.RawMessage(`{"mode":"kv"}`)}, Limits{}, nil)
 	var se *fault.StepError
 	require.ErrorAs(t, err, &se)
@@ -202,7 +203,7 @@ func TestCapsWithoutHost(t *testing.T) {
 // TestCapsBudget: host calls past Limits.MaxHostCalls are refused.
 func TestCapsBudget(t *testing.T) {
 	t.Parallel()
-	p := loadAs(t, sharedRuntime(t), "caps", buildC(t, "caps"))
+	p := loadAs(t, sharedRuntime(t), "caps", testwasm.CGuest(t, "caps"))
 	host := &testHost{kv: map[string]json.RawMessage{"cursor": json.RawMessage(`1`)}}
 	res, err := p.Run(context.Background(), Request{Input: json.RawMessage(`{"mode":"bench","n":10}`)}, Limits{MaxHostCalls: 4}, host)
 	require.NoError(t, err)
@@ -333,7 +334,7 @@ func TestGoGuestManyCalls(t *testing.T) {
 	if testing.Short() {
 		t.Skip("100000 host calls")
 	}
-	p := loadAs(t, sharedRuntime(t), "caps", buildGo(t, "caps"))
+	p := loadAs(t, sharedRuntime(t), "caps", testwasm.GoGuest(t, "caps"))
 	res, err := p.Run(context.Background(), Request{Input: json.RawMessage(`{"mode":"bench","n":100000}`)}, Limits{}, kvHost{})
 	require.NoError(t, err)
 	require.Equal(t, "100000", string(res.Output))

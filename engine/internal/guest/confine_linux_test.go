@@ -12,6 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
 	"golang.org/x/sys/unix"
+
+	"github.com/lhengine/lhengine/internal/testwasm"
 )
 
 // raceTree is a mount with a directory d that a goroutine swaps, again and
@@ -144,7 +146,7 @@ func TestMountFSRaceStaysInside(t *testing.T) {
 // of the mount: no guest reads the file outside, nothing is written there.
 func TestMountsGuestRaceStaysInside(t *testing.T) {
 	t.Parallel()
-	p := loadAs(t, sharedRuntime(t), "files", buildC(t, "files"))
+	p := loadAs(t, sharedRuntime(t), "files", testwasm.CGuest(t, "files"))
 	rt := newRaceTree(t)
 	lim := Limits{Mounts: []Mount{{HostDir: rt.mount, GuestDir: "/work"}}}
 	go rt.flip()

@@ -40,15 +40,15 @@ func TestConformance(t *testing.T) {
 	t.Parallel()
 	r := sharedRuntime(t)
 	guests := map[string]func(t *testing.T) *Plugin{
-		"go": func(t *testing.T) *Plugin { return loadAs(t, r, "conformance", buildGo(t, "conformance")) },
+		"go": func(t *testing.T) *Plugin { return loadAs(t, r, "conformance", testwasm.GoGuest(t, "conformance")) },
 		"go+stateless": func(t *testing.T) *Plugin {
-			p := loadAs(t, r, "conformance", buildGo(t, "stateless"))
+			p := loadAs(t, r, "conformance", testwasm.GoGuest(t, "stateless"))
 			require.True(t, p.reuse)
 			return p
 		},
-		"c": func(t *testing.T) *Plugin { return loadAs(t, r, "conformance", buildC(t, "conformance")) },
+		"c": func(t *testing.T) *Plugin { return loadAs(t, r, "conformance", testwasm.CGuest(t, "conformance")) },
 		"c+header": func(t *testing.T) *Plugin {
-			return loadAs(t, r, "conformance", buildC(t, "conformance", "-DUSE_LHENGINE_H"))
+			return loadAs(t, r, "conformance", testwasm.CGuest(t, "conformance", "-DUSE_LHENGINE_H"))
 		},
 		"rust":           func(t *testing.T) *Plugin { return loadAs(t, r, "conformance", buildRust(t, "conformance")) },
 		"assemblyscript": func(t *testing.T) *Plugin { return loadAs(t, r, "conformance", buildAssemblyScript(t, "conformance")) },

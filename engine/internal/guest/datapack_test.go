@@ -8,6 +8,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/tetratelabs/wazero"
+
+	"github.com/lhengine/lhengine/internal/testwasm"
 )
 
 // dataModule builds a module with one memory of memPages pages and the
@@ -79,7 +81,7 @@ func TestPackDataEquivalent(t *testing.T) {
 }
 
 func TestPackDataGo(t *testing.T) {
-	wasm, err := os.ReadFile(buildGo(t, "conformance"))
+	wasm, err := os.ReadFile(testwasm.GoGuest(t, "conformance"))
 	require.NoError(t, err)
 	sec, err := scanSections(wasm)
 	require.NoError(t, err)

@@ -38,7 +38,7 @@ func requireKind(t *testing.T, err error, kind fault.Kind, parts ...string) {
 // runtime must still work.
 func requireHealthy(t *testing.T, r *Runtime) {
 	t.Helper()
-	p := loadAs(t, r, "envelope", buildC(t, "envelope"))
+	p := loadAs(t, r, "envelope", testwasm.CGuest(t, "envelope"))
 	res, err := p.Run(context.Background(), Request{Step: "s", Attempt: 1, Input: json.RawMessage(`{"ok":true}`)}, Limits{}, nil)
 	require.NoError(t, err)
 	require.JSONEq(t, `{"ok":true}`, string(res.Output))
@@ -55,33 +55,33 @@ func TestRunFaults(t *testing.T) {
 		kind  fault.Kind
 		parts []string
 	}{
-		{name: "infinite loop", guest: func(t *testing.T) string { return buildC(t, "loop") },
+		{name: "infinite loop", guest: func(t *testing.T) string { return testwasm.CGuest(t, "loop") },
 			lim: Limits{Timeout: 50 * time.Millisecond}, kind: fault.Timeout, parts: []string{"step timeout of 50ms"}},
-		{name: "memory bomb", guest: func(t *testing.T) string { return buildC(t, "membomb") },
+		{name: "memory bomb", guest: func(t *testing.T) string { return testwasm.CGuest(t, "membomb") },
 			lim: Limits{MemoryBytes: 8 << 20}, kind: fault.Memory, parts: []string{"limit 8 MiB", "membomb: out of memory"}},
-		{name: "memory bomb default cap", guest: func(t *testing.T) string { return buildC(t, "membomb") },
+		{name: "memory bomb default cap", guest: func(t *testing.T) string { return testwasm.CGuest(t, "membomb") },
 			kind: fault.Memory, parts: []string{"limit 64 MiB"}},
-		{name: "initial memory over cap", guest: func(t *testing.T) string { return buildGo(t, "conformance") },
+		{name: "initial memory over cap", guest: func(t *testing.T) string { return testwasm.GoGuest(t, "conformance") },
 			lim: Limits{MemoryBytes: 1 << 20}, kind: fault.Memory, parts: []string{"initial memory", "limit of 1 MiB"}},
-		{name: "go guest out of memory", guest: func(t *testing.T) string { return buildGo(t, "hog") },
+		{name: "go guest out of memory", guest: func(t *testing.T) string { return testwasm.GoGuest(t, "hog") },
 			lim: Limits{MemoryBytes: 16 << 20}, kind: fault.Memory, parts: []string{"limit 16 MiB"}},
-		{name: "stdout flood", guest: func(t *testing.T) string { return buildC(t, "flood") },
+		{name: "stdout flood", guest: func(t *testing.T) string { return testwasm.CGuest(t, "flood") },
 			lim: Limits{MaxStdout: 1 << 20}, kind: fault.OutputTooLarge, parts: []string{"more than 1 MiB to stdout"}},
-		{name: "trap", guest: func(t *testing.T) string { return buildC(t, "trap") },
+		{name: "trap", guest: func(t *testing.T) string { return testwasm.CGuest(t, "trap") },
 			kind: fault.Trap, parts: []string{"trapped: wasm error: unreachable", "stderr: trap: about to trap"}},
-		{name: "go panic", guest: func(t *testing.T) string { return buildGo(t, "panic") },
+		{name: "go panic", guest: func(t *testing.T) string { return testwasm.GoGuest(t, "panic") },
 			kind: fault.PluginError, parts: []string{"exited with code 1: panic: handler gave up"}},
-		{name: "trailing garbage", guest: func(t *testing.T) string { return buildC(t, "garbage") },
+		{name: "trailing garbage", guest: func(t *testing.T) string { return testwasm.CGuest(t, "garbage") },
 			input: `{"mode":"trailing"}`, kind: fault.BadResult, parts: []string{"more after the result object"}},
-		{name: "not json", guest: func(t *testing.T) string { return buildC(t, "garbage") },
+		{name: "not json", guest: func(t *testing.T) string { return testwasm.CGuest(t, "garbage") },
 			input: `{"mode":"notjson"}`, kind: fault.BadResult, parts: []string{"not a JSON object"}},
-		{name: "empty stdout", guest: func(t *testing.T) string { return buildC(t, "garbage") },
+		{name: "empty stdout", guest: func(t *testing.T) string { return testwasm.CGuest(t, "garbage") },
 			input: `{"mode":"empty"}`, kind: fault.BadResult, parts: []string{"wrote nothing to stdout"}},
-		{name: "array", guest: func(t *testing.T) string { return buildC(t, "garbage") },
+		{name: "array", guest: func(t *testing.T) string { return testwasm.CGuest(t, "garbage") },
 			input: `{"mode":"array"}`, kind: fault.BadResult, parts: []string{"not a JSON object"}},
-		{name: "two objects", guest: func(t *testing.T) string { return buildC(t, "garbage") },
+		{name: "two objects", guest: func(t *testing.T) string { return testwasm.CGuest(t, "garbage") },
 			input: `{"mode":"two"}`, kind: fault.BadResult, parts: []string{"more after the result object"}},
-		{name: "error not a string", guest: func(t *testing.T) string { return buildC(t, "garbage") },
+		{name: "error not a string", guest: func(t *testing.T) string { return testwasm.CGuest(t, "garbage") },
 			input: `{"mode":"badtype"}`, kind: fault.BadResult, parts: []string{`"error" must be a string`}},
 	}
 	for _, tc := range cases {
@@ -114,9 +114,9 @@ func TestLoadFaults(t *testing.T) {
 		kind  fault.Kind
 		parts []string
 	}{
-		{name: "lhengine_v2 import", path: func(t *testing.T) string { return buildC(t, "abi_v2") },
+		{name: "lhengine_v2 import", path: func(t *testing.T) string { return testwasm.CGuest(t, "abi_v2") },
 			kind: fault.ABIMismatch, parts: []string{"lhengine_v2.log", "ABI v2", "ABI v1"}},
-		{name: "unknown lhengine_v1 function", path: func(t *testing.T) string { return buildC(t, "abi_unknown") },
+		{name: "unknown lhengine_v1 function", path: func(t *testing.T) string { return testwasm.CGuest(t, "abi_unknown") },
 			kind: fault.ABIMismatch, parts: []string{"lhengine_v1.teleport", "does not provide"}},
 		{name: "wrong signature", path: wat("badsig", `(module
 				(import "lhengine_v1" "log" (func (param i32)))
@@ -166,7 +166,7 @@ func TestLoadFaults(t *testing.T) {
 
 	t.Run("hash mismatch", func(t *testing.T) {
 		t.Parallel()
-		path := buildC(t, "envelope")
+		path := testwasm.CGuest(t, "envelope")
 		wasm, err := os.ReadFile(path)
 		require.NoError(t, err)
 		sum := sha256.Sum256(wasm)
@@ -188,7 +188,7 @@ func TestLoadFaults(t *testing.T) {
 func TestRunCancel(t *testing.T) {
 	t.Parallel()
 	r := sharedRuntime(t)
-	loop := loadAs(t, r, "loop", buildC(t, "loop"))
+	loop := loadAs(t, r, "loop", testwasm.CGuest(t, "loop"))
 
 	t.Run("caller deadline", func(t *testing.T) {
 		t.Parallel()
@@ -217,7 +217,7 @@ func TestRunCancel(t *testing.T) {
 	t.Run("lease lost", func(t *testing.T) {
 		t.Parallel()
 		lost := errors.New("lease taken over by worker-2")
-		p := loadAs(t, r, "conformance", buildC(t, "conformance"))
+		p := loadAs(t, r, "conformance", testwasm.CGuest(t, "conformance"))
 		host := &testHost{leaseErr: lost}
 		res, err := p.Run(context.Background(), Request{Input: json.RawMessage(`{"mode":"log"}`)}, Limits{}, host)
 		requireKind(t, err, fault.Internal, "lease lost", "worker-2")
@@ -239,7 +239,7 @@ func (h *blockingHost) Heartbeat(ctx context.Context) error {
 // being stopped is not a lost lease.
 func TestHeartbeatDuringTimeout(t *testing.T) {
 	t.Parallel()
-	p := loadAs(t, sharedRuntime(t), "conformance", buildC(t, "conformance"))
+	p := loadAs(t, sharedRuntime(t), "conformance", testwasm.CGuest(t, "conformance"))
 	res, err := p.Run(context.Background(), Request{Input: json.RawMessage(`{"mode":"log"}`)},
 		Limits{Timeout: 20 * time.Millisecond}, &blockingHost{})
 	if err != nil {
@@ -256,7 +256,7 @@ func TestRunLimits(t *testing.T) {
 
 	t.Run("host call budget", func(t *testing.T) {
 		t.Parallel()
-		p := loadAs(t, r, "hostcalls", buildC(t, "hostcalls"))
+		p := loadAs(t, r, "hostcalls", testwasm.CGuest(t, "hostcalls"))
 		res, err := p.Run(context.Background(), Request{Input: json.RawMessage(`{"n":10}`)}, Limits{MaxHostCalls: 4}, nil)
 		require.NoError(t, err)
 		// 4 calls return 1, 6 return StatusBudget.
@@ -265,7 +265,7 @@ func TestRunLimits(t *testing.T) {
 	})
 	t.Run("stderr truncated", func(t *testing.T) {
 		t.Parallel()
-		p := loadAs(t, r, "noisy", buildC(t, "noisy"))
+		p := loadAs(t, r, "noisy", testwasm.CGuest(t, "noisy"))
 		res, err := p.Run(context.Background(), Request{}, Limits{MaxStderr: 4096}, nil)
 		require.NoError(t, err)
 		require.Equal(t, `"done"`, string(res.Output))
@@ -277,7 +277,7 @@ func TestRunLimits(t *testing.T) {
 	})
 	t.Run("memory reported", func(t *testing.T) {
 		t.Parallel()
-		p := loadAs(t, r, "envelope", buildC(t, "envelope"))
+		p := loadAs(t, r, "envelope", testwasm.CGuest(t, "envelope"))
 		res, err := p.Run(context.Background(), Request{}, Limits{}, nil)
 		require.NoError(t, err)
 		require.Equal(t, "null", string(res.Output))
@@ -285,7 +285,7 @@ func TestRunLimits(t *testing.T) {
 	})
 	t.Run("input not json", func(t *testing.T) {
 		t.Parallel()
-		p := loadAs(t, r, "envelope", buildC(t, "envelope"))
+		p := loadAs(t, r, "envelope", testwasm.CGuest(t, "envelope"))
 		_, err := p.Run(context.Background(), Request{Input: json.RawMessage(`{oops`)}, Limits{}, nil)
 		requireKind(t, err, fault.Input)
 	})
@@ -296,7 +296,7 @@ func TestRunLimits(t *testing.T) {
 func TestRunConcurrent(t *testing.T) {
 	t.Parallel()
 	r := sharedRuntime(t)
-	p := loadAs(t, r, "conformance", buildC(t, "conformance"))
+	p := loadAs(t, r, "conformance", testwasm.CGuest(t, "conformance"))
 	var wg sync.WaitGroup
 	errs := make([]error, 32)
 	for i := range errs {

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/fault"
+	"github.com/lhengine/lhengine/internal/testwasm"
 	sdk "github.com/lhengine/lhengine/plugins/sdk/go"
 )
 
@@ -20,7 +21,7 @@ import (
 // this is the check that both sides agree.
 func TestGoSDKHostCalls(t *testing.T) {
 	t.Parallel()
-	p := loadAs(t, sharedRuntime(t), "sdkhost", buildGo(t, "sdkhost"))
+	p := loadAs(t, sharedRuntime(t), "sdkhost", testwasm.GoGuest(t, "sdkhost"))
 	run := func(t *testing.T, input string, lim Limits, host *testHost) (*Result, error) {
 		t.Helper()
 		return p.Run(context.Background(), Request{Step: "s", Attempt: 2, Input: json.RawMessage(input)}, lim, host)

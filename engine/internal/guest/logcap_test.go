@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/lhengine/lhengine/internal/testwasm"
 )
 
 // TestLogPassthroughIsCapped: a guest logging 2,000 messages of 4 KiB
@@ -14,7 +16,7 @@ import (
 // notice, then nothing.
 func TestLogPassthroughIsCapped(t *testing.T) {
 	t.Parallel()
-	p := loadAs(t, sharedRuntime(t), "quota", buildC(t, "quota"))
+	p := loadAs(t, sharedRuntime(t), "quota", testwasm.CGuest(t, "quota"))
 	h := &testHost{}
 	res, err := p.Run(context.Background(), Request{Step: "s", Attempt: 1, Input: json.RawMessage(`{"mode":"log"}`)}, Limits{}, h)
 	require.NoError(t, err)

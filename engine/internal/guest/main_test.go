@@ -68,18 +68,6 @@ func guestPath(t testing.TB, rel string) string {
 	return filepath.Join(testwasm.ModuleRoot(t), "testdata", "guests", rel)
 }
 
-// buildC builds testdata/guests/c/NAME.c.
-func buildC(t testing.TB, name string, flags ...string) string {
-	t.Helper()
-	return testwasm.BuildCWith(t, flags, guestPath(t, filepath.Join("c", name+".c")))
-}
-
-// buildGo builds testdata/guests/go/NAME.
-func buildGo(t testing.TB, name string) string {
-	t.Helper()
-	return testwasm.BuildGo(t, guestPath(t, filepath.Join("go", name)))
-}
-
 // loadAs loads the module at path under the given plugin name.
 func loadAs(t testing.TB, r *Runtime, name, path string) *Plugin {
 	t.Helper()

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/fault"
+	"github.com/lhengine/lhengine/internal/testwasm"
 )
 
 // TestMounts: a guest reads and writes its read-write mount, reads but
@@ -18,7 +19,7 @@ import (
 // link. Relative links inside the mount work; absolute links are refused.
 func TestMounts(t *testing.T) {
 	t.Parallel()
-	p := loadAs(t, sharedRuntime(t), "files", buildC(t, "files"))
+	p := loadAs(t, sharedRuntime(t), "files", testwasm.CGuest(t, "files"))
 	base := t.TempDir()
 	rw, ro, outside := filepath.Join(base, "rw"), filepath.Join(base, "ro"), filepath.Join(base, "outside")
 	for _, d := range []string{rw, ro, outside, filepath.Join(rw, "sub")} {
@@ -117,7 +118,7 @@ func TestMounts(t *testing.T) {
 // TestMountsInvalid: an unusable mount fails the attempt before it starts.
 func TestMountsInvalid(t *testing.T) {
 	t.Parallel()
-	p := loadAs(t, sharedRuntime(t), "files", buildC(t, "files"))
+	p := loadAs(t, sharedRuntime(t), "files", testwasm.CGuest(t, "files"))
 	dir := t.TempDir()
 	file := filepath.Join(dir, "f")
 	require.NoError(t, os.WriteFile(file, nil, 0o644))

@@ -24,7 +24,7 @@ func statelessPlugin(t *testing.T, cfg Config) (*Runtime, *Plugin) {
 	t.Helper()
 	cfg.CacheDir = sharedCacheDir(t)
 	r := ownRuntime(t, cfg)
-	return r, loadAs(t, r, "conformance", buildGo(t, "stateless"))
+	return r, loadAs(t, r, "conformance", testwasm.GoGuest(t, "stateless"))
 }
 
 // statelessReq is a request of the stateless guest; item < 0 is none.

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/fault"
+	"github.com/lhengine/lhengine/internal/testwasm"
 )
 
 func TestCompilationCache(t *testing.T) {
@@ -22,7 +23,7 @@ func TestCompilationCache(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	// A C guest: the Go one takes long to compile under the race detector.
-	path := buildC(t, "conformance")
+	path := testwasm.CGuest(t, "conformance")
 
 	r1 := ownRuntime(t, Config{CacheDir: dir})
 	_, err := r1.Load(ctx, path, "")
@@ -51,10 +52,10 @@ func TestRuntimeClosed(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	r := ownRuntime(t, Config{})
-	p := loadAs(t, r, "envelope", buildC(t, "envelope"))
+	p := loadAs(t, r, "envelope", testwasm.CGuest(t, "envelope"))
 	require.NoError(t, r.Close(ctx))
 
-	_, err := r.Load(ctx, buildC(t, "envelope"), "")
+	_, err := r.Load(ctx, testwasm.CGuest(t, "envelope"), "")
 	requireKind(t, err, fault.Internal, "closed")
 	res, err := p.Run(ctx, Request{}, Limits{}, nil)
 	requireKind(t, err, fault.Internal, "closed")
@@ -67,7 +68,7 @@ func TestLoadOnce(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	r := ownRuntime(t, Config{})
-	wasm, err := os.ReadFile(buildC(t, "conformance"))
+	wasm, err := os.ReadFile(testwasm.CGuest(t, "conformance"))
 	require.NoError(t, err)
 
 	plugins := make([]*Plugin, 16)
@@ -98,7 +99,7 @@ func TestInspect(t *testing.T) {
 
 	t.Run("host imports", func(t *testing.T) {
 		t.Parallel()
-		info, err := Inspect(ctx, read(buildC(t, "conformance")))
+		info, err := Inspect(ctx, read(testwasm.CGuest(t, "conformance")))
 		require.NoError(t, err)
 		require.Equal(t, "1", info.ABI)
 		require.True(t, info.Command)
@@ -110,7 +111,7 @@ func TestInspect(t *testing.T) {
 	})
 	t.Run("envelope only", func(t *testing.T) {
 		t.Parallel()
-		info, err := Inspect(ctx, read(buildC(t, "envelope")))
+		info, err := Inspect(ctx, read(testwasm.CGuest(t, "envelope")))
 		require.NoError(t, err)
 		require.Equal(t, "1 (envelope only)", info.ABI)
 		for _, f := range info.Imports {
@@ -119,14 +120,14 @@ func TestInspect(t *testing.T) {
 	})
 	t.Run("go", func(t *testing.T) {
 		t.Parallel()
-		info, err := Inspect(ctx, read(buildGo(t, "conformance")))
+		info, err := Inspect(ctx, read(testwasm.GoGuest(t, "conformance")))
 		require.NoError(t, err)
 		require.Equal(t, "1", info.ABI)
 		require.Greater(t, info.MemoryMinPages, uint32(2))
 	})
 	t.Run("other major version", func(t *testing.T) {
 		t.Parallel()
-		info, err := Inspect(ctx, read(buildC(t, "abi_v2")))
+		info, err := Inspect(ctx, read(testwasm.CGuest(t, "abi_v2")))
 		requireKind(t, err, fault.ABIMismatch, "lhengine_v2.log")
 		require.Equal(t, "2", info.ABI)
 		require.True(t, info.Command)
@@ -139,7 +140,7 @@ func TestInspect(t *testing.T) {
 	})
 	t.Run("matches Load", func(t *testing.T) {
 		t.Parallel()
-		wasm := read(buildC(t, "conformance"))
+		wasm := read(testwasm.CGuest(t, "conformance"))
 		info, err := Inspect(ctx, wasm)
 		require.NoError(t, err)
 		p, err := sharedRuntime(t).LoadBytes(ctx, "conformance", wasm)
@@ -154,7 +155,7 @@ func TestLoadPinned(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	r := ownRuntime(t, Config{})
-	wasm, err := os.ReadFile(buildC(t, "conformance"))
+	wasm, err := os.ReadFile(testwasm.CGuest(t, "conformance"))
 	require.NoError(t, err)
 	sum := sha256.Sum256(wasm)
 	hexSum := hex.EncodeToString(sum[:])

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/fault"
+	"github.com/lhengine/lhengine/internal/testwasm"
 )
 
 // TestSDKsDecodeTheRequest: the Rust and AssemblyScript SDKs decode every
@@ -62,7 +63,7 @@ func TestSDKsDecodeTheRequest(t *testing.T) {
 // requests (strings quoted and escaped) and writes well-formed results.
 func TestCHeaderHelpers(t *testing.T) {
 	t.Parallel()
-	p := loadAs(t, sharedRuntime(t), "helpers", buildC(t, "helpers"))
+	p := loadAs(t, sharedRuntime(t), "helpers", testwasm.CGuest(t, "helpers"))
 	for _, tc := range []struct {
 		mode, input string
 		want        string // the output, or the failure "kind: message", or "repair: reason"

@@ -14,11 +14,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/engine/internal/guest"
 	"github.com/lhengine/lhengine/engine/internal/taskfile"
+	"github.com/lhengine/lhengine/internal/testbadger"
 	"github.com/lhengine/lhengine/internal/testmodel"
 	"github.com/lhengine/lhengine/ledger"
 	"github.com/lhengine/lhengine/store"
@@ -317,24 +317,7 @@ func TestModelKeyNeverStored(t *testing.T) {
 	require.NotContains(t, err.Error(), testKey)
 	require.NoError(t, s.Close())
 
-	db, err := badger.Open(badger.DefaultOptions(dir).WithLogger(nil))
-	require.NoError(t, err)
-	defer db.Close()
-	n := 0
-	require.NoError(t, db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.DefaultIteratorOptions)
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
-			n++
-			require.NotContains(t, string(it.Item().Key()), testKey)
-			require.NoError(t, it.Item().Value(func(v []byte) error {
-				require.NotContains(t, string(v), testKey, "key %s", it.Item().Key())
-				return nil
-			}))
-		}
-		return nil
-	}))
-	require.Greater(t, n, 5)
+	require.Greater(t, testbadger.RequireAbsent(t, dir, testKey), 5)
 }
 
 // TestModelRecordAndReplay: --model-record writes each live response under

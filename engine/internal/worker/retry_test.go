@@ -5,6 +5,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/lhengine/lhengine/internal/testwait"
 	"github.com/lhengine/lhengine/ledger"
 )
 
@@ -37,7 +38,7 @@ task "budget" {
 	require.NoError(t, err)
 
 	errc, _ := start(t, ctx, w)
-	require.NoError(t, receive(t, ctx, errc, "Run"))
+	require.NoError(t, testwait.Receive(t, ctx, errc, "Run"))
 	require.NoError(t, b.st.Read(func(r ledger.Reader) error {
 		task, err := r.Task(id)
 		require.NoError(t, err)

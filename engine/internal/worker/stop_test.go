@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/engine/internal/guest"
+	"github.com/lhengine/lhengine/internal/testwait"
 	"github.com/lhengine/lhengine/internal/testwasm"
 	"github.com/lhengine/lhengine/ledger"
 	"github.com/lhengine/lhengine/store"
@@ -78,13 +79,13 @@ func TestGracefulStopLetsAttemptsFinish(t *testing.T) {
 		rec.config(c)
 	})
 	errc, _ := start(t, ctx, w)
-	receive(t, ctx, srv.arrived, "the first attempt's request")
-	receive(t, ctx, srv.arrived, "the second attempt's request")
+	testwait.Receive(t, ctx, srv.arrived, "the first attempt's request")
+	testwait.Receive(t, ctx, srv.arrived, "the second attempt's request")
 	close(stop)
-	require.Equal(t, 2, receive(t, ctx, rec.stopping, "the stop to begin"))
+	require.Equal(t, 2, testwait.Receive(t, ctx, rec.stopping, "the stop to begin"))
 	srv.unblock()
-	require.NoError(t, receive(t, ctx, errc, "Run"))
-	require.Equal(t, Stopped{InFlight: 2, Finished: 2}, receive(t, ctx, rec.stopped, "the stop's report"))
+	require.NoError(t, testwait.Receive(t, ctx, errc, "Run"))
+	require.Equal(t, Stopped{InFlight: 2, Finished: 2}, testwait.Receive(t, ctx, rec.stopped, "the stop's report"))
 
 	done, ready := 0, 0
 	for _, u := range unitStates(t, b.st, id) {
@@ -121,15 +122,15 @@ func TestGraceRunsOutGivesBackUncharged(t *testing.T) {
 		rec.config(c)
 	})
 	errc, _ := start(t, ctx, w)
-	receive(t, ctx, srv.arrived, "the first attempt's request")
-	receive(t, ctx, srv.arrived, "the second attempt's request")
+	testwait.Receive(t, ctx, srv.arrived, "the first attempt's request")
+	testwait.Receive(t, ctx, srv.arrived, "the second attempt's request")
 	close(stop)
-	require.Equal(t, 2, receive(t, ctx, rec.stopping, "the stop to begin"))
+	require.Equal(t, 2, testwait.Receive(t, ctx, rec.stopping, "the stop to begin"))
 	b.clk.fireAt(t, ctx, epoch.Add(grace))
-	receive(t, ctx, srv.gone, "an attempt to be cancelled")
-	receive(t, ctx, srv.gone, "the other attempt to be cancelled")
-	require.NoError(t, receive(t, ctx, errc, "Run"))
-	require.Equal(t, Stopped{InFlight: 2, GivenBack: 2}, receive(t, ctx, rec.stopped, "the stop's report"))
+	testwait.Receive(t, ctx, srv.gone, "an attempt to be cancelled")
+	testwait.Receive(t, ctx, srv.gone, "the other attempt to be cancelled")
+	require.NoError(t, testwait.Receive(t, ctx, errc, "Run"))
+	require.Equal(t, Stopped{InFlight: 2, GivenBack: 2}, testwait.Receive(t, ctx, rec.stopped, "the stop's report"))
 
 	for _, u := range unitStates(t, b.st, id) {
 		require.Equal(t, ledger.UnitReady, u.State)
@@ -141,7 +142,7 @@ func TestGraceRunsOutGivesBackUncharged(t *testing.T) {
 	// The next worker runs every unit, the given-back ones at once (no
 	// lease to wait out) and as their first attempt.
 	errc, _ = start(t, ctx, b.worker("w2", id, func(c *Config) { c.ExitWhenIdle = true; c.Concurrency = 3 }))
-	require.NoError(t, receive(t, ctx, errc, "the second Run"))
+	require.NoError(t, testwait.Receive(t, ctx, errc, "the second Run"))
 	task := succeeded(t, ctx, b.st, id)
 	require.Equal(t, 3, task.Attempts)
 	for _, u := range unitStates(t, b.st, id) {
@@ -166,13 +167,13 @@ func TestContextEndGivesBackUncharged(t *testing.T) {
 	})
 	wctx, cancel := context.WithCancel(ctx)
 	errc, _ := start(t, wctx, w)
-	receive(t, ctx, srv.arrived, "the attempt's request")
+	testwait.Receive(t, ctx, srv.arrived, "the attempt's request")
 	close(stop)
-	require.Equal(t, 1, receive(t, ctx, rec.stopping, "the stop to begin"))
+	require.Equal(t, 1, testwait.Receive(t, ctx, rec.stopping, "the stop to begin"))
 	cancel() // a second signal: no more grace
-	receive(t, ctx, srv.gone, "the attempt to be cancelled")
-	require.ErrorIs(t, receive(t, ctx, errc, "Run"), context.Canceled)
-	require.Equal(t, Stopped{InFlight: 1, GivenBack: 1}, receive(t, ctx, rec.stopped, "the stop's report"))
+	testwait.Receive(t, ctx, srv.gone, "the attempt to be cancelled")
+	require.ErrorIs(t, testwait.Receive(t, ctx, errc, "Run"), context.Canceled)
+	require.Equal(t, Stopped{InFlight: 1, GivenBack: 1}, testwait.Receive(t, ctx, rec.stopped, "the stop's report"))
 	units := unitStates(t, b.st, id)
 	require.Len(t, units, 1)
 	require.Equal(t, ledger.UnitReady, units[0].State)
@@ -214,11 +215,11 @@ func TestCancelWhileLoadingStopsTheAttempt(t *testing.T) {
 		}
 	})
 	errc, _ := start(t, ctx, w)
-	receive(t, ctx, loading, "the load")
+	testwait.Receive(t, ctx, loading, "the load")
 	_, err := b.st.Cancel(ctx, id, "no longer wanted")
 	require.NoError(t, err)
 	require.Equal(t, 1, aborts.Abort(id, "the task was cancelled"), "the loading attempt is registered")
-	require.ErrorIs(t, receive(t, ctx, loaded, "the load to end"), context.Canceled)
+	require.ErrorIs(t, testwait.Receive(t, ctx, loaded, "the load to end"), context.Canceled)
 	select {
 	case err := <-errc:
 		t.Fatalf("Run ended: %v", err)
@@ -254,13 +255,13 @@ func TestLeaseRenewedWhileLoading(t *testing.T) {
 		}
 	})
 	errc, _ := start(t, ctx, w)
-	receive(t, ctx, loading, "the load")
+	testwait.Receive(t, ctx, loading, "the load")
 	b.clk.fireAt(t, ctx, epoch.Add(lease/3))
 	b.clk.fireAt(t, ctx, epoch.Add(2*lease/3))
 	b.clk.waitTimer(t, ctx, epoch.Add(lease))
 	require.Equal(t, int32(2), beats.Load(), "renewed twice while the plugin loaded")
 	close(hold)
-	require.NoError(t, receive(t, ctx, errc, "Run"))
+	require.NoError(t, testwait.Receive(t, ctx, errc, "Run"))
 	task := succeeded(t, ctx, b.st, id)
 	require.Equal(t, 1, task.Attempts)
 	require.Zero(t, countEvents(events(t, b.st, id), ledger.EvLeaseExpired))
@@ -276,7 +277,7 @@ func TestFinishedTaskReleasesItsInstances(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	b := setup(t)
-	wasm, err := os.ReadFile(testwasm.BuildGo(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/go/stateless")))
+	wasm, err := os.ReadFile(testwasm.GoGuest(t, "stateless"))
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(b.dir, "stateless.wasm"), wasm, 0o644))
 	const task = `
@@ -290,7 +291,7 @@ task "stateless" {
 `
 	id := b.submit(t, "t", task)
 	errc, _ := start(t, ctx, b.worker("w", id, func(c *Config) { c.ExitWhenIdle = true }))
-	require.NoError(t, receive(t, ctx, errc, "Run"))
+	require.NoError(t, testwait.Receive(t, ctx, errc, "Run"))
 	succeeded(t, ctx, b.st, id)
 	require.Zero(t, b.rt.ReleaseTask(id), "the finished task's instance was closed as it finished")
 
@@ -319,7 +320,7 @@ func TestStopDuringCommitGivesBack(t *testing.T) {
 		}
 	})
 	errc, _ := start(t, wctx, w)
-	require.ErrorIs(t, receive(t, ctx, errc, "Run"), context.Canceled)
+	require.ErrorIs(t, testwait.Receive(t, ctx, errc, "Run"), context.Canceled)
 	units := unitStates(t, b.st, id)
 	require.Len(t, units, 1)
 	require.Equal(t, ledger.UnitReady, units[0].State, "given back, not left leased")

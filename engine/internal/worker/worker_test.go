@@ -21,6 +21,7 @@ import (
 
 	"github.com/lhengine/lhengine/engine/internal/guest"
 	"github.com/lhengine/lhengine/engine/internal/plan"
+	"github.com/lhengine/lhengine/internal/testwait"
 	"github.com/lhengine/lhengine/internal/testwasm"
 	"github.com/lhengine/lhengine/ledger"
 	"github.com/lhengine/lhengine/store"
@@ -95,18 +96,6 @@ func start(t *testing.T, ctx context.Context, w *Worker) (<-chan error, <-chan s
 		<-done
 	})
 	return errc, done
-}
-
-// receive waits for one value of ch within the test's deadline.
-func receive[T any](t *testing.T, ctx context.Context, ch <-chan T, what string) T {
-	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-ctx.Done():
-		t.Fatalf("waiting for %s: %v", what, ctx.Err())
-		panic("unreachable")
-	}
 }
 
 // server is a loopback HTTP server whose first `block` requests hang until
@@ -228,7 +217,7 @@ func TestHeartbeatRetriedAfterTransientError(t *testing.T) {
 		}
 	})
 	errc, _ := start(t, ctx, w)
-	receive(t, ctx, srv.arrived, "the attempt's request")
+	testwait.Receive(t, ctx, srv.arrived, "the attempt's request")
 
 	b.clk.fireAt(t, ctx, epoch.Add(lease/3))          // first heartbeat: fails
 	b.clk.fireAt(t, ctx, epoch.Add(lease/3+lease/30)) // retried after LeaseFor/30: succeeds
@@ -246,7 +235,7 @@ func TestHeartbeatRetriedAfterTransientError(t *testing.T) {
 	require.Equal(t, epoch.Add(2*lease/3+lease/30+lease), units[0].LeaseUntil.UTC(), "the last heartbeat renewed the lease")
 
 	srv.unblock()
-	require.NoError(t, receive(t, ctx, errc, "Run"))
+	require.NoError(t, testwait.Receive(t, ctx, errc, "Run"))
 	task := succeeded(t, ctx, b.st, id)
 	require.Equal(t, 1, task.Attempts)
 }
@@ -277,7 +266,7 @@ func TestLeaseRunsOutWhileHeartbeatsFail(t *testing.T) {
 		}
 	})
 	errc, done := start(t, ctx, w)
-	receive(t, ctx, srv.arrived, "the attempt's request")
+	testwait.Receive(t, ctx, srv.arrived, "the attempt's request")
 
 	s := time.Second
 	want := []time.Duration{10 * s, 11 * s, 13 * s, 17 * s, 23500 * time.Millisecond,
@@ -285,7 +274,7 @@ func TestLeaseRunsOutWhileHeartbeatsFail(t *testing.T) {
 	for _, d := range want {
 		b.clk.fireAt(t, ctx, epoch.Add(d))
 	}
-	receive(t, ctx, srv.gone, "the attempt to be cancelled")
+	testwait.Receive(t, ctx, srv.gone, "the attempt to be cancelled")
 	b.clk.drive(t, ctx, done)
 	require.NoError(t, <-errc)
 	mu.Lock()
@@ -325,18 +314,18 @@ func TestTakeoverAfterExpiry(t *testing.T) {
 		}
 	})
 	aErr, aDone := start(t, ctx, a)
-	receive(t, ctx, srv.arrived, "a's request")
+	testwait.Receive(t, ctx, srv.arrived, "a's request")
 	b.clk.fireAt(t, ctx, epoch.Add(lease/3))
-	receive(t, ctx, entered, "a's heartbeat")
+	testwait.Receive(t, ctx, entered, "a's heartbeat")
 	b.clk.advanceTo(epoch.Add(lease + time.Second))
 
 	second := b.worker("b", id, func(c *Config) { c.ExitWhenIdle = true })
 	bErr, _ := start(t, ctx, second)
-	require.NoError(t, receive(t, ctx, bErr, "b's Run"))
+	require.NoError(t, testwait.Receive(t, ctx, bErr, "b's Run"))
 	succeeded(t, ctx, b.st, id)
 
 	close(unblock)
-	receive(t, ctx, srv.gone, "a's attempt to be cancelled")
+	testwait.Receive(t, ctx, srv.gone, "a's attempt to be cancelled")
 	require.Contains(t, answer.Load(), ledger.ErrLeaseLost.Error())
 	select {
 	case err := <-aErr:
@@ -374,12 +363,12 @@ func TestClaimErrorCancelsRunningAttempts(t *testing.T) {
 		}
 	})
 	errc, done := start(t, ctx, w)
-	receive(t, ctx, srv.arrived, "the attempt's request")
+	testwait.Receive(t, ctx, srv.arrived, "the attempt's request")
 	fail.Store(true)
 	b.clk.drive(t, ctx, done)
 	err := <-errc
 	require.ErrorContains(t, err, "disk on fire")
-	receive(t, ctx, srv.gone, "the attempt to be cancelled")
+	testwait.Receive(t, ctx, srv.gone, "the attempt to be cancelled")
 	task, err := b.st.Task(ctx, id)
 	require.NoError(t, err)
 	require.Equal(t, ledger.Running, task.Status)
@@ -403,7 +392,7 @@ task "rand" {
 `
 	ids := []string{b.submit(t, "a", fan), b.submit(t, "b", fan)}
 	errc, _ := start(t, ctx, b.worker("w", "", func(c *Config) { c.ExitWhenIdle = true; c.Concurrency = 2 }))
-	require.NoError(t, receive(t, ctx, errc, "Run"))
+	require.NoError(t, testwait.Receive(t, ctx, errc, "Run"))
 
 	seen := map[string]string{}
 	for _, id := range ids {
@@ -465,7 +454,7 @@ task "repair" {
 	require.Nil(t, next)
 
 	errc, _ := start(t, ctx, w)
-	require.NoError(t, receive(t, ctx, errc, "Run"))
+	require.NoError(t, testwait.Receive(t, ctx, errc, "Run"))
 	require.NoError(t, b.st.Read(func(r ledger.Reader) error {
 		task, err := r.Task(id)
 		require.NoError(t, err)

@@ -18,7 +18,7 @@ import (
 // beyond range()'s limit of 1,024 values too (the default is 3,000).
 func TestFanOutTaskItems(t *testing.T) {
 	t.Parallel()
-	wasm := testwasm.BuildC(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/c/pipeline.c"))
+	wasm := testwasm.CGuest(t, "pipeline")
 	dir := t.TempDir()
 	testwasm.Copy(t, wasm, filepath.Join(dir, "step.wasm"))
 	ctx := context.Background()
@@ -46,7 +46,7 @@ func TestFanOutTaskItems(t *testing.T) {
 // checks that no goroutine is left) and its plugins and tasks beneath Dir.
 func TestRunClosesEverything(t *testing.T) {
 	t.Parallel()
-	wasm := testwasm.BuildC(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/c/pipeline.c"))
+	wasm := testwasm.CGuest(t, "pipeline")
 	dir := t.TempDir()
 	rep, err := Run(context.Background(), Config{Dir: dir, Plugin: wasm, Rounds: 2, Steps: 2, Items: 8, Concurrency: 2})
 	require.NoError(t, err)
@@ -71,10 +71,9 @@ func TestRunClosesEverything(t *testing.T) {
 // both Go fan-outs, compared with Badger's group commit.
 func TestRunGoFigures(t *testing.T) {
 	t.Parallel()
-	root := testwasm.ModuleRoot(t)
-	wasm := testwasm.BuildC(t, filepath.Join(root, "testdata/guests/c/pipeline.c"))
-	goWasm := testwasm.BuildGo(t, filepath.Join(root, "testdata/guests/go/conformance"))
-	goReWasm := testwasm.BuildGo(t, filepath.Join(root, "testdata/guests/go/stateless"))
+	wasm := testwasm.CGuest(t, "pipeline")
+	goWasm := testwasm.GoGuest(t, "conformance")
+	goReWasm := testwasm.GoGuest(t, "stateless")
 	rep, err := Run(context.Background(), Config{Dir: t.TempDir(), Plugin: wasm, GoPlugin: goWasm, GoReusePlugin: goReWasm,
 		Rounds: 1, Steps: 1, Items: 4, Concurrency: 2})
 	require.NoError(t, err)
@@ -94,7 +93,7 @@ func TestRunGoFigures(t *testing.T) {
 // the plain-wazero floor; Run says so and what to use instead.
 func TestRunRefusesHostImports(t *testing.T) {
 	t.Parallel()
-	wasm := testwasm.BuildC(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/c/hostcalls.c"))
+	wasm := testwasm.CGuest(t, "hostcalls")
 	_, err := Run(context.Background(), Config{Dir: t.TempDir(), Plugin: wasm, Rounds: 1, Steps: 1, Items: 1, Concurrency: 1})
 	require.ErrorContains(t, err, "imports lhengine_v1.")
 	require.ErrorContains(t, err, "testdata/guests/c/pipeline.c")
@@ -105,7 +104,7 @@ func TestRunRefusesHostImports(t *testing.T) {
 // stopped and named.
 func TestInstanceFloorStopsAPluginThatNeverReturns(t *testing.T) {
 	t.Parallel()
-	wasm := testwasm.BuildC(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/c/loop.c"))
+	wasm := testwasm.CGuest(t, "loop")
 	bin, err := os.ReadFile(wasm)
 	require.NoError(t, err)
 	ctx := context.Background()

@@ -59,7 +59,7 @@ eval "small" {
 // the parsed set.
 func smallTree(t *testing.T) *Set {
 	t.Helper()
-	wasm, err := os.ReadFile(testwasm.BuildC(t, filepath.Join(testwasm.ModuleRoot(t), "testdata/guests/c/pipeline.c")))
+	wasm, err := os.ReadFile(testwasm.CGuest(t, "pipeline"))
 	require.NoError(t, err)
 	dir := t.TempDir()
 	for name, src := range map[string]string{
