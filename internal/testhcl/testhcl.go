@@ -14,8 +14,6 @@ import (
 	"testing"
 
 	"github.com/hashicorp/hcl/v2"
-
-	"github.com/lhengine/lhengine/internal/testwasm"
 )
 
 // Marked is an error on a line: one a fixture's comment expects, or one a
@@ -107,12 +105,13 @@ func Errors(t testing.TB, filename string, diags hcl.Diagnostics) []Marked {
 	return got
 }
 
-// HostileExprs returns the expressions of testdata/bounds/hostile.txt, one
-// a line (lines starting with # are comments): each would crash or
-// exhaust a parser or an evaluator without bounds.
-func HostileExprs(t testing.TB) []string {
+// HostileExprs returns the expressions of the file at path (the
+// repository's testdata/bounds/hostile.txt), one a line; lines starting
+// with # are comments. Each would crash or exhaust a parser or an
+// evaluator without bounds.
+func HostileExprs(t testing.TB, path string) []string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(testwasm.ModuleRoot(t), "testdata", "bounds", "hostile.txt"))
+	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,7 +35,7 @@ func TestErrors(t *testing.T) {
 // TestHostileExprs: the file's expressions, without its comments.
 func TestHostileExprs(t *testing.T) {
 	t.Parallel()
-	exprs := testhcl.HostileExprs(t)
+	exprs := testhcl.HostileExprs(t, "../../testdata/bounds/hostile.txt")
 	require.NotEmpty(t, exprs)
 	for _, e := range exprs {
 		require.NotEmpty(t, e)

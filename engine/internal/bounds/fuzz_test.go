@@ -16,7 +16,7 @@ import (
 // Context), without a panic, a crash of the stack or more than
 // testhcl.AllocLimit of allocations. The seeds alone run as a test.
 func FuzzCheckSource(f *testing.F) {
-	for _, expr := range testhcl.HostileExprs(f) {
+	for _, expr := range testhcl.HostileExprs(f, "../../../testdata/bounds/hostile.txt") {
 		f.Add([]byte("x = " + expr + "\n"))
 	}
 	f.Fuzz(func(t *testing.T, src []byte) {
@@ -47,7 +47,7 @@ func FuzzCheckSource(f *testing.F) {
 // FuzzCheckExpression checks that CheckExpression never panics and that
 // a standalone expression it accepts parses without a crash of the stack.
 func FuzzCheckExpression(f *testing.F) {
-	for _, expr := range append(testhcl.HostileExprs(f), `["a", "b"]`, `{a = 1}`, strings.Repeat("-", 5000)+"1") {
+	for _, expr := range append(testhcl.HostileExprs(f, "../../../testdata/bounds/hostile.txt"), `["a", "b"]`, `{a = 1}`, strings.Repeat("-", 5000)+"1") {
 		f.Add(expr)
 	}
 	f.Fuzz(func(t *testing.T, src string) {
