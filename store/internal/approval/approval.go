@@ -68,19 +68,8 @@ func (s *Approvals) Request(ctx context.Context, l ledger.Lease, a ledger.Approv
 		if err := t.PutJSON(kv.ApprovalKey(task.ID, task.NextApproval), &a); err != nil {
 			return err
 		}
-		// The unit waits; its attempt is given back as a stopping worker's
-		// is (Release): the attempt that runs on the decision has the same
-		// number.
-		u.State, u.Owner, u.LeaseUntil = ledger.UnitWaiting, "", time.Time{}
-		u.Approval, u.NotBefore = a.ID, a.Expires
-		u.Attempt = max(u.Attempt-1, 0)
-		task.Attempts = max(task.Attempts-1, 0)
-		task.Leases--
-		st.Leased--
-		st.Waiting++
-		task.Waiting++
-		budget.TickWall(task, now)
-		if err := t.PutJSON(kv.UnitKey(l.Task, l.Step, l.Item), u); err != nil {
+		u.Approval = a.ID
+		if err := holdUnit(t, task, st, u, l, a.Expires, now); err != nil {
 			return err
 		}
 		ref := index.Ref{Task: l.Task, Step: l.Step, Item: l.Item}
@@ -411,16 +400,8 @@ func (s *Approvals) WaitEffect(ctx context.Context, l ledger.Lease, key, reason 
 		t.Durable = true
 		now := s.Events.Now()
 		st := t.Step(task, l.Step)
-		u.State, u.Owner, u.LeaseUntil, u.NotBefore = ledger.UnitWaiting, "", time.Time{}, time.Time{}
 		u.Effect, u.WaitReason = key, reason
-		u.Attempt = max(u.Attempt-1, 0)
-		task.Attempts = max(task.Attempts-1, 0)
-		task.Leases--
-		st.Leased--
-		st.Waiting++
-		task.Waiting++
-		budget.TickWall(task, now)
-		if err := t.PutJSON(kv.UnitKey(l.Task, l.Step, l.Item), u); err != nil {
+		if err := holdUnit(t, task, st, u, l, time.Time{}, now); err != nil {
 			return err
 		}
 		ref := index.Ref{Task: l.Task, Step: l.Step, Item: l.Item}
@@ -440,4 +421,20 @@ func (s *Approvals) WaitEffect(ctx context.Context, l ledger.Lease, key, reason 
 		return t.Fill(out)
 	})
 	return out, err
+}
+
+// holdUnit makes the leased unit u of lease l wait for a person until
+// notBefore (zero: until decided): its attempt is given back as a stopping
+// worker's is (Release), so the attempt that runs on the decision has the
+// same number, and its step and task count it waiting.
+func holdUnit(t *kv.Tx, task *ledger.Task, st *ledger.StepState, u *ledger.Unit, l ledger.Lease, notBefore, now time.Time) error {
+	u.State, u.Owner, u.LeaseUntil, u.NotBefore = ledger.UnitWaiting, "", time.Time{}, notBefore
+	u.Attempt = max(u.Attempt-1, 0)
+	task.Attempts = max(task.Attempts-1, 0)
+	task.Leases--
+	st.Leased--
+	st.Waiting++
+	task.Waiting++
+	budget.TickWall(task, now)
+	return t.PutJSON(kv.UnitKey(l.Task, l.Step, l.Item), u)
 }
