@@ -677,13 +677,16 @@ func (s *Store) runBatch(batch []*op) (sync bool) {
 // changed nothing, if an op failed after writing or the transaction could not
 // commit; the caller then runs each op alone.
 func (s *Store) tryBatch(batch []*op) (sync, ok bool) {
-	txn := s.db.NewTransaction(true)
+	txn, err := s.kv.Begin(true)
+	if err != nil {
+		return false, false
+	}
 	defer txn.Discard()
 	errs := make([]error, len(batch))
 	txs := make([]*kv.Tx, len(batch))
 	shared := &kv.Batch{}
 	for i, o := range batch {
-		txs[i] = s.kv.Tx(txn, true, shared)
+		txs[i] = s.kv.TxOf(txn, true, shared)
 		errs[i] = txs[i].Run(o.Fn)
 		if errs[i] != nil && txs[i].Wrote() {
 			return false, false
@@ -698,7 +701,7 @@ func (s *Store) tryBatch(batch []*op) (sync, ok bool) {
 		return false, false
 	}
 	n := s.commits.beginCommit()
-	err := txn.Commit()
+	err = txn.Commit()
 	s.commits.endCommit(n)
 	if err != nil {
 		return false, false
@@ -712,9 +715,13 @@ func (s *Store) tryBatch(batch []*op) (sync, ok bool) {
 }
 
 func (s *Store) runAlone(o *op) (sync bool) {
-	txn := s.db.NewTransaction(true)
+	txn, err := s.kv.Begin(true)
+	if err != nil {
+		o.Err = err
+		return false
+	}
 	defer txn.Discard()
-	t := s.kv.Tx(txn, true, nil)
+	t := s.kv.TxOf(txn, true, nil)
 	o.Err = t.Run(o.Fn)
 	if o.Err == nil && t.Size() > 0 {
 		o.Err = s.space.CheckWrite(t.Size())

@@ -27,7 +27,7 @@ func open(t *testing.T) *DB {
 // commit does.
 func update(t *testing.T, d *DB, x *index.Index, fn func(*Tx) error) error {
 	t.Helper()
-	txn := d.db.NewTransaction(true)
+	txn := badgerOf(d).NewTransaction(true)
 	defer txn.Discard()
 	tx := d.Tx(txn, true, nil)
 	if err := tx.Run(fn); err != nil {
@@ -141,7 +141,7 @@ func TestTaskRecords(t *testing.T) {
 
 	versions := func() []uint64 {
 		var out []uint64
-		require.NoError(t, d.db.View(func(txn *badger.Txn) error {
+		require.NoError(t, badgerOf(d).View(func(txn *badger.Txn) error {
 			for i := range 3 {
 				item, err := txn.Get(StepKey("T", i))
 				require.NoError(t, err)
@@ -280,7 +280,7 @@ func TestSnapshotsShareThePrefix(t *testing.T) {
 func TestBatchState(t *testing.T) {
 	t.Parallel()
 	d := open(t)
-	txn := d.db.NewTransaction(true)
+	txn := badgerOf(d).NewTransaction(true)
 	defer txn.Discard()
 	shared := &Batch{}
 	a, b := d.Tx(txn, true, shared), d.Tx(txn, true, shared)
@@ -297,3 +297,6 @@ func TestBatchState(t *testing.T) {
 	}
 	require.Equal(t, []string{"T"}, x.Active)
 }
+
+// badgerOf is the Badger database of a DB made by New.
+func badgerOf(d *DB) *badger.DB { return d.be.(badgerBackend).db }

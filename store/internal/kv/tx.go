@@ -45,25 +45,41 @@ const ValueThreshold = 64 << 10
 // whole by writers (see Tx.Fill) and those shared by lease snapshots
 // (Snapshot).
 type DB struct {
-	db       *badger.DB
+	be       Backend
 	logs     *logsync.Logs // told of values written to the value log; nil unless the store syncs
 	tasks    taskCache
 	prefixes stepPrefixes
 	mirror   stepMirror
 }
 
-// New is the DB of db, whose disk sync is logs (nil when the store does not
-// sync).
-func New(db *badger.DB, logs *logsync.Logs) *DB { return &DB{db: db, logs: logs} }
+// New is the DB of the Badger database db, whose disk sync is logs (nil
+// when the store does not sync).
+func New(db *badger.DB, logs *logsync.Logs) *DB {
+	return &DB{be: badgerBackend{db}, logs: logs}
+}
+
+// NewOn is the DB of another backend (PostgreSQL).
+func NewOn(be Backend) *DB { return &DB{be: be} }
 
 // Tx is the typed access of one operation to a Badger transaction: txn,
 // read-write when rw (run by the group-commit leader), shared by the
 // operations of batch b (nil: none yet).
-func (d *DB) Tx(txn *badger.Txn, rw bool, b *Batch) *Tx { return &Tx{txn: txn, db: d, rw: rw, b: b} }
+func (d *DB) Tx(txn *badger.Txn, rw bool, b *Batch) *Tx { return d.TxOf(badgerTxn{txn}, rw, b) }
+
+// TxOf is Tx on a transaction of the DB's backend (Begin).
+func (d *DB) TxOf(txn Txn, rw bool, b *Batch) *Tx { return &Tx{txn: txn, db: d, rw: rw, b: b} }
+
+// Begin starts a transaction of the backend.
+func (d *DB) Begin(rw bool) (Txn, error) { return d.be.Begin(rw) }
 
 // View runs fn in a read-only transaction.
 func (d *DB) View(fn func(*Tx) error) error {
-	return d.db.View(func(txn *badger.Txn) error { return d.Tx(txn, false, nil).Run(fn) })
+	txn, err := d.be.Begin(false)
+	if err != nil {
+		return err
+	}
+	defer txn.Discard()
+	return d.TxOf(txn, false, nil).Run(fn)
 }
 
 // Update runs fn in a read-write transaction of the store's group commit,
@@ -86,7 +102,7 @@ func (t *Tx) Run(fn func(*Tx) error) error {
 // anything was written, so that a failed operation can be told apart from a
 // half-applied one.
 type Tx struct {
-	txn *badger.Txn
+	txn Txn
 	db  *DB
 	// Durable says the operation must be on disk before it returns.
 	Durable bool
@@ -125,9 +141,9 @@ func (t *Tx) Batch() *Batch {
 	return t.b
 }
 
-// Txn is the Badger transaction, for the reads typed access has no words
-// for (key-only iteration, reverse iteration, versions).
-func (t *Tx) Txn() *badger.Txn { return t.txn }
+// Iterate walks keys of the transaction, for the reads typed access has no
+// words for (key-only iteration, reverse iteration, versions, seeks).
+func (t *Tx) Iterate(o IterOptions) Iterator { return t.txn.Iterate(o) }
 
 // Wrote reports whether the operation wrote anything.
 func (t *Tx) Wrote() bool { return t.wrote }
@@ -155,17 +171,10 @@ func (t *Tx) Afters() []func(*index.Index) { return t.afters }
 // GetJSON decodes the record at key into v; ErrNotFound when there is none.
 // A task record is read through the DB's cache of decoded records.
 func (t *Tx) GetJSON(key []byte, v any) error {
-	item, err := t.txn.Get(key)
-	if errors.Is(err, badger.ErrKeyNotFound) {
-		return ledger.ErrNotFound
-	}
-	if err != nil {
-		return err
-	}
 	if task, ok := v.(*ledger.Task); ok {
-		return t.getTask(key, item, task)
+		return t.getTask(key, task)
 	}
-	return ItemValue(item, func(b []byte) error { return json.Unmarshal(b, v) })
+	return t.txn.Get(key, func(b []byte, _ uint64) error { return json.Unmarshal(b, v) })
 }
 
 // getTask decodes a task record, or copies it from the store's cache of
@@ -173,26 +182,29 @@ func (t *Tx) GetJSON(key []byte, v any) error {
 // this transaction wrote is always decoded: a pending write reports the
 // transaction's read timestamp as its version, which a committed version
 // may share.
-func (t *Tx) getTask(key []byte, item *badger.Item, task *ledger.Task) error {
+func (t *Tx) getTask(key []byte, task *ledger.Task) error {
 	pending := false
 	if t.b != nil {
 		_, pending = t.b.wroteTask[string(key)]
 	}
-	if !pending {
-		if c, ok := t.db.tasks.get(string(key), item.Version()); ok {
-			c.CopyTo(task)
-			return nil
+	return t.txn.Get(key, func(b []byte, version uint64) error {
+		cache := !pending && version != 0
+		if cache {
+			if c, ok := t.db.tasks.get(string(key), version); ok {
+				c.CopyTo(task)
+				return nil
+			}
 		}
-	}
-	if err := ItemValue(item, func(b []byte) error { return DecodeTask(b, task) }); err != nil {
-		return err
-	}
-	if !pending {
-		c := new(ledger.Task)
-		task.CopyTo(c)
-		t.db.tasks.put(string(key), item.Version(), c)
-	}
-	return nil
+		if err := DecodeTask(b, task); err != nil {
+			return err
+		}
+		if cache {
+			c := new(ledger.Task)
+			task.CopyTo(c)
+			t.db.tasks.put(string(key), version, c)
+		}
+		return nil
+	})
 }
 
 // taskCache holds decoded task headers by key and committed version, with
@@ -250,15 +262,8 @@ func ItemValue(item *badger.Item, fn func([]byte) error) error {
 
 // GetRaw returns a copy of the value at key; ErrNotFound when there is none.
 func (t *Tx) GetRaw(key []byte) ([]byte, error) {
-	item, err := t.txn.Get(key)
-	if errors.Is(err, badger.ErrKeyNotFound) {
-		return nil, ledger.ErrNotFound
-	}
-	if err != nil {
-		return nil, err
-	}
 	var out []byte
-	err = ItemValue(item, func(v []byte) error {
+	err := t.txn.Get(key, func(v []byte, _ uint64) error {
 		out = slices.Clone(v)
 		return nil
 	})
@@ -326,14 +331,17 @@ func (t *Tx) CacheWritten() {
 	if b == nil || len(b.wroteTask) == 0 {
 		return
 	}
-	_ = d.db.View(func(txn *badger.Txn) error {
+	_ = d.View(func(t *Tx) error {
 		for key, task := range b.wroteTask {
 			if task == nil {
 				continue
 			}
-			if item, err := txn.Get([]byte(key)); err == nil {
-				d.tasks.put(key, item.Version(), task)
-			}
+			_ = t.txn.Get([]byte(key), func(_ []byte, version uint64) error {
+				if version != 0 {
+					d.tasks.put(key, version, task)
+				}
+				return nil
+			})
 		}
 		return nil
 	})
@@ -341,48 +349,40 @@ func (t *Tx) CacheWritten() {
 
 // Keys returns the keys under prefix, in order.
 func (t *Tx) Keys(prefix []byte) [][]byte {
-	opts := badger.DefaultIteratorOptions
-	opts.PrefetchValues = false
-	opts.Prefix = prefix
-	it := t.txn.NewIterator(opts)
+	it := t.txn.Iterate(IterOptions{Prefix: prefix, KeysOnly: true})
 	defer it.Close()
 	var out [][]byte
 	for it.Rewind(); it.Valid(); it.Next() {
-		out = append(out, it.Item().KeyCopy(nil))
+		out = append(out, slices.Clone(it.Key()))
 	}
+	t.Fail(it.Err())
 	return out
 }
 
 // KeysLimit returns up to limit keys under prefix and adds the sizes of
 // their values to size.
 func (t *Tx) KeysLimit(prefix []byte, limit int, size int64) ([][]byte, int64) {
-	opts := badger.DefaultIteratorOptions
-	opts.PrefetchValues = false
-	opts.Prefix = prefix
-	it := t.txn.NewIterator(opts)
+	it := t.txn.Iterate(IterOptions{Prefix: prefix, KeysOnly: true})
 	defer it.Close()
 	var out [][]byte
 	for it.Rewind(); it.Valid() && len(out) < limit; it.Next() {
-		out = append(out, it.Item().KeyCopy(nil))
-		size += it.Item().ValueSize()
+		out = append(out, slices.Clone(it.Key()))
+		size += it.ValueSize()
 	}
+	t.Fail(it.Err())
 	return out, size
 }
 
 // Scan calls fn for each key and value under prefix, in order, until fn
 // returns false or an error.
 func (t *Tx) Scan(prefix []byte, fn func(key, val []byte) (bool, error)) error {
-	opts := badger.DefaultIteratorOptions
-	opts.Prefix = prefix
-	opts.PrefetchSize = 64
-	it := t.txn.NewIterator(opts)
+	it := t.txn.Iterate(IterOptions{Prefix: prefix, Prefetch: 64})
 	defer it.Close()
 	for it.Rewind(); it.Valid(); it.Next() {
-		item := it.Item()
 		var more bool
-		err := ItemValue(item, func(v []byte) error {
+		err := it.Value(func(v []byte) error {
 			var err error
-			more, err = fn(item.Key(), v)
+			more, err = fn(it.Key(), v)
 			return err
 		})
 		if err != nil {
@@ -392,28 +392,24 @@ func (t *Tx) Scan(prefix []byte, fn func(key, val []byte) (bool, error)) error {
 			return nil
 		}
 	}
-	return nil
+	return it.Err()
 }
 
 // ScanFrom is Scan starting at the first key at or after start: a follower
 // reads the events after the last it saw without walking the ones before.
 func (t *Tx) ScanFrom(prefix, start []byte, fn func(key, val []byte) (bool, error)) error {
-	opts := badger.DefaultIteratorOptions
-	opts.Prefix = prefix
-	opts.PrefetchSize = 64
-	it := t.txn.NewIterator(opts)
+	it := t.txn.Iterate(IterOptions{Prefix: prefix, Prefetch: 64})
 	defer it.Close()
-	for it.Seek(start); it.ValidForPrefix(prefix); it.Next() {
-		item := it.Item()
+	for it.Seek(start); it.Valid(); it.Next() {
 		var more bool
-		err := ItemValue(item, func(v []byte) error {
+		err := it.Value(func(v []byte) error {
 			var err error
-			more, err = fn(item.Key(), v)
+			more, err = fn(it.Key(), v)
 			return err
 		})
 		if err != nil || !more {
 			return err
 		}
 	}
-	return nil
+	return it.Err()
 }

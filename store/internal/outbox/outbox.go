@@ -25,8 +25,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
-
 	"github.com/lhengine/lhengine/ledger"
 	"github.com/lhengine/lhengine/store/internal/index"
 	"github.com/lhengine/lhengine/store/internal/kv"
@@ -68,24 +66,21 @@ func (o *Events) Append(t *kv.Tx, task *ledger.Task, e ledger.Event) error {
 // its next, so a task's notifications arrive in the order of its events.
 func Pending(t *kv.Tx, max int, skip func(task string) bool) ([]ledger.Notification, error) {
 	var out []ledger.Notification
-	opts := badger.DefaultIteratorOptions
-	opts.Prefix = []byte("x/")
-	opts.PrefetchValues = false
-	it := t.Txn().NewIterator(opts)
+	it := t.Iterate(kv.IterOptions{Prefix: []byte("x/"), KeysOnly: true})
 	defer it.Close()
 	for it.Rewind(); it.Valid() && (max <= 0 || len(out) < max); {
-		key := string(it.Item().Key())
+		key := string(it.Key())
 		task, _, _ := strings.Cut(strings.TrimPrefix(key, "x/"), "/")
 		if skip == nil || !skip(task) {
 			var n ledger.Notification
-			if err := kv.ItemValue(it.Item(), func(v []byte) error { return json.Unmarshal(v, &n) }); err != nil {
+			if err := it.Value(func(v []byte) error { return json.Unmarshal(v, &n) }); err != nil {
 				return nil, fmt.Errorf("outbox entry %s: %w", key, err)
 			}
 			out = append(out, n)
 		}
 		it.Seek([]byte("x/" + task + "0")) // '0' follows '/': the next task's first entry
 	}
-	return out, nil
+	return out, it.Err()
 }
 
 // notifying reads n's outbox entry and its journal entry (nil when none)

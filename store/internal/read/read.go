@@ -11,8 +11,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/dgraph-io/badger/v4"
-
 	"github.com/lhengine/lhengine/ledger"
 	"github.com/lhengine/lhengine/store/internal/kv"
 	"github.com/lhengine/lhengine/store/internal/quota"
@@ -95,17 +93,13 @@ func (r *Reader) FindTask(ref string) (*ledger.Task, error) {
 // keys only: what a reader that keeps tasks it has read needs to know which
 // to read again (the task list stream of the API).
 func (r *Reader) TaskVersions() ([]ledger.TaskVersion, error) {
-	opts := badger.DefaultIteratorOptions
-	opts.Prefix = []byte("t/")
-	opts.PrefetchValues = false
-	it := r.t.Txn().NewIterator(opts)
+	it := r.t.Iterate(kv.IterOptions{Prefix: []byte("t/"), KeysOnly: true})
 	defer it.Close()
 	var out []ledger.TaskVersion
 	for it.Rewind(); it.Valid(); it.Next() {
-		item := it.Item()
-		out = append(out, ledger.TaskVersion{ID: string(item.Key()[2:]), Version: item.Version()})
+		out = append(out, ledger.TaskVersion{ID: string(it.Key()[2:]), Version: it.Version()})
 	}
-	return out, nil
+	return out, it.Err()
 }
 
 // Usage returns what task id keeps in the store.
@@ -176,10 +170,7 @@ func (r *Reader) AttemptsPage(id string, step, item, limit int) ([]*ledger.Attem
 	if item >= 0 {
 		prefix = fmt.Appendf(nil, "o/%s/%04x/%08x/", id, step, item)
 	}
-	opts := badger.DefaultIteratorOptions
-	opts.PrefetchValues = false
-	opts.Prefix = prefix
-	it := r.t.Txn().NewIterator(opts)
+	it := r.t.Iterate(kv.IterOptions{Prefix: prefix, KeysOnly: true})
 	defer it.Close()
 	out := []*ledger.Attempt{}
 	total := 0
@@ -189,12 +180,12 @@ func (r *Reader) AttemptsPage(id string, step, item, limit int) ([]*ledger.Attem
 			continue
 		}
 		a := new(ledger.Attempt)
-		if err := kv.ItemValue(it.Item(), func(v []byte) error { return json.Unmarshal(v, a) }); err != nil {
+		if err := it.Value(func(v []byte) error { return json.Unmarshal(v, a) }); err != nil {
 			return nil, 0, err
 		}
 		out = append(out, a)
 	}
-	return out, total, nil
+	return out, total, it.Err()
 }
 
 // CommittedItem returns the output of item of step as its unit committed

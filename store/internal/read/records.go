@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/dgraph-io/badger/v4"
-
 	"github.com/lhengine/lhengine/ledger"
 	"github.com/lhengine/lhengine/store/internal/kv"
 )
@@ -85,13 +83,11 @@ func (r *Reader) RecentNotes(task *ledger.Task, max int, enough func([]ledger.No
 		return out, nil
 	}
 	prefix := []byte("n/" + task.ID + "/")
-	opts := badger.DefaultIteratorOptions
-	opts.Prefix, opts.Reverse, opts.PrefetchSize = prefix, true, min(max, 64)
-	it := r.t.Txn().NewIterator(opts)
+	it := r.t.Iterate(kv.IterOptions{Prefix: prefix, Reverse: true, Prefetch: min(max, 64)})
 	defer it.Close()
-	for it.Seek(kv.NoteKey(task.ID, task.Notes)); it.ValidForPrefix(prefix) && len(out) < max; it.Next() {
+	for it.Seek(kv.NoteKey(task.ID, task.Notes)); it.Valid() && len(out) < max; it.Next() {
 		var n ledger.Note
-		if err := kv.ItemValue(it.Item(), func(v []byte) error { return json.Unmarshal(v, &n) }); err != nil {
+		if err := it.Value(func(v []byte) error { return json.Unmarshal(v, &n) }); err != nil {
 			return nil, err
 		}
 		out = append(out, n)

@@ -233,13 +233,10 @@ func (s *Retention) collectBlobs(ctx context.Context, st *ledger.GCStats) error 
 			return err
 		}
 		// Chunk keys are b/<sha256>/<n>: one seek per blob.
-		opts := badger.DefaultIteratorOptions
-		opts.PrefetchValues = false
-		opts.Prefix = []byte("b/")
-		it := t.Txn().NewIterator(opts)
+		it := t.Iterate(kv.IterOptions{Prefix: []byte("b/"), KeysOnly: true})
 		defer it.Close()
 		for it.Rewind(); it.Valid(); {
-			k := it.Item().Key()
+			k := it.Key()
 			sum, _, ok := strings.Cut(string(k[2:]), "/")
 			if !ok {
 				it.Next()
@@ -248,7 +245,7 @@ func (s *Retention) collectBlobs(ctx context.Context, st *ledger.GCStats) error 
 			chunked[sum] = true
 			it.Seek([]byte("b/" + sum + "/\xff"))
 		}
-		return nil
+		return it.Err()
 	})
 	if err != nil {
 		return err
