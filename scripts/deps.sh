@@ -9,6 +9,9 @@
 #     (server/dashboard_test.go, through chromedp);
 #   - tmux, the terminal the live progress bar's test runs lhengine run in
 #     (cmd/lhengine/livebar_test.go);
+#   - PostgreSQL (Debian's postgresql: initdb, pg_ctl, postgres), which the
+#     PostgreSQL store's tests start as a throwaway cluster in a temporary
+#     folder (internal/testpg);
 #   - node and npm (Debian's nodejs and npm, unless node and npm are
 #     already on PATH) for AssemblyScript, and then, from the npm registry,
 #     the pinned assemblyscript and @assemblyscript/wasi-shim into
@@ -34,6 +37,8 @@ command -v wat2wasm >/dev/null 2>&1 || want wabt "assembles the WebAssembly text
 ls /usr/lib/rustlib/wasm32-wasi/lib/libstd-*.rlib >/dev/null 2>&1 ||
 	want libstd-rust-dev-wasm32 "Rust's standard library for wasm32-wasi"
 [ -x /usr/bin/chromium ] || want chromium "the headless browser the dashboard's test drives"
+ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null 2>&1 ||
+	want postgresql "the server the PostgreSQL store's tests start in a temporary folder"
 [ -x /usr/bin/tmux ] || want tmux "the terminal the live progress bar's test runs in"
 command -v node >/dev/null 2>&1 || want nodejs "runs the AssemblyScript compiler"
 command -v npm >/dev/null 2>&1 || want npm "installs the AssemblyScript compiler from the npm registry"

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -13,10 +14,22 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/lhengine/lhengine/fault"
+	"github.com/lhengine/lhengine/internal/testpg"
 	"github.com/lhengine/lhengine/ledger"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain stops the PostgreSQL cluster the tests started (testpg) and
+// then checks that no goroutine was left behind.
+func TestMain(m *testing.M) {
+	code := testpg.Main(m)
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
 
 // clock is an injected clock that only moves when told.
 type clock struct {

@@ -31,6 +31,7 @@ import (
 	"github.com/lhengine/lhengine/store/internal/logsync"
 	"github.com/lhengine/lhengine/store/internal/models"
 	"github.com/lhengine/lhengine/store/internal/outbox"
+	"github.com/lhengine/lhengine/store/internal/pgkv"
 	"github.com/lhengine/lhengine/store/internal/quota"
 	"github.com/lhengine/lhengine/store/internal/retention"
 	"github.com/lhengine/lhengine/store/internal/storedir"
@@ -129,6 +130,7 @@ type Store struct {
 	models    models.Journal              // the model journal
 	approvals approval.Approvals          // units waiting for people
 	lock      *storedir.Lock              // held from before the checks until Close
+	pg        *pgkv.Backend               // the PostgreSQL database, when it is the backend (db is nil then)
 }
 
 // failed returns the store's failure, or nil.
@@ -335,14 +337,7 @@ func Open(dir string, o Options) (*Store, error) {
 		fn := s.syncFn
 		s.syncFn = func() error { return o.syncFn(fn) }
 	}
-	s.kv = kv.New(db, s.logs)
-	s.events = outbox.Events{Update: s.update, Now: s.now, Notify: s.notified.notify}
-	s.budgets = budget.Budgets{Update: s.update, Events: &s.events}
-	s.leases = lease.Leases{Idx: s.idx, Events: &s.events, Session: s.session, Update: s.update}
-	s.models = models.Journal{DB: s.kv, Update: s.update, Events: &s.events, Budgets: &s.budgets}
-	s.approvals = approval.Approvals{Update: s.update, Events: &s.events, Budgets: &s.budgets}
-	s.blobs = blob.Store{DB: s.kv, Update: s.update, Now: s.now}
-	s.retention = retention.Retention{DB: s.kv, Badger: db, Logs: s.logs, Update: s.update, Blobs: &s.blobs}
+	s.wire(kv.New(db, s.logs), db)
 	if !o.InMemory {
 		if err := s.checkHighWater(o); err != nil {
 			db.Close()
@@ -361,6 +356,19 @@ func Open(dir string, o Options) (*Store, error) {
 		return nil, fmt.Errorf("open store %s: reading runnable tasks: %w", dir, err)
 	}
 	return s, nil
+}
+
+// wire sets up the store's parts on its records, d: the database below
+// them is db (Badger), or nil for another backend.
+func (s *Store) wire(d *kv.DB, db *badger.DB) {
+	s.kv = d
+	s.events = outbox.Events{Update: s.update, Now: s.now, Notify: s.notified.notify}
+	s.budgets = budget.Budgets{Update: s.update, Events: &s.events}
+	s.leases = lease.Leases{Idx: s.idx, Events: &s.events, Session: s.session, Update: s.update}
+	s.models = models.Journal{DB: s.kv, Update: s.update, Events: &s.events, Budgets: &s.budgets}
+	s.approvals = approval.Approvals{Update: s.update, Events: &s.events, Budgets: &s.budgets}
+	s.blobs = blob.Store{DB: s.kv, Update: s.update, Now: s.now}
+	s.retention = retention.Retention{DB: s.kv, Badger: db, Logs: s.logs, Update: s.update, Blobs: &s.blobs}
 }
 
 // openBadger opens Badger, turning a panic (some corrupt files make it
@@ -515,6 +523,10 @@ func (s *Store) checkHiddenLogs(hidden []string, o Options) error {
 // sync. Operations in flight must have returned.
 func (s *Store) Close() error {
 	s.group.Wait()
+	if s.pg != nil {
+		s.pg.Close()
+		return nil
+	}
 	err := s.db.Close()
 	if s.logs != nil {
 		s.logs.Close()

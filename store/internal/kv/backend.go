@@ -1,6 +1,7 @@
 package kv
 
 import (
+	"bytes"
 	"errors"
 
 	"github.com/dgraph-io/badger/v4"
@@ -106,16 +107,45 @@ func (t badgerTxn) Iterate(o IterOptions) Iterator {
 	if o.Prefetch > 0 {
 		opts.PrefetchSize = o.Prefetch
 	}
-	return &badgerIter{it: t.txn.NewIterator(opts), prefix: o.Prefix}
+	return &badgerIter{it: t.txn.NewIterator(opts), prefix: o.Prefix, reverse: o.Reverse}
 }
 
 // badgerIter is an Iterator on a Badger iterator.
 type badgerIter struct {
-	it     *badger.Iterator
-	prefix []byte
+	it      *badger.Iterator
+	prefix  []byte
+	reverse bool
 }
 
-func (i *badgerIter) Rewind()          { i.it.Rewind() }
+// Rewind: Badger's own, walking backwards, starts at the last key of the
+// whole database, which is not under the prefix unless the prefix is the
+// last one; so it seeks to the first key after the prefix's keys, and
+// steps back from it when there is one.
+func (i *badgerIter) Rewind() {
+	upper := UpperBound(i.prefix)
+	if !i.reverse || upper == nil {
+		i.it.Rewind()
+		return
+	}
+	i.it.Seek(upper)
+	if i.it.Valid() && bytes.Equal(i.it.Item().Key(), upper) {
+		i.it.Next()
+	}
+}
+
+// UpperBound is the first key after every key that starts with prefix
+// (nil: none, the prefix is empty or all 0xff).
+func UpperBound(prefix []byte) []byte {
+	u := bytes.Clone(prefix)
+	for i := len(u) - 1; i >= 0; i-- {
+		if u[i] < 0xff {
+			u[i]++
+			return u[:i+1]
+		}
+	}
+	return nil
+}
+
 func (i *badgerIter) Seek(key []byte)  { i.it.Seek(key) }
 func (i *badgerIter) Valid() bool      { return i.it.ValidForPrefix(i.prefix) }
 func (i *badgerIter) Next()            { i.it.Next() }

@@ -1,0 +1,433 @@
+// Package pgkv is the store's records in PostgreSQL: a kv.Backend on one
+// table of byte keys and values (lhengine_kv), its schema kept by
+// versioned migrations, and the store's ownership as a session-level
+// advisory lock.
+//
+// A read-write transaction is SERIALIZABLE: PostgreSQL refuses the commit
+// of one that read what another changed meanwhile, as Badger refuses a
+// conflicting one. Its writes are buffered and sent at commit in two
+// statements (one upsert of every key set, one delete of every key
+// deleted), or before a walk that must see them; a read of a key it
+// wrote is answered from the buffer. A read-only view is a REPEATABLE
+// READ, READ ONLY transaction: one snapshot. A committed transaction is
+// on disk when the commit returns (synchronous_commit, PostgreSQL's
+// default, must stay on: Open checks).
+package pgkv
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/lhengine/lhengine/ledger"
+	"github.com/lhengine/lhengine/store/internal/kv"
+)
+
+// migrations are the schema's versions: migrations[i] takes the schema
+// from version i to i+1. Never edit one that was released; add another.
+var migrations = []string{
+	`CREATE TABLE lhengine_kv (
+		k bytea PRIMARY KEY,
+		v bytea NOT NULL
+	)`,
+}
+
+// SchemaVersion is the schema this build reads and writes.
+var SchemaVersion = len(migrations)
+
+// ownerLock is the advisory lock key of a store's owner ("lhen").
+const ownerLock = 0x6c68656e
+
+// ErrSchema is a database whose schema is not this build's.
+var ErrSchema = errors.New("store schema")
+
+// Backend is a kv.Backend on a PostgreSQL database.
+type Backend struct {
+	pool  *pgxpool.Pool
+	owner *pgxpool.Conn // holds the owner's advisory lock
+	ctx   context.Context
+}
+
+// Open connects to the database at url. With migrate it first brings the
+// schema up to SchemaVersion; without, a schema that is behind is
+// refused with ErrSchema naming `lhengine store migrate`. It takes the
+// owner's lock: a database another process has open is ledger.ErrInUse.
+func Open(ctx context.Context, url string, migrate bool) (*Backend, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("store URL: %w", err)
+	}
+	if cfg.MaxConns < 16 {
+		cfg.MaxConns = 16
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	b := &Backend{pool: pool, ctx: context.WithoutCancel(ctx)}
+	if err := b.open(ctx, migrate); err != nil {
+		b.Close()
+		return nil, err
+	}
+	return b, nil
+}
+
+func (b *Backend) open(ctx context.Context, migrate bool) error {
+	conn, err := b.pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("connect to the store: %w", err)
+	}
+	b.owner = conn
+	var sync string
+	if err := conn.QueryRow(ctx, "SHOW synchronous_commit").Scan(&sync); err != nil {
+		return err
+	}
+	if sync == "off" {
+		return fmt.Errorf("the store's database has synchronous_commit off: a commit could be lost after it returned; turn it on")
+	}
+	var ok bool
+	if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", ownerLock).Scan(&ok); err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("%w: another lhengine process has this PostgreSQL store open", ledger.ErrInUse)
+	}
+	if migrate {
+		if _, _, err := Migrate(ctx, conn.Conn()); err != nil {
+			return err
+		}
+	}
+	v, err := version(ctx, conn.Conn())
+	if err != nil {
+		return err
+	}
+	switch {
+	case v < SchemaVersion:
+		return fmt.Errorf("%w: the database's schema is version %d, this lhengine needs %d: run `lhengine store migrate`", ErrSchema, v, SchemaVersion)
+	case v > SchemaVersion:
+		return fmt.Errorf("%w: the database's schema is version %d, newer than this lhengine's %d: use a newer lhengine", ErrSchema, v, SchemaVersion)
+	}
+	return nil
+}
+
+// Close releases the owner's lock and closes the connections.
+func (b *Backend) Close() {
+	if b.owner != nil {
+		b.owner.Release()
+	}
+	b.pool.Close()
+}
+
+// version reads the schema's version: 0 for a database without one.
+func version(ctx context.Context, conn *pgx.Conn) (int, error) {
+	var v int
+	err := conn.QueryRow(ctx, `SELECT version FROM lhengine_schema`).Scan(&v)
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "42P01" || errors.Is(err, pgx.ErrNoRows) { // undefined_table, or no version yet
+		return 0, nil
+	}
+	return v, err
+}
+
+// Migrate brings the schema of conn's database up to SchemaVersion, each
+// migration in a transaction of its own with the version it reaches,
+// under a transaction-level advisory lock so that two processes migrating
+// at once apply each migration once. It returns the versions before and
+// after.
+func Migrate(ctx context.Context, conn *pgx.Conn) (from, to int, err error) {
+	if _, err := conn.Exec(ctx, `CREATE TABLE IF NOT EXISTS lhengine_schema (
+		one bool PRIMARY KEY DEFAULT true CHECK (one),
+		version int NOT NULL)`); err != nil {
+		return 0, 0, fmt.Errorf("migrate: %w", err)
+	}
+	if from, err = version(ctx, conn); err != nil {
+		return 0, 0, fmt.Errorf("migrate: %w", err)
+	}
+	for {
+		done, v, err := migrateOne(ctx, conn)
+		if err != nil || done {
+			return from, v, err
+		}
+	}
+}
+
+// migrateOne applies the next migration, if any: done reports there was
+// none, v the version the schema is at after it.
+func migrateOne(ctx context.Context, conn *pgx.Conn) (done bool, v int, err error) {
+	err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", ownerLock+1); err != nil {
+			return err
+		}
+		err := tx.QueryRow(ctx, `SELECT version FROM lhengine_schema`).Scan(&v)
+		if errors.Is(err, pgx.ErrNoRows) {
+			v, err = 0, nil
+			if _, err := tx.Exec(ctx, `INSERT INTO lhengine_schema (version) VALUES (0)`); err != nil {
+				return err
+			}
+		}
+		if err != nil {
+			return err
+		}
+		if v >= len(migrations) {
+			done = true
+			return nil
+		}
+		if _, err := tx.Exec(ctx, migrations[v]); err != nil {
+			return fmt.Errorf("migration %d: %w", v+1, err)
+		}
+		v++
+		_, err = tx.Exec(ctx, `UPDATE lhengine_schema SET version = $1`, v)
+		return err
+	})
+	if err != nil {
+		return false, v, fmt.Errorf("migrate: %w", err)
+	}
+	return done, v, nil
+}
+
+// MigrateURL is Migrate on the database at url.
+func MigrateURL(ctx context.Context, url string) (from, to int, err error) {
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return 0, 0, fmt.Errorf("connect to the store: %w", err)
+	}
+	defer conn.Close(ctx)
+	return Migrate(ctx, conn)
+}
+
+// Begin starts a transaction.
+func (b *Backend) Begin(rw bool) (kv.Txn, error) {
+	opts := pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}
+	if rw {
+		opts = pgx.TxOptions{IsoLevel: pgx.Serializable, AccessMode: pgx.ReadWrite}
+	}
+	tx, err := b.pool.BeginTx(b.ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &txn{ctx: b.ctx, tx: tx, writes: map[string][]byte{}}, nil
+}
+
+// txn is a kv.Txn on a PostgreSQL transaction. writes buffers what it
+// set (a nil value: deleted) until flush.
+type txn struct {
+	ctx    context.Context
+	tx     pgx.Tx
+	writes map[string][]byte
+	done   bool
+}
+
+var deleted = []byte(nil)
+
+func (t *txn) Get(key []byte, fn func([]byte, uint64) error) error {
+	if v, ok := t.writes[string(key)]; ok {
+		if v == nil {
+			return ledger.ErrNotFound
+		}
+		return fn(v, 0)
+	}
+	var v []byte
+	var ver string
+	err := t.tx.QueryRow(t.ctx, `SELECT v, xmin::text FROM lhengine_kv WHERE k = $1`, key).Scan(&v, &ver)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return ledger.ErrNotFound
+	}
+	if err != nil {
+		return err
+	}
+	return fn(v, parseVersion(ver))
+}
+
+// parseVersion reads a row's xmin, the transaction that wrote it: a
+// version that changes with every write of the key.
+func parseVersion(s string) uint64 {
+	n, _ := strconv.ParseUint(s, 10, 64)
+	return n
+}
+
+func (t *txn) Set(key, val []byte) error {
+	v := make([]byte, len(val)) // never nil: nil marks a deletion
+	copy(v, val)
+	t.writes[string(key)] = v
+	return nil
+}
+
+func (t *txn) Delete(key []byte) error {
+	t.writes[string(key)] = deleted
+	return nil
+}
+
+// flush sends the buffered writes.
+func (t *txn) flush() error {
+	if len(t.writes) == 0 {
+		return nil
+	}
+	var setK, setV, delK [][]byte
+	for k, v := range t.writes {
+		if v == nil {
+			delK = append(delK, []byte(k))
+		} else {
+			setK, setV = append(setK, []byte(k)), append(setV, v)
+		}
+	}
+	var batch pgx.Batch
+	if len(delK) > 0 {
+		batch.Queue(`DELETE FROM lhengine_kv WHERE k = ANY($1)`, delK)
+	}
+	if len(setK) > 0 {
+		batch.Queue(`INSERT INTO lhengine_kv (k, v) SELECT * FROM unnest($1::bytea[], $2::bytea[])
+			ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v`, setK, setV)
+	}
+	if err := t.tx.SendBatch(t.ctx, &batch).Close(); err != nil {
+		return err
+	}
+	clear(t.writes)
+	return nil
+}
+
+func (t *txn) Commit() error {
+	if err := t.flush(); err != nil {
+		return err
+	}
+	t.done = true
+	return t.tx.Commit(t.ctx)
+}
+
+func (t *txn) Discard() {
+	if !t.done {
+		t.done = true
+		_ = t.tx.Rollback(t.ctx)
+	}
+}
+
+func (t *txn) Iterate(o kv.IterOptions) kv.Iterator {
+	it := &iter{t: t, o: o, upper: kv.UpperBound(o.Prefix), page: o.Prefetch}
+	if it.page <= 0 {
+		it.page = 256
+	}
+	it.err = t.flush() // a walk sees the transaction's own writes
+	return it
+}
+
+// iter walks keys a page at a time.
+type iter struct {
+	t      *txn
+	o      kv.IterOptions
+	upper  []byte
+	page   int
+	rows   []row
+	pos    int
+	more   bool // the last page was full: there may be more after it
+	err    error
+	closed bool
+}
+
+type row struct {
+	k, v    []byte
+	size    int64
+	version uint64
+}
+
+func (i *iter) Rewind() {
+	if i.o.Reverse {
+		i.load(i.upper, false, true)
+	} else {
+		i.load(i.o.Prefix, true, true)
+	}
+}
+
+func (i *iter) Seek(key []byte) { i.load(key, true, true) }
+
+// load reads the page from key on (inclusive when incl): the first when
+// first, for Rewind and Seek; the next one otherwise.
+func (i *iter) load(from []byte, incl, first bool) {
+	i.rows, i.pos, i.more = i.rows[:0], 0, false
+	if i.err != nil {
+		return
+	}
+	val := "v"
+	if i.o.KeysOnly {
+		val = "NULL::bytea"
+	}
+	q := `SELECT k, ` + val + `, length(v), xmin::text FROM lhengine_kv WHERE `
+	args := []any{}
+	arg := func(v any) string { args = append(args, v); return "$" + strconv.Itoa(len(args)) }
+	if !i.o.Reverse {
+		cmp := ">"
+		if incl {
+			cmp = ">="
+		}
+		if from == nil || bytes.Compare(from, i.o.Prefix) < 0 {
+			from, cmp = i.o.Prefix, ">="
+		}
+		q += "k " + cmp + " " + arg(from)
+		if i.upper != nil {
+			q += " AND k < " + arg(i.upper)
+		}
+		q += " ORDER BY k"
+	} else {
+		q += "k >= " + arg(i.o.Prefix)
+		switch {
+		case from == nil: // the end of the key space
+		case incl && first && !bytes.Equal(from, i.upper):
+			q += " AND k <= " + arg(from)
+		default:
+			q += " AND k < " + arg(from)
+		}
+		q += " ORDER BY k DESC"
+	}
+	q += " LIMIT " + strconv.Itoa(i.page)
+	rows, err := i.t.tx.Query(i.t.ctx, q, args...)
+	if err != nil {
+		i.err = err
+		return
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var r row
+		var ver string
+		if err := rows.Scan(&r.k, &r.v, &r.size, &ver); err != nil {
+			i.err = err
+			return
+		}
+		r.version = parseVersion(ver)
+		i.rows = append(i.rows, r)
+	}
+	if err := rows.Err(); err != nil {
+		i.err = err
+		return
+	}
+	i.more = len(i.rows) == i.page
+}
+
+func (i *iter) Valid() bool {
+	return i.err == nil && i.pos < len(i.rows)
+}
+
+func (i *iter) Next() {
+	i.pos++
+	if i.pos >= len(i.rows) && i.more {
+		last := i.rows[len(i.rows)-1].k
+		i.load(last, false, false)
+	}
+}
+
+func (i *iter) Key() []byte      { return i.rows[i.pos].k }
+func (i *iter) ValueSize() int64 { return i.rows[i.pos].size }
+func (i *iter) Version() uint64  { return i.rows[i.pos].version }
+func (i *iter) Err() error       { return i.err }
+func (i *iter) Close()           { i.closed = true }
+
+func (i *iter) Value(fn func([]byte) error) error {
+	r := i.rows[i.pos]
+	if i.o.KeysOnly && r.v == nil {
+		return i.t.Get(r.k, func(v []byte, _ uint64) error { return fn(v) })
+	}
+	return fn(r.v)
+}
