@@ -18,12 +18,12 @@ import (
 func FactPluginKey(fact string) string { return "fact:" + fact }
 
 // pinFactPlugins pins the module of every plugin fact of t in m.
-func pinFactPlugins(t *taskfile.Task, m *ledger.Manifest, sums map[string]string) error {
+func pinFactPlugins(files taskfile.Files, t *taskfile.Task, m *ledger.Manifest, sums map[string]string) error {
 	for _, f := range factPlugins(t) {
 		sum, ok := sums[f.ResolvedPath]
 		if !ok {
 			var err error
-			if sum, err = taskfile.HashFile(f.ResolvedPath); err != nil {
+			if sum, err = taskfile.HashFrom(files, f.ResolvedPath); err != nil {
 				return fmt.Errorf("fact %q: %w", f.Name, err)
 			}
 			sums[f.ResolvedPath] = sum

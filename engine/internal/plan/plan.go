@@ -117,7 +117,7 @@ func PrepareWith(ctx context.Context, path string, vars map[string]string, po Po
 		sum, ok := sums[s.PluginPath]
 		if !ok {
 			var err error
-			if sum, err = taskfile.HashFile(s.PluginPath); err != nil {
+			if sum, err = taskfile.HashFrom(po.Files, s.PluginPath); err != nil {
 				return nil, fmt.Errorf("step %q: %w", s.Name, err)
 			}
 			sums[s.PluginPath] = sum
@@ -131,7 +131,7 @@ func PrepareWith(ctx context.Context, path string, vars map[string]string, po Po
 			}
 		}
 	}
-	if err := pinFactPlugins(t, &m, sums); err != nil { // facts.go
+	if err := pinFactPlugins(po.Files, t, &m, sums); err != nil { // facts.go
 		return nil, err
 	}
 	return &Submission{Task: t, Steps: steps, Manifest: m}, nil
@@ -156,17 +156,24 @@ type ModuleCheck func(ctx context.Context, path string) error
 
 // Inspect is the ModuleCheck that decodes the module without a runtime.
 func Inspect(ctx context.Context, path string) error {
-	f, err := taskfile.OpenRegular(path)
-	if err != nil {
+	return InspectFrom(taskfile.OSFiles{})(ctx, path)
+}
+
+// InspectFrom is Inspect reading the module through files.
+func InspectFrom(files taskfile.Files) ModuleCheck {
+	return func(ctx context.Context, path string) error {
+		f, err := files.Open(path)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		wasm, err := io.ReadAll(f)
+		if err != nil {
+			return err
+		}
+		_, err = guest.Inspect(ctx, wasm)
 		return err
 	}
-	defer f.Close()
-	wasm, err := io.ReadAll(f)
-	if err != nil {
-		return err
-	}
-	_, err = guest.Inspect(ctx, wasm)
-	return err
 }
 
 // CheckModules checks every step's plugin and reports, on the step's plugin
@@ -260,12 +267,14 @@ func Validate(ctx context.Context, path string, check ModuleCheck) (*taskfile.Ta
 
 // ValidateWith is Validate with the policies chosen by po. It returns the
 // task with the policies applied, and the policies in the order they apply.
+// Every file it reads is read through po.Files; check, when set, must read
+// the plugins there too.
 func ValidateWith(ctx context.Context, path string, po PolicyOptions, check ModuleCheck) (*taskfile.Task, []*policylang.Policy, map[string][]byte, hcl.Diagnostics) {
-	t, diags := taskfile.ParseFile(path, taskfile.Options{CheckPlugins: true})
+	t, diags := taskfile.ParseFile(path, taskfile.Options{CheckPlugins: true, Files: po.Files})
 	files := map[string][]byte{}
 	if t != nil {
 		files[t.Filename] = t.Source
-	} else if src, err := taskfile.ReadRegular(path, bounds.MaxSourceBytes); err == nil {
+	} else if src, err := taskfile.ReadFrom(po.Files, path, bounds.MaxSourceBytes); err == nil {
 		files[path] = src
 	}
 	if diags.HasErrors() {
@@ -290,6 +299,9 @@ func ValidateWith(ctx context.Context, path string, po PolicyOptions, check Modu
 	}
 	if diags.HasErrors() {
 		return nil, nil, files, diags
+	}
+	if check == nil {
+		check = InspectFrom(po.files())
 	}
 	diags = append(diags, CheckModules(ctx, t, check)...)
 	return t, ps, files, diags

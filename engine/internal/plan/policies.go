@@ -6,10 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
+	"syscall"
 
 	"github.com/hashicorp/hcl/v2"
 
@@ -34,6 +35,21 @@ type PolicyOptions struct {
 	Dirs []string
 	// Home, when set, makes Home/policies the last directory searched.
 	Home string
+
+	// Files is where the task file, its plugins, prompts and the policy
+	// files of the search path are read; nil means the local disk
+	// (taskfile.OSFiles). It is not a policy option, but every file a
+	// submission reads goes through it, and these options go wherever
+	// the submission is read.
+	Files taskfile.Files
+}
+
+// files is o.Files, or the local disk.
+func (o PolicyOptions) files() taskfile.Files {
+	if o.Files == nil {
+		return taskfile.OSFiles{}
+	}
+	return o.Files
 }
 
 // SearchPath returns the directories policies are looked for in, in order:
@@ -90,15 +106,26 @@ func (o PolicyOptions) Selection(t *taskfile.Task) ([]taskfile.PolicyRef, hcl.Di
 // skipped, unless it is in required. Every mistake of every file read is
 // reported.
 func LoadPolicies(dirs []string, required []string) ([]*policylang.Policy, map[string][]byte, hcl.Diagnostics) {
+	return LoadPoliciesFrom(taskfile.OSFiles{}, dirs, required)
+}
+
+// LoadPoliciesFrom is LoadPolicies reading through from.
+func LoadPoliciesFrom(from taskfile.Files, dirs []string, required []string) ([]*policylang.Policy, map[string][]byte, hcl.Diagnostics) {
 	files := map[string][]byte{}
 	var all []*policylang.Policy
 	var diags hcl.Diagnostics
 	for _, dir := range dirs {
-		names, err := filepath.Glob(filepath.Join(dir, "*.hcl"))
-		if err == nil && len(names) == 0 {
-			if _, err = os.Stat(dir); err == nil {
-				continue
+		entries, err := from.ReadDir(dir)
+		var names []string
+		for _, e := range entries {
+			// As a glob of *.hcl would: whatever the entry's kind, which
+			// reading it then judges.
+			if n := e.Name(); strings.HasSuffix(n, ".hcl") {
+				names = append(names, filepath.Join(dir, n))
 			}
+		}
+		if errors.Is(err, syscall.ENOTDIR) {
+			continue // a file in a directory's place holds no policies
 		}
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) && !slices.Contains(required, dir) {
@@ -113,7 +140,7 @@ func LoadPolicies(dirs []string, required []string) ([]*policylang.Policy, map[s
 		}
 		sort.Strings(names)
 		for _, name := range names {
-			src, err := taskfile.ReadRegular(name, bounds.MaxSourceBytes)
+			src, err := taskfile.ReadFrom(from, name, bounds.MaxSourceBytes)
 			if err != nil {
 				diags = append(diags, &hcl.Diagnostic{
 					Severity: hcl.DiagError,
@@ -146,7 +173,7 @@ func ResolvePolicies(t *taskfile.Task, o PolicyOptions) ([]*policylang.Policy, m
 			required = append(required, abs)
 		}
 	}
-	lib, files, d := LoadPolicies(o.SearchPath(t.Dir), required)
+	lib, files, d := LoadPoliciesFrom(o.files(), o.SearchPath(t.Dir), required)
 	diags = append(diags, d...)
 	if diags.HasErrors() {
 		return nil, files, diags

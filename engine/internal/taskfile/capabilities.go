@@ -440,9 +440,14 @@ func sameHost(p, h string) bool {
 	return pIP != nil && hIP != nil && pIP.Equal(hIP)
 }
 
-// checkMounts stats each step's mount sources: each must be a directory.
+// checkMounts stats each step's mount sources on the local disk: each must
+// be a directory. A mount names the disk of the machine that runs the
+// task, so Files that are read for another machine skip it (ChecksMounts).
 func (t *Task) checkMounts() hcl.Diagnostics {
 	var diags hcl.Diagnostics
+	if !ChecksMounts(t.files) {
+		return nil
+	}
 	for _, s := range t.Steps {
 		for _, m := range s.Mounts {
 			if m.SourcePath == "" {

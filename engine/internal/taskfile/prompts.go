@@ -115,7 +115,7 @@ func (t *Task) readPrompts() hcl.Diagnostics {
 		if p.FilePath == "" {
 			continue
 		}
-		text, err := readPromptFile(p.FilePath)
+		text, err := readPromptFile(t.files, p.FilePath)
 		if err == nil {
 			p.Text = text
 			continue
@@ -164,8 +164,8 @@ var (
 
 // readPromptFile reads a prompt file of at most MaxPromptBytes of UTF-8
 // text.
-func readPromptFile(path string) (string, error) {
-	f, err := OpenRegular(path)
+func readPromptFile(files Files, path string) (string, error) {
+	f, err := orOS(files).Open(path)
 	if err != nil {
 		return "", err
 	}

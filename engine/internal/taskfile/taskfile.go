@@ -112,6 +112,10 @@ type Task struct {
 	// PolicyGrants, set by policylang.ApplyPolicies, are the capabilities
 	// of the steps the policies insert, in step order.
 	PolicyGrants []PolicyGrant
+
+	// files is where the task's plugins and prompts were read
+	// (Options.Files); the steps policies insert read theirs there too.
+	files Files
 }
 
 // Variable is a declared input of a task.
@@ -270,6 +274,10 @@ type Options struct {
 	// (Task.Dir), instead of the directory of the filename given to Parse.
 	// It is for sources whose filename is only a display name.
 	BaseDir string
+
+	// Files is where ParseFile reads the task file and CheckPlugins the
+	// plugin and prompt files; nil means the local disk (OSFiles).
+	Files Files
 }
 
 // Parse parses and validates a task file from bytes. filename is used in
@@ -299,8 +307,8 @@ func Parse(filename string, src []byte, opts Options) (task *Task, diags hcl.Dia
 
 // readSource reads a task file, at most one byte past bounds.MaxSourceBytes:
 // enough for Parse to report it as too large.
-func readSource(path string) ([]byte, error) {
-	f, err := OpenRegular(path)
+func readSource(files Files, path string) ([]byte, error) {
+	f, err := orOS(files).Open(path)
 	if err != nil {
 		return nil, err
 	}
@@ -311,7 +319,7 @@ func readSource(path string) ([]byte, error) {
 // ParseFile reads the task file at path and parses it with Parse. Task.Dir is
 // filepath.Dir(path) unless opts.BaseDir is set.
 func ParseFile(path string, opts Options) (*Task, hcl.Diagnostics) {
-	src, err := readSource(path)
+	src, err := readSource(opts.Files, path)
 	if err != nil {
 		return nil, hcl.Diagnostics{{
 			Severity: hcl.DiagError,
@@ -356,6 +364,7 @@ func parse(filename string, src []byte, opts Options) (*Task, hcl.Diagnostics) {
 	if t == nil {
 		return nil, hcldecode.Sort(diags)
 	}
+	t.files = orOS(opts.Files)
 	// A partly decoded task is still checked, so that one run reports as
 	// many independent mistakes as it can.
 	diags = append(diags, t.validate()...)

@@ -65,7 +65,7 @@ func (t *Task) Adopt(inserted []*Step, checkPlugins bool) hcl.Diagnostics {
 		}
 	}
 	if checkPlugins && len(inserted) > 0 {
-		only := &Task{Steps: inserted}
+		only := &Task{Steps: inserted, files: t.files}
 		diags = append(diags, only.checkPlugins()...)
 		diags = append(diags, only.checkMounts()...)
 	}
@@ -371,7 +371,7 @@ func (t *Task) checkPlugins() hcl.Diagnostics {
 		sum, ok := sums[s.PluginPath]
 		if !ok {
 			var err error
-			sum, err = HashFile(s.PluginPath)
+			sum, err = HashFrom(t.files, s.PluginPath)
 			if err != nil {
 				diags = append(diags, pluginFileError(s, err))
 				sums[s.PluginPath] = ""
