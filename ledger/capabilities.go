@@ -146,6 +146,7 @@ type Usage struct {
 	KV        int64 `json:"kv"`        // keys and values of its units' key/value entries
 	Artifacts int64 `json:"artifacts"` // distinct artifact blobs it stored or stored again
 	Outputs   int64 `json:"outputs"`   // committed outputs of its units
+	Workspace int64 `json:"workspace"` // distinct blobs of its workspace snapshots
 }
 
 // ErrQuota is matched (errors.Is) by every *QuotaError.

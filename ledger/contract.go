@@ -24,6 +24,7 @@ type Store interface {
 	Models
 	Notifications
 	Retention
+	Workspaces
 }
 
 // Work is the lease protocol and the reads: submit a task, claim units

@@ -83,6 +83,13 @@ type Result struct {
 	// Environment is the environment facts the attempt ran under
 	// (Attempt.Environment).
 	Environment map[string]string
+	// Workspace, when set, is the snapshot of the task's workspace this
+	// commit records (Workspaces): its blobs were put and prepared
+	// (PrepareWorkspace) before. The store fills in the unit and sets Seq
+	// to the snapshot's number, which the committed task's WorkspaceSeq
+	// holds. Recorded only with a success or a repair: a failed attempt
+	// checkpoints nothing.
+	Workspace *WorkspaceSnapshot
 }
 
 // Repair asks to send the task back to step RestartFrom.

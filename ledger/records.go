@@ -114,6 +114,13 @@ type Task struct {
 
 	NextEvent uint64 `json:"next_event"`
 
+	// WorkspaceSeq is the seq of the task's latest workspace snapshot
+	// (Workspaces); 0 while it has none.
+	WorkspaceSeq uint64 `json:"workspace_seq,omitempty"`
+	// ForkedFrom says which task, and where, this task was forked from
+	// (Store.Fork); nil for a task submitted.
+	ForkedFrom *ForkOrigin `json:"forked_from,omitempty"`
+
 	// Partial, inside a store that reads a task's steps one at a time,
 	// stands for Steps: the number of steps and those loaded so far. A task
 	// with Partial set has no Steps. It is nil in every task a store hands

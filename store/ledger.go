@@ -23,6 +23,7 @@ import (
 	"github.com/lhengine/lhengine/store/internal/lease"
 	"github.com/lhengine/lhengine/store/internal/quota"
 	"github.com/lhengine/lhengine/store/internal/read"
+	"github.com/lhengine/lhengine/store/internal/snapshot"
 )
 
 // Submit creates a queued task and plans its first step, after storing the
@@ -299,6 +300,13 @@ func (s *Store) commitUnit(t *kv.Tx, r ledger.Result, next ledger.ClaimRequest) 
 	// does not fit becomes a budget failure (internal/quota).
 	if err := quota.ChargeOutput(t, &r); err != nil {
 		return nil, ledger.Claimed{}, err
+	}
+	// A success or a repair checkpoints the workspace the attempt left
+	// (internal/snapshot); a failure records none.
+	if r.Workspace != nil && r.Failure == nil {
+		if err := snapshot.Record(t, task, l, c.st.Pass, r.Workspace, c.now); err != nil {
+			return nil, ledger.Claimed{}, err
+		}
 	}
 	switch {
 	case r.Failure != nil:

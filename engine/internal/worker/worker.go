@@ -389,7 +389,11 @@ func (w *Worker) attempt(ctx context.Context, l ledger.Lease, after ledger.Durab
 	defer span.End()
 	log := w.log.With("task", l.Task, "step", l.Step, "item", l.Item, "attempt", l.Attempt, "epoch", l.Epoch)
 	started := w.clock.Now()
-	res, step, hc, stepErr := w.execute(ctx, l, log, after)
+	var ws *wsUse
+	res, step, hc, stepErr := w.execute(ctx, l, log, after, &ws)
+	if ws != nil {
+		defer ws.release()
+	}
 	if ctx.Err() != nil || errors.Is(stepErr, errGivenBack) {
 		// The worker is stopping, or the task pausing, and cut the
 		// attempt short: nothing of it is committed, and it costs the
@@ -501,6 +505,38 @@ func (w *Worker) attempt(ctx context.Context, l ledger.Lease, after ledger.Durab
 	default:
 		r.Output = res.Output
 	}
+	// The commit of a success or a repair of a step that writes the
+	// workspace records its snapshot (snapshot.go), taken and committed
+	// under the workspace's lock.
+	var wsFiles map[string]cached
+	if ws != nil && ws.write && r.Failure == nil {
+		ws.t.mu.Lock()
+		defer ws.t.mu.Unlock()
+		snap, files, err := ws.snapshot(ctx, w.cfg.Store, l, step.LimitsOf().WorkspaceBytes)
+		var quota *errWorkspaceQuota
+		switch {
+		case errors.As(err, &quota):
+			r.Output, r.Repair, r.Counts, r.Notes = nil, nil, nil, nil
+			r.Failure = &ledger.Failure{Kind: fault.Budget, Message: err.Error()}
+			log.Warn("attempt failed", "kind", fault.Budget, "error", err.Error(), "retry", false)
+		case errors.Is(err, ledger.ErrLeaseLost):
+			log.Warn("commit refused: lease lost", "error", err)
+			return nil, nil
+		case err != nil && ctx.Err() != nil:
+			w.giveBack(ctx, l, log)
+			return nil, nil
+		case errors.Is(err, ledger.ErrNoSpace):
+			// The disk cannot hold the workspace's files: the unit
+			// commits without a snapshot, and the task's latest stays
+			// the one before.
+			log.Warn("workspace snapshot not recorded: the disk is below the store's free-space floor; the unit commits without it", "error", err)
+		case err != nil:
+			log.Error("recording the workspace snapshot failed; the lease will expire and the unit run again", "error", err)
+			return nil, nil
+		default:
+			r.Workspace, wsFiles = snap, files
+		}
+	}
 	next := ledger.ClaimRequest{Owner: w.owner, Max: 1, LeaseFor: w.cfg.LeaseFor, Task: w.cfg.Task}
 	if w.stopping.Load() {
 		next.Max = 0 // a stopping worker claims nothing more
@@ -552,6 +588,9 @@ func (w *Worker) attempt(ctx context.Context, l ledger.Lease, after ledger.Durab
 		log.Error("commit failed; the lease will expire and the unit run again", "error", err)
 		return nil, nil
 	}
+	if r.Workspace != nil {
+		ws.committed(committed.WorkspaceSeq, wsFiles, log)
+	}
 	w.ended(committed)
 	if w.cfg.OnCommit != nil {
 		w.cfg.OnCommit(committed)
@@ -573,7 +612,10 @@ func (w *Worker) ended(task *ledger.Task) {
 
 // execute evaluates the unit's input, loads the plugin and runs the attempt
 // while renewing the lease.
-func (w *Worker) execute(ctx context.Context, l ledger.Lease, log hclog.Logger, after ledger.Durability) (*guest.Result, *taskfile.Step, *hostcall.Attempt, error) {
+//
+// *ws is set to the attempt's use of its task's workspace, if it has one:
+// the caller releases it once the outcome is committed.
+func (w *Worker) execute(ctx context.Context, l ledger.Lease, log hclog.Logger, after ledger.Durability, ws **wsUse) (*guest.Result, *taskfile.Step, *hostcall.Attempt, error) {
 	// From its first moment the attempt can be cancelled (Aborts) and its
 	// lease is renewed: reading its input and loading its plugin (perhaps
 	// compiling it) may take a while.
@@ -654,9 +696,13 @@ func (w *Worker) execute(ctx context.Context, l ledger.Lease, log hclog.Logger, 
 	workspace := ""
 	if w.cfg.Workspaces != "" && step.Workspace != "none" {
 		workspace = filepath.Join(w.cfg.Workspaces, task.ID)
-		if err := os.MkdirAll(workspace, 0o755); err != nil {
-			return nil, step, nil, fault.Wrap(fault.Internal, err, "creating the task workspace: "+err.Error())
+		// Restored from the task's latest snapshot when missing here or
+		// older (snapshot.go).
+		u, err := w.enterWorkspace(task, workspace, step.Workspace == "rw")
+		if err != nil {
+			return nil, step, nil, fault.Wrap(fault.Internal, err, "preparing the task workspace: "+err.Error())
 		}
+		*ws = u
 	}
 	replay, err := w.replay(sp.Manifest)
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/lhengine/lhengine/store/internal/blob"
 	"github.com/lhengine/lhengine/store/internal/kv"
 	"github.com/lhengine/lhengine/store/internal/logsync"
+	"github.com/lhengine/lhengine/store/internal/snapshot"
 )
 
 // Retention deletes what a store no longer needs of its records and
@@ -39,12 +40,12 @@ const RemoveBatch = 1000
 // taskTables are the tables whose keys of one task share the prefix
 // "<table>/<task>/". The task's own records (t/, m/, a/ and the idempotency
 // key) are deleted apart.
-var taskTables = []string{"u", "o", "e", "p", "j", "v", "n", "q", "g", "f", "r", "x"}
+var taskTables = []string{"u", "o", "e", "p", "j", "v", "n", "q", "g", "f", "r", "x", "w"}
 
 // Remove deletes a finished task and every record of it: units, attempts,
 // events, notes, effect journal, key/value entries, artifact provenance,
-// quota keys, its idempotency key, manifest and task record (with its step
-// records). The artifacts
+// quota keys, workspace snapshots, its idempotency key, manifest and task
+// record (with its step records). The artifacts
 // and modules it referred to stay until GC finds nothing else refers to them.
 //
 // Deletion runs in transactions of at most 1,000 keys, the task record last:
@@ -120,8 +121,8 @@ func (s *Retention) DeleteAll(ctx context.Context, maxBatches int, prefix []byte
 // must leave a task that Remove finishes, and blobs that GC collects.
 const crashAfterDeleteBatch = "store.after_delete_batch"
 
-// GC deletes the blobs (artifacts and modules) that no provenance record and
-// no manifest refers to, the chunks left by puts that never finished, and
+// GC deletes the blobs (artifacts, modules and workspace files) that no
+// provenance record, manifest or workspace snapshot refers to, the chunks left by puts that never finished, and
 // then runs Badger's value-log GC until it has nothing left to rewrite.
 //
 // It is safe while workers of the same store run: blob writers hold the
@@ -149,6 +150,9 @@ func (s *Retention) GC(ctx context.Context) (ledger.GCStats, error) {
 // Close. So the space of the values GC itself deletes comes back at the
 // next ReclaimSpace after the store was reopened: lhengine gc does that.
 func (s *Retention) ReclaimSpace(ctx context.Context) (files int, err error) {
+	if s.Badger == nil {
+		return 0, nil // PostgreSQL: its autovacuum gives space back
+	}
 	if err := s.Badger.Flatten(1); err != nil {
 		return 0, fmt.Errorf("compacting: %w", err)
 	}
@@ -220,6 +224,11 @@ func (s *Retention) collectBlobs(ctx context.Context, st *ledger.GCStats) error 
 			used[strings.TrimPrefix(p.Ref, "sha256:")] = true
 			return true, nil
 		}); err != nil {
+			return err
+		}
+		// Workspace snapshots, and the blobs of snapshots about to be
+		// committed (internal/snapshot).
+		if err := snapshot.Referenced(t, used); err != nil {
 			return err
 		}
 		if err := t.Scan([]byte("B/"), func(key, val []byte) (bool, error) {
