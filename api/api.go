@@ -161,10 +161,22 @@ type Versions struct {
 	Modified   bool   `json:"modified,omitempty"`
 }
 
-// SubmitRequest: POST /v1/tasks. Path is a task file on the owner's file
-// system (the CLI sends an absolute path); its plugins are read there.
+// SubmitRequest: POST /v1/tasks. It names the task one of two ways:
+//
+//   - Path, a task file on the owner's file system (the CLI sends an
+//     absolute path), whose plugins, prompts, policies and recordings are
+//     read there. Only over the home's socket: a client of the same user
+//     on the same machine.
+//   - Bundle, files the client read and uploaded first (PUT
+//     /v1/uploads/{sha256}): the owner reads the submission from their
+//     content alone, and never opens a path the client names. Over TCP
+//     this is the only way (specs/api.md, "Uploads").
+//
+// The other fields name paths as the submission sees them: on the owner's
+// file system with Path, the client's with Bundle.
 type SubmitRequest struct {
-	Path           string            `json:"path"`
+	Path           string            `json:"path,omitempty"`
+	Bundle         *Bundle           `json:"bundle,omitempty"`
 	Vars           map[string]string `json:"vars,omitempty"`
 	IdempotencyKey string            `json:"idempotency_key,omitempty"`
 	// Policies adds NAME or NAME@VERSION to the task's policies (or
@@ -182,6 +194,44 @@ type SubmitRequest struct {
 	// store with the task, and the task's model calls are answered from
 	// them and send nothing.
 	ModelReplay string `json:"model_replay,omitempty"`
+}
+
+// Bundle is a submission the client read: every file it read (the task
+// file, its plugins, prompts, the policy files of its search path and the
+// replay set's recordings), by absolute path on the client, with the
+// sha256 and size of the content it uploaded for it, and the folders it
+// listed (a folder not named does not exist for the submission).
+type Bundle struct {
+	Task string `json:"task"`
+	// Home is the client's home: its policies folder ends the policy
+	// search path, as for a local submission. "" for none.
+	Home  string                `json:"home,omitempty"`
+	Files map[string]BundleFile `json:"files"`
+	Dirs  []string              `json:"dirs,omitempty"`
+}
+
+// BundleFile is the uploaded content of one file of a bundle.
+type BundleFile struct {
+	SHA256 string `json:"sha256"` // lower-case hex
+	Size   int64  `json:"size"`
+}
+
+// MissingRequest: POST /v1/uploads/missing asks which of the contents,
+// by sha256, the owner does not hold.
+type MissingRequest struct {
+	SHA256 []string `json:"sha256"`
+}
+
+// MissingResponse answers a MissingRequest: those to upload, in the order
+// asked.
+type MissingResponse struct {
+	Missing []string `json:"missing"`
+}
+
+// UploadResponse answers PUT /v1/uploads/{sha256}.
+type UploadResponse struct {
+	SHA256 string `json:"sha256"`
+	Size   int64  `json:"size"`
 }
 
 // SubmitResponse answers a SubmitRequest.

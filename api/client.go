@@ -147,6 +147,13 @@ func (c *Client) sendReplayable(ctx context.Context, method, path string, in any
 		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set("Accept", accept)
+	return c.roundTrip(ctx, req, replayable)
+}
+
+// roundTrip sends req with the client's token and returns a 2xx response;
+// any other answer is an *Error.
+func (c *Client) roundTrip(ctx context.Context, req *http.Request, replayable bool) (*http.Response, error) {
+	method, path := req.Method, req.URL.Path
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
@@ -276,13 +283,43 @@ func (c *Client) Manifest(ctx context.Context, ref string) (*Manifest, error) {
 	return &m, c.do(ctx, "GET", taskPath(ref)+"/manifest", nil, &m)
 }
 
-// Submit validates, pins and queues a task file on the owner's file system.
+// Submit validates, pins and queues a task: a file on the owner's file
+// system (req.Path, over the home's socket), or a bundle of files uploaded
+// first (req.Bundle).
 // A submission with an idempotency key may be sent again whatever became of
 // it (the owner returns the task the key first created), so a connection
 // cut under it is ErrOwnerGone.
 func (c *Client) Submit(ctx context.Context, req SubmitRequest) (*SubmitResponse, error) {
 	var r SubmitResponse
 	return &r, c.call(ctx, "POST", "/v1/tasks", req, &r, req.IdempotencyKey != "")
+}
+
+// Missing returns those of the contents, by sha256, that the owner does
+// not hold: the ones to Upload before a submission names them in a
+// Bundle.
+func (c *Client) Missing(ctx context.Context, sums []string) ([]string, error) {
+	var r MissingResponse
+	return r.Missing, c.call(ctx, "POST", "/v1/uploads/missing", MissingRequest{SHA256: sums}, &r, true)
+}
+
+// Upload sends content, whose sha256 is sum (lower-case hex), to be kept
+// by the owner for the bundles that name it. The owner refuses content
+// whose sha256 is not sum. Sending the same content again changes
+// nothing, so a connection cut under it is ErrOwnerGone.
+func (c *Client) Upload(ctx context.Context, sum string, content []byte) error {
+	path := "/v1/uploads/" + url.PathEscape(sum)
+	req, err := http.NewRequestWithContext(ctx, "PUT", c.base+path, bytes.NewReader(content))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/octet-stream")
+	resp, err := c.roundTrip(ctx, req, true)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	_, err = io.Copy(io.Discard, resp.Body)
+	return err
 }
 
 // Cancel cancels a task.

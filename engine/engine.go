@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -20,6 +22,7 @@ import (
 	"github.com/lhengine/lhengine/engine/internal/plan"
 	"github.com/lhengine/lhengine/engine/internal/taskfile"
 	"github.com/lhengine/lhengine/engine/internal/worker"
+	"github.com/lhengine/lhengine/fault"
 	"github.com/lhengine/lhengine/ledger"
 	"github.com/lhengine/lhengine/store"
 )
@@ -40,6 +43,14 @@ type Config struct {
 	// Home holds the store and caches. Required.
 	Home   string
 	Logger hclog.Logger
+	// Store is where the ledger is kept: "" for the embedded store in the
+	// home (HOME/store), or a PostgreSQL URL (postgres://…), the home then
+	// keeping the caches and the socket only (specs/ledger.md,
+	// "PostgreSQL").
+	Store string
+	// MigrateStore brings a PostgreSQL store's schema up to this build's
+	// as it opens; without it, a schema that is behind is refused.
+	MigrateStore bool
 	// NoSync skips fsync at commits (benchmarks of everything but the disk).
 	NoSync bool
 	// AllowDamaged opens a store that failed an integrity check
@@ -88,6 +99,12 @@ func (e *NoHomeError) Error() string {
 		"or point at a home with --home DIR or LHENGINE_HOME", e.Home)
 }
 
+// IsPostgresURL reports whether store names a PostgreSQL database
+// (postgres:// or postgresql://).
+func IsPostgresURL(store string) bool {
+	return strings.HasPrefix(store, "postgres://") || strings.HasPrefix(store, "postgresql://")
+}
+
 // Engine is an open home directory: ledger, compiled-module cache and the
 // task specs this process has read. Safe for concurrent use.
 type Engine struct {
@@ -118,7 +135,7 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.NewNullLogger()
 	}
-	if cfg.MustExist {
+	if cfg.MustExist && cfg.Store == "" {
 		if fi, err := os.Stat(filepath.Join(cfg.Home, "store")); err != nil || !fi.IsDir() {
 			abs, _ := filepath.Abs(cfg.Home)
 			return nil, &NoHomeError{Home: abs}
@@ -128,9 +145,17 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	specs := plan.NewCache()
-	st, err := store.Open(filepath.Join(cfg.Home, "store"), store.Options{
-		Logger: cfg.Logger, Planner: specs.Planner(), NoSync: cfg.NoSync, AllowDamaged: cfg.AllowDamaged,
-	})
+	so := store.Options{Logger: cfg.Logger, Planner: specs.Planner(), NoSync: cfg.NoSync, AllowDamaged: cfg.AllowDamaged}
+	var st *store.Store
+	var err error
+	switch {
+	case cfg.Store == "":
+		st, err = store.Open(filepath.Join(cfg.Home, "store"), so)
+	case IsPostgresURL(cfg.Store):
+		st, err = store.OpenPostgres(ctx, cfg.Store, store.PostgresOptions{Options: so, Migrate: cfg.MigrateStore})
+	default:
+		err = fmt.Errorf("store %q: not a postgres:// URL (leave it empty for the embedded store in the home)", cfg.Store)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -196,6 +221,16 @@ type SubmitOptions struct {
 // idempotency key names an earlier submission). A task file that does not
 // validate gives an *InvalidTaskError.
 func (e *Engine) Submit(ctx context.Context, path string, o SubmitOptions) (*ledger.Task, bool, error) {
+	return e.submit(ctx, path, e.home, taskfile.OSFiles{}, o)
+}
+
+// submit is Submit reading every file of the submission through files
+// (the task file, its plugins, prompts, the policy files of its search
+// path, whose last folder is home/policies, and the replay set's
+// recordings). Mount sources and the files of file_sha256 and git_head
+// facts name the disk of the machine that runs the task: they are read
+// there whatever files is.
+func (e *Engine) submit(ctx context.Context, path, home string, files taskfile.Files, o SubmitOptions) (*ledger.Task, bool, error) {
 	// Loading through the runtime compiles each module once per process
 	// (and once per machine, with the on-disk cache); the worker reuses it.
 	// The bytes checked are the bytes kept: the task runs from them. The
@@ -203,10 +238,9 @@ func (e *Engine) Submit(ctx context.Context, path string, o SubmitOptions) (*led
 	var mu sync.Mutex
 	modules := map[string][]byte{}
 	check := func(ctx context.Context, p string) error {
-		wasm, err := readModule(p)
+		wasm, err := readModule(files, p)
 		if err != nil {
-			_, err = e.rt.Load(ctx, p, "") // the same error a worker would see
-			return err
+			return missingModule(p, err) // the same error a worker would see
 		}
 		if e.onCompile != nil {
 			e.onCompile(CompileEvent{Plugin: p, Size: len(wasm)})
@@ -224,7 +258,7 @@ func (e *Engine) Submit(ctx context.Context, path string, o SubmitOptions) (*led
 		return nil
 	}
 	sub, err := plan.PrepareWith(ctx, path, o.Vars, plan.PolicyOptions{
-		Add: o.Policies, Without: o.Without, Dirs: o.PolicyDirs, Home: e.home, Grant: o.GrantPolicies,
+		Add: o.Policies, Without: o.Without, Dirs: o.PolicyDirs, Home: home, Grant: o.GrantPolicies, Files: files,
 	}, check)
 	var inv *plan.InvalidTaskError
 	if errors.As(err, &inv) {
@@ -240,7 +274,7 @@ func (e *Engine) Submit(ctx context.Context, path string, o SubmitOptions) (*led
 	}
 	var replay *ledger.ReplaySet
 	if o.ModelReplay != "" {
-		if replay, err = hostcall.ReadReplayDir(o.ModelReplay); err != nil {
+		if replay, err = hostcall.ReadReplayFrom(files, o.ModelReplay); err != nil {
 			return nil, false, err
 		}
 		pin := replay.Pin()
@@ -410,13 +444,22 @@ func (e *Engine) CheckPlugins(id string) error {
 	return errors.Join(errs...)
 }
 
-// readModule reads a plugin file named by a task: a regular file only
-// (taskfile.OpenRegular).
-func readModule(path string) ([]byte, error) {
-	f, err := taskfile.OpenRegular(path)
+// readModule reads a plugin file named by a task through files: a regular
+// file only (taskfile.OpenRegular, on the local disk).
+func readModule(files taskfile.Files, path string) ([]byte, error) {
+	f, err := files.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
 	return io.ReadAll(f)
+}
+
+// missingModule is the step failure of a plugin that could not be read,
+// as a worker loading it reports it.
+func missingModule(path string, err error) error {
+	if errors.Is(err, fs.ErrNotExist) {
+		return fault.Wrap(fault.PluginMissing, err, "plugin "+path+" does not exist")
+	}
+	return fault.Wrap(fault.PluginMissing, err, "reading plugin "+path+": "+err.Error())
 }

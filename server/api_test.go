@@ -62,7 +62,7 @@ func (b *apiBundle) submit(t *testing.T, c *api.Client, n int) *api.SubmitRespon
 	t.Helper()
 	path := filepath.Join(b.dir, "task.hcl")
 	require.NoError(t, os.WriteFile(path, []byte(`task "gated" {`+b.gate.Step("each", "gate.wasm", n, 2)+`}`), 0o644))
-	r, err := c.Submit(context.Background(), api.SubmitRequest{Path: path})
+	r, _, err := server.SubmitRemote(context.Background(), c, api.SubmitRequest{Path: path}, "")
 	require.NoError(t, err)
 	return r
 }
@@ -117,26 +117,26 @@ func TestAPIErrorsHaveCodes(t *testing.T) {
 	_, err := c.Report(ctx, "01NOSUCHTASK0000000000000")
 	require.True(t, errors.Is(err, api.ErrNotFound), "%v", err)
 
-	bad := filepath.Join(b.dir, "bad.hcl")
-	require.NoError(t, os.WriteFile(bad, []byte("task \"x\" {\n  step \"a\" {\n    plugin = \"gate.wasm\"\n    input = var.nope\n  }\n}\n"), 0o644))
-	_, err = c.Submit(ctx, api.SubmitRequest{Path: bad})
+	// A bundle whose task file does not validate: the diagnostics quote
+	// what was uploaded, with file:line:col.
+	bad := "/client/bad.hcl"
+	src := []byte("task \"x\" {\n  step \"a\" {\n    plugin = \"gate.wasm\"\n    input = var.nope\n  }\n}\n")
+	_, err = c.Submit(ctx, api.SubmitRequest{Bundle: uploadBundle(t, c, bad, map[string][]byte{bad: src})})
 	var ae *api.Error
 	require.ErrorAs(t, err, &ae)
 	require.Equal(t, api.CodeInvalidTask, ae.Code)
 	require.Contains(t, ae.Diagnostics, "bad.hcl:4:", "diagnostics point at file:line:col")
 
-	// A client cannot make the owner read, and quote in diagnostics, a
-	// file that is not a task file.
-	secret := filepath.Join(b.dir, "secret.txt")
+	// Over TCP a client names no file on the owner's disk at all.
+	secret := filepath.Join(b.dir, "secret.hcl")
 	require.NoError(t, os.WriteFile(secret, []byte("root:SECRET-LINE\n"), 0o600))
-	_, err = c.Submit(ctx, api.SubmitRequest{Path: secret})
-	require.ErrorAs(t, err, &ae)
-	require.Equal(t, api.CodeInvalid, ae.Code)
-	require.NotContains(t, ae.Message+ae.Diagnostics, "SECRET-LINE")
-
-	_, err = c.Submit(ctx, api.SubmitRequest{Path: "relative/task.hcl"})
-	require.ErrorAs(t, err, &ae)
-	require.Equal(t, api.CodeInvalid, ae.Code)
+	for _, path := range []string{secret, "relative/task.hcl"} {
+		_, err = c.Submit(ctx, api.SubmitRequest{Path: path})
+		require.ErrorAs(t, err, &ae)
+		require.Equal(t, api.CodeInvalid, ae.Code)
+		require.Contains(t, ae.Message, "upload")
+		require.NotContains(t, ae.Message+ae.Diagnostics, "SECRET-LINE")
+	}
 
 	task := b.submit(t, c, 1)
 	_, err = c.Cancel(ctx, task.ID, "first")

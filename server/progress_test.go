@@ -42,7 +42,7 @@ func serveTask(t *testing.T, task string) (*api.Client, string) {
 		require.NoError(t, e.Close(ctx))
 	})
 	c := api.NewClient("http://"+l.Addr().String(), nil, token)
-	sub, err := c.Submit(ctx, api.SubmitRequest{Path: filepath.Join(dir, "task.hcl")})
+	sub, _, err := server.SubmitRemote(ctx, c, api.SubmitRequest{Path: filepath.Join(dir, "task.hcl")}, "")
 	require.NoError(t, err)
 	require.NoError(t, e.Work(ctx, engine.WorkOptions{Task: sub.Task.ID, Concurrency: 4, ExitWhenIdle: true}))
 	return c, sub.Task.ID

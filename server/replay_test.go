@@ -10,12 +10,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/api"
+	"github.com/lhengine/lhengine/server"
 )
 
-// TestSubmitModelReplay: POST /v1/tasks takes model_replay, an absolute
-// folder of recordings that becomes the task's replay set, and the
-// manifest shows it with the task's models and prompts; a relative folder
-// or one without recordings is a bad request.
+// TestSubmitModelReplay: a remote submission reads model_replay, a folder
+// of recordings, on the client and uploads it; it becomes the task's
+// replay set, and the manifest shows it with the task's models and
+// prompts. A relative folder is a bad request, and one without recordings
+// is refused before anything is sent.
 func TestSubmitModelReplay(t *testing.T) {
 	t.Parallel()
 	b := setupAPI(t)
@@ -43,12 +45,13 @@ func TestSubmitModelReplay(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(rec, sum+".json"),
 		[]byte(`{"request_sha256": "`+sum+`", "provider": "openai", "model_id": "test-model", "response": {"text": "hi"}}`), 0o644))
 
-	_, err := c.Submit(ctx, api.SubmitRequest{Path: path, ModelReplay: "recorded"})
-	require.ErrorContains(t, err, "model_replay must be the absolute path")
-	_, err = c.Submit(ctx, api.SubmitRequest{Path: path, ModelReplay: b.dir})
+	_, err := c.Submit(ctx, api.SubmitRequest{Bundle: uploadBundle(t, c, "/t.hcl", map[string][]byte{"/t.hcl": []byte(`task "x" {}`)}), ModelReplay: "recorded"})
+	require.ErrorContains(t, err, "model_replay must be an absolute path")
+	_, _, err = server.SubmitRemote(ctx, c, api.SubmitRequest{Path: path, ModelReplay: b.dir}, "")
 	require.ErrorContains(t, err, "holds no recordings")
 
-	r, err := c.Submit(ctx, api.SubmitRequest{Path: path, ModelReplay: rec})
+	// The recordings are read where the client runs, and uploaded.
+	r, _, err := server.SubmitRemote(ctx, c, api.SubmitRequest{Path: path, ModelReplay: rec}, "")
 	require.NoError(t, err)
 	m, err := c.Manifest(ctx, r.ID)
 	require.NoError(t, err)

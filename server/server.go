@@ -161,6 +161,8 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /v1/version", s.version)
 	m.HandleFunc("GET /v1/tasks", s.tasks)
 	m.HandleFunc("POST /v1/tasks", s.submit)
+	m.HandleFunc("POST /v1/uploads/missing", s.missing) // uploads.go
+	m.HandleFunc("PUT /v1/uploads/{sha256}", s.upload)
 	m.HandleFunc("GET /v1/tasks/{id}", s.report)
 	m.HandleFunc("GET /v1/tasks/{id}/manifest", s.manifest)
 	m.HandleFunc("DELETE /v1/tasks/{id}", s.remove)

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -257,26 +256,23 @@ func (s *Server) submit(w http.ResponseWriter, req *http.Request) {
 		s.fail(w, req, err)
 		return
 	}
-	if in.Path == "" || !filepath.IsAbs(in.Path) {
-		s.fail(w, req, badRequest("path must be the absolute path of a task file on the owner's file system, not %q", in.Path))
+	sub, err := submissionOf(&in, overTCP(req)) // uploads.go
+	if err != nil {
+		s.fail(w, req, err)
 		return
 	}
-	// The owner reads the file and shows excerpts of it in diagnostics: a
-	// client (over TCP, with the token) must not make it quote any file it
-	// can read. Task files are .hcl files.
-	if filepath.Ext(in.Path) != ".hcl" {
-		s.fail(w, req, badRequest("path %q is not a task file: task files end in .hcl", in.Path))
-		return
-	}
-	if in.ModelReplay != "" && !filepath.IsAbs(in.ModelReplay) {
-		s.fail(w, req, badRequest("model_replay must be the absolute path of a folder on the owner's file system, not %q", in.ModelReplay))
-		return
-	}
-	t, created, err := s.e.Submit(req.Context(), in.Path, engine.SubmitOptions{
+	o := engine.SubmitOptions{
 		Vars: in.Vars, IdempotencyKey: in.IdempotencyKey,
 		Policies: in.Policies, Without: in.Without, PolicyDirs: in.PolicyDirs, GrantPolicies: in.GrantPolicies,
 		ModelReplay: in.ModelReplay,
-	})
+	}
+	var t *ledger.Task
+	var created bool
+	if sub.bundle != nil {
+		t, created, err = s.e.SubmitBundle(req.Context(), *sub.bundle, o)
+	} else {
+		t, created, err = s.e.Submit(req.Context(), sub.path, o)
+	}
 	if err != nil {
 		if !errors.As(err, new(*engine.InvalidTaskError)) && !isStoreError(err) {
 			err = fmt.Errorf("%w: %v", errBadRequest, err) // an unreadable file or plugin

@@ -22,6 +22,7 @@ import (
 	"github.com/lhengine/lhengine/cmd/lhengine/internal/render"
 	"github.com/lhengine/lhengine/engine"
 	"github.com/lhengine/lhengine/ledger"
+	"github.com/lhengine/lhengine/server"
 )
 
 const defaultConcurrency = 16
@@ -180,7 +181,15 @@ With --follow it then follows the task to its end with the live progress
 bar run shows (plain lines when stderr is not a terminal), prints the
 outcome as run does, and exits with run's status. --follow needs serve or
 worker to own the home: with no such owner nothing would work the task
-("lhengine run FILE.hcl" works it in this process).`,
+("lhengine run FILE.hcl" works it in this process).
+
+With --server URL the task file is read on this machine, with its
+plugins, prompts, the policies of its search path (policies/ beside it,
+--policy-dir, then this home's policies/) and the --model-replay
+recordings, and validated here; their contents are uploaded to the server,
+only those it does not hold yet, and the task is submitted from them: the
+server reads none of this machine's paths. Mount sources and the files of
+file and git facts name the server's disk.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req, err := submitRequest(args[0], vars)
@@ -236,7 +245,7 @@ worker to own the home: with no such owner nothing would work the task
 func (a *app) submit(ctx context.Context, s *home.Session, req api.SubmitRequest) (*api.SubmitResponse, error) {
 	p := a.compiling
 	if p == nil {
-		return s.Client.Submit(ctx, req)
+		return a.send(ctx, s, req)
 	}
 	if !s.Local() {
 		p.Remote(s.Owner, req.Path)
@@ -245,7 +254,21 @@ func (a *app) submit(ctx context.Context, s *home.Session, req api.SubmitRequest
 	defer a.logs.to(nil)
 	defer p.Finish()
 	defer p.Ticking()() // the elapsed time moves while a plugin compiles
-	return s.Client.Submit(ctx, req)
+	return a.send(ctx, s, req)
+}
+
+// send sends req through s. To a server (--server) the task file is read
+// here and uploaded, with its plugins, prompts, policies and recordings,
+// those the server does not hold only (specs/api.md, "Uploads"): the
+// server reads no path of this machine's. A task file that does not
+// validate is reported from here, with file:line:col, before anything is
+// sent. Over the home's socket the owner reads req.Path itself.
+func (a *app) send(ctx context.Context, s *home.Session, req api.SubmitRequest) (*api.SubmitResponse, error) {
+	if a.server == "" {
+		return s.Client.Submit(ctx, req)
+	}
+	r, _, err := server.SubmitRemote(ctx, s.Client, req, a.home)
+	return r, err
 }
 
 // submitRequest is the API request for the task file at path: the owner
@@ -285,6 +308,9 @@ dies, "lhengine resume ID" continues from the last committed work unit.
 If the task pauses (a budget reached, "lhengine pause", a drift) or waits
 for a person, run returns, saying why and the command that continues it,
 with exit status 3.
+
+With --server URL the task's files are read here and uploaded, as submit
+does, and the server works the task.
 
 While it runs, this process owns the home: other commands (status, events
 --follow, cancel...) reach it through the home's API socket. If "lhengine
