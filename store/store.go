@@ -10,6 +10,7 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -131,6 +132,9 @@ type Store struct {
 	approvals approval.Approvals          // units waiting for people
 	lock      *storedir.Lock              // held from before the checks until Close
 	pg        *pgkv.Backend               // the PostgreSQL database, when it is the backend (db is nil then)
+	peers     *peers                      // the other processes of a PostgreSQL store (postgres.go)
+	stopPeers context.CancelFunc          // stops the beat and the listener
+	peersDone sync.WaitGroup
 }
 
 // failed returns the store's failure, or nil.
@@ -454,52 +458,60 @@ func (s *Store) checkHighWater(o Options) error {
 func (s *Store) rebuildIndex() error {
 	return s.view(func(t *kv.Tx) error {
 		for _, k := range t.Keys([]byte("a/")) {
-			id := string(k[2:])
-			task := new(ledger.Task)
-			if err := t.GetJSON(kv.TaskKey(id), task); err != nil {
+			if err := indexTask(t, string(k[2:]), s.idx); err != nil {
 				return err
 			}
-			if !task.Status.Runnable() {
-				continue
-			}
-			s.idx.AddActive(id)
-			st := *t.Step(task, task.Cursor)
-			if !st.Planned {
-				s.idx.NeedPlan(id) // planning was cut short: it resumes
-			}
-			for _, step := range liveSteps(t, task) {
-				st := *t.Step(task, step)
-				err := t.Scan(kv.UnitStepPrefix(id, step), func(_, val []byte) (bool, error) {
-					u := new(ledger.Unit)
-					if err := json.Unmarshal(val, u); err != nil {
-						return false, err
-					}
-					if u.Pass != st.Pass {
-						return true, nil // a unit of an earlier pass
-					}
-					r := index.Ref{Task: id, Step: u.Step, Item: u.Item}
-					switch u.State {
-					case ledger.UnitReady:
-						s.idx.AddReady(r, u.NotBefore, st.Every > 0)
-					case ledger.UnitWaiting:
-						if !u.NotBefore.IsZero() { // claimed at its approval's expiry
-							s.idx.AddReady(r, u.NotBefore, false)
-						}
-					case ledger.UnitLeased:
-						s.idx.Leases[r] = index.Lease{Owner: u.Owner, Until: u.LeaseUntil}
-					}
-					return true, nil
-				})
-				if err != nil {
-					return err
-				}
-			}
-			if t.Err() != nil {
-				return t.Err()
-			}
 		}
-		return nil
+		return t.Err()
 	})
+}
+
+// indexTask adds to x what the index holds of task id, from its records:
+// whether it is runnable, its ready units, its leases and whether its
+// step awaits planning.
+func indexTask(t *kv.Tx, id string, x *index.Index) error {
+	task := new(ledger.Task)
+	if err := t.GetJSON(kv.TaskKey(id), task); errors.Is(err, ledger.ErrNotFound) {
+		return nil // removed
+	} else if err != nil {
+		return err
+	}
+	if !task.Status.Runnable() {
+		return nil
+	}
+	x.AddActive(id)
+	st := *t.Step(task, task.Cursor)
+	if !st.Planned {
+		x.NeedPlan(id) // planning was cut short: it resumes
+	}
+	for _, step := range liveSteps(t, task) {
+		st := *t.Step(task, step)
+		err := t.Scan(kv.UnitStepPrefix(id, step), func(_, val []byte) (bool, error) {
+			u := new(ledger.Unit)
+			if err := json.Unmarshal(val, u); err != nil {
+				return false, err
+			}
+			if u.Pass != st.Pass {
+				return true, nil // a unit of an earlier pass
+			}
+			r := index.Ref{Task: id, Step: u.Step, Item: u.Item}
+			switch u.State {
+			case ledger.UnitReady:
+				x.AddReady(r, u.NotBefore, st.Every > 0)
+			case ledger.UnitWaiting:
+				if !u.NotBefore.IsZero() { // claimed at its approval's expiry
+					x.AddReady(r, u.NotBefore, false)
+				}
+			case ledger.UnitLeased:
+				x.Leases[r] = index.Lease{Owner: u.Owner, Until: u.LeaseUntil}
+			}
+			return true, nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return t.Err()
 }
 
 // checkHiddenLogs checks that no value pointed into the value logs a kill
@@ -524,8 +536,7 @@ func (s *Store) checkHiddenLogs(hidden []string, o Options) error {
 func (s *Store) Close() error {
 	s.group.Wait()
 	if s.pg != nil {
-		s.pg.Close()
-		return nil
+		return s.closePostgres()
 	}
 	err := s.db.Close()
 	if s.logs != nil {
@@ -726,7 +737,22 @@ func (s *Store) tryBatch(batch []*op) (sync, ok bool) {
 	return sync, true
 }
 
+// runAlone runs one op in a transaction of its own, again while the
+// database refuses it for a conflict with another process's (PostgreSQL).
 func (s *Store) runAlone(o *op) (sync bool) {
+	for range maxConflicts {
+		sync = s.runAloneOnce(o)
+		if !s.kv.Retryable(o.Err) {
+			return sync
+		}
+	}
+	return sync
+}
+
+// maxConflicts bounds how many times one op runs again after conflicts.
+const maxConflicts = 64
+
+func (s *Store) runAloneOnce(o *op) (sync bool) {
 	txn, err := s.kv.Begin(true)
 	if err != nil {
 		o.Err = err

@@ -318,3 +318,26 @@ func (x *Index) Candidates(id string, now time.Time, max int, skip func(Ref) boo
 	}
 	return out, wake
 }
+
+// ReplaceTask replaces what x holds of task id with what from holds of it:
+// how a process that shares its store with others (PostgreSQL) takes in a
+// task their commits changed, from an index of that task read from the
+// records (from is then not to be used). A plan job x is running stays
+// running, pending if from says the step still awaits planning.
+func (x *Index) ReplaceTask(id string, from *Index) {
+	x.RemoveTask(id)
+	if i := sort.SearchStrings(from.Active, id); i < len(from.Active) && from.Active[i] == id {
+		x.AddActive(id)
+	}
+	if q := from.ready[id]; q != nil {
+		x.ready[id] = q
+	}
+	if j := from.plans[id]; j != nil && j.pending {
+		x.NeedPlan(id)
+	}
+	for r, l := range from.Leases {
+		if r.Task == id {
+			x.Leases[r] = l
+		}
+	}
+}

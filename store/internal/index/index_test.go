@@ -153,3 +153,36 @@ func ExampleIndex_Candidates() {
 	fmt.Println(got)
 	// Output: [{T 0 1} {T 0 0}]
 }
+
+func TestReplaceTaskTakesTheRecordsView(t *testing.T) {
+	t.Parallel()
+	x := New()
+	x.AddActive("A")
+	x.AddActive("B")
+	x.AddReady(Ref{Task: "A", Item: 1}, time.Time{}, false)
+	x.AddReady(Ref{Task: "B", Item: 1}, time.Time{}, false)
+	x.Leases[Ref{Task: "A", Item: 2}] = Lease{Owner: "s/w"}
+	x.NeedPlan("A")
+	id, ok := x.TakePlan("A")
+	require.True(t, ok)
+	require.Equal(t, "A", id)
+
+	from := New()
+	from.AddActive("A")
+	from.AddReady(Ref{Task: "A", Item: 3}, time.Time{}, false)
+	from.Leases[Ref{Task: "A", Item: 1}] = Lease{Owner: "other/w"}
+	from.NeedPlan("A")
+	x.ReplaceTask("A", from)
+
+	got, _ := x.Candidates("A", time.Now(), 10, none)
+	require.Equal(t, []Ref{{Task: "A", Item: 3}}, got, "the ready units are the records'")
+	require.Equal(t, map[Ref]Lease{{Task: "A", Item: 1}: {Owner: "other/w"}}, x.Leases)
+	require.True(t, x.Planning("A"), "the plan job being run stays")
+	require.Equal(t, []string{"A", "B"}, x.Active)
+	got, _ = x.Candidates("B", time.Now(), 10, none)
+	require.Len(t, got, 1, "other tasks are untouched")
+
+	x.ReplaceTask("B", New()) // finished, or removed
+	require.Equal(t, []string{"A"}, x.Active)
+	require.False(t, x.HasReady("B"))
+}

@@ -168,7 +168,9 @@ func (t *Tx) SaveTask(task *ledger.Task) error {
 	}
 	maps.Copy(bs.wroteSteps[id], wrote)
 	n := task.StepCount()
-	t.After(func(*index.Index) { t.db.mirror.apply(id, n, wrote) })
+	if !t.db.shared {
+		t.After(func(*index.Index) { t.db.mirror.apply(id, n, wrote) })
+	}
 	// Kept to seed the cache of decoded records once committed: the header
 	// and the step under the cursor, which the next operation on the task
 	// most likely needs.
@@ -197,7 +199,7 @@ func (t *Tx) Fill(task *ledger.Task) error {
 	if lz == nil {
 		return nil
 	}
-	if t.rw && (t.b == nil || !t.b.rawTask[task.ID]) {
+	if t.rw && !t.db.shared && (t.b == nil || !t.b.rawTask[task.ID]) {
 		if steps := t.db.mirror.get(task.ID, lz.n); steps != nil {
 			if t.b != nil {
 				for i, st := range t.b.wroteSteps[task.ID] {
@@ -231,7 +233,7 @@ func (t *Tx) Fill(task *ledger.Task) error {
 		steps[i] = *st
 	}
 	task.Steps, task.Partial = steps, nil
-	if t.rw && !task.Status.Terminal() {
+	if t.rw && !t.db.shared && !task.Status.Terminal() {
 		// What the scan saw is what is committed once this transaction
 		// is (operations after this one in it update the mirror after).
 		id, kept := task.ID, slices.Clone(steps)
@@ -303,6 +305,13 @@ func LoadedSteps(task *ledger.Task) (map[int]*ledger.StepState, bool) {
 
 func (p *stepPrefixes) get(t *Tx, task *ledger.Task) []ledger.StepState {
 	id, c := task.ID, task.Cursor
+	if t.db.shared { // another process may have sent the task back (a retry)
+		steps := make([]ledger.StepState, c)
+		for i := range steps {
+			steps[i] = t.StepValue(task, i)
+		}
+		return steps
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	e := p.m[id]

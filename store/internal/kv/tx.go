@@ -50,6 +50,7 @@ type DB struct {
 	tasks    taskCache
 	prefixes stepPrefixes
 	mirror   stepMirror
+	shared   bool // other processes write the database too (NewOn)
 }
 
 // New is the DB of the Badger database db, whose disk sync is logs (nil
@@ -58,8 +59,11 @@ func New(db *badger.DB, logs *logsync.Logs) *DB {
 	return &DB{be: badgerBackend{db}, logs: logs}
 }
 
-// NewOn is the DB of another backend (PostgreSQL).
-func NewOn(be Backend) *DB { return &DB{be: be} }
+// NewOn is the DB of another backend (PostgreSQL) that other processes
+// write too: the caches of step states that only a single writer can keep
+// (the mirror and the prefixes, tasks.go) are off; the cache of decoded
+// task headers, checked against each record's version, stays.
+func NewOn(be Backend) *DB { return &DB{be: be, shared: true} }
 
 // Tx is the typed access of one operation to a Badger transaction: txn,
 // read-write when rw (run by the group-commit leader), shared by the
@@ -71,6 +75,14 @@ func (d *DB) TxOf(txn Txn, rw bool, b *Batch) *Tx { return &Tx{txn: txn, db: d, 
 
 // Begin starts a transaction of the backend.
 func (d *DB) Begin(rw bool) (Txn, error) { return d.be.Begin(rw) }
+
+// Retryable reports whether err is the backend refusing a transaction
+// because another one conflicted with it: running it again from its reads
+// may succeed. Badger's never are (one group-commit leader writes).
+func (d *DB) Retryable(err error) bool {
+	r, ok := d.be.(interface{ Retryable(error) bool })
+	return ok && err != nil && r.Retryable(err)
+}
 
 // View runs fn in a read-only transaction.
 func (d *DB) View(fn func(*Tx) error) error {
@@ -328,7 +340,9 @@ func (t *Tx) noteWrite(key []byte) {
 // them.
 func (t *Tx) CacheWritten() {
 	b, d := t.b, t.db
-	if b == nil || len(b.wroteTask) == 0 {
+	if b == nil || len(b.wroteTask) == 0 || d.shared {
+		// Shared: another process may have written the record since, and
+		// its version would then date this one's content.
 		return
 	}
 	_ = d.View(func(t *Tx) error {

@@ -1,8 +1,8 @@
 // Package lease grants, extends, gives back, takes back and checks the
 // leases of work units. A claim (Leases.Claim) leases ready units, runnable
 // tasks taking turns, each lease with the task's next fencing epoch;
-// expired leases, and those of an earlier session of the store, are taken
-// back first. Leased is the check every write of a lease's holder goes
+// expired leases, and those of a session of the store that no longer
+// runs, are taken back first. Leased is the check every write of a lease's holder goes
 // through: the lease must still be the unit's current one (ErrLeaseLost
 // otherwise), so a worker that lost it can never overwrite the work of the
 // worker that took over.
@@ -25,13 +25,27 @@ import (
 
 // Leases are a store's leases: Idx its claim index (the caller of Claim
 // holds no lock on it: Claim takes it), Events its event log and clock,
-// Session the store's session (owners of other sessions are dead), Update
-// its group commit.
+// Session the store's session, Update its group commit. Alive, when set,
+// says whether a session other than Session still runs: a lease of a
+// session that does not is dead before it expires. Nil: no other session
+// does (Badger: one process per store, so every other session is an
+// earlier process that is gone).
 type Leases struct {
 	Idx     *index.Index
 	Events  *outbox.Events
 	Session string
+	Alive   func(session string) bool
 	Update  kv.Update
+}
+
+// live reports whether a lease of owner, valid until until, still holds
+// at now.
+func (s *Leases) live(owner string, until, now time.Time) bool {
+	if until.Before(now) {
+		return false
+	}
+	se := OwnerSession(owner)
+	return se == s.Session || s.Alive != nil && s.Alive(se)
 }
 
 // OwnerSession is the session of a lease owner (Store.Owner's prefix).
@@ -344,7 +358,7 @@ func (s *Leases) reclaim(t *kv.Tx, only string, now time.Time, load func(string)
 		if only != "" && r.Task != only || taken[r] {
 			continue // taken: leased by an earlier operation of this batch
 		}
-		if OwnerSession(l.Owner) == s.Session && !l.Until.Before(now) {
+		if s.live(l.Owner, l.Until, now) {
 			*wake = Earliest(*wake, l.Until)
 			continue
 		}
@@ -381,7 +395,7 @@ func (s *Leases) reclaim(t *kv.Tx, only string, now time.Time, load func(string)
 		}
 		// The index may be behind the record (a heartbeat earlier in this
 		// batch): only a lease the record says is dead goes back.
-		if OwnerSession(u.Owner) == s.Session && !u.LeaseUntil.Before(now) {
+		if s.live(u.Owner, u.LeaseUntil, now) {
 			rec := index.Lease{Owner: u.Owner, Until: u.LeaseUntil}
 			t.After(func(x *index.Index) {
 				if _, ok := x.Leases[dead]; ok {

@@ -36,29 +36,42 @@ var migrations = []string{
 		k bytea PRIMARY KEY,
 		v bytea NOT NULL
 	)`,
+	`CREATE TABLE lhengine_workers (
+		session text PRIMARY KEY,
+		host text NOT NULL,
+		pid int NOT NULL,
+		version text NOT NULL,
+		started timestamptz NOT NULL,
+		last_seen timestamptz NOT NULL,
+		stopped timestamptz
+	)`,
 }
 
 // SchemaVersion is the schema this build reads and writes.
 var SchemaVersion = len(migrations)
 
-// ownerLock is the advisory lock key of a store's owner ("lhen").
-const ownerLock = 0x6c68656e
+// migrateLock is the advisory lock key that migrations hold ("lhen").
+const migrateLock = 0x6c68656e
 
 // ErrSchema is a database whose schema is not this build's.
 var ErrSchema = errors.New("store schema")
 
 // Backend is a kv.Backend on a PostgreSQL database.
 type Backend struct {
-	pool  *pgxpool.Pool
-	owner *pgxpool.Conn // holds the owner's advisory lock
-	ctx   context.Context
+	pool    *pgxpool.Pool
+	conn    *pgxpool.Conn // checked the settings and the schema
+	ctx     context.Context
+	session string
+	url     string
 }
 
 // Open connects to the database at url. With migrate it first brings the
 // schema up to SchemaVersion; without, a schema that is behind is
-// refused with ErrSchema naming `lhengine store migrate`. It takes the
-// owner's lock: a database another process has open is ledger.ErrInUse.
-func Open(ctx context.Context, url string, migrate bool) (*Backend, error) {
+// refused with ErrSchema naming `lhengine store migrate`. Any number of
+// processes, on any number of hosts, may have one database open at once:
+// session (the store's) names this one in the change notices its commits
+// send (Listen).
+func Open(ctx context.Context, url, session string, migrate bool) (*Backend, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("store URL: %w", err)
@@ -70,7 +83,7 @@ func Open(ctx context.Context, url string, migrate bool) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Backend{pool: pool, ctx: context.WithoutCancel(ctx)}
+	b := &Backend{pool: pool, ctx: context.WithoutCancel(ctx), session: session, url: url}
 	if err := b.open(ctx, migrate); err != nil {
 		b.Close()
 		return nil, err
@@ -83,20 +96,14 @@ func (b *Backend) open(ctx context.Context, migrate bool) error {
 	if err != nil {
 		return fmt.Errorf("connect to the store: %w", err)
 	}
-	b.owner = conn
+	b.conn = conn
+	defer func() { conn.Release(); b.conn = nil }()
 	var sync string
 	if err := conn.QueryRow(ctx, "SHOW synchronous_commit").Scan(&sync); err != nil {
 		return err
 	}
 	if sync == "off" {
 		return fmt.Errorf("the store's database has synchronous_commit off: a commit could be lost after it returned; turn it on")
-	}
-	var ok bool
-	if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", ownerLock).Scan(&ok); err != nil {
-		return err
-	}
-	if !ok {
-		return fmt.Errorf("%w: another lhengine process has this PostgreSQL store open", ledger.ErrInUse)
 	}
 	if migrate {
 		if _, _, err := Migrate(ctx, conn.Conn()); err != nil {
@@ -116,13 +123,8 @@ func (b *Backend) open(ctx context.Context, migrate bool) error {
 	return nil
 }
 
-// Close releases the owner's lock and closes the connections.
-func (b *Backend) Close() {
-	if b.owner != nil {
-		b.owner.Release()
-	}
-	b.pool.Close()
-}
+// Close closes the connections.
+func (b *Backend) Close() { b.pool.Close() }
 
 // version reads the schema's version: 0 for a database without one.
 func version(ctx context.Context, conn *pgx.Conn) (int, error) {
@@ -161,7 +163,7 @@ func Migrate(ctx context.Context, conn *pgx.Conn) (from, to int, err error) {
 // none, v the version the schema is at after it.
 func migrateOne(ctx context.Context, conn *pgx.Conn) (done bool, v int, err error) {
 	err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", ownerLock+1); err != nil {
+		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", migrateLock); err != nil {
 			return err
 		}
 		err := tx.QueryRow(ctx, `SELECT version FROM lhengine_schema`).Scan(&v)
@@ -211,16 +213,26 @@ func (b *Backend) Begin(rw bool) (kv.Txn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &txn{ctx: b.ctx, tx: tx, writes: map[string][]byte{}}, nil
+	return &txn{ctx: b.ctx, tx: tx, writes: map[string][]byte{}, session: b.session}, nil
+}
+
+// Retryable reports whether err is PostgreSQL refusing a transaction that
+// conflicted with another (a serialization failure or a deadlock): run it
+// again, from its reads.
+func (b *Backend) Retryable(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01")
 }
 
 // txn is a kv.Txn on a PostgreSQL transaction. writes buffers what it
 // set (a nil value: deleted) until flush.
 type txn struct {
-	ctx    context.Context
-	tx     pgx.Tx
-	writes map[string][]byte
-	done   bool
+	ctx     context.Context
+	tx      pgx.Tx
+	writes  map[string][]byte
+	done    bool
+	session string
+	tasks   map[string]bool // tasks whose records it wrote (see notice)
 }
 
 var deleted = []byte(nil)
@@ -270,6 +282,7 @@ func (t *txn) flush() error {
 	}
 	var setK, setV, delK [][]byte
 	for k, v := range t.writes {
+		t.noteTask(k)
 		if v == nil {
 			delK = append(delK, []byte(k))
 		} else {
@@ -293,6 +306,9 @@ func (t *txn) flush() error {
 
 func (t *txn) Commit() error {
 	if err := t.flush(); err != nil {
+		return err
+	}
+	if err := t.notice(); err != nil {
 		return err
 	}
 	t.done = true

@@ -1,10 +1,12 @@
 package pgkv
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/jackc/pgx/v5"
@@ -22,7 +24,7 @@ func TestMain(m *testing.M) { os.Exit(testpg.Main(m)) }
 // written for.
 func backends(t *testing.T) map[string]kv.Backend {
 	t.Helper()
-	pg, err := Open(t.Context(), testpg.DB(t), true)
+	pg, err := Open(t.Context(), testpg.DB(t), "S", true)
 	require.NoError(t, err)
 	t.Cleanup(pg.Close)
 	db, err := badger.Open(badger.DefaultOptions("").WithInMemory(true).WithLogger(nil))
@@ -161,12 +163,12 @@ func TestConflictingWritersOneWins(t *testing.T) {
 	}
 }
 
-func TestOneOwnerAndTheSchema(t *testing.T) {
+func TestTheSchema(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	url := testpg.DB(t)
 
-	_, err := Open(ctx, url, false)
+	_, err := Open(ctx, url, "S", false)
 	require.ErrorIs(t, err, ErrSchema)
 	require.ErrorContains(t, err, "lhengine store migrate")
 
@@ -177,21 +179,74 @@ func TestOneOwnerAndTheSchema(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, [2]int{SchemaVersion, SchemaVersion}, [2]int{from, to}, "migrating again changes nothing")
 
-	first, err := Open(ctx, url, false)
+	first, err := Open(ctx, url, "A", false)
 	require.NoError(t, err)
-	_, err = Open(ctx, url, false)
-	require.ErrorIs(t, err, ledger.ErrInUse)
-	first.Close()
-	again, err := Open(ctx, url, false)
-	require.NoError(t, err, "the owner's lock goes with its connection")
-	again.Close()
+	defer first.Close()
+	second, err := Open(ctx, url, "B", false)
+	require.NoError(t, err, "processes share a PostgreSQL store")
+	second.Close()
 
 	conn, err := pgx.Connect(ctx, url)
 	require.NoError(t, err)
 	defer conn.Close(ctx)
 	_, err = conn.Exec(ctx, `UPDATE lhengine_schema SET version = version + 1`)
 	require.NoError(t, err)
-	_, err = Open(ctx, url, false)
+	_, err = Open(ctx, url, "C", false)
 	require.True(t, errors.Is(err, ErrSchema))
 	require.ErrorContains(t, err, "newer lhengine")
+}
+
+// TestNoticesReachTheOtherSessions: a commit that writes a task's records
+// tells every other session which task, once it committed; a discarded
+// transaction, and the writer itself, hear nothing.
+func TestNoticesReachTheOtherSessions(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	url := testpg.DB(t)
+	a, err := Open(ctx, url, "A", true)
+	require.NoError(t, err)
+	defer a.Close()
+	b, err := Open(ctx, url, "B", false)
+	require.NoError(t, err)
+	defer b.Close()
+
+	heard := func(be *Backend) (<-chan []string, func()) {
+		ch := make(chan []string, 16)
+		lctx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			be.Listen(lctx, func(ids []string) { ch <- ids })
+		}()
+		return ch, func() { stop(); <-done }
+	}
+	toB, stopB := heard(b)
+	defer stopB()
+	toA, stopA := heard(a)
+	defer stopA()
+	// LISTEN is set up on the listener's own connection: write until it
+	// hears, so the test does not depend on when that happened.
+	until := func(from *Backend, task string, to <-chan []string) {
+		deadline := time.After(time.Minute)
+		for {
+			discarded, err := from.Begin(true)
+			require.NoError(t, err)
+			require.NoError(t, discarded.Set([]byte("u/GONE/0000/00000000"), []byte("x")))
+			discarded.Discard()
+			commit(t, from, func(txn kv.Txn) {
+				require.NoError(t, txn.Set([]byte("u/"+task+"/0000/00000001"), []byte("{}")))
+				require.NoError(t, txn.Set([]byte("B/blob"), []byte("{}"))) // not a task's
+			})
+			select {
+			case ids := <-to:
+				require.Equal(t, []string{task}, ids, "a notice names the tasks the commit wrote, and nothing discarded")
+				return
+			case <-time.After(100 * time.Millisecond):
+			case <-deadline:
+				t.Fatal("no notice heard")
+			}
+		}
+	}
+	until(a, "T1", toB)
+	until(b, "T2", toA) // A hears B's notices, never its own (T1)
 }
