@@ -152,7 +152,7 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	case cfg.Store == "":
 		st, err = store.Open(filepath.Join(cfg.Home, "store"), so)
 	case IsPostgresURL(cfg.Store):
-		st, err = store.OpenPostgres(ctx, cfg.Store, store.PostgresOptions{Options: so, Migrate: cfg.MigrateStore})
+		st, err = store.OpenPostgres(ctx, cfg.Store, store.PostgresOptions{Options: so, Migrate: cfg.MigrateStore, Version: Version})
 	default:
 		err = fmt.Errorf("store %q: not a postgres:// URL (leave it empty for the embedded store in the home)", cfg.Store)
 	}

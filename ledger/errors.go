@@ -31,3 +31,10 @@ var ErrNoSpace = errors.New("no space left on device")
 
 // ErrTooLarge: a read would assemble more bytes than its caller allows.
 var ErrTooLarge = errors.New("too large")
+
+// ErrUnavailable: a networked store's database could not be reached, or
+// went away in the middle of an operation (a restart, a cut network).
+// What the operation wanted may or may not have happened; the records say
+// which once the database is back. A worker gives such a unit back
+// instead of failing it.
+var ErrUnavailable = errors.New("store unavailable")

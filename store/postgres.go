@@ -129,24 +129,27 @@ func (s *Store) beat(ctx context.Context, every time.Duration) {
 // reindex reads tasks other processes changed into the claim index (all
 // runnable ones when tasks is nil: notices may have been missed), and
 // wakes the watchers of Changed.
+//
+// It holds the index's lock from before its snapshot is taken until the
+// tasks are replaced: a commit of this process that lands meanwhile
+// applies its index changes after, over what the snapshot showed, instead
+// of having them undone by an older view.
 func (s *Store) reindex(tasks []string) {
+	s.idx.Mu.Lock()
+	defer s.idx.Mu.Unlock()
 	err := s.view(func(t *kv.Tx) error {
 		if tasks == nil {
 			for _, k := range t.Keys([]byte("a/")) {
 				tasks = append(tasks, string(k[2:]))
 			}
-			s.idx.Mu.Lock()
 			tasks = append(tasks, s.idx.Active...)
-			s.idx.Mu.Unlock()
 		}
 		for _, id := range tasks {
 			x := index.New()
 			if err := indexTask(t, id, x); err != nil {
 				return err
 			}
-			s.idx.Mu.Lock()
 			s.idx.ReplaceTask(id, x)
-			s.idx.Mu.Unlock()
 		}
 		return nil
 	})
@@ -179,6 +182,33 @@ func (s *Store) Workers(ctx context.Context) ([]ledger.Worker, error) {
 		out[i] = ledger.Worker{Session: w.Session, Host: w.Host, PID: w.PID, Version: w.Version,
 			Started: w.Started, LastSeen: w.LastSeen, Stopped: w.Stopped, Alive: s.peers.alive(w.Session),
 			This: w.Session == s.session}
+	}
+	return out, nil
+}
+
+// PostgresWorkers lists the processes registered in the PostgreSQL store
+// at url, the earliest started first, without registering this one: a
+// process is alive by the rule its peers apply (OpenPostgres), with the
+// default beat.
+func PostgresWorkers(ctx context.Context, url string) ([]ledger.Worker, error) {
+	be, err := pgkv.Open(ctx, url, "", false)
+	if err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	defer be.Close()
+	host, _ := os.Hostname()
+	p := &peers{be: be, now: time.Now, host: host, stale: 3 * 5 * time.Second}
+	if err := p.refresh(ctx); err != nil {
+		return nil, err
+	}
+	ws, err := be.Workers(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ledger.Worker, len(ws))
+	for i, w := range ws {
+		out[i] = ledger.Worker{Session: w.Session, Host: w.Host, PID: w.PID, Version: w.Version,
+			Started: w.Started, LastSeen: w.LastSeen, Stopped: w.Stopped, Alive: p.alive(w.Session)}
 	}
 	return out, nil
 }

@@ -739,18 +739,39 @@ func (s *Store) tryBatch(batch []*op) (sync, ok bool) {
 
 // runAlone runs one op in a transaction of its own, again while the
 // database refuses it for a conflict with another process's (PostgreSQL).
+// While the database cannot be reached it tries again, waiting longer
+// each time, for up to unavailableFor: every write waits meanwhile.
 func (s *Store) runAlone(o *op) (sync bool) {
-	for range maxConflicts {
+	var give time.Time
+	wait := 50 * time.Millisecond
+	for conflicts := 0; ; {
 		sync = s.runAloneOnce(o)
-		if !s.kv.Retryable(o.Err) {
+		switch {
+		case s.kv.Retryable(o.Err) && conflicts < maxConflicts:
+			conflicts++
+		case s.kv.Unavailable(o.Err):
+			if give.IsZero() {
+				give = time.Now().Add(unavailableFor)
+				s.log.Warn("the store's database cannot be reached; writes wait for it", "for", unavailableFor, "error", o.Err)
+			}
+			if time.Now().After(give) {
+				return sync
+			}
+			t := time.NewTimer(wait)
+			<-t.C
+			wait = min(2*wait, 2*time.Second)
+		default:
 			return sync
 		}
 	}
-	return sync
 }
 
-// maxConflicts bounds how many times one op runs again after conflicts.
-const maxConflicts = 64
+// maxConflicts bounds how many times one op runs again after conflicts;
+// unavailableFor how long it waits for a database it cannot reach.
+const (
+	maxConflicts   = 64
+	unavailableFor = 2 * time.Minute
+)
 
 func (s *Store) runAloneOnce(o *op) (sync bool) {
 	txn, err := s.kv.Begin(true)

@@ -58,6 +58,8 @@ type app struct {
 	tokenFile string // --token-file
 	memLimit  string // --memory-limit
 	cache     string // --cache: a directory, "off", or "" for the user's cache directory
+	storeURL  string // --store: a PostgreSQL URL, or "" for the embedded store in the home
+	migrate   bool   // --migrate: bring a PostgreSQL store's schema up to date as it opens
 	stopGov   func() // ends the memory governor PersistentPreRunE started
 	stdout    io.Writer
 	stderr    io.Writer
@@ -240,7 +242,10 @@ survives crashes and restarts and always says how far it got.
 
 State lives in an embedded store in a home: --home, else the nearest .lhengine in
 this folder or a parent, else $LHENGINE_HOME, else ~/.local/share/lhengine
-("lhengine home" says which, and why).
+("lhengine home" says which, and why). With --store postgres://… (or
+$LHENGINE_STORE) the ledger is kept in that PostgreSQL database instead, which
+processes on many hosts share (lhengine workers lists them); the home then
+holds the compiled plugins and the socket.
 The process that has it open (run, resume, retry, worker, serve) serves the
 home's API on a socket inside it, and every other command talks to that
 process; with none alive, a command opens the home itself while it runs.
@@ -265,6 +270,9 @@ person (it says why and the command that continues it); 130 interrupted.`,
 			if err := checkFlags(cmd); err != nil {
 				return err
 			}
+			if a.storeURL != "" && !engine.IsPostgresURL(a.storeURL) {
+				return &exitError{code: exitUsage, err: fmt.Errorf("--store must be a postgres:// URL (or empty for the embedded store in the home), not %q", a.storeURL)}
+			}
 			if governMemory {
 				a.stopGov = memlimit.Start(floor)
 			}
@@ -278,12 +286,14 @@ person (it says why and the command that continues it); 130 interrupted.`,
 	root.PersistentFlags().StringVar(&a.tokenFile, "token-file", "", "file holding the bearer token for --server (default: env "+api.TokenEnv+")")
 	root.PersistentFlags().StringVar(&a.memLimit, "memory-limit", memlimit.Default(), "soft limit of the process's heap, or off: the collector reclaims freed memory before the heap passes it, and the limit rises to 1.25 times what is live when that is more (env LHENGINE_MEMORY_LIMIT; GOMEMLIMIT, if set, overrides it)")
 	root.PersistentFlags().StringVar(&a.cache, "cache", os.Getenv("LHENGINE_CACHE"), "directory of compiled plugins, shared by every home that names it, or off (default: lhengine in the user's cache directory; env LHENGINE_CACHE)")
+	root.PersistentFlags().StringVar(&a.storeURL, "store", os.Getenv("LHENGINE_STORE"), "keep the ledger in this PostgreSQL database (postgres://USER@HOST:PORT/DB) instead of the embedded store in the home, which then holds the caches and the socket only; any number of processes on any number of hosts may share it (env LHENGINE_STORE)")
+	root.PersistentFlags().BoolVar(&a.migrate, "migrate", false, "bring a PostgreSQL store's schema up to this lhengine's before using it, as lhengine store migrate does")
 	root.PersistentFlags().BoolVar(&a.damaged, "allow-damaged", false, "open a store that failed an integrity check (see: lhengine store verify)")
 	root.AddCommand(
 		a.validateCmd(), a.runCmd(), a.submitCmd(), a.workerCmd(), a.resumeCmd(), a.pauseCmd(), a.approvalsCmd(), a.decideCmd(true), a.decideCmd(false), a.handoffCmd(), a.homeCmd(),
 		a.lsCmd(), a.statusCmd(), a.notesCmd(), a.outputsCmd(), a.eventsCmd(), a.cancelCmd(), a.pluginCmd(),
 		a.artifactsCmd(), a.artifactCmd(), a.effectsCmd(), a.effectCmd(), a.failuresCmd(),
-		a.storeCmd(),
+		a.storeCmd(), a.workersCmd(),
 		a.rmCmd(), a.gcCmd(),
 		a.benchCmd(),
 		a.versionCmd(), a.retryCmd(), a.forkCmd(), a.serveCmd(), a.tokenCmd(),

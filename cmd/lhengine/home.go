@@ -25,6 +25,7 @@ func (a *app) homeConfig() home.Config {
 	cache, noCache := a.cacheConfig()
 	return home.Config{Dir: a.home, Server: a.server, TokenFile: a.tokenFile, Logger: a.logger(),
 		Engine: engine.Config{AllowDamaged: a.damaged, CacheDir: cache, NoCache: noCache, OnCompile: a.onCompile(),
+			Store: a.storeURL, MigrateStore: a.migrate,
 			TracerProvider: a.tracerProvider()},
 		Dashboard: a.dashboard, Halt: a.stop.halted().Done(), Extra: a.extra, Grace: a.stop.grace}
 }

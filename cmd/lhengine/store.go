@@ -15,10 +15,10 @@ import (
 func (a *app) storeCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "store",
-		Short: "Check the ledger store",
+		Short: "Check the ledger store, or migrate a PostgreSQL store's schema",
 		Args:  cobra.NoArgs,
 	}
-	cmd.AddCommand(a.storeVerifyCmd())
+	cmd.AddCommand(a.storeVerifyCmd(), a.storeMigrateCmd())
 	return cmd
 }
 

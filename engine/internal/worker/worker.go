@@ -420,6 +420,15 @@ func (w *Worker) attempt(ctx context.Context, l ledger.Lease, after ledger.Durab
 		}
 		return nil, nil
 	}
+	if errors.Is(stepErr, ledger.ErrUnavailable) {
+		// The store's database went away under the attempt (a restart):
+		// what it read is not to be trusted, and its failure is not the
+		// unit's. It goes back uncharged once the database is back (or
+		// its lease expires), to run again.
+		log.Warn("the store could not be reached during the attempt; the unit is given back", "error", stepErr)
+		w.giveBack(ctx, l, log)
+		return nil, nil
+	}
 	if errors.Is(stepErr, errLeaseRanOut) {
 		// The unit is no longer this worker's to commit: the next claim,
 		// here or elsewhere, takes it back and runs it again.

@@ -84,6 +84,14 @@ func (d *DB) Retryable(err error) bool {
 	return ok && err != nil && r.Retryable(err)
 }
 
+// Unavailable reports whether err says the backend's database could not
+// be reached (a networked one: restarting, or cut off): the transaction
+// may succeed once it is back.
+func (d *DB) Unavailable(err error) bool {
+	r, ok := d.be.(interface{ Unavailable(error) bool })
+	return ok && err != nil && r.Unavailable(err)
+}
+
 // View runs fn in a read-only transaction.
 func (d *DB) View(fn func(*Tx) error) error {
 	txn, err := d.be.Begin(false)

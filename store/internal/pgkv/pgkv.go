@@ -19,7 +19,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"strconv"
+	"strings"
+	"syscall"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -203,17 +208,64 @@ func MigrateURL(ctx context.Context, url string) (from, to int, err error) {
 	return Migrate(ctx, conn)
 }
 
-// Begin starts a transaction.
+// Begin starts a transaction. While the database cannot be reached (a
+// connection of the pool died with a restart, or none can be made) it
+// tries again, waiting longer each time, for up to BeginWait: nothing of
+// the transaction has run yet.
 func (b *Backend) Begin(rw bool) (kv.Txn, error) {
 	opts := pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}
 	if rw {
 		opts = pgx.TxOptions{IsoLevel: pgx.Serializable, AccessMode: pgx.ReadWrite}
 	}
-	tx, err := b.pool.BeginTx(b.ctx, opts)
-	if err != nil {
-		return nil, err
+	wait, give := 20*time.Millisecond, time.Now().Add(BeginWait)
+	for {
+		tx, err := b.pool.BeginTx(b.ctx, opts)
+		if err == nil {
+			return &txn{b: b, ctx: b.ctx, tx: tx, writes: map[string][]byte{}, session: b.session}, nil
+		}
+		if !b.Unavailable(err) || time.Now().After(give) {
+			return nil, b.wrap(err)
+		}
+		t := time.NewTimer(wait)
+		<-t.C
+		wait = min(2*wait, 2*time.Second)
 	}
-	return &txn{ctx: b.ctx, tx: tx, writes: map[string][]byte{}, session: b.session}, nil
+}
+
+// BeginWait bounds how long Begin waits for a database it cannot reach.
+const BeginWait = 2 * time.Minute
+
+// wrap marks an error that says the database could not be reached with
+// ledger.ErrUnavailable.
+func (b *Backend) wrap(err error) error {
+	if err != nil && b.Unavailable(err) && !errors.Is(err, ledger.ErrUnavailable) {
+		return fmt.Errorf("%w: %w", ledger.ErrUnavailable, err)
+	}
+	return err
+}
+
+// Unavailable reports whether err says the database could not be reached
+// or went away (a restart, a cut network): once it is back, a transaction
+// run again from its reads may succeed. One whose commit was cut short
+// may have committed: running it again then finds what it did (a commit
+// finds its lease spent, and is refused), as the lease protocol wants.
+func (b *Backend) Unavailable(err error) bool {
+	var ce *pgconn.ConnectError
+	var pe *pgconn.PgError
+	var ne net.Error
+	switch {
+	case err == nil:
+		return false
+	case errors.Is(err, ledger.ErrUnavailable):
+		return true
+	case errors.As(err, &ce), errors.As(err, &ne), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
+		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
+		return true
+	case errors.As(err, &pe):
+		// connection_exception; admin_shutdown, crash_shutdown, cannot_connect_now
+		return strings.HasPrefix(pe.Code, "08") || pe.Code == "57P01" || pe.Code == "57P02" || pe.Code == "57P03"
+	}
+	return pgconn.SafeToRetry(err) || strings.Contains(err.Error(), "conn closed")
 }
 
 // Retryable reports whether err is PostgreSQL refusing a transaction that
@@ -227,6 +279,7 @@ func (b *Backend) Retryable(err error) bool {
 // txn is a kv.Txn on a PostgreSQL transaction. writes buffers what it
 // set (a nil value: deleted) until flush.
 type txn struct {
+	b       *Backend
 	ctx     context.Context
 	tx      pgx.Tx
 	writes  map[string][]byte
@@ -251,7 +304,7 @@ func (t *txn) Get(key []byte, fn func([]byte, uint64) error) error {
 		return ledger.ErrNotFound
 	}
 	if err != nil {
-		return err
+		return t.b.wrap(err)
 	}
 	return fn(v, parseVersion(ver))
 }
@@ -298,7 +351,7 @@ func (t *txn) flush() error {
 			ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v`, setK, setV)
 	}
 	if err := t.tx.SendBatch(t.ctx, &batch).Close(); err != nil {
-		return err
+		return t.b.wrap(err)
 	}
 	clear(t.writes)
 	return nil
@@ -309,10 +362,10 @@ func (t *txn) Commit() error {
 		return err
 	}
 	if err := t.notice(); err != nil {
-		return err
+		return t.b.wrap(err)
 	}
 	t.done = true
-	return t.tx.Commit(t.ctx)
+	return t.b.wrap(t.tx.Commit(t.ctx))
 }
 
 func (t *txn) Discard() {
@@ -401,7 +454,7 @@ func (i *iter) load(from []byte, incl, first bool) {
 	q += " LIMIT " + strconv.Itoa(i.page)
 	rows, err := i.t.tx.Query(i.t.ctx, q, args...)
 	if err != nil {
-		i.err = err
+		i.err = i.t.b.wrap(err)
 		return
 	}
 	defer rows.Close()
@@ -416,7 +469,7 @@ func (i *iter) load(from []byte, incl, first bool) {
 		i.rows = append(i.rows, r)
 	}
 	if err := rows.Err(); err != nil {
-		i.err = err
+		i.err = i.t.b.wrap(err)
 		return
 	}
 	i.more = len(i.rows) == i.page
