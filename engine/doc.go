@@ -47,7 +47,7 @@
 // lhengine: ../fault, ../api (the wire contract: its own records, no
 // engine type), the SDK's abi and ../internal (bytesize, crashpoint,
 // diskfree, hcldiag, holdpoint; and the test helpers testbadger, testgate,
-// testgit, testhcl, testmodel, testpolicy, testwait, testwasm). Above them ../ledger (it imports only ../fault) and
+// testgit, testhcl, testmodel, testpg, testpolicy, testwait, testwasm). Above them ../ledger (it imports only ../fault) and
 // ../internal/homefiles (a home's socket, owner record and tokens; it
 // imports only ../api); then ../store, which implements the ledger; then
 // this package and its internal stages, which hold a ledger.Store and name

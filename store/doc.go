@@ -76,7 +76,12 @@
 //     units in the order they are served, live leases, steps to plan.
 //   - internal/kv: the key layout, typed access to a transaction (Tx),
 //     the task record as a header and one record per step, and the caches
-//     that spare decoding it.
+//     that spare decoding it; the database below is a kv.Backend, Badger's
+//     or PostgreSQL's.
+//   - internal/pgkv: the PostgreSQL backend (OpenPostgres): one table of
+//     keys and values, SERIALIZABLE transactions with buffered writes,
+//     versioned migrations, the processes' registrations, and the change
+//     notices (LISTEN/NOTIFY) that keep every process's index current.
 //   - internal/outbox: the event log, and the notification outbox each
 //     event of a listed type feeds, with its deliveries' journal.
 //   - internal/budget: the wall time, the budgets' checks, pauses and

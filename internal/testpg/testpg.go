@@ -75,9 +75,7 @@ func DB(t testing.TB) string {
 	t.Helper()
 	c := Shared(t)
 	name := fmt.Sprintf("t%d_%d", os.Getpid(), dbs.Add(1))
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := c.exec(ctx, "CREATE DATABASE "+name); err != nil {
+	if err := c.CreateDB(name); err != nil {
 		t.Fatalf("create database: %v", err)
 	}
 	t.Cleanup(func() {
@@ -88,6 +86,13 @@ func DB(t testing.TB) string {
 		}
 	})
 	return c.URL(name)
+}
+
+// CreateDB creates an empty database name.
+func (c *Cluster) CreateDB(name string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	return c.exec(ctx, "CREATE DATABASE "+name)
 }
 
 // URL is the connection URL of database name.
