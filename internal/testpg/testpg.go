@@ -20,6 +20,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -30,11 +31,12 @@ import (
 
 // Cluster is a running throwaway cluster.
 type Cluster struct {
-	Dir  string // its data folder and log
-	Port int    // on 127.0.0.1
-	bin  string
-	uid  int // the user it runs as (-1: this process's), when the tests run as root
-	gid  int
+	Dir    string // its data folder and log
+	Port   int    // on 127.0.0.1
+	bin    string
+	uid    int // the user it runs as (-1: this process's), when the tests run as root
+	gid    int
+	listen string // listen_addresses
 }
 
 var (
@@ -96,8 +98,11 @@ func (c *Cluster) CreateDB(name string) error {
 }
 
 // URL is the connection URL of database name.
-func (c *Cluster) URL(name string) string {
-	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", c.Port, name)
+func (c *Cluster) URL(name string) string { return c.URLAt("127.0.0.1", name) }
+
+// URLAt is URL through another of the cluster's addresses (Options.Listen).
+func (c *Cluster) URLAt(addr, name string) string {
+	return fmt.Sprintf("postgres://postgres@%s:%d/%s?sslmode=disable", addr, c.Port, name)
 }
 
 func (c *Cluster) exec(ctx context.Context, sql string) error {
@@ -126,9 +131,19 @@ func Bin() (string, error) {
 	return filepath.Dir(p), nil
 }
 
+// Options widen a cluster's reach beyond 127.0.0.1: the test hosts of a
+// test (network namespaces) that must reach it.
+type Options struct {
+	Listen []string // more addresses to listen on (they must exist)
+	Trust  []string // more client networks (CIDR) let in without a password
+}
+
 // Start initialises and starts a cluster in a new temporary folder. As
 // root, it runs PostgreSQL as the postgres user (initdb refuses root).
-func Start() (*Cluster, error) {
+func Start() (*Cluster, error) { return StartWith(Options{}) }
+
+// StartWith is Start with o.
+func StartWith(o Options) (*Cluster, error) {
 	bin, err := Bin()
 	if err != nil {
 		return nil, err
@@ -154,13 +169,27 @@ func Start() (*Cluster, error) {
 	if out, err := c.run("initdb", "-D", data, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-instructions"); err != nil {
 		return nil, fmt.Errorf("initdb: %w\n%s", err, out)
 	}
+	if len(o.Trust) > 0 {
+		hba := filepath.Join(data, "pg_hba.conf")
+		f, err := os.OpenFile(hba, os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			return nil, err
+		}
+		for _, n := range o.Trust {
+			fmt.Fprintf(f, "host all all %s trust\n", n)
+		}
+		if err := f.Close(); err != nil {
+			return nil, err
+		}
+	}
+	c.listen = strings.Join(append([]string{"127.0.0.1"}, o.Listen...), ",")
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
 	c.Port = l.Addr().(*net.TCPAddr).Port
 	l.Close()
-	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c max_connections=200", c.Port, dir)
+	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=%s -c max_connections=200", c.Port, dir, c.listen)
 	if out, err := c.run("pg_ctl", "start", "-w", "-t", "120", "-D", data, "-l", filepath.Join(dir, "log"), "-o", opts); err != nil {
 		log, _ := os.ReadFile(filepath.Join(dir, "log"))
 		return nil, fmt.Errorf("pg_ctl start: %w\n%s\n%s", err, out, log)
@@ -184,7 +213,7 @@ func (c *Cluster) Restart() error {
 	if out, err := c.run("pg_ctl", "stop", "-w", "-m", "immediate", "-D", data); err != nil {
 		return fmt.Errorf("pg_ctl stop: %w\n%s", err, out)
 	}
-	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c max_connections=200", c.Port, c.Dir)
+	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=%s -c max_connections=200", c.Port, c.Dir, c.listen)
 	if out, err := c.run("pg_ctl", "start", "-w", "-t", "120", "-D", data, "-l", filepath.Join(c.Dir, "log"), "-o", opts); err != nil {
 		return fmt.Errorf("pg_ctl start: %w\n%s", err, out)
 	}

@@ -84,6 +84,15 @@ func Open(ctx context.Context, url, session string, migrate bool) (*Backend, err
 	if cfg.MaxConns < 16 {
 		cfg.MaxConns = 16
 	}
+	// A process cut off from the database in the middle of a transaction
+	// leaves it open on the server, with the row locks of its writes,
+	// until the server sees the connection gone (TCP keepalives: hours):
+	// the server ends a transaction idle that long, so that the others
+	// are not held up behind the cut-off one. Its transactions never wait
+	// on anything between their statements.
+	if _, ok := cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"]; !ok {
+		cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = IdleInTransaction
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, err
@@ -231,6 +240,10 @@ func (b *Backend) Begin(rw bool) (kv.Txn, error) {
 		wait = min(2*wait, 2*time.Second)
 	}
 }
+
+// IdleInTransaction is the idle_in_transaction_session_timeout of the
+// store's sessions, unless the URL sets one.
+const IdleInTransaction = "20s"
 
 // BeginWait bounds how long Begin waits for a database it cannot reach.
 const BeginWait = 2 * time.Minute

@@ -1,0 +1,218 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lhengine/lhengine/engine"
+	"github.com/lhengine/lhengine/internal/testpg"
+	"github.com/lhengine/lhengine/internal/testwasm"
+	"github.com/lhengine/lhengine/ledger"
+)
+
+// testHost is a network namespace joined to this one by a veth pair: a
+// host whose only way to the database is that link.
+type testHost struct {
+	ns, link   string // the namespace, and the link's end on this side
+	addr, peer string // this side's address, and the host's
+}
+
+// ipRun runs ip with args.
+func ipRun(t *testing.T, args ...string) {
+	t.Helper()
+	out, err := exec.Command("ip", args...).CombinedOutput()
+	require.NoError(t, err, "ip %s: %s", strings.Join(args, " "), out)
+}
+
+// testHosts makes n test hosts, removed when the test ends. They need
+// root (network namespaces and links).
+func testHosts(t *testing.T, n int) []testHost {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("network namespaces need root")
+	}
+	net := 20 + os.Getpid()%200
+	hosts := make([]testHost, n)
+	for i := range hosts {
+		h := testHost{ns: fmt.Sprintf("lh%dn%d", os.Getpid(), i), link: fmt.Sprintf("lh%dh%d", os.Getpid()%100000, i),
+			addr: fmt.Sprintf("10.%d.%d.1", net, i+1), peer: fmt.Sprintf("10.%d.%d.2", net, i+1)}
+		ipRun(t, "netns", "add", h.ns)
+		t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", h.ns).Run() })
+		peer := fmt.Sprintf("lh%dp%d", os.Getpid()%100000, i)
+		ipRun(t, "link", "add", h.link, "type", "veth", "peer", "name", peer)
+		t.Cleanup(func() { _ = exec.Command("ip", "link", "del", h.link).Run() })
+		ipRun(t, "link", "set", peer, "netns", h.ns)
+		ipRun(t, "addr", "add", h.addr+"/24", "dev", h.link)
+		ipRun(t, "link", "set", h.link, "up")
+		ipRun(t, "netns", "exec", h.ns, "ip", "addr", "add", h.peer+"/24", "dev", peer)
+		ipRun(t, "netns", "exec", h.ns, "ip", "link", "set", peer, "up")
+		ipRun(t, "netns", "exec", h.ns, "ip", "link", "set", "lo", "up")
+		hosts[i] = h
+	}
+	return hosts
+}
+
+// TestPostgresWorkerCutOffFromTheDatabase: three worker processes, each in
+// a network namespace of its own that reaches PostgreSQL by one veth link
+// only, work a 3,000-item fan-out. The link of the one that committed the
+// most goes down mid-task: the other two take its units over and finish
+// the task, every unit committed exactly once; when the link comes back,
+// what the cut-off worker was running at the cut is not what the database
+// kept (a newer epoch, another owner's output), and the worker stops
+// cleanly.
+func TestPostgresWorkerCutOffFromTheDatabase(t *testing.T) {
+	t.Parallel()
+	const items = 3000
+	hosts := testHosts(t, 3)
+	o := testpg.Options{}
+	for _, h := range hosts {
+		o.Listen = append(o.Listen, h.addr)
+		o.Trust = append(o.Trust, h.peer+"/32")
+	}
+	cluster, err := testpg.StartWith(o)
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("PostgreSQL: %v", err)
+		}
+		t.Skipf("PostgreSQL: %v", err)
+	}
+	defer func() { require.NoError(t, cluster.Stop()) }()
+	url := cluster.URL("postgres")
+	bin := buildBinary(t)
+	dir := testwasm.TaskDir(t, testwasm.CGuest(t, "pipeline"), pgFanOut(items))
+	homes := t.TempDir()
+	lh := func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command(bin, append([]string{"--store", url, "--home", filepath.Join(homes, "client")}, args...)...).CombinedOutput()
+		require.NoError(t, err, "lhengine %v: %s", args, out)
+		return strings.TrimSpace(string(out))
+	}
+	lh("store", "migrate")
+	id := lh("submit", filepath.Join(dir, "task.hcl"))
+
+	type worker struct {
+		cmd    *exec.Cmd
+		stderr lockedBuffer
+	}
+	workers := make([]*worker, len(hosts))
+	for i, h := range hosts {
+		w := &worker{cmd: exec.Command("ip", "netns", "exec", h.ns, bin, "--store", cluster.URLAt(h.addr, "postgres"),
+			"--home", filepath.Join(homes, fmt.Sprint("host", i)), "--log-level", "warn",
+			"worker", "--concurrency", "4", "--name", fmt.Sprint("host", i))}
+		w.cmd.Stderr = &w.stderr
+		require.NoError(t, w.cmd.Start())
+		workers[i] = w
+		defer func() { _ = w.cmd.Process.Kill() }()
+	}
+
+	e, err := engine.Open(context.Background(), engine.Config{Home: filepath.Join(homes, "reader"), Store: url})
+	require.NoError(t, err)
+	defer e.Close(context.Background())
+	type held struct {
+		owner string
+		epoch uint64
+	}
+	// state reads how many units are done, by whom, and which each holds.
+	state := func() (done int, by map[string]int, leased map[int]held, st ledger.Status) {
+		by, leased = map[string]int{}, map[int]held{}
+		_ = e.Read(func(r ledger.Reader) error {
+			task, err := r.Task(id)
+			if err != nil {
+				return err
+			}
+			st = task.Status
+			units, err := r.Units(id, 1)
+			if err != nil {
+				return err
+			}
+			for _, u := range units {
+				switch u.State {
+				case ledger.UnitDone:
+					done++
+					a, err := r.Attempt(id, 1, u.Item, u.Committed)
+					if err != nil {
+						return err
+					}
+					by[strings.SplitN(a.Owner, "/", 2)[1]]++
+				case ledger.UnitLeased:
+					leased[u.Item] = held{u.Owner, u.Epoch}
+				}
+			}
+			return nil
+		})
+		return done, by, leased, st
+	}
+	waitFor := func(what string, ok func(done int, st ledger.Status) bool) {
+		t.Helper()
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		deadline := time.After(5 * time.Minute)
+		for {
+			if done, _, _, st := state(); ok(done, st) {
+				return
+			}
+			select {
+			case <-tick.C:
+			case <-deadline:
+				done, by, _, st := state()
+				t.Fatalf("waiting for %s: %d units done %v, task %s\n%s\n%s\n%s", what, done, by, st,
+					workers[0].stderr.String(), workers[1].stderr.String(), workers[2].stderr.String())
+			}
+		}
+	}
+
+	waitFor("a tenth of the units", func(done int, _ ledger.Status) bool { return done >= items/10 })
+	_, by, _, _ := state()
+	victim, most := 0, -1
+	for i := range hosts {
+		if n := by[fmt.Sprint("host", i)]; n > most {
+			victim, most = i, n
+		}
+	}
+	ipRun(t, "link", "set", hosts[victim].link, "down")
+	cutAt, _, leased, _ := state()
+	name := fmt.Sprint("host", victim)
+	atCut := map[int]held{}
+	for item, h := range leased {
+		if strings.HasSuffix(h.owner, "/"+name) {
+			atCut[item] = h
+		}
+	}
+	require.NotEmpty(t, atCut, "the cut-off worker held units at the cut")
+
+	waitFor("the others to finish the task", func(_ int, st ledger.Status) bool { return st.Terminal() })
+	ipRun(t, "link", "set", hosts[victim].link, "up")
+	for _, w := range workers {
+		require.NoError(t, w.cmd.Process.Signal(syscall.SIGTERM))
+	}
+	for i, w := range workers {
+		require.NoError(t, w.cmd.Wait(), "worker %d: %s", i, w.stderr.String())
+	}
+
+	done, by, _, _ := state()
+	require.Equal(t, items, done)
+	require.NoError(t, e.Read(func(r ledger.Reader) error {
+		succeededTask(t, r, id)
+		require.Len(t, committedOnce(t, r, id, 1), items)
+		for item, h := range atCut {
+			units, err := r.UnitsUpTo(id, 1, item+1)
+			require.NoError(t, err)
+			u := units[item]
+			a, err := r.Attempt(id, 1, item, u.Committed)
+			require.NoError(t, err)
+			require.Greater(t, a.Epoch, h.epoch, "item %d: the commit kept is of a lease newer than the cut-off worker's", item)
+			require.NotEqual(t, h.owner, a.Owner, "item %d", item)
+		}
+		return nil
+	}))
+	t.Logf("units committed by worker: %v; %s cut off at %d units holding %d", by, name, cutAt, len(atCut))
+}
