@@ -16,6 +16,7 @@ import (
 	"github.com/lhengine/lhengine/engine"
 	"github.com/lhengine/lhengine/internal/homefiles"
 	"github.com/lhengine/lhengine/internal/testgate"
+	"github.com/lhengine/lhengine/internal/testpg"
 	"github.com/lhengine/lhengine/internal/testwasm"
 	"github.com/lhengine/lhengine/server"
 )
@@ -31,14 +32,18 @@ type apiBundle struct {
 	gate  *testgate.Gate
 }
 
-func setupAPI(t *testing.T) *apiBundle {
+func setupAPI(t *testing.T) *apiBundle { t.Helper(); return setupAPIOn(t, "") }
+
+// setupAPIOn is setupAPI with the engine's ledger in store: "" for the
+// embedded one, or a PostgreSQL URL.
+func setupAPIOn(t *testing.T, store string) *apiBundle {
 	t.Helper()
 	ctx := context.Background()
 	b := &apiBundle{dir: t.TempDir(), gate: testgate.New(t)}
 	testwasm.Copy(t, testwasm.CGuest(t, "gate"), filepath.Join(b.dir, "gate.wasm"))
 	home := filepath.Join(b.dir, "home")
 	var err error
-	b.e, err = engine.Open(ctx, engine.Config{Home: home})
+	b.e, err = engine.Open(ctx, engine.Config{Home: home, Store: store, MigrateStore: store != ""})
 	require.NoError(t, err)
 	b.token, err = homefiles.Token(home)
 	require.NoError(t, err)
@@ -162,7 +167,30 @@ func TestAPIErrorsHaveCodes(t *testing.T) {
 // the gate lets it commit, task updates in between, and the end.
 func TestFollowSeesEveryCommitAndEnds(t *testing.T) {
 	t.Parallel()
-	b := setupAPI(t)
+	followEveryCommit(t, setupAPI(t))
+}
+
+// TestAPIOnPostgres: the API answers the same with the ledger in
+// PostgreSQL: a submission uploaded over TCP, a follower that sees every
+// commit and the end, the task list and the task.
+func TestAPIOnPostgres(t *testing.T) {
+	t.Parallel()
+	b := setupAPIOn(t, testpg.DB(t))
+	id := followEveryCommit(t, b)
+	c := api.NewClient(b.url, nil, b.token)
+	list, err := c.Tasks(context.Background())
+	require.NoError(t, err)
+	require.Len(t, list, 1)
+	require.Equal(t, id, list[0].ID)
+	got, err := c.Task(context.Background(), id)
+	require.NoError(t, err)
+	require.Equal(t, api.Succeeded, got.Status)
+}
+
+// followEveryCommit submits a task of 4 gated items over b's API, works
+// it, follows it unit by unit to its end, and returns its id.
+func followEveryCommit(t *testing.T, b *apiBundle) string {
+	t.Helper()
 	ctx := context.Background()
 	c := api.NewClient(b.url, nil, b.token)
 	task := b.submit(t, c, 4)
@@ -201,4 +229,5 @@ func TestFollowSeesEveryCommitAndEnds(t *testing.T) {
 	require.NoError(t, <-followed)
 	require.Equal(t, api.Succeeded, last.Task.Status)
 	require.Equal(t, "succeeded", last.Task.ShownStatus)
+	return task.ID
 }
