@@ -13,6 +13,7 @@ import (
 	"github.com/tetratelabs/wazero"
 
 	"github.com/lhengine/lhengine/cmd/lhengine/internal/benchrun"
+	"github.com/lhengine/lhengine/internal/testpg"
 	"github.com/lhengine/lhengine/internal/testwasm"
 )
 
@@ -31,7 +32,7 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	os.Setenv("LHENGINE_CACHE", cache)
-	code := m.Run()
+	code := testpg.Main(m) // stops the PostgreSQL cluster the tests started, if any
 	os.RemoveAll(cache)
 	os.Exit(code)
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/engine"
+	"github.com/lhengine/lhengine/internal/crashpoint"
 	"github.com/lhengine/lhengine/internal/testpg"
 	"github.com/lhengine/lhengine/internal/testwasm"
 	"github.com/lhengine/lhengine/ledger"
@@ -196,4 +197,56 @@ func TestPostgresWorkersSurviveAKillAndARestartOfTheDatabase(t *testing.T) {
 	listing := lh(filepath.Join(homes, "client"), "workers")
 	require.Equal(t, 1, strings.Count(listing, "gone (its leases are taken back)"), "the killed worker:\n%s", listing)
 	require.GreaterOrEqual(t, strings.Count(listing, "stopped"), 2, "the two stopped workers:\n%s", listing)
+}
+
+// TestSIGKILLAtChosenPointsOnPostgres is TestSIGKILLAtChosenPointsLosesAndRepeatsNothing
+// with the ledger in PostgreSQL: a run killed at its 5th commit, resumes
+// killed before the 20th and after the 30th, and a last resume that
+// finishes; every unit committed exactly once, in item order.
+func TestSIGKILLAtChosenPointsOnPostgres(t *testing.T) {
+	t.Parallel()
+	url := testpg.DB(t)
+	bin := buildBinary(t)
+	dir := testwasm.TaskDir(t, testwasm.CGuest(t, "pipeline"), fanOutTask)
+	home := filepath.Join(t.TempDir(), "home")
+	env := []string{"LHENGINE_STORE=" + url}
+	lh := func(crashAt string, args ...string) (string, bool) {
+		return runCrashing(t, bin, home, crashAt, env, args...)
+	}
+	e, err := engine.Open(context.Background(), engine.Config{Home: filepath.Join(t.TempDir(), "reader"), Store: url, MigrateStore: true})
+	require.NoError(t, err)
+	defer e.Close(context.Background())
+	read := func(fn func(r ledger.Reader)) {
+		require.NoError(t, e.Read(func(r ledger.Reader) error { fn(r); return nil }))
+	}
+	done := func(id string) (n int) {
+		read(func(r ledger.Reader) {
+			task, err := r.Task(id)
+			require.NoError(t, err)
+			n, _ = task.Progress()
+		})
+		return n
+	}
+
+	out, killed := lh(crashpoint.UnitAfterCommit+"@5", "run", filepath.Join(dir, "task.hcl"))
+	require.True(t, killed, "the run must die at its 5th commit:\n%s", out)
+	id := taskID(out)
+	require.Len(t, id, 26, out)
+	require.GreaterOrEqual(t, done(id), 5)
+	for _, at := range []string{crashpoint.UnitBeforeCommit + "@20", crashpoint.UnitAfterCommit + "@30"} {
+		before := done(id)
+		out, killed = lh(at, "resume", id)
+		require.True(t, killed, "resume must die at %s:\n%s", at, out)
+		require.Greater(t, done(id), before, "the resume committed work before dying at %s", at)
+		require.Less(t, done(id), 202)
+	}
+	out, killed = lh("", "resume", id)
+	require.False(t, killed)
+	require.Contains(t, out, "succeeded: 202/202 units")
+	read(func(r ledger.Reader) {
+		task := succeededTask(t, r, id)
+		require.JSONEq(t, `{"mode":"echo","units":200}`, string(task.Output))
+		require.Len(t, committedOnce(t, r, id, 1), 200)
+		require.Greater(t, task.Attempts, 202, "the kill before a commit abandoned an attempt")
+	})
 }
