@@ -78,14 +78,7 @@ func TestPostgresWorkerCutOffFromTheDatabase(t *testing.T) {
 		o.Listen = append(o.Listen, h.addr)
 		o.Trust = append(o.Trust, h.peer+"/32")
 	}
-	cluster, err := testpg.StartWith(o)
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("PostgreSQL: %v", err)
-		}
-		t.Skipf("PostgreSQL: %v", err)
-	}
-	defer func() { require.NoError(t, cluster.Stop()) }()
+	cluster := pgCluster(t, o)
 	url := cluster.URL("postgres")
 	bin := buildBinary(t)
 	dir := testwasm.TaskDir(t, testwasm.CGuest(t, "pipeline"), pgFanOut(items))
@@ -99,19 +92,11 @@ func TestPostgresWorkerCutOffFromTheDatabase(t *testing.T) {
 	lh("store", "migrate")
 	id := lh("submit", filepath.Join(dir, "task.hcl"))
 
-	type worker struct {
-		cmd    *exec.Cmd
-		stderr lockedBuffer
-	}
-	workers := make([]*worker, len(hosts))
+	workers := make([]*pgWorker, len(hosts))
 	for i, h := range hosts {
-		w := &worker{cmd: exec.Command("ip", "netns", "exec", h.ns, bin, "--store", cluster.URLAt(h.addr, "postgres"),
+		workers[i] = startWorker(t, "ip", "netns", "exec", h.ns, bin, "--store", cluster.URLAt(h.addr, "postgres"),
 			"--home", filepath.Join(homes, fmt.Sprint("host", i)), "--log-level", "warn",
-			"worker", "--concurrency", "4", "--name", fmt.Sprint("host", i))}
-		w.cmd.Stderr = &w.stderr
-		require.NoError(t, w.cmd.Start())
-		workers[i] = w
-		defer func() { _ = w.cmd.Process.Kill() }()
+			"worker", "--concurrency", "4", "--name", fmt.Sprint("host", i))
 	}
 
 	e, err := engine.Open(context.Background(), engine.Config{Home: filepath.Join(homes, "reader"), Store: url})

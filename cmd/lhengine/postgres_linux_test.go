@@ -39,6 +39,38 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
+// pgCluster starts a throwaway PostgreSQL cluster of the test's own (one
+// it may restart or reach from test hosts), stopped when the test ends.
+func pgCluster(t *testing.T, o testpg.Options) *testpg.Cluster {
+	t.Helper()
+	c, err := testpg.StartWith(o)
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("PostgreSQL: %v", err)
+		}
+		t.Skipf("PostgreSQL: %v", err)
+	}
+	t.Cleanup(func() { require.NoError(t, c.Stop()) })
+	return c
+}
+
+// pgWorker is a worker process; its stderr is read as it runs.
+type pgWorker struct {
+	cmd    *exec.Cmd
+	stderr lockedBuffer
+}
+
+// startWorker starts the command name args as a worker process, killed
+// when the test ends if it is still running.
+func startWorker(t *testing.T, name string, args ...string) *pgWorker {
+	t.Helper()
+	w := &pgWorker{cmd: exec.Command(name, args...)}
+	w.cmd.Stderr = &w.stderr
+	require.NoError(t, w.cmd.Start())
+	t.Cleanup(func() { _ = w.cmd.Process.Kill() })
+	return w
+}
+
 // pgFanOut is a fan-out of the pipeline guest big enough to be cut into
 // by a kill and a database restart.
 func pgFanOut(n int) string {
@@ -54,14 +86,7 @@ func pgFanOut(n int) string {
 func TestPostgresWorkersSurviveAKillAndARestartOfTheDatabase(t *testing.T) {
 	t.Parallel()
 	const items = 2000
-	cluster, err := testpg.Start()
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("PostgreSQL: %v", err)
-		}
-		t.Skipf("PostgreSQL: %v", err)
-	}
-	defer func() { require.NoError(t, cluster.Stop()) }()
+	cluster := pgCluster(t, testpg.Options{})
 	url := cluster.URL("postgres")
 	bin := buildBinary(t)
 	dir := testwasm.TaskDir(t, testwasm.CGuest(t, "pipeline"), pgFanOut(items))
@@ -78,18 +103,10 @@ func TestPostgresWorkersSurviveAKillAndARestartOfTheDatabase(t *testing.T) {
 	require.Contains(t, lh(filepath.Join(homes, "client"), "store", "migrate"), "→ ")
 	id := lh(filepath.Join(homes, "client"), "submit", filepath.Join(dir, "task.hcl"))
 
-	type worker struct {
-		cmd    *exec.Cmd
-		stderr lockedBuffer
-	}
-	workers := make([]*worker, 3)
+	workers := make([]*pgWorker, 3)
 	for i := range workers {
-		w := &worker{cmd: exec.Command(bin, "--store", url, "--home", filepath.Join(homes, fmt.Sprint("host", i)),
-			"--log-level", "warn", "worker", "--concurrency", "4", "--name", fmt.Sprint("host", i))}
-		w.cmd.Stderr = &w.stderr
-		require.NoError(t, w.cmd.Start())
-		workers[i] = w
-		defer func() { _ = w.cmd.Process.Kill() }()
+		workers[i] = startWorker(t, bin, "--store", url, "--home", filepath.Join(homes, fmt.Sprint("host", i)),
+			"--log-level", "warn", "worker", "--concurrency", "4", "--name", fmt.Sprint("host", i))
 	}
 
 	// The test reads the store as one more process.
