@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/api"
+	"github.com/lhengine/lhengine/internal/homefiles"
 	"github.com/lhengine/lhengine/internal/testpolicy"
 	"github.com/lhengine/lhengine/internal/testwasm"
 )
@@ -32,10 +33,13 @@ func TestRemoteRunFromAnotherMountNamespace(t *testing.T) {
 	srv := b.start(t, "serve", "--listen", "127.0.0.1:0", "--concurrency", "2")
 	addr := regexp.MustCompile(`^  dashboard: http://(\S+)/$`).FindStringSubmatch(
 		srv.until(t, regexp.MustCompile(`^  dashboard: `)))[1]
-	token, err := os.ReadFile(api.TokenPath(b.home))
+	// serve makes the token as its listener starts serving, which may be
+	// after it printed the address: take it the way serve does (whoever
+	// comes first makes it, the other reads it).
+	token, err := homefiles.Token(b.home)
 	require.NoError(t, err)
 	tokenFile := filepath.Join(t.TempDir(), "token")
-	require.NoError(t, os.WriteFile(tokenFile, token, 0o600))
+	require.NoError(t, os.WriteFile(tokenFile, []byte(token+"\n"), 0o600))
 
 	// What the client copies onto its tmpfs.
 	stage := t.TempDir()
@@ -83,7 +87,7 @@ exec "$@"`
 	require.Empty(t, entries, "the client's files were never on the server's side of the mount")
 
 	ctx := context.Background()
-	c := api.NewClient("http://"+addr, nil, strings.TrimSpace(string(token)))
+	c := api.NewClient("http://"+addr, nil, token)
 	defer c.Close()
 	task, err := c.Task(ctx, id)
 	require.NoError(t, err)
