@@ -148,6 +148,19 @@ func (m *marker) save(dir string) error {
 	return os.Rename(tmp, markerPath(dir))
 }
 
+// underLink reports whether a folder on the way to path (slash-separated,
+// relative) is one of links: restoring it would write wherever the link
+// points, outside the workspace. A tree walked once never names one, but
+// restore does not rely on the manifest it reads.
+func underLink(path string, links map[string]bool) bool {
+	for i := range len(path) {
+		if path[i] == '/' && links[path[:i]] {
+			return true
+		}
+	}
+	return false
+}
+
 // restore replaces dir with the task's latest snapshot: written to a
 // folder beside it, then renamed into place.
 func (w *Worker) restore(id, dir string, t *wsTask) error {
@@ -166,9 +179,13 @@ func (w *Worker) restore(id, dir string, t *wsTask) error {
 	defer os.RemoveAll(tmp) // nothing left once renamed
 	files := map[string]cached{}
 	var dirs []ledger.WorkspaceEntry
+	links := map[string]bool{} // the symlinks restored so far
 	for _, e := range snap.Entries {
-		if !filepath.IsLocal(filepath.FromSlash(e.Path)) {
+		if !filepath.IsLocal(filepath.FromSlash(e.Path)) || underLink(e.Path, links) {
 			return fmt.Errorf("workspace snapshot %d names %q, outside the workspace", snap.Seq, e.Path)
+		}
+		if e.Type == ledger.WorkspaceSymlink {
+			links[e.Path] = true
 		}
 		p := filepath.Join(tmp, filepath.FromSlash(e.Path))
 		switch e.Type {

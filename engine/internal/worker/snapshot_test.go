@@ -128,3 +128,14 @@ func paths(s *ledger.WorkspaceSnapshot) []string {
 	}
 	return out
 }
+
+func TestUnderLinkRefusesPathsThroughARestoredSymlink(t *testing.T) {
+	t.Parallel()
+	links := map[string]bool{"a": true, "d/l": true}
+	for path, want := range map[string]bool{
+		"a": false, "a/x": true, "a/b/c": true, "ab/x": false,
+		"d/l/y": true, "d/lx/y": false, "d/x": false, "x/a/y": false,
+	} {
+		require.Equal(t, want, underLink(path, links), path)
+	}
+}
