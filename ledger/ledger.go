@@ -90,6 +90,13 @@ type Result struct {
 	// holds. Recorded only with a success or a repair: a failed attempt
 	// checkpoints nothing.
 	Workspace *WorkspaceSnapshot
+	// Queued, when set, is called (perhaps more than once) when the commit
+	// has its place in the store's order of commits: commits of one store
+	// land in the order they were queued, so a caller that holds a lock
+	// to order its commits (the workspace's, whose snapshots must land in
+	// the order they were taken) may release it then rather than after
+	// the commit. A commit refused before it is queued never calls it.
+	Queued func() `json:"-"`
 }
 
 // Repair asks to send the task back to step RestartFrom.

@@ -31,7 +31,7 @@ func claimOps(t *testing.T, s *Store, reqs ...ledger.ClaimRequest) []ledger.Clai
 			return err
 		})
 	}
-	_, ok := s.tryBatch(batch)
+	_, ok, _ := s.tryBatch(batch)
 	require.True(t, ok, "the claims committed as one batch")
 	for _, o := range batch {
 		require.NoError(t, o.Err)

@@ -231,9 +231,9 @@ func (s *Store) commitAndClaim(ctx context.Context, r ledger.Result, next ledger
 		return err
 	}
 	if early {
-		dur, err = s.updateEarly(ctx, commit)
+		dur, err = s.updateEarly(ctx, commit, r.Queued)
 	} else {
-		err = s.update(ctx, commit)
+		err = s.updateThen(ctx, commit, r.Queued)
 	}
 	if errors.Is(err, badger.ErrTxnTooBig) && r.Failure == nil {
 		// Everything the attempt wrote does not fit one transaction: that

@@ -2,8 +2,10 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -56,7 +58,7 @@ func OpenPostgres(ctx context.Context, url string, o PostgresOptions) (*Store, e
 		return nil, fmt.Errorf("open store: %w", err)
 	}
 	s := &Store{now: o.Now, session: session, log: o.Logger,
-		plan: o.Planner, idx: index.New(), pg: be}
+		plan: o.Planner, idx: index.New(), pg: be, shapes: map[string]string{}}
 	s.group.Max, s.group.Run, s.group.Complete = o.MaxBatch, s.runBatch, s.complete
 	s.wire(kv.NewOn(be), nil)
 	host, _ := os.Hostname()
@@ -78,14 +80,19 @@ func OpenPostgres(ctx context.Context, url string, o PostgresOptions) (*Store, e
 	}
 	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
 	s.stopPeers = stop
-	s.peersDone.Add(2)
+	h := newHeard()
+	s.peersDone.Add(3)
 	go func() {
 		defer s.peersDone.Done()
 		s.beat(bg, o.Beat)
 	}()
 	go func() {
 		defer s.peersDone.Done()
-		be.Listen(bg, s.reindex)
+		s.applyChanges(bg, h)
+	}()
+	go func() {
+		defer s.peersDone.Done()
+		be.Listen(bg, h.add)
 	}()
 	return s, nil
 }
@@ -126,37 +133,187 @@ func (s *Store) beat(ctx context.Context, every time.Duration) {
 	}
 }
 
-// reindex reads tasks other processes changed into the claim index (all
-// runnable ones when tasks is nil: notices may have been missed), and
-// wakes the watchers of Changed.
+// heard gathers the changes other processes' notices announced until
+// applyChanges takes them in: while it reads one lot, notices keep
+// arriving and are merged, so a busy store reads each task once per lot
+// rather than once per notice.
+type heard struct {
+	mu    sync.Mutex
+	all   bool                    // read every runnable task again
+	tasks map[string]*pgkv.Change // by task; Units nil and Whole: the whole task
+	wake  chan struct{}           // one token: there is something to take
+}
+
+func newHeard() *heard { return &heard{tasks: map[string]*pgkv.Change{}, wake: make(chan struct{}, 1)} }
+
+// add merges cs (nil: anything may have changed) and wakes the applier.
+func (h *heard) add(cs []pgkv.Change) {
+	h.mu.Lock()
+	if cs == nil {
+		h.all = true
+	}
+	for _, c := range cs {
+		old := h.tasks[c.Task]
+		switch {
+		case old == nil:
+			c := c
+			h.tasks[c.Task] = &c
+		case old.Whole:
+		case c.Whole || len(old.Units)+len(c.Units) > 4*unitsRead:
+			old.Whole, old.Units = true, nil
+		default:
+			old.Units = append(old.Units, c.Units...)
+		}
+	}
+	h.mu.Unlock()
+	select {
+	case h.wake <- struct{}{}:
+	default:
+	}
+}
+
+// take returns what was heard since the last take.
+func (h *heard) take() (all bool, cs []*pgkv.Change) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	all, h.all = h.all, false
+	for _, c := range h.tasks {
+		cs = append(cs, c)
+	}
+	clear(h.tasks)
+	return all, cs
+}
+
+// unitsRead bounds how many units of one task a lot reads one by one;
+// past it the task is read whole.
+const unitsRead = 64
+
+// applyChanges takes in what the other processes changed as their notices
+// are heard, until ctx ends.
+func (s *Store) applyChanges(ctx context.Context, h *heard) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-h.wake:
+		}
+		all, cs := h.take()
+		s.reindex(all, cs)
+	}
+}
+
+// reindex reads what other processes changed into the claim index, and
+// wakes the watchers of Changed. With all, it reads every runnable task
+// (notices may have been missed). Otherwise, for each change: a task
+// whose shape (status, cursor, live steps and their passes, planning)
+// is the one this index last read has only the units named read again;
+// any other is read whole.
 //
 // It holds the index's lock from before its snapshot is taken until the
-// tasks are replaced: a commit of this process that lands meanwhile
+// index is changed: a commit of this process that lands meanwhile
 // applies its index changes after, over what the snapshot showed, instead
 // of having them undone by an older view.
-func (s *Store) reindex(tasks []string) {
+func (s *Store) reindex(all bool, cs []*pgkv.Change) {
 	s.idx.Mu.Lock()
 	defer s.idx.Mu.Unlock()
-	err := s.view(func(t *kv.Tx) error {
-		if tasks == nil {
+	if all {
+		cs = nil
+		seen := map[string]bool{}
+		_ = s.view(func(t *kv.Tx) error {
 			for _, k := range t.Keys([]byte("a/")) {
-				tasks = append(tasks, string(k[2:]))
+				seen[string(k[2:])] = true
 			}
-			tasks = append(tasks, s.idx.Active...)
+			return nil
+		})
+		for _, id := range s.idx.Active {
+			seen[id] = true
 		}
-		for _, id := range tasks {
-			x := index.New()
-			if err := indexTask(t, id, x); err != nil {
+		for id := range seen {
+			cs = append(cs, &pgkv.Change{Task: id, Whole: true})
+		}
+	}
+	err := s.view(func(t *kv.Tx) error {
+		for _, c := range cs {
+			if err := s.reindexTask(t, c); err != nil {
 				return err
 			}
-			s.idx.ReplaceTask(id, x)
 		}
 		return nil
 	})
 	if err != nil {
 		s.log.Warn("could not read the tasks another process changed", "error", err)
+		clear(s.shapes) // read them whole next time
 	}
 	s.changes.notify()
+}
+
+// reindexTask reads change c of a task into the index (reindex).
+func (s *Store) reindexTask(t *kv.Tx, c *pgkv.Change) error {
+	task := new(ledger.Task)
+	err := t.GetJSON(kv.TaskKey(c.Task), task)
+	if errors.Is(err, ledger.ErrNotFound) {
+		s.idx.RemoveTask(c.Task)
+		delete(s.shapes, c.Task)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	shape := taskShape(t, task)
+	if err := t.Err(); err != nil {
+		return err
+	}
+	if c.Whole || len(c.Units) > unitsRead || shape != s.shapes[c.Task] || !task.Status.Runnable() {
+		x := index.New()
+		if err := indexTask(t, c.Task, x); err != nil {
+			return err
+		}
+		s.idx.ReplaceTask(c.Task, x)
+		s.wholes++
+		s.shapes[c.Task] = shape
+		if !task.Status.Runnable() {
+			delete(s.shapes, c.Task)
+		}
+		return nil
+	}
+	live := map[int]*ledger.StepState{}
+	for _, i := range liveSteps(t, task) {
+		live[i] = t.Step(task, i)
+	}
+	for _, cu := range c.Units {
+		r := index.Ref{Task: c.Task, Step: cu.Step, Item: cu.Item}
+		s.idx.RemoveReady(r)
+		delete(s.idx.Leases, r)
+		st := live[cu.Step]
+		if st == nil {
+			continue // not a unit of a live step
+		}
+		u := new(ledger.Unit)
+		if err := t.GetJSON(kv.UnitKey(c.Task, cu.Step, cu.Item), u); errors.Is(err, ledger.ErrNotFound) {
+			continue
+		} else if err != nil {
+			return err
+		}
+		if u.Pass == st.Pass {
+			indexUnit(s.idx, r, u, st)
+		}
+	}
+	return t.Err()
+}
+
+// taskShape is what of a runnable task decides which of its units the
+// index holds: its status, cursor, live steps and their passes, and
+// whether its current step was planned. Two reads of a task with the same
+// shape differ, in the index, only by the units written between them.
+func taskShape(t *kv.Tx, task *ledger.Task) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %d %t", task.Status, task.Cursor, t.Step(task, task.Cursor).Planned)
+	if task.Status.Runnable() {
+		for _, i := range liveSteps(t, task) {
+			fmt.Fprintf(&b, " %d:%d", i, t.Step(task, i).Pass)
+		}
+	}
+	return b.String()
 }
 
 // MigratePostgres brings the schema of the PostgreSQL database at url up

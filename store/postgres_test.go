@@ -13,6 +13,8 @@ import (
 
 	"github.com/lhengine/lhengine/internal/testpg"
 	"github.com/lhengine/lhengine/ledger"
+	"github.com/lhengine/lhengine/store/internal/index"
+	"github.com/lhengine/lhengine/store/internal/pgkv"
 )
 
 // openShared opens n stores, as n processes would, on one PostgreSQL
@@ -124,7 +126,7 @@ func TestPostgresStoppedProcessLosesItsLeases(t *testing.T) {
 	require.Len(t, ca.Leases, 1)
 
 	// b cannot take a live lease.
-	b.reindex(nil)
+	b.reindex(true, nil)
 	cb, err := b.Claim(ctx, ledger.ClaimRequest{Owner: b.Owner("w"), Max: 1, LeaseFor: time.Hour})
 	require.NoError(t, err)
 	require.Empty(t, cb.Leases)
@@ -154,4 +156,79 @@ func TestPostgresStoppedProcessLosesItsLeases(t *testing.T) {
 		require.JSONEq(t, `"taken over"`, string(out))
 		return nil
 	}))
+}
+
+// TestPostgresNoticesReadOnlyTheUnitsNamed: a process that hears of
+// another's claims and commits on a task whose shape it knows reads only
+// the units the notice names into its index, not the whole task; a
+// change of shape (here a cancel) reads the task whole.
+func TestPostgresNoticesReadOnlyTheUnitsNamed(t *testing.T) {
+	t.Parallel()
+	const items = 20
+	ss := openShared(t, 2, PostgresOptions{Options: Options{Planner: fanOutPlanner(items)}})
+	a, b := ss[0], ss[1]
+	b.stopPeers() // b reads changes only when the test says
+	b.peersDone.Wait()
+	ctx := t.Context()
+	task, _, err := a.Submit(ctx, ledger.NewTask{Name: "t", Steps: []ledger.StepState{{Name: "list"}, {Name: "each", FanOut: true, Limit: items}, {Name: "sum"}}})
+	require.NoError(t, err)
+	var held []ledger.Lease
+	for len(held) < 3 {
+		changed := a.Changed()
+		c, err := a.Claim(ctx, ledger.ClaimRequest{Owner: a.Owner("w"), Max: 3 - len(held), LeaseFor: time.Hour})
+		require.NoError(t, err)
+		if len(c.Leases) == 0 {
+			<-changed // the fan-out is being planned
+			continue
+		}
+		for _, l := range c.Leases {
+			if l.Step == 0 {
+				_, err := a.Commit(ctx, ledger.Result{Lease: l, Output: json.RawMessage(`"list"`)})
+				require.NoError(t, err)
+				continue
+			}
+			held = append(held, l)
+		}
+	}
+	b.reindex(true, nil)
+	wholes := b.wholes
+	ready := func() map[index.Ref]bool {
+		b.idx.Mu.Lock()
+		defer b.idx.Mu.Unlock()
+		refs, _ := b.idx.Candidates(task.ID, time.Now(), items+1, func(index.Ref) bool { return false })
+		out := map[index.Ref]bool{}
+		for _, r := range refs {
+			out[r] = true
+		}
+		return out
+	}
+	require.Len(t, ready(), items-3)
+
+	// a commits one unit and gives another back: b reads those two.
+	_, err = a.Commit(ctx, ledger.Result{Lease: held[0], Output: json.RawMessage(`"done"`)})
+	require.NoError(t, err)
+	require.NoError(t, a.Release(ctx, held[1]))
+	ref := func(l ledger.Lease) index.Ref { return index.Ref{Task: task.ID, Step: l.Step, Item: l.Item} }
+	b.reindex(false, []*pgkv.Change{{Task: task.ID, Units: []pgkv.Unit{{Step: held[0].Step, Item: held[0].Item}, {Step: held[1].Step, Item: held[1].Item}}}})
+	require.Equal(t, wholes, b.wholes, "the task's shape is unchanged: only the units named are read")
+	got := ready()
+	require.Len(t, got, items-3+1)
+	require.True(t, got[ref(held[1])], "the unit given back is ready again")
+	require.False(t, got[ref(held[0])], "the unit committed is not")
+	b.idx.Mu.Lock()
+	_, leased := b.idx.Leases[ref(held[2])]
+	_, gone := b.idx.Leases[ref(held[0])]
+	b.idx.Mu.Unlock()
+	require.True(t, leased, "a lease still held stays known")
+	require.False(t, gone)
+
+	// A cancel changes the task's shape: it is read whole, and leaves the index.
+	_, err = a.Cancel(ctx, task.ID, "enough")
+	require.NoError(t, err)
+	b.reindex(false, []*pgkv.Change{{Task: task.ID}})
+	require.Equal(t, wholes+1, b.wholes)
+	require.Empty(t, ready())
+	b.idx.Mu.Lock()
+	require.NotContains(t, b.idx.Active, task.ID)
+	b.idx.Mu.Unlock()
 }

@@ -135,6 +135,9 @@ type Store struct {
 	peers     *peers                      // the other processes of a PostgreSQL store (postgres.go)
 	stopPeers context.CancelFunc          // stops the beat and the listener
 	peersDone sync.WaitGroup
+	shapes    map[string]string // by task: its shape when reindex last read it whole (postgres.go)
+	wholes    int               // how many tasks reindex read whole
+	contended atomic.Int64      // until when (unix ns) write transactions are exclusive (beginWrite)
 }
 
 // failed returns the store's failure, or nil.
@@ -494,17 +497,7 @@ func indexTask(t *kv.Tx, id string, x *index.Index) error {
 			if u.Pass != st.Pass {
 				return true, nil // a unit of an earlier pass
 			}
-			r := index.Ref{Task: id, Step: u.Step, Item: u.Item}
-			switch u.State {
-			case ledger.UnitReady:
-				x.AddReady(r, u.NotBefore, st.Every > 0)
-			case ledger.UnitWaiting:
-				if !u.NotBefore.IsZero() { // claimed at its approval's expiry
-					x.AddReady(r, u.NotBefore, false)
-				}
-			case ledger.UnitLeased:
-				x.Leases[r] = index.Lease{Owner: u.Owner, Until: u.LeaseUntil}
-			}
+			indexUnit(x, index.Ref{Task: id, Step: u.Step, Item: u.Item}, u, &st)
 			return true, nil
 		})
 		if err != nil {
@@ -512,6 +505,21 @@ func indexTask(t *kv.Tx, id string, x *index.Index) error {
 		}
 	}
 	return t.Err()
+}
+
+// indexUnit adds unit u of step st, named r, to x: queued when it can be
+// claimed, a lease while it is leased.
+func indexUnit(x *index.Index, r index.Ref, u *ledger.Unit, st *ledger.StepState) {
+	switch u.State {
+	case ledger.UnitReady:
+		x.AddReady(r, u.NotBefore, st.Every > 0)
+	case ledger.UnitWaiting:
+		if !u.NotBefore.IsZero() { // claimed at its approval's expiry
+			x.AddReady(r, u.NotBefore, false)
+		}
+	case ledger.UnitLeased:
+		x.Leases[r] = index.Lease{Owner: u.Owner, Until: u.LeaseUntil}
+	}
 }
 
 // checkHiddenLogs checks that no value pointed into the value logs a kill
@@ -579,21 +587,27 @@ type durability = group.Durability[func(*kv.Tx) error]
 // fsync) with concurrent callers. fn may run more than once; it must derive
 // everything from what it reads through tx.
 func (s *Store) update(ctx context.Context, fn func(*kv.Tx) error) error {
+	return s.updateThen(ctx, fn, nil)
+}
+
+// updateThen is update that calls queued (unless nil) once fn has its
+// place in the order of commits (group.Queue.DoThen).
+func (s *Store) updateThen(ctx context.Context, fn func(*kv.Tx) error, queued func()) error {
 	if err := s.admit(ctx); err != nil {
 		return err
 	}
-	return s.group.Do(fn)
+	return s.group.DoThen(fn, queued)
 }
 
 // updateEarly is update that returns as soon as fn's transaction committed,
 // before its sync: the Durability says when it is on disk. A caller may act
 // on what it committed inside the process at once, and must wait for the
 // Durability before anything outside the process depends on it.
-func (s *Store) updateEarly(ctx context.Context, fn func(*kv.Tx) error) (durability, error) {
+func (s *Store) updateEarly(ctx context.Context, fn func(*kv.Tx) error, queued func()) (durability, error) {
 	if err := s.admit(ctx); err != nil {
 		return durability{}, err
 	}
-	return s.group.Early(fn)
+	return s.group.EarlyThen(fn, queued)
 }
 
 // admit refuses an operation before it is queued: ctx is done, or the
@@ -686,8 +700,14 @@ func (s *Store) runBatch(batch []*op) (sync bool) {
 		return false
 	}
 	if len(batch) > 1 {
-		if sync, ok := s.tryBatch(batch); ok {
-			return sync
+		for conflicts := 0; ; conflicts++ {
+			sync, ok, conflict := s.tryBatch(batch)
+			if ok {
+				return sync
+			}
+			if !conflict || conflicts >= maxConflicts {
+				break
+			}
 		}
 	}
 	for _, o := range batch {
@@ -698,11 +718,13 @@ func (s *Store) runBatch(batch []*op) (sync bool) {
 
 // tryBatch runs all ops in one transaction. It returns ok false, having
 // changed nothing, if an op failed after writing or the transaction could not
-// commit; the caller then runs each op alone.
-func (s *Store) tryBatch(batch []*op) (sync, ok bool) {
-	txn, err := s.kv.Begin(true)
+// commit; the caller then runs each op alone, or, when the database
+// refused the transaction for a conflict with another process's
+// (conflict), the batch again.
+func (s *Store) tryBatch(batch []*op) (sync, ok, conflict bool) {
+	txn, err := s.beginWrite()
 	if err != nil {
-		return false, false
+		return false, false, false
 	}
 	defer txn.Discard()
 	errs := make([]error, len(batch))
@@ -711,8 +733,12 @@ func (s *Store) tryBatch(batch []*op) (sync, ok bool) {
 	for i, o := range batch {
 		txs[i] = s.kv.TxOf(txn, true, shared)
 		errs[i] = txs[i].Run(o.Fn)
+		if s.kv.Retryable(errs[i]) {
+			s.conflicted()
+			return false, false, true
+		}
 		if errs[i] != nil && txs[i].Wrote() {
-			return false, false
+			return false, false, false
 		}
 	}
 	var size int64
@@ -721,20 +747,24 @@ func (s *Store) tryBatch(batch []*op) (sync, ok bool) {
 	}
 	// A batch that does not fit runs op by op: the ops that fit still commit.
 	if s.space.CheckWrite(size) != nil {
-		return false, false
+		return false, false, false
 	}
 	n := s.commits.beginCommit()
 	err = txn.Commit()
 	s.commits.endCommit(n)
 	if err != nil {
-		return false, false
+		if s.kv.Retryable(err) {
+			s.conflicted()
+			return false, false, true
+		}
+		return false, false, false
 	}
 	txs[0].CacheWritten() // the batch's operations share one record of what they wrote
 	sync = s.applyIndex(txs, errs)
 	for i, o := range batch {
 		o.Err = errs[i]
 	}
-	return sync, true
+	return sync, true, false
 }
 
 // runAlone runs one op in a transaction of its own, again while the
@@ -749,6 +779,7 @@ func (s *Store) runAlone(o *op) (sync bool) {
 		switch {
 		case s.kv.Retryable(o.Err) && conflicts < maxConflicts:
 			conflicts++
+			s.conflicted()
 		case s.kv.Unavailable(o.Err):
 			if give.IsZero() {
 				give = time.Now().Add(unavailableFor)
@@ -774,7 +805,7 @@ const (
 )
 
 func (s *Store) runAloneOnce(o *op) (sync bool) {
-	txn, err := s.kv.Begin(true)
+	txn, err := s.beginWrite()
 	if err != nil {
 		o.Err = err
 		return false
@@ -796,6 +827,29 @@ func (s *Store) runAloneOnce(o *op) (sync bool) {
 	}
 	return sync
 }
+
+// beginWrite begins a read-write transaction: an exclusive one
+// (kv.DB.BeginExclusive) while the database refused one of this store's
+// transactions for a conflict within the last contention, so that
+// processes that keep conflicting (working one task) take turns instead
+// of throwing their work away; an ordinary one otherwise, so that
+// processes working different tasks write side by side.
+func (s *Store) beginWrite() (kv.Txn, error) {
+	if s.pg != nil && time.Now().UnixNano() < s.contended.Load() {
+		return s.kv.BeginExclusive()
+	}
+	return s.kv.Begin(true)
+}
+
+// conflicted records that the database refused a transaction for a
+// conflict: the store's transactions are exclusive for a while.
+func (s *Store) conflicted() {
+	s.contended.Store(time.Now().Add(contention).UnixNano())
+}
+
+// contention is how long the store's write transactions stay exclusive
+// after a conflict.
+const contention = 5 * time.Second
 
 // applyIndex runs after a transaction committed: it applies the index
 // changes of the operations that succeeded and reports whether any of them

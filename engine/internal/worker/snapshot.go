@@ -34,7 +34,8 @@ var wsTasks = struct {
 }{m: map[string]*wsTask{}}
 
 // wsTask is one task's workspace in this process. mu is held while a
-// snapshot is taken and committed, and while the folder is restored: a
+// snapshot is taken until its commit has its place in the store's order
+// of commits (ledger.Result.Queued), and while the folder is restored: a
 // snapshot names the tree as it was at its commit, and commits of one task
 // here record their snapshots in the order they were taken.
 type wsTask struct {
@@ -342,7 +343,11 @@ func (u *wsUse) take(ctx context.Context, st ledger.Store, l ledger.Lease, limit
 		e.SHA256 = c.SHA256
 		files[e.Path] = c
 	}
-	missing, err := st.PrepareWorkspace(ctx, l, snap.Sums())
+	sums := snap.Sums()
+	if len(sums) == 0 {
+		return snap, files, nil // no blob to keep or send: no transaction of its own
+	}
+	missing, err := st.PrepareWorkspace(ctx, l, sums)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -394,6 +399,11 @@ func putFile(ctx context.Context, st ledger.Store, p string, e ledger.WorkspaceE
 // committed records that the folder holds snapshot seq, whose files are
 // files, after its commit.
 func (u *wsUse) committed(seq uint64, files map[string]cached, log interface{ Warn(string, ...any) }) {
+	u.t.mu.Lock()
+	defer u.t.mu.Unlock()
+	if u.t.mark != nil && u.t.mark.Seq > seq {
+		return // a later snapshot's commit came back first
+	}
 	u.t.mark = &marker{Seq: seq, Files: files}
 	if err := u.t.mark.save(u.dir); err != nil {
 		log.Warn("writing the workspace marker failed; the next unit restores the workspace", "dir", u.dir, "error", err)

@@ -515,12 +515,17 @@ func (w *Worker) attempt(ctx context.Context, l ledger.Lease, after ledger.Durab
 		r.Output = res.Output
 	}
 	// The commit of a success or a repair of a step that writes the
-	// workspace records its snapshot (snapshot.go), taken and committed
-	// under the workspace's lock.
+	// workspace records its snapshot (snapshot.go), taken under the
+	// workspace's lock, which is held until the commit has its place in
+	// the store's order of commits (Result.Queued): the snapshots of one
+	// workspace land in the order they were taken, while their commits
+	// share transactions.
 	var wsFiles map[string]cached
 	if ws != nil && ws.write && r.Failure == nil {
 		ws.t.mu.Lock()
-		defer ws.t.mu.Unlock()
+		unlock := sync.OnceFunc(ws.t.mu.Unlock)
+		defer unlock()
+		r.Queued = unlock
 		snap, files, err := ws.snapshot(ctx, w.cfg.Store, l, step.LimitsOf().WorkspaceBytes)
 		var quota *errWorkspaceQuota
 		switch {
@@ -598,6 +603,7 @@ func (w *Worker) attempt(ctx context.Context, l ledger.Lease, after ledger.Durab
 		return nil, nil
 	}
 	if r.Workspace != nil {
+		r.Queued()
 		ws.committed(committed.WorkspaceSeq, wsFiles, log)
 	}
 	w.ended(committed)

@@ -35,6 +35,9 @@ type Op[T any] struct {
 	// (committed closes), and waits for done itself through a Durability.
 	early     bool
 	committed chan struct{}
+	// queued, when set, is called once the op has its place in the queue:
+	// ops run, and commit, in the order they were queued.
+	queued func()
 }
 
 // NewOp is an operation running fn.
@@ -69,16 +72,26 @@ type Queue[T any] struct {
 
 // Do runs fn in a batch and returns its outcome once it is complete
 // (synced, if it must be).
-func (q *Queue[T]) Do(fn T) error {
+func (q *Queue[T]) Do(fn T) error { return q.DoThen(fn, nil) }
+
+// DoThen is Do that calls queued (unless nil) once fn has its place in
+// the queue: operations run, and commit, in the order they were queued,
+// so a caller that holds a lock to order its operations may release it
+// then rather than after the commit.
+func (q *Queue[T]) DoThen(fn T, queued func()) error {
 	o := NewOp(fn)
+	o.queued = queued
 	return q.run(o)
 }
 
 // Early runs fn in a batch and returns as soon as its transaction
 // committed, before its sync: the Durability says when it is on disk.
-func (q *Queue[T]) Early(fn T) (Durability[T], error) {
+func (q *Queue[T]) Early(fn T) (Durability[T], error) { return q.EarlyThen(fn, nil) }
+
+// EarlyThen is Early that calls queued as DoThen does.
+func (q *Queue[T]) EarlyThen(fn T, queued func()) (Durability[T], error) {
 	o := NewOp(fn)
-	o.early, o.committed = true, make(chan struct{})
+	o.early, o.committed, o.queued = true, make(chan struct{}), queued
 	if err := q.run(o); err != nil {
 		return Durability[T]{}, err
 	}
@@ -94,6 +107,9 @@ func (q *Queue[T]) Wait() { q.completing.Wait() }
 func (q *Queue[T]) run(o *Op[T]) error {
 	q.mu.Lock()
 	q.queue = append(q.queue, o)
+	if o.queued != nil {
+		o.queued()
+	}
 	if q.leading {
 		q.mu.Unlock()
 		select {

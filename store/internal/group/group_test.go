@@ -124,3 +124,52 @@ func TestZeroDurability(t *testing.T) {
 	<-d.Done()
 	require.NoError(t, d.Wait(t.Context()))
 }
+
+// TestQueuedOpsRunInTheOrderTheyWereQueued: an op's queued callback runs
+// once it has its place, before its batch runs; a caller that takes a
+// lock before queuing and releases it in the callback has its ops run in
+// the order it took the lock, while their batches share transactions.
+func TestQueuedOpsRunInTheOrderTheyWereQueued(t *testing.T) {
+	t.Parallel()
+	gate := make(chan struct{})
+	var mu sync.Mutex
+	var ran []int
+	first := true
+	q := &Queue[int]{Max: 4}
+	q.Run = func(batch []*Op[int]) bool {
+		mu.Lock()
+		wait := first
+		first = false
+		for _, o := range batch {
+			ran = append(ran, o.Fn)
+		}
+		mu.Unlock()
+		if wait {
+			<-gate
+		}
+		return false
+	}
+	q.Complete = func(batch []*Op[int], _ bool) {
+		for _, o := range batch {
+			o.Finish()
+		}
+	}
+	var order sync.Mutex // the caller's lock: held from before an op is queued until it has its place
+	var wg sync.WaitGroup
+	const n = 20
+	took := make([]int, 0, n)
+	for i := range n {
+		wg.Go(func() {
+			order.Lock()
+			took = append(took, i)
+			require.NoError(t, q.DoThen(i, order.Unlock))
+		})
+		if i == 0 {
+			until(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(ran) == 1 }) // the first leads, held at the gate
+		}
+	}
+	until(t, func() bool { return q.queued() == n-1 })
+	close(gate)
+	wg.Wait()
+	require.Equal(t, took, ran, "ops ran in the order their callers took the lock")
+}

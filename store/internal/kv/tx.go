@@ -76,6 +76,18 @@ func (d *DB) TxOf(txn Txn, rw bool, b *Batch) *Tx { return &Tx{txn: txn, db: d, 
 // Begin starts a transaction of the backend.
 func (d *DB) Begin(rw bool) (Txn, error) { return d.be.Begin(rw) }
 
+// BeginExclusive starts a read-write transaction that no other exclusive
+// one runs beside, in any process, and that reads what the one before it
+// committed: where transactions keep conflicting on the same records,
+// they take turns instead of being refused. A backend with one writer
+// (Badger) has no such thing, and begins an ordinary one.
+func (d *DB) BeginExclusive() (Txn, error) {
+	if e, ok := d.be.(interface{ BeginExclusive() (Txn, error) }); ok {
+		return e.BeginExclusive()
+	}
+	return d.be.Begin(true)
+}
+
 // Retryable reports whether err is the backend refusing a transaction
 // because another one conflicted with it: running it again from its reads
 // may succeed. Badger's never are (one group-commit leader writes).

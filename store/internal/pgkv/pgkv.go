@@ -50,6 +50,9 @@ var migrations = []string{
 		last_seen timestamptz NOT NULL,
 		stopped timestamptz
 	)`,
+	// Never written: its lock (BeginExclusive) makes the transactions that
+	// hold it take turns.
+	`CREATE TABLE lhengine_writer (one bool PRIMARY KEY)`,
 }
 
 // SchemaVersion is the schema this build reads and writes.
@@ -222,15 +225,25 @@ func MigrateURL(ctx context.Context, url string) (from, to int, err error) {
 // tries again, waiting longer each time, for up to BeginWait: nothing of
 // the transaction has run yet.
 func (b *Backend) Begin(rw bool) (kv.Txn, error) {
-	opts := pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}
 	if rw {
-		opts = pgx.TxOptions{IsoLevel: pgx.Serializable, AccessMode: pgx.ReadWrite}
+		return b.begin("BEGIN ISOLATION LEVEL SERIALIZABLE, READ WRITE")
 	}
+	return b.begin("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+}
+
+// begin starts a transaction with the statements sql (one round trip) on
+// a connection of the pool that the transaction keeps until it ends.
+func (b *Backend) begin(sql string) (*txn, error) {
 	wait, give := 20*time.Millisecond, time.Now().Add(BeginWait)
 	for {
-		tx, err := b.pool.BeginTx(b.ctx, opts)
+		conn, err := b.pool.Acquire(b.ctx)
 		if err == nil {
-			return &txn{b: b, ctx: b.ctx, tx: tx, writes: map[string][]byte{}, session: b.session}, nil
+			if _, err = conn.Exec(b.ctx, sql); err != nil {
+				conn.Release() // a broken connection leaves the pool
+			}
+		}
+		if err == nil {
+			return &txn{b: b, ctx: b.ctx, conn: conn, writes: map[string][]byte{}, session: b.session}, nil
 		}
 		if !b.Unavailable(err) || time.Now().After(give) {
 			return nil, b.wrap(err)
@@ -239,6 +252,19 @@ func (b *Backend) Begin(rw bool) (kv.Txn, error) {
 		<-t.C
 		wait = min(2*wait, 2*time.Second)
 	}
+}
+
+// BeginExclusive starts a read-write transaction holding the writer lock
+// (EXCLUSIVE on the table lhengine_writer) before anything else: no other
+// exclusive transaction, of any process, runs beside it, and since the
+// lock is taken before its first read fixes its snapshot, it sees what
+// the one before it committed. Transactions that keep conflicting on the
+// same records (one task's header, worked from many processes) thus take
+// turns instead of being refused and run again. The lock ends with the
+// transaction, also when its process is cut off (the session's
+// idle_in_transaction_session_timeout).
+func (b *Backend) BeginExclusive() (kv.Txn, error) {
+	return b.begin("BEGIN ISOLATION LEVEL SERIALIZABLE, READ WRITE; LOCK TABLE lhengine_writer IN EXCLUSIVE MODE")
 }
 
 // IdleInTransaction is the idle_in_transaction_session_timeout of the
@@ -289,16 +315,17 @@ func (b *Backend) Retryable(err error) bool {
 	return errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01")
 }
 
-// txn is a kv.Txn on a PostgreSQL transaction. writes buffers what it
-// set (a nil value: deleted) until flush.
+// txn is a kv.Txn on a PostgreSQL transaction, run on a connection of
+// the pool it holds until it ends. writes buffers what it set (a nil
+// value: deleted) until flush.
 type txn struct {
 	b       *Backend
 	ctx     context.Context
-	tx      pgx.Tx
+	conn    *pgxpool.Conn
 	writes  map[string][]byte
 	done    bool
 	session string
-	tasks   map[string]bool // tasks whose records it wrote (see notice)
+	tasks   map[string]*written // what it wrote of each task (see notice)
 }
 
 var deleted = []byte(nil)
@@ -312,7 +339,7 @@ func (t *txn) Get(key []byte, fn func([]byte, uint64) error) error {
 	}
 	var v []byte
 	var ver string
-	err := t.tx.QueryRow(t.ctx, `SELECT v, xmin::text FROM lhengine_kv WHERE k = $1`, key).Scan(&v, &ver)
+	err := t.conn.QueryRow(t.ctx, `SELECT v, xmin::text FROM lhengine_kv WHERE k = $1`, key).Scan(&v, &ver)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return ledger.ErrNotFound
 	}
@@ -343,8 +370,19 @@ func (t *txn) Delete(key []byte) error {
 
 // flush sends the buffered writes.
 func (t *txn) flush() error {
-	if len(t.writes) == 0 {
+	var batch pgx.Batch
+	t.queueWrites(&batch)
+	if batch.Len() == 0 {
 		return nil
+	}
+	return t.b.wrap(t.conn.SendBatch(t.ctx, &batch).Close())
+}
+
+// queueWrites queues the buffered writes on batch: one delete of the
+// keys deleted, one upsert of the keys set.
+func (t *txn) queueWrites(batch *pgx.Batch) {
+	if len(t.writes) == 0 {
+		return
 	}
 	var setK, setV, delK [][]byte
 	for k, v := range t.writes {
@@ -355,7 +393,6 @@ func (t *txn) flush() error {
 			setK, setV = append(setK, []byte(k)), append(setV, v)
 		}
 	}
-	var batch pgx.Batch
 	if len(delK) > 0 {
 		batch.Queue(`DELETE FROM lhengine_kv WHERE k = ANY($1)`, delK)
 	}
@@ -363,29 +400,53 @@ func (t *txn) flush() error {
 		batch.Queue(`INSERT INTO lhengine_kv (k, v) SELECT * FROM unnest($1::bytea[], $2::bytea[])
 			ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v`, setK, setV)
 	}
-	if err := t.tx.SendBatch(t.ctx, &batch).Close(); err != nil {
+	clear(t.writes)
+}
+
+// Commit sends the buffered writes, the change notices and the COMMIT
+// in one round trip (a pipeline: once a statement fails, the server skips
+// the rest, and the transaction is rolled back).
+func (t *txn) Commit() error {
+	var batch pgx.Batch
+	t.queueWrites(&batch)
+	t.queueNotices(&batch)
+	batch.Queue("COMMIT")
+	br := t.conn.SendBatch(t.ctx, &batch)
+	var tag pgconn.CommandTag
+	var err error
+	for range batch.Len() {
+		if tag, err = br.Exec(); err != nil {
+			break
+		}
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		return t.b.wrap(err)
 	}
-	clear(t.writes)
+	t.end()
+	if tag.String() != "COMMIT" { // not expected: a statement that failed returned its error
+		return errors.New("the store's database rolled the transaction back")
+	}
 	return nil
 }
 
-func (t *txn) Commit() error {
-	if err := t.flush(); err != nil {
-		return err
+// Discard rolls the transaction back, unless it committed.
+func (t *txn) Discard() {
+	if t.done {
+		return
 	}
-	if err := t.notice(); err != nil {
-		return t.b.wrap(err)
+	if _, err := t.conn.Exec(t.ctx, "ROLLBACK"); err != nil {
+		_ = t.conn.Conn().Close(t.ctx) // in an unknown state: it leaves the pool
 	}
-	t.done = true
-	return t.b.wrap(t.tx.Commit(t.ctx))
+	t.end()
 }
 
-func (t *txn) Discard() {
-	if !t.done {
-		t.done = true
-		_ = t.tx.Rollback(t.ctx)
-	}
+// end gives the connection back to the pool.
+func (t *txn) end() {
+	t.done = true
+	t.conn.Release()
 }
 
 func (t *txn) Iterate(o kv.IterOptions) kv.Iterator {
@@ -465,7 +526,7 @@ func (i *iter) load(from []byte, incl, first bool) {
 		q += " ORDER BY k DESC"
 	}
 	q += " LIMIT " + strconv.Itoa(i.page)
-	rows, err := i.t.tx.Query(i.t.ctx, q, args...)
+	rows, err := i.t.conn.Query(i.t.ctx, q, args...)
 	if err != nil {
 		i.err = i.t.b.wrap(err)
 		return

@@ -197,7 +197,7 @@ func TestTheSchema(t *testing.T) {
 }
 
 // TestNoticesReachTheOtherSessions: a commit that writes a task's records
-// tells every other session which task, once it committed; a discarded
+// tells every other session which task and which of its units, once it committed; a discarded
 // transaction, and the writer itself, hear nothing.
 func TestNoticesReachTheOtherSessions(t *testing.T) {
 	t.Parallel()
@@ -210,13 +210,13 @@ func TestNoticesReachTheOtherSessions(t *testing.T) {
 	require.NoError(t, err)
 	defer b.Close()
 
-	heard := func(be *Backend) (<-chan []string, func()) {
-		ch := make(chan []string, 16)
+	heard := func(be *Backend) (<-chan []Change, func()) {
+		ch := make(chan []Change, 16)
 		lctx, stop := context.WithCancel(ctx)
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			be.Listen(lctx, func(ids []string) { ch <- ids })
+			be.Listen(lctx, func(cs []Change) { ch <- cs })
 		}()
 		return ch, func() { stop(); <-done }
 	}
@@ -226,7 +226,7 @@ func TestNoticesReachTheOtherSessions(t *testing.T) {
 	defer stopA()
 	// LISTEN is set up on the listener's own connection: write until it
 	// hears, so the test does not depend on when that happened.
-	until := func(from *Backend, task string, to <-chan []string) {
+	until := func(from *Backend, task string, to <-chan []Change) {
 		deadline := time.After(time.Minute)
 		for {
 			discarded, err := from.Begin(true)
@@ -234,12 +234,14 @@ func TestNoticesReachTheOtherSessions(t *testing.T) {
 			require.NoError(t, discarded.Set([]byte("u/GONE/0000/00000000"), []byte("x")))
 			discarded.Discard()
 			commit(t, from, func(txn kv.Txn) {
-				require.NoError(t, txn.Set([]byte("u/"+task+"/0000/00000001"), []byte("{}")))
+				require.NoError(t, txn.Set([]byte("u/"+task+"/0002/0000001f"), []byte("{}")))
+				require.NoError(t, txn.Set([]byte("t/"+task), []byte("{}")))
 				require.NoError(t, txn.Set([]byte("B/blob"), []byte("{}"))) // not a task's
 			})
 			select {
-			case ids := <-to:
-				require.Equal(t, []string{task}, ids, "a notice names the tasks the commit wrote, and nothing discarded")
+			case cs := <-to:
+				require.Equal(t, []Change{{Task: task, Units: []Unit{{2, 31}}}}, cs,
+					"a notice names the tasks and units the commit wrote, and nothing discarded")
 				return
 			case <-time.After(100 * time.Millisecond):
 			case <-deadline:
@@ -249,4 +251,118 @@ func TestNoticesReachTheOtherSessions(t *testing.T) {
 	}
 	until(a, "T1", toB)
 	until(b, "T2", toA) // A hears B's notices, never its own (T1)
+}
+
+// TestNoticeNamesUnitsUntilTheyAreTooMany: a transaction that wrote up to
+// unitsMax units of a task names them; one that wrote more, or a unit key
+// it cannot read, names the whole task. Every notice decodes to what was
+// encoded.
+func TestNoticeNamesUnitsUntilTheyAreTooMany(t *testing.T) {
+	tx := &txn{}
+	tx.noteTask("t/A")
+	tx.noteTask("u/A/0001/00000002")
+	tx.noteTask("u/A/0001/00000002")
+	tx.noteTask("a/B")
+	for i := range unitsMax + 1 {
+		tx.noteTask(fmt.Sprintf("u/C/0000/%08x", i))
+	}
+	tx.noteTask("u/D/zz")
+	tx.noteTask("B/blob")
+	require.Len(t, tx.tasks, 4)
+	require.Equal(t, map[Unit]bool{{1, 2}: true}, tx.tasks["A"].units)
+	require.False(t, tx.tasks["B"].whole)
+	require.Empty(t, tx.tasks["B"].units)
+	require.True(t, tx.tasks["C"].whole)
+	require.True(t, tx.tasks["D"].whole)
+	for _, c := range []Change{{Task: "A", Units: []Unit{{1, 2}, {3, 0x7fffffff}}}, {Task: "B"}, {Task: "C", Whole: true}} {
+		got := decodeNotice("other", "me "+c.encode()+","+c.encode())
+		require.Equal(t, []Change{c, c}, got)
+	}
+	require.Nil(t, decodeNotice("me", "me A"), "a session's own notices are not read")
+}
+
+// FuzzDecodeNotice: any payload decodes without a panic, to changes that
+// each name a task.
+func FuzzDecodeNotice(f *testing.F) {
+	f.Add("s A|0001/00000002,B*,C")
+	f.Add("s |,*,||")
+	f.Add("s A|ffffffffff/1")
+	f.Fuzz(func(t *testing.T, payload string) {
+		for _, c := range decodeNotice("me", payload) {
+			if c.Task == "" {
+				t.Fatalf("a change of no task from %q", payload)
+			}
+			if c.Whole && len(c.Units) > 0 {
+				t.Fatalf("a whole change naming units from %q", payload)
+			}
+		}
+	})
+}
+
+// TestExclusiveTransactionsTakeTurns: two ordinary transactions that
+// read and write one key conflict, and one is refused; two exclusive
+// ones of two sessions take turns: the second waits for the first,
+// reads what it committed, and commits too.
+func TestExclusiveTransactionsTakeTurns(t *testing.T) {
+	t.Parallel()
+	url := testpg.DB(t)
+	a, err := Open(t.Context(), url, "A", true)
+	require.NoError(t, err)
+	defer a.Close()
+	b, err := Open(t.Context(), url, "B", false)
+	require.NoError(t, err)
+	defer b.Close()
+	key := []byte("t/T")
+	commit(t, a, func(txn kv.Txn) { require.NoError(t, txn.Set(key, []byte("0"))) })
+	read := func(txn kv.Txn) (v string) {
+		require.NoError(t, txn.Get(key, func(b []byte, _ uint64) error { v = string(b); return nil }))
+		return v
+	}
+
+	// Ordinary: both read 0, both write; the second commit is refused.
+	t1, err := a.Begin(true)
+	require.NoError(t, err)
+	defer t1.Discard()
+	t2, err := b.Begin(true)
+	require.NoError(t, err)
+	defer t2.Discard()
+	require.Equal(t, "0", read(t1))
+	require.Equal(t, "0", read(t2))
+	require.NoError(t, t1.Set(key, []byte("1")))
+	require.NoError(t, t2.Set(key, []byte("1")))
+	require.NoError(t, t1.Commit())
+	err = t2.Commit()
+	require.True(t, a.Retryable(err), "%v", err)
+
+	// Exclusive: the second begins while the first is open, and waits.
+	e1, err := a.BeginExclusive()
+	require.NoError(t, err)
+	defer e1.Discard()
+	require.Equal(t, "1", read(e1))
+	require.NoError(t, e1.Set(key, []byte("2")))
+	began := make(chan kv.Txn)
+	go func() {
+		e2, err := b.BeginExclusive()
+		if err != nil {
+			t.Error(err)
+		}
+		began <- e2
+	}()
+	// The database shows the second waiting for the lock.
+	for waiting := 0; waiting == 0; {
+		select {
+		case <-began:
+			t.Fatal("a second exclusive transaction began beside the first")
+		default:
+		}
+		require.NoError(t, a.pool.QueryRow(t.Context(), `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&waiting))
+	}
+	require.NoError(t, e1.Commit())
+	e2 := <-began
+	require.NotNil(t, e2)
+	defer e2.Discard()
+	require.Equal(t, "2", read(e2), "the second sees what the first committed")
+	require.NoError(t, e2.Set(key, []byte("3")))
+	require.NoError(t, e2.Commit())
 }
