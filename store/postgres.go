@@ -245,6 +245,7 @@ func (s *Store) reindex(all bool, cs []*pgkv.Change) {
 		clear(s.shapes) // read them whole next time
 	}
 	s.changes.notify()
+	s.others.notify()
 }
 
 // reindexTask reads change c of a task into the index (reindex).

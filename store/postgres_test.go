@@ -232,3 +232,32 @@ func TestPostgresNoticesReadOnlyTheUnitsNamed(t *testing.T) {
 	require.NotContains(t, b.idx.Active, task.ID)
 	b.idx.Mu.Unlock()
 }
+
+// TestPostgresOthersChangedWakesOnAnotherProcessCommit: OthersChanged,
+// taken before another process submits a task, is closed once this one
+// has read it, and the task is then pending here: an idle worker claims
+// it at once, not at its next poll.
+func TestPostgresOthersChangedWakesOnAnotherProcessCommit(t *testing.T) {
+	t.Parallel()
+	ss := openShared(t, 2, PostgresOptions{})
+	a, b := ss[0], ss[1]
+	ctx := t.Context()
+	deadline := time.After(time.Minute)
+	for heard := false; !heard; {
+		woken := b.OthersChanged()
+		// b may not listen yet when a commits: submit until it hears.
+		_, _, err := a.Submit(ctx, ledger.NewTask{Name: "t", Steps: []ledger.StepState{{Name: "only"}}})
+		require.NoError(t, err)
+		select {
+		case <-woken:
+			heard = true
+			require.True(t, b.Pending(), "woken once the task is in b's index")
+		case <-time.After(100 * time.Millisecond):
+		case <-deadline:
+			t.Fatal("OthersChanged was never closed")
+		}
+	}
+	c, err := b.Claim(ctx, ledger.ClaimRequest{Owner: b.Owner("w"), Max: 1, LeaseFor: time.Minute})
+	require.NoError(t, err)
+	require.Len(t, c.Leases, 1, "the task another process submitted is claimed here")
+}

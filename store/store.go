@@ -125,6 +125,7 @@ type Store struct {
 	failure   atomic.Pointer[failedError] // set once a sync failed
 	changes   changes                     // wakes Changed() watchers after each batch
 	notified  changes                     // wakes NotificationsChanged() watchers (notify.go)
+	others    changes                     // wakes OthersChanged() watchers (watch.go)
 	events    outbox.Events               // appends events, with their outbox entries
 	budgets   budget.Budgets              // checks, pauses for and raises budgets
 	leases    lease.Leases                // claims, heartbeats, releases

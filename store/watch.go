@@ -35,3 +35,10 @@ func (c *changes) notify() {
 // then wait on it, to miss nothing: an event log follower reads the events
 // after the last one it saw each time it is woken.
 func (s *Store) Changed() <-chan struct{} { return s.changes.current() }
+
+// OthersChanged returns a channel that is closed once this store has read
+// what other processes sharing its database committed (PostgreSQL): an
+// idle worker waits on it, besides its poll, to claim the units another
+// process's commit made ready at once. On the embedded store, which one
+// process has open, it is never closed.
+func (s *Store) OthersChanged() <-chan struct{} { return s.others.current() }

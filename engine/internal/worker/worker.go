@@ -262,6 +262,10 @@ func (w *Worker) Run(ctx context.Context) error {
 			continue
 		}
 		var wake time.Time
+		var others <-chan struct{} // taken before the claim, so a change after it wakes the wait
+		if oc, ok := w.cfg.Store.(othersChanged); ok {
+			others = oc.OthersChanged()
+		}
 		if free := w.cfg.Concurrency - running; free > 0 {
 			c, err := w.cfg.claim(runCtx, ledger.ClaimRequest{
 				Owner: w.owner, Max: free, LeaseFor: w.cfg.LeaseFor, Task: w.cfg.Task,
@@ -320,12 +324,18 @@ func (w *Worker) Run(ctx context.Context) error {
 		case <-finished:
 			running--
 		case <-timer.C():
+		case <-others:
 		case <-ctx.Done():
 		case <-w.cfg.Stop:
 		}
 		timer.Stop()
 	}
 }
+
+// othersChanged is a store shared with other processes (PostgreSQL):
+// OthersChanged is closed once it has read what they committed, which may
+// have made units ready or finished a task this worker waits on.
+type othersChanged interface{ OthersChanged() <-chan struct{} }
 
 // beginStop marks the worker stopping, once, with the attempts in flight.
 func (w *Worker) beginStop(inFlight int) {
