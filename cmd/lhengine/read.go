@@ -388,7 +388,8 @@ func parseSince(v string, now time.Time) (time.Time, error) {
 
 // events prints the task's events and, following, streams new ones from
 // the home's owner. Between owners it waits, holding nothing: it looks
-// at the home only to read what is there.
+// at the home only to read what is there. On a PostgreSQL store it
+// streams them from the store itself, whoever works the task.
 func (a *app) events(ctx context.Context, ref string, follow bool, f eventFilter) error {
 	var from uint64
 	waiting, cut := false, false
@@ -464,7 +465,11 @@ func (a *app) eventsOnce(ctx context.Context, s *home.Session, ref string, from 
 		render.Event(a.stdout, e)
 		return nil
 	}
-	if !follow || s.Local() || !t.Worked {
+	// On a store that other processes share (PostgreSQL), the task's
+	// workers are elsewhere: this process follows the store itself,
+	// which hears their commits, until the task ends.
+	shared := a.storeURL != ""
+	if !follow || !shared && (s.Local() || !t.Worked) {
 		var evs []api.Event
 		total := -1
 		if f.set() {
