@@ -27,6 +27,7 @@ import (
 	"github.com/lhengine/lhengine/api"
 	"github.com/lhengine/lhengine/engine"
 	"github.com/lhengine/lhengine/internal/homefiles"
+	"github.com/lhengine/lhengine/internal/testpg"
 	"github.com/lhengine/lhengine/ledger"
 	"github.com/lhengine/lhengine/server"
 )
@@ -86,7 +87,15 @@ task %q {
 // through, an effect of unknown outcome confirmed with its button, a task
 // cancelled with its button (and the same post from another site refused);
 // each result is checked in the page and in the store.
-func TestDashboardInABrowser(t *testing.T) {
+func TestDashboardInABrowser(t *testing.T) { dashboardInABrowser(t, "") }
+
+// TestDashboardInABrowserOnPostgres is TestDashboardInABrowser with the
+// ledger in PostgreSQL: the dashboard works the same on both stores.
+func TestDashboardInABrowserOnPostgres(t *testing.T) { dashboardInABrowser(t, testpg.DB(t)) }
+
+// dashboardInABrowser is TestDashboardInABrowser on the store at
+// storeURL ("" for the embedded one in the home).
+func dashboardInABrowser(t *testing.T, storeURL string) {
 	chrome := chromium(t)
 	wasm := buildDashGuest(t)
 
@@ -95,7 +104,7 @@ func TestDashboardInABrowser(t *testing.T) {
 
 	// The engine, its workers, and the API with the dashboard behind a token.
 	home := t.TempDir()
-	e, err := engine.Open(ctx, engine.Config{Home: home})
+	e, err := engine.Open(ctx, engine.Config{Home: home, Store: storeURL, MigrateStore: storeURL != ""})
 	require.NoError(t, err)
 	rv := newReceiver()
 	world := httptest.NewServer(rv)
