@@ -261,3 +261,45 @@ func TestPostgresOthersChangedWakesOnAnotherProcessCommit(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, c.Leases, 1, "the task another process submitted is claimed here")
 }
+
+// TestPostgresLongPipelineReadsItsStepsInOneWalk: on PostgreSQL the
+// steps of a task are read in one walk once there are walkSteps of them
+// to read (kv.Tx.Fill, the lease snapshot's steps before the cursor): a
+// 12-step pipeline worked one unit at a time shows every lease the steps
+// before it as committed, and the finished task every step done.
+func TestPostgresLongPipelineReadsItsStepsInOneWalk(t *testing.T) {
+	t.Parallel()
+	const n = 12
+	ss := openShared(t, 1, PostgresOptions{})
+	s := ss[0]
+	ctx := t.Context()
+	steps := make([]ledger.StepState, n)
+	for i := range steps {
+		steps[i] = ledger.StepState{Name: fmt.Sprintf("s%d", i)}
+	}
+	task, _, err := s.Submit(ctx, ledger.NewTask{Name: "long", Steps: steps})
+	require.NoError(t, err)
+	for i := range n {
+		c, err := s.Claim(ctx, ledger.ClaimRequest{Owner: s.Owner("w"), Max: 1, LeaseFor: time.Minute})
+		require.NoError(t, err)
+		require.Len(t, c.Leases, 1)
+		l := c.Leases[0]
+		require.Equal(t, i, l.Step)
+		require.Len(t, l.Snapshot.Steps, i, "the lease's snapshot holds the steps before its own")
+		for j, st := range l.Snapshot.Steps {
+			require.Equal(t, fmt.Sprintf("s%d", j), st.Name)
+			require.Equal(t, 1, st.Done, "step %d before step %d", j, i)
+		}
+		_, err = s.Commit(ctx, ledger.Result{Lease: l, Output: json.RawMessage(fmt.Sprintf(`"out-%d"`, i))})
+		require.NoError(t, err)
+	}
+	got, err := s.Task(ctx, task.ID)
+	require.NoError(t, err)
+	require.Equal(t, ledger.Succeeded, got.Status)
+	require.Len(t, got.Steps, n)
+	for i, st := range got.Steps {
+		require.Equal(t, fmt.Sprintf("s%d", i), st.Name)
+		require.Equal(t, 1, st.Done)
+	}
+	require.JSONEq(t, fmt.Sprintf(`"out-%d"`, n-1), string(got.Output))
+}

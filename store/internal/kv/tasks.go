@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"sync"
 
 	"github.com/lhengine/lhengine/ledger"
@@ -216,10 +217,18 @@ func (t *Tx) Fill(task *ledger.Task) error {
 	// A point read of each step, not a scan of the prefix: every commit
 	// writes a step record again, and a scan would walk past the versions
 	// of it compaction has not dropped yet, so that reading a task would
-	// grow with the units it committed.
+	// grow with the units it committed. On a shared database (PostgreSQL)
+	// each read is a round trip and a walk shows only the current rows:
+	// there walkSteps steps or more are read in one walk.
 	steps := make([]ledger.StepState, lz.n)
+	walk := t.db.shared && lz.n-len(lz.got) >= walkSteps
+	if walk {
+		if err := t.scanSteps(task.ID, steps, lz); err != nil {
+			return err
+		}
+	}
 	for i := range steps {
-		if _, ok := lz.got[i]; ok {
+		if _, ok := lz.got[i]; ok || walk {
 			continue
 		}
 		if err := t.GetJSON(StepKey(task.ID, i), &steps[i]); err != nil {
@@ -240,6 +249,81 @@ func (t *Tx) Fill(task *ledger.Task) error {
 		t.After(func(*index.Index) { t.db.mirror.add(id, kept) })
 	}
 	return nil
+}
+
+// scanSteps reads the records of the task's steps that lz has not loaded
+// into steps, in one walk of their prefix.
+func (t *Tx) scanSteps(id string, steps []ledger.StepState, lz *lazySteps) error {
+	prefix := StepPrefix(id)
+	it := t.txn.Iterate(IterOptions{Prefix: prefix, Prefetch: lz.n + 1})
+	defer it.Close()
+	seen := 0
+	for it.Rewind(); it.Valid(); it.Next() {
+		i, err := strconv.ParseUint(string(it.Key()[len(prefix):]), 16, 31)
+		if err != nil || int(i) >= lz.n {
+			return fmt.Errorf("%w: task %s has a step record %q past its %d steps", ErrDamaged, id, it.Key(), lz.n)
+		}
+		if _, ok := lz.got[int(i)]; ok {
+			continue
+		}
+		if err := it.Value(func(v []byte) error { return json.Unmarshal(v, &steps[i]) }); err != nil {
+			return fmt.Errorf("step record %q: %w", it.Key(), err)
+		}
+		seen++
+	}
+	if err := it.Err(); err != nil {
+		return err
+	}
+	if want := lz.n - len(lz.got); seen != want {
+		return fmt.Errorf("%w: task %s has %d step records of the %d it needs", ErrDamaged, id, seen, want)
+	}
+	return nil
+}
+
+// walkSteps is how many step records an operation on a shared database
+// must read before it reads them in one walk rather than one by one: a
+// walk in a read-write transaction first sends the writes it buffered,
+// a round trip of its own.
+const walkSteps = 8
+
+// stepsBefore returns the states of the task's steps before step c: the
+// ones the operation loaded, and the others read one by one or, when
+// they are walkSteps or more, in one walk. A record that cannot be
+// read fails the operation (t.err) and reads as a zero step.
+func (t *Tx) stepsBefore(task *ledger.Task, c int) []ledger.StepState {
+	steps := make([]ledger.StepState, c)
+	lz := lazyOf(task)
+	if lz == nil || c-len(lz.got) < walkSteps {
+		for i := range steps {
+			steps[i] = t.StepValue(task, i)
+		}
+		return steps
+	}
+	prefix := StepPrefix(task.ID)
+	it := t.txn.Iterate(IterOptions{Prefix: prefix, Prefetch: c})
+	defer it.Close()
+	seen := 0
+	for it.Rewind(); it.Valid() && seen < c; it.Next() {
+		i, err := strconv.ParseUint(string(it.Key()[len(prefix):]), 16, 31)
+		if err != nil || int(i) >= c {
+			break
+		}
+		seen++
+		if st, ok := lz.got[int(i)]; ok {
+			steps[i] = *st
+			continue
+		}
+		if err := it.Value(func(v []byte) error { return json.Unmarshal(v, &steps[i]) }); err != nil {
+			t.Fail(fmt.Errorf("step record %q: %w", it.Key(), err))
+			return steps
+		}
+	}
+	if err := it.Err(); err != nil {
+		t.Fail(err)
+	} else if seen != c {
+		t.Fail(fmt.Errorf("%w: task %s has %d records of the %d steps before its cursor", ErrDamaged, task.ID, seen, c))
+	}
+	return steps
 }
 
 // LoadTask reads a whole task (every step) inside a transaction.
@@ -306,11 +390,7 @@ func LoadedSteps(task *ledger.Task) (map[int]*ledger.StepState, bool) {
 func (p *stepPrefixes) get(t *Tx, task *ledger.Task) []ledger.StepState {
 	id, c := task.ID, task.Cursor
 	if t.db.shared { // another process may have sent the task back (a retry)
-		steps := make([]ledger.StepState, c)
-		for i := range steps {
-			steps[i] = t.StepValue(task, i)
-		}
-		return steps
+		return t.stepsBefore(task, c)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
