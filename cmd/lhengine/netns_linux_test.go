@@ -3,10 +3,15 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
+	"maps"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -68,7 +73,9 @@ func testHosts(t *testing.T, n int) []testHost {
 // the task, every unit committed exactly once; when the link comes back,
 // every unit the others took back from the cut-off worker kept the commit
 // of a newer lease (its own late commit refused), and the worker stops
-// cleanly.
+// cleanly. The task's notify block reaches a receiver on this side of the
+// links: every event it names arrives, each under its own
+// Idempotency-Key (a receiver that dedupes by the key sees each once).
 func TestPostgresWorkerCutOffFromTheDatabase(t *testing.T) {
 	t.Parallel()
 	const items = 3000
@@ -81,7 +88,13 @@ func TestPostgresWorkerCutOffFromTheDatabase(t *testing.T) {
 	cluster := pgCluster(t, o)
 	url := cluster.URL("postgres")
 	bin := buildBinary(t)
-	dir := testwasm.TaskDir(t, testwasm.CGuest(t, "pipeline"), pgFanOut(items))
+	rv := notifyReceiver(t, hosts)
+	task := strings.Replace(pgFanOut(items), `task "crashy" {`, `task "crashy" {
+  notify {
+    url    = "`+rv.url+`"
+    events = ["started", "step_done", "succeeded"]
+  }`, 1)
+	dir := testwasm.TaskDir(t, testwasm.CGuest(t, "pipeline"), task)
 	homes := t.TempDir()
 	lh := func(args ...string) string {
 		t.Helper()
@@ -175,6 +188,21 @@ func TestPostgresWorkerCutOffFromTheDatabase(t *testing.T) {
 	require.NotEmpty(t, atCut, "the cut-off worker held units at the cut")
 
 	waitFor("the others to finish the task", func(_ int, st ledger.Status) bool { return st.Terminal() })
+	// Every event the notify block names reached the receiver, each under
+	// the Idempotency-Key of its event, whoever sent it.
+	want := map[string]bool{}
+	require.NoError(t, e.Read(func(r ledger.Reader) error {
+		return r.EachEvent(id, 0, func(ev *ledger.Event) bool {
+			switch ev.Type {
+			case ledger.EvStarted, ledger.EvStepDone, ledger.EvSucceeded:
+				want[fmt.Sprintf("%s/notify/%d", id, ev.Seq)] = true
+			}
+			return true
+		})
+	}))
+	require.Len(t, want, 1+3+1, "started, three steps done, succeeded")
+	keys, posts := rv.wait(t, len(want))
+	require.Equal(t, want, keys, "each event notified, under its own key")
 	ipRun(t, "link", "set", hosts[victim].link, "up")
 	for _, w := range workers {
 		require.NoError(t, w.cmd.Process.Signal(syscall.SIGTERM))
@@ -215,5 +243,68 @@ func TestPostgresWorkerCutOffFromTheDatabase(t *testing.T) {
 		}
 		return nil
 	}))
-	t.Logf("units committed by worker: %v; %s cut off at %d units holding %d", by, name, cutAt, len(atCut))
+	t.Logf("units committed by worker: %v; %s cut off at %d units holding %d; %d notifications received for %d events",
+		by, name, cutAt, len(atCut), posts, len(want))
+}
+
+// receiver takes a task's notifications on every test host: each
+// Idempotency-Key it was sent, and how many POSTs came.
+type receiver struct {
+	url   string
+	mu    sync.Mutex
+	keys  map[string]bool
+	posts int
+	got   chan struct{} // a token per POST
+}
+
+// notifyReceiver starts a receiver listening on this side's address of
+// every host, on one port, and names it lhreceiver on each host (the
+// hosts file ip netns exec puts in place for the namespace): a task's
+// notify URL reaches it from any of them.
+func notifyReceiver(t *testing.T, hosts []testHost) *receiver {
+	t.Helper()
+	rv := &receiver{keys: map[string]bool{}, got: make(chan struct{}, 1<<16)}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		rv.mu.Lock()
+		rv.keys[r.Header.Get("Idempotency-Key")] = true
+		rv.posts++
+		rv.mu.Unlock()
+		rv.got <- struct{}{}
+	})}
+	port := "0"
+	for _, h := range hosts {
+		l, err := net.Listen("tcp", net.JoinHostPort(h.addr, port))
+		require.NoError(t, err)
+		_, port, _ = net.SplitHostPort(l.Addr().String())
+		go func() { _ = srv.Serve(l) }()
+		etc := filepath.Join("/etc/netns", h.ns)
+		require.NoError(t, os.MkdirAll(etc, 0o755))
+		t.Cleanup(func() { _ = os.RemoveAll(etc) })
+		require.NoError(t, os.WriteFile(filepath.Join(etc, "hosts"), []byte("127.0.0.1 localhost\n"+h.addr+" lhreceiver\n"), 0o644))
+	}
+	t.Cleanup(func() { _ = srv.Close() })
+	rv.url = "http://lhreceiver:" + port + "/hook"
+	return rv
+}
+
+// wait waits until the receiver holds n keys, and returns them and the
+// number of POSTs.
+func (rv *receiver) wait(t *testing.T, n int) (map[string]bool, int) {
+	t.Helper()
+	deadline := time.After(2 * time.Minute)
+	for {
+		rv.mu.Lock()
+		if len(rv.keys) >= n {
+			defer rv.mu.Unlock()
+			return maps.Clone(rv.keys), rv.posts
+		}
+		have := len(rv.keys)
+		rv.mu.Unlock()
+		select {
+		case <-rv.got:
+		case <-deadline:
+			t.Fatalf("the receiver got %d notifications of the %d events", have, n)
+		}
+	}
 }
