@@ -226,6 +226,13 @@ func (n *notifier) deliver(ctx context.Context, nt *ledger.Notification) (tried 
 	log := n.log.With("task", nt.Task, "event", nt.Event.Type, "seq", nt.Event.Seq)
 	if _, err := n.store.NotifyIntent(ctx, nt); errors.Is(err, ledger.ErrNotFound) {
 		return false, nil
+	} else if errors.Is(err, ledger.ErrDelivering) {
+		// Another process sends it (a shared store): its later ones wait
+		// too, so that the task's notifications keep their order.
+		n.mu.Lock()
+		n.waiting[nt.Task] = time.Now().Add(notifyPoll)
+		n.mu.Unlock()
+		return false, nil
 	} else if err != nil {
 		return false, err
 	}

@@ -83,6 +83,12 @@ type Effect struct {
 	Note     string    `json:"note,omitempty"`
 	IntentAt time.Time `json:"intent_at"`
 	DoneAt   time.Time `json:"done_at,omitzero"`
+	// Sender and SenderUntil, on a notification's intent, name the store
+	// session delivering it and until when that holds: on a store shared
+	// by many processes another does not send it meanwhile, unless the
+	// sender's process is gone.
+	Sender      string    `json:"sender,omitempty"`
+	SenderUntil time.Time `json:"sender_until,omitzero"`
 }
 
 // Reasons an intent is sent again as it is (Effect.Resend).

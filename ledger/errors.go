@@ -38,3 +38,7 @@ var ErrTooLarge = errors.New("too large")
 // which once the database is back. A worker gives such a unit back
 // instead of failing it.
 var ErrUnavailable = errors.New("store unavailable")
+
+// ErrDelivering: another process of a shared store is delivering the
+// notification now (Effect.Sender); it is not sent from here meanwhile.
+var ErrDelivering = errors.New("another process is delivering the notification")

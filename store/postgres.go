@@ -63,7 +63,7 @@ func OpenPostgres(ctx context.Context, url string, o PostgresOptions) (*Store, e
 	s.wire(kv.NewOn(be), nil)
 	host, _ := os.Hostname()
 	s.peers = &peers{be: be, now: o.Now, host: host, stale: 3 * o.Beat}
-	s.leases.Alive = s.peers.alive
+	s.leases.Alive, s.events.Alive = s.peers.alive, s.peers.alive
 	now := o.Now()
 	me := pgkv.Worker{Session: session, Host: host, PID: os.Getpid(), Version: o.Version, Started: now, LastSeen: now}
 	if err := be.Register(ctx, me, now.Add(-forgetWorkers)); err != nil {

@@ -303,3 +303,47 @@ func TestPostgresLongPipelineReadsItsStepsInOneWalk(t *testing.T) {
 	}
 	require.JSONEq(t, fmt.Sprintf(`"out-%d"`, n-1), string(got.Output))
 }
+
+// TestPostgresOneProcessDeliversANotification: of two processes sharing
+// a store, the one whose intent names it delivers a notification; the
+// other's intent is refused (ErrDelivering) while that process lives,
+// and taken over once it is seen stopped; after the outcome, neither
+// sends it again.
+func TestPostgresOneProcessDeliversANotification(t *testing.T) {
+	t.Parallel()
+	ss := openShared(t, 2, PostgresOptions{})
+	a, b := ss[0], ss[1]
+	ctx := t.Context()
+	spec := &ledger.NotifySpec{URL: "http://127.0.0.1:8025/hook", Events: []ledger.EventType{ledger.EvSucceeded}}
+	_, _, err := a.Submit(ctx, ledger.NewTask{Name: "notified", Steps: []ledger.StepState{{Name: "only"}}, Notify: spec})
+	require.NoError(t, err)
+	c, err := a.Claim(ctx, ledger.ClaimRequest{Owner: a.Owner("w"), Max: 1, LeaseFor: time.Minute})
+	require.NoError(t, err)
+	require.Len(t, c.Leases, 1)
+	_, err = a.Commit(ctx, ledger.Result{Lease: c.Leases[0], Output: json.RawMessage(`"done"`)})
+	require.NoError(t, err)
+	pending, err := b.PendingNotifications(10, func(string) bool { return false })
+	require.NoError(t, err)
+	require.Len(t, pending, 1)
+	n := &pending[0]
+
+	e, err := a.NotifyIntent(ctx, n)
+	require.NoError(t, err)
+	require.Equal(t, a.Session(), e.Sender)
+	_, err = b.NotifyIntent(ctx, n)
+	require.ErrorIs(t, err, ledger.ErrDelivering, "a lives and sends it")
+	again, err := a.NotifyIntent(ctx, n)
+	require.NoError(t, err, "its sender may send it again (a retry)")
+	require.Equal(t, a.Session(), again.Sender)
+
+	// a is seen stopped: b takes the delivery over, under the same key.
+	require.NoError(t, b.pg.Stopped(ctx, a.Session(), b.now()))
+	require.NoError(t, b.peers.refresh(ctx))
+	e, err = b.NotifyIntent(ctx, n)
+	require.NoError(t, err)
+	require.Equal(t, b.Session(), e.Sender)
+	require.Equal(t, n.IdempotencyKey(), e.IdempotencyKey)
+	require.NoError(t, b.NotifyOutcome(ctx, n, json.RawMessage(`{"status":200}`), "delivered"))
+	_, err = a.NotifyIntent(ctx, n)
+	require.ErrorIs(t, err, ledger.ErrNotFound, "delivered: never sent again")
+}

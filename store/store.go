@@ -370,7 +370,7 @@ func Open(dir string, o Options) (*Store, error) {
 // them is db (Badger), or nil for another backend.
 func (s *Store) wire(d *kv.DB, db *badger.DB) {
 	s.kv = d
-	s.events = outbox.Events{Update: s.update, Now: s.now, Notify: s.notified.notify}
+	s.events = outbox.Events{Update: s.update, Now: s.now, Notify: s.notified.notify, Session: s.session}
 	s.budgets = budget.Budgets{Update: s.update, Events: &s.events}
 	s.leases = lease.Leases{Idx: s.idx, Events: &s.events, Session: s.session, Update: s.update}
 	s.models = models.Journal{DB: s.kv, Update: s.update, Events: &s.events, Budgets: &s.budgets}

@@ -38,7 +38,17 @@ type Events struct {
 	Update kv.Update
 	Now    func() time.Time
 	Notify func()
+	// Session names this store's opening in the intents it journals
+	// (Effect.Sender); Alive, set on a store shared by many processes,
+	// tells whether another session's process may still run. Without it
+	// another session is an earlier process of the store, gone.
+	Session string
+	Alive   func(session string) bool
 }
+
+// senderHold is how long an intent's sender keeps it before another
+// process may send the notification: longer than a delivery's timeout.
+const senderHold = time.Minute
 
 // Append appends e to the task's log, with the next seq and, unless set,
 // the time now; the caller saves the task. When the task's notify block
@@ -111,7 +121,9 @@ func notifying(t *kv.Tx, n *ledger.Notification) (*ledger.Notification, *ledger.
 // Intent journals, durably, that n is about to be sent, and returns
 // the journal entry: a new intent, or the one a delivery before left (a
 // crash between the intent and the outcome, or an answer that left it
-// open), which is sent again under the same Idempotency-Key. The entry is
+// open), which is sent again under the same Idempotency-Key. The intent
+// names this session as its sender for senderHold: while another
+// session's process holds it, Intent returns ErrDelivering. The entry is
 // an http effect of step NotifyStep (Step -1, Item the event's seq, Key the
 // event type), so that the task's journal lists it. A notification no
 // longer in the outbox is ErrNotFound: it must not be sent.
@@ -122,9 +134,19 @@ func (o *Events) Intent(ctx context.Context, n *ledger.Notification) (*ledger.Ef
 		if err != nil {
 			return err
 		}
+		now := o.Now()
 		if e != nil {
+			switch {
+			case e.Sender != o.Session && e.Sender != "" && now.Before(e.SenderUntil) && o.Alive != nil && o.Alive(e.Sender):
+				return fmt.Errorf("notification %s: %w (%s)", n.IdempotencyKey(), ledger.ErrDelivering, e.Sender)
+			case e.Sender == o.Session && now.Before(e.SenderUntil.Add(-senderHold/2)):
+				out = e // held, and for a while yet
+				return nil
+			}
+			e.Sender, e.SenderUntil = o.Session, now.Add(senderHold)
+			t.Durable = true
 			out = e
-			return nil
+			return t.PutJSON(kv.NotifyEffectKey(cur.Task, cur.Event.Seq), e)
 		}
 		req, _ := json.Marshal(map[string]any{ // strings only: cannot fail
 			"method":  "POST",
@@ -135,7 +157,7 @@ func (o *Events) Intent(ctx context.Context, n *ledger.Notification) (*ledger.Ef
 		e = &ledger.Effect{
 			Task: cur.Task, Step: -1, StepName: ledger.NotifyStep, Item: int(cur.Event.Seq), Key: string(cur.Event.Type),
 			Kind: "http", Mode: "resend", IdempotencyKey: cur.IdempotencyKey(), Request: req,
-			State: ledger.EffectIntent, IntentAt: o.Now(),
+			State: ledger.EffectIntent, IntentAt: now, Sender: o.Session, SenderUntil: now.Add(senderHold),
 		}
 		t.Durable = true
 		out = e
