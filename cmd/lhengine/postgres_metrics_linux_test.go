@@ -141,3 +141,44 @@ func TestPostgresMetricsOfTwoWorkersMatchTheLedger(t *testing.T) {
 	require.Equal(t, 10.0, sum[`lhengine_host_calls_total{name="http.fetch"}`])
 	require.Zero(t, sum[ready], "a finished task has no ready units")
 }
+
+// TestPostgresSubmitFollowEndsWithTheTask: on a PostgreSQL store,
+// `submit --follow` in a home no process owns follows the task through
+// the store while a worker of another home works it, and exits 0 with
+// the task's outcome once it succeeded.
+func TestPostgresSubmitFollowEndsWithTheTask(t *testing.T) {
+	t.Parallel()
+	cluster := pgCluster(t, testpg.Options{})
+	b := setupProcs(t)
+	env := append(os.Environ(), "LHENGINE_STORE="+cluster.URL("postgres"))
+	lhCmd := func(home string, args ...string) *exec.Cmd {
+		c := exec.Command(b.bin, append([]string{"--home", filepath.Join(b.dir, home), "--log-level", "error"}, args...)...)
+		c.Env = env
+		return c
+	}
+	out, err := lhCmd("client", "store", "migrate").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	task := b.pipelineTask(t, "follow.hcl", `task "followed" {
+  step "one" {
+    plugin = "step.wasm"
+    input  = { mode = "echo", n = 1 }
+  }
+}
+`)
+	submit := lhCmd("client", "submit", "--follow", task)
+	stdout := newWatchWriter("task ")
+	var stderr strings.Builder
+	submit.Stdout, submit.Stderr = stdout, &stderr
+	require.NoError(t, submit.Start())
+	t.Cleanup(func() {
+		if submit.ProcessState == nil {
+			_ = submit.Process.Kill()
+			_ = submit.Wait()
+		}
+	})
+	<-stdout.seen // submitted: now a worker elsewhere works it
+	out, err = lhCmd("worker", "worker", "--exit-when-idle").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.NoError(t, submit.Wait(), "%s\n%s", stdout.String(), stderr.String())
+	require.Contains(t, stdout.String(), "succeeded: 1/1 units")
+}

@@ -210,7 +210,10 @@ file and git facts name the server's disk.`,
 				return err
 			}
 			return a.withSessionAgain(cmd.Context(), home.Mode{Create: true}, func(s *home.Session) error {
-				if follow && (s.Local() || !s.Owner.WorksAll()) {
+				// On a store shared by many processes (PostgreSQL) the
+				// workers are elsewhere: follow the task through the store.
+				shared := a.storeURL != ""
+				if follow && !shared && (s.Local() || !s.Owner.WorksAll()) {
 					return &exitError{code: exitUsage, err: fmt.Errorf("--follow: nothing works the tasks of home %s (no lhengine serve or lhengine worker owns it): "+
 						"start one, or work the task in this process with: lhengine run %s", a.home, args[0])}
 				}
@@ -222,7 +225,7 @@ file and git facts name the server's disk.`,
 					if !a.json() {
 						fmt.Fprintf(a.stdout, "task %s\n", r.ID)
 					}
-					return a.workTask(cmd.Context(), s, r.ID, defaultConcurrency, recordFlag{})
+					return a.workOrFollow(cmd.Context(), s, r.ID, defaultConcurrency, recordFlag{}, s.Local() && !shared)
 				}
 				if a.json() {
 					return a.printJSON(r)
@@ -232,7 +235,7 @@ file and git facts name the server's disk.`,
 			})
 		},
 	}
-	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "follow the task to its end with the live progress bar, with run's exit status (needs lhengine serve or worker)")
+	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "follow the task to its end with the live progress bar, with run's exit status (needs lhengine serve or worker, or workers on the --store)")
 	cmd.Flags().StringArrayVar(&vars, "var", nil, "set a task variable: name=value (repeatable)")
 	cmd.Flags().StringVar(&key, "idempotency-key", "", "return the task submitted earlier with this key instead of a new one (default: a random key of this submit's own)")
 	pf.register(cmd)
@@ -437,8 +440,16 @@ func reasonSuffix(t *api.Task) string {
 // session of another owner, that owner works it and this command follows
 // its stream.
 func (a *app) workTask(ctx context.Context, s *home.Session, id string, conc int, mf recordFlag) error {
+	return a.workOrFollow(ctx, s, id, conc, mf, s.Local())
+}
+
+// workOrFollow is workTask, which works the task in this process when
+// work is set (the session owns the home) and otherwise follows it as
+// another process works it: the home's owner, or, on a store shared by
+// many processes, the workers elsewhere (submit --follow).
+func (a *app) workOrFollow(ctx context.Context, s *home.Session, id string, conc int, mf recordFlag, work bool) error {
 	o := engine.WorkOptions{Concurrency: conc, Task: id, ExitWhenIdle: true}
-	if err := mf.apply(&o, s.Local()); err != nil {
+	if err := mf.apply(&o, work); err != nil {
 		return err
 	}
 	p := live.NewBar(a.stderr, live.IsTerminal(a.stderr), func(ctx context.Context) (*api.Report, error) {
@@ -447,7 +458,7 @@ func (a *app) workTask(ctx context.Context, s *home.Session, id string, conc int
 	p.Start(ctx)
 	a.logs.to(p)
 	var err error
-	if s.Local() {
+	if work {
 		s.Server.SetWorks(id)
 		o.OnCommit = func(*ledger.Task) { p.Changed() }
 		err = a.work(ctx, s, o, p)
@@ -469,9 +480,12 @@ func (a *app) workTask(ctx context.Context, s *home.Session, id string, conc int
 	a.logs.to(nil)
 	if err != nil {
 		if ctx.Err() != nil {
-			if s.Local() {
+			switch {
+			case work:
 				fmt.Fprintf(a.stderr, "interrupted; continue with: lhengine resume %s\n", id)
-			} else {
+			case s.Local():
+				fmt.Fprintf(a.stderr, "stopped following; the store's workers go on working task %s (lhengine events %s --follow)\n", id, id)
+			default:
 				fmt.Fprintf(a.stderr, "stopped following; %s goes on working task %s (lhengine events %s --follow)\n", s.Owner, id, id)
 			}
 			return &exitError{code: exitInterrupted}
