@@ -156,10 +156,9 @@ func (h *heard) add(cs []pgkv.Change) {
 		old := h.tasks[c.Task]
 		switch {
 		case old == nil:
-			c := c
 			h.tasks[c.Task] = &c
 		case old.Whole:
-		case c.Whole || len(old.Units)+len(c.Units) > 4*unitsRead:
+		case c.Whole || len(old.Units)+len(c.Units) > unitsRead:
 			old.Whole, old.Units = true, nil
 		default:
 			old.Units = append(old.Units, c.Units...)
@@ -185,7 +184,7 @@ func (h *heard) take() (all bool, cs []*pgkv.Change) {
 }
 
 // unitsRead bounds how many units of one task a lot reads one by one;
-// past it the task is read whole.
+// past it (heard.add) the task is read whole.
 const unitsRead = 64
 
 // applyChanges takes in what the other processes changed as their notices
@@ -264,7 +263,7 @@ func (s *Store) reindexTask(t *kv.Tx, c *pgkv.Change) error {
 	if err := t.Err(); err != nil {
 		return err
 	}
-	if c.Whole || len(c.Units) > unitsRead || shape != s.shapes[c.Task] || !task.Status.Runnable() {
+	if c.Whole || shape != s.shapes[c.Task] || !task.Status.Runnable() {
 		x := index.New()
 		if err := indexTask(t, c.Task, x); err != nil {
 			return err

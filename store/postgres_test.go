@@ -262,12 +262,14 @@ func TestPostgresOthersChangedWakesOnAnotherProcessCommit(t *testing.T) {
 	require.Len(t, c.Leases, 1, "the task another process submitted is claimed here")
 }
 
-// TestPostgresLongPipelineReadsItsStepsInOneWalk: on PostgreSQL the
-// steps of a task are read in one walk once there are walkSteps of them
-// to read (kv.Tx.Fill, the lease snapshot's steps before the cursor): a
-// 12-step pipeline worked one unit at a time shows every lease the steps
-// before it as committed, and the finished task every step done.
-func TestPostgresLongPipelineReadsItsStepsInOneWalk(t *testing.T) {
+// TestPostgresLongPipelineWalkSeesEveryStep: on PostgreSQL the steps of
+// a task are read in one walk once there are walkSteps of them to read
+// (kv.Tx.Fill for a whole task, the lease snapshot's steps before the
+// cursor). A 12-step pipeline worked one unit at a time takes those paths
+// from step 8 on: every lease shows the steps before it as committed, and
+// the finished task every step done. (It checks what the walks read; that
+// they are single walks shows in the statement counts, docs/BENCHMARKS.md.)
+func TestPostgresLongPipelineWalkSeesEveryStep(t *testing.T) {
 	t.Parallel()
 	const n = 12
 	ss := openShared(t, 1, PostgresOptions{})

@@ -118,3 +118,7 @@ func (a *app) tracerProvider() trace.TracerProvider {
 	}
 	return a.traces
 }
+
+// sharedStore reports whether the ledger is a store that many processes
+// share (--store postgres://…): its tasks' workers may be in other homes.
+func (a *app) sharedStore() bool { return a.storeURL != "" }

@@ -80,20 +80,7 @@ func TestWorkerServesMetricsAndSendsTraces(t *testing.T) {
 	<-g.Arrived()
 	<-g.Arrived()
 
-	resp, err := http.Get(url[1])
-	require.NoError(t, err)
-	require.Equal(t, http.StatusOK, resp.StatusCode)
-	got := map[string]float64{}
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		line := sc.Text()
-		if i := strings.LastIndexByte(line, ' '); i > 0 && !strings.HasPrefix(line, "#") {
-			v, err := strconv.ParseFloat(line[i+1:], 64)
-			require.NoError(t, err, line)
-			got[line[:i]] = v
-		}
-	}
-	resp.Body.Close()
+	got := scrapeMetrics(t, url[1])
 	require.Equal(t, 2.0, got[`lhengine_ready_units{task="`+id+`"}`], "four planned, two leased")
 	require.Equal(t, 2.0, got[`lhengine_host_calls_total{name="http.fetch"}`])
 	require.Equal(t, 0.0, got["lhengine_units_committed_total"])
@@ -106,4 +93,27 @@ func TestWorkerServesMetricsAndSendsTraces(t *testing.T) {
 	require.Equal(t, 4, spans["lhengine.run"])
 	require.Equal(t, 4, spans["lhengine.host_call"])
 	require.Equal(t, 4, spans["lhengine.commit"])
+}
+
+// scrapeMetrics reads a worker's /metrics: each sample's value by its name
+// and labels as the text format writes them (`name{a="b"}`).
+func scrapeMetrics(t *testing.T, url string) map[string]float64 {
+	t.Helper()
+	resp, err := http.Get(url)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	out := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if i := strings.LastIndexByte(line, ' '); i > 0 && !strings.HasPrefix(line, "#") {
+			v, err := strconv.ParseFloat(line[i+1:], 64)
+			require.NoError(t, err, line)
+			out[line[:i]] = v
+		}
+	}
+	require.NoError(t, sc.Err())
+	return out
 }

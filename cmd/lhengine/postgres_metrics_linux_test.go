@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,29 +16,6 @@ import (
 	"github.com/lhengine/lhengine/internal/testgate"
 	"github.com/lhengine/lhengine/internal/testpg"
 )
-
-// scrapeMetrics reads a worker's /metrics: each sample's value by its name
-// and labels as the text format writes them (`name{a="b"}`).
-func scrapeMetrics(t *testing.T, url string) map[string]float64 {
-	t.Helper()
-	resp, err := http.Get(url)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	require.Equal(t, http.StatusOK, resp.StatusCode)
-	out := map[string]float64{}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if i := strings.LastIndexByte(line, ' '); i > 0 && !strings.HasPrefix(line, "#") {
-			v, err := strconv.ParseFloat(line[i+1:], 64)
-			require.NoError(t, err, line)
-			out[line[:i]] = v
-		}
-	}
-	require.NoError(t, sc.Err())
-	return out
-}
 
 // TestPostgresMetricsOfTwoWorkersMatchTheLedger: two `lhengine worker
 // --metrics` processes, a home each (as on two hosts), work one gated

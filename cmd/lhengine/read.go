@@ -468,7 +468,7 @@ func (a *app) eventsOnce(ctx context.Context, s *home.Session, ref string, from 
 	// On a store that other processes share (PostgreSQL), the task's
 	// workers are elsewhere: this process follows the store itself,
 	// which hears their commits, until the task ends.
-	shared := a.storeURL != ""
+	shared := a.sharedStore()
 	if !follow || !shared && (s.Local() || !t.Worked) {
 		var evs []api.Event
 		total := -1

@@ -212,7 +212,7 @@ file and git facts name the server's disk.`,
 			return a.withSessionAgain(cmd.Context(), home.Mode{Create: true}, func(s *home.Session) error {
 				// On a store shared by many processes (PostgreSQL) the
 				// workers are elsewhere: follow the task through the store.
-				shared := a.storeURL != ""
+				shared := a.sharedStore()
 				if follow && !shared && (s.Local() || !s.Owner.WorksAll()) {
 					return &exitError{code: exitUsage, err: fmt.Errorf("--follow: nothing works the tasks of home %s (no lhengine serve or lhengine worker owns it): "+
 						"start one, or work the task in this process with: lhengine run %s", a.home, args[0])}

@@ -221,7 +221,7 @@ func (t *Tx) Fill(task *ledger.Task) error {
 	// each read is a round trip and a walk shows only the current rows:
 	// there walkSteps steps or more are read in one walk.
 	steps := make([]ledger.StepState, lz.n)
-	walk := t.db.shared && lz.n-len(lz.got) >= walkSteps
+	walk := t.db.shared && toRead(lz, lz.n) >= walkSteps
 	if walk {
 		if err := t.scanSteps(task.ID, steps, lz); err != nil {
 			return err
@@ -251,17 +251,20 @@ func (t *Tx) Fill(task *ledger.Task) error {
 	return nil
 }
 
-// scanSteps reads the records of the task's steps that lz has not loaded
-// into steps, in one walk of their prefix.
+// scanSteps reads, in one walk of the task's step prefix, the records of
+// the steps before len(steps) that lz has not loaded, into steps.
 func (t *Tx) scanSteps(id string, steps []ledger.StepState, lz *lazySteps) error {
 	prefix := StepPrefix(id)
-	it := t.txn.Iterate(IterOptions{Prefix: prefix, Prefetch: lz.n + 1})
+	it := t.txn.Iterate(IterOptions{Prefix: prefix, Prefetch: len(steps) + 1})
 	defer it.Close()
-	seen := 0
+	seen, want := 0, toRead(lz, len(steps))
 	for it.Rewind(); it.Valid(); it.Next() {
 		i, err := strconv.ParseUint(string(it.Key()[len(prefix):]), 16, 31)
 		if err != nil || int(i) >= lz.n {
 			return fmt.Errorf("%w: task %s has a step record %q past its %d steps", ErrDamaged, id, it.Key(), lz.n)
+		}
+		if int(i) >= len(steps) {
+			break
 		}
 		if _, ok := lz.got[int(i)]; ok {
 			continue
@@ -274,10 +277,21 @@ func (t *Tx) scanSteps(id string, steps []ledger.StepState, lz *lazySteps) error
 	if err := it.Err(); err != nil {
 		return err
 	}
-	if want := lz.n - len(lz.got); seen != want {
-		return fmt.Errorf("%w: task %s has %d step records of the %d it needs", ErrDamaged, id, seen, want)
+	if seen != want {
+		return fmt.Errorf("%w: task %s has %d records of the %d steps wanted", ErrDamaged, id, seen, want)
 	}
 	return nil
+}
+
+// toRead is how many of the steps before n lz has not loaded.
+func toRead(lz *lazySteps, n int) int {
+	loaded := 0
+	for i := range lz.got {
+		if i < n {
+			loaded++
+		}
+	}
+	return n - loaded
 }
 
 // walkSteps is how many step records an operation on a shared database
@@ -287,41 +301,25 @@ func (t *Tx) scanSteps(id string, steps []ledger.StepState, lz *lazySteps) error
 const walkSteps = 8
 
 // stepsBefore returns the states of the task's steps before step c: the
-// ones the operation loaded, and the others read one by one or, when
-// they are walkSteps or more, in one walk. A record that cannot be
-// read fails the operation (t.err) and reads as a zero step.
+// ones the operation loaded, and the others read one by one or, on a
+// shared database when they are walkSteps or more, in one walk. A record
+// that cannot be read fails the operation (t.err) and reads as a zero step.
 func (t *Tx) stepsBefore(task *ledger.Task, c int) []ledger.StepState {
 	steps := make([]ledger.StepState, c)
 	lz := lazyOf(task)
-	if lz == nil || c-len(lz.got) < walkSteps {
+	if lz == nil || toRead(lz, c) < walkSteps {
 		for i := range steps {
 			steps[i] = t.StepValue(task, i)
 		}
 		return steps
 	}
-	prefix := StepPrefix(task.ID)
-	it := t.txn.Iterate(IterOptions{Prefix: prefix, Prefetch: c})
-	defer it.Close()
-	seen := 0
-	for it.Rewind(); it.Valid() && seen < c; it.Next() {
-		i, err := strconv.ParseUint(string(it.Key()[len(prefix):]), 16, 31)
-		if err != nil || int(i) >= c {
-			break
-		}
-		seen++
-		if st, ok := lz.got[int(i)]; ok {
-			steps[i] = *st
-			continue
-		}
-		if err := it.Value(func(v []byte) error { return json.Unmarshal(v, &steps[i]) }); err != nil {
-			t.Fail(fmt.Errorf("step record %q: %w", it.Key(), err))
-			return steps
-		}
-	}
-	if err := it.Err(); err != nil {
+	if err := t.scanSteps(task.ID, steps, lz); err != nil {
 		t.Fail(err)
-	} else if seen != c {
-		t.Fail(fmt.Errorf("%w: task %s has %d records of the %d steps before its cursor", ErrDamaged, task.ID, seen, c))
+	}
+	for i, st := range lz.got {
+		if i < c {
+			steps[i] = *st
+		}
 	}
 	return steps
 }
