@@ -194,6 +194,42 @@ func (t *Tx) Fail(err error) {
 	}
 }
 
+// Fence has the database refuse the transaction's commit unless the unit
+// record at key still holds the lease of owner at epoch when it commits:
+// the lease check of a commit made by the database itself, inside the
+// commit, whatever the transaction read before (PostgreSQL, where other
+// processes hold leases too). On Badger, one process's store, the
+// transaction's reads are the check (a conflicting commit is refused).
+func (t *Tx) Fence(key []byte, owner string, epoch uint64) {
+	if f, ok := t.txn.(interface{ Fence([]byte, string, uint64) }); ok && t.rw {
+		f.Fence(key, owner, epoch)
+	}
+}
+
+// ReadForClaim reads the records at keys for a claim, in one statement
+// where the backend can (PostgreSQL: `FOR UPDATE SKIP LOCKED`, locking
+// them): fn is called with each key's index and value, busy when another
+// transaction holds the record locked (another process claiming or
+// committing it: skipped, not waited for), found false when there is no
+// record. On Badger, one process's store, no record is busy.
+func (t *Tx) ReadForClaim(keys [][]byte, fn func(i int, val []byte, found, busy bool) error) error {
+	if c, ok := t.txn.(interface {
+		ReadForClaim([][]byte, func(int, []byte, bool, bool) error) error
+	}); ok && t.rw {
+		return c.ReadForClaim(keys, fn)
+	}
+	for i, key := range keys {
+		err := t.txn.Get(key, func(v []byte, _ uint64) error { return fn(i, v, true, false) })
+		if errors.Is(err, ledger.ErrNotFound) {
+			err = fn(i, nil, false, false)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // After queues an index change to apply if and when the transaction commits.
 func (t *Tx) After(fn func(*index.Index)) { t.afters = append(t.afters, fn) }
 

@@ -10,6 +10,7 @@ package lease
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -205,24 +206,32 @@ func (c *claiming) fromTask(id string, limit int) error {
 	more, wake := c.s.Idx.Candidates(id, c.now, n-len(refs), func(r index.Ref) bool { return c.b.Taken[r] })
 	refs = append(refs, more...)
 	c.out.Wake = Earliest(c.out.Wake, wake)
-	for _, r := range refs {
-		if err := c.lease(task, st, r); err != nil {
-			return err
-		}
+	keys := make([][]byte, len(refs))
+	for i, r := range refs {
+		keys[i] = kv.UnitKey(id, r.Step, r.Item)
 	}
-	return nil
+	// The candidates' records in one read; one another process is
+	// claiming or committing right now is left to it.
+	return c.t.ReadForClaim(keys, func(i int, val []byte, found, busy bool) error {
+		if busy {
+			return nil
+		}
+		u := new(ledger.Unit)
+		var err error = ledger.ErrNotFound
+		if found {
+			if err = json.Unmarshal(val, u); err != nil {
+				return fmt.Errorf("unit %s: %w", keys[i], err)
+			}
+		}
+		return c.lease(task, st, refs[i], u, err)
+	})
 }
 
-// lease grants the unit r of task a lease with the task's next epoch, if
-// its record says it may run now; a candidate the index had wrong leaves
-// the index.
-func (c *claiming) lease(task *ledger.Task, st *ledger.StepState, r index.Ref) error {
+// lease grants the unit r of task, whose record is u (err: none), a lease
+// with the task's next epoch, if its record says it may run now; a
+// candidate the index had wrong leaves the index.
+func (c *claiming) lease(task *ledger.Task, st *ledger.StepState, r index.Ref, u *ledger.Unit, err error) error {
 	t, now, id := c.t, c.now, task.ID
-	u := new(ledger.Unit)
-	err := t.GetJSON(kv.UnitKey(id, r.Step, r.Item), u)
-	if err != nil && !errors.Is(err, ledger.ErrNotFound) {
-		return err
-	}
 	rs := st // the unit's step
 	if r.Step != task.Cursor && r.Step >= 0 && r.Step < task.StepCount() {
 		if ws := t.Step(task, r.Step); WindowClaimable(ws, r.Step, task.Cursor) {
@@ -517,6 +526,7 @@ func Leased(t *kv.Tx, l ledger.Lease) (*ledger.Unit, *ledger.Task, error) {
 		return nil, nil, fmt.Errorf("%w: unit %s/%d/%d is %s by %q at epoch %d; presented %q epoch %d",
 			ledger.ErrLeaseLost, l.Task, l.Step, l.Item, u.State, u.Owner, u.Epoch, l.Owner, l.Epoch)
 	}
+	t.Fence(kv.UnitKey(l.Task, l.Step, l.Item), l.Owner, l.Epoch)
 	return u, task, nil
 }
 

@@ -53,6 +53,15 @@ var migrations = []string{
 	// Never written: its lock (BeginExclusive) makes the transactions that
 	// hold it take turns.
 	`CREATE TABLE lhengine_writer (one bool PRIMARY KEY)`,
+	// The fence of a commit (txn.Fence): lhengine_refuse fails the
+	// transaction with SQLSTATE LH409; it is only called when a lease
+	// presented is no longer held.
+	`CREATE FUNCTION lhengine_refuse(stale bigint, presented bigint) RETURNS void
+	LANGUAGE plpgsql AS $$
+	BEGIN
+		RAISE EXCEPTION 'fenced: % of the % leases this transaction presents are no longer current', stale, presented
+			USING ERRCODE = 'LH409';
+	END $$`,
 }
 
 // SchemaVersion is the schema this build reads and writes.
@@ -275,10 +284,14 @@ const IdleInTransaction = "20s"
 const BeginWait = 2 * time.Minute
 
 // wrap marks an error that says the database could not be reached with
-// ledger.ErrUnavailable.
+// ledger.ErrUnavailable, and a commit its fence refused with ErrFenced.
 func (b *Backend) wrap(err error) error {
-	if err != nil && b.Unavailable(err) && !errors.Is(err, ledger.ErrUnavailable) {
+	var pe *pgconn.PgError
+	switch {
+	case err != nil && b.Unavailable(err) && !errors.Is(err, ledger.ErrUnavailable):
 		return fmt.Errorf("%w: %w", ledger.ErrUnavailable, err)
+	case errors.As(err, &pe) && pe.Code == fencedCode && !errors.Is(err, ErrFenced):
+		return fmt.Errorf("%w: %w", ErrFenced, err)
 	}
 	return err
 }
@@ -308,12 +321,20 @@ func (b *Backend) Unavailable(err error) bool {
 }
 
 // Retryable reports whether err is PostgreSQL refusing a transaction that
-// conflicted with another (a serialization failure or a deadlock): run it
-// again, from its reads.
+// conflicted with another (a serialization failure or a deadlock), or
+// whose fence found a lease it presents no longer current (fenced): run
+// it again, from its reads (which then see whose lease it is).
 func (b *Backend) Retryable(err error) bool {
 	var pe *pgconn.PgError
-	return errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01")
+	return errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01" || pe.Code == fencedCode)
 }
+
+// fencedCode is the SQLSTATE of a commit its fence refused.
+const fencedCode = "LH409"
+
+// ErrFenced is a commit the database refused because a lease it presents
+// (Fence) is no longer the unit's current one: ledger.ErrLeaseLost.
+var ErrFenced = fmt.Errorf("%w: the database refused the commit: a lease it presents is no longer current", ledger.ErrLeaseLost)
 
 // txn is a kv.Txn on a PostgreSQL transaction, run on a connection of
 // the pool it holds until it ends. writes buffers what it set (a nil
@@ -326,6 +347,80 @@ type txn struct {
 	done    bool
 	session string
 	tasks   map[string]*written // what it wrote of each task (see notice)
+	fences  []fence             // leases the next writes that go out check
+}
+
+// fence is a lease a transaction's commit must find current (Fence).
+type fence struct {
+	key   []byte
+	owner string
+	epoch int64
+}
+
+// Fence has the commit refused unless the unit record at key still holds
+// the lease of owner at epoch, as other transactions last committed it:
+// checked by the next writes the transaction sends (its commit's, or a
+// walk's; see fencedWrite). A record this transaction wrote itself (a
+// lease it granted) is not fenced: its writes are what it read.
+func (t *txn) Fence(key []byte, owner string, epoch uint64) {
+	if _, own := t.writes[string(key)]; own {
+		return
+	}
+	t.fences = append(t.fences, fence{bytes.Clone(key), owner, int64(epoch)})
+}
+
+// The fence of leases whose records the transaction writes is in the
+// statement that writes them: an UPDATE of those records whose WHERE says
+// that each still holds the lease presented (holds: state, owner, epoch),
+// beside the upsert of the other keys, refusing the transaction unless it
+// updated every fenced record. Under the transaction's isolation a record
+// changed since its snapshot is a serialization failure, so the check is
+// against the record as last committed. The fence of the others is a
+// statement of its own, sent before the writes, locking the records it
+// checks so that they stay as checked.
+const (
+	holds = `convert_from(r.v, 'UTF8')::jsonb @> jsonb_build_object('state', 'leased', 'owner', f.owner, 'epoch', f.epoch)`
+
+	upsert = `INSERT INTO lhengine_kv (k, v) SELECT * FROM unnest($1::bytea[], $2::bytea[])
+		ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v`
+	// $1, $2: the keys and values set but not fenced; $3 to $6: the
+	// fenced ones, their values, and the owners and epochs presented.
+	fencedWrite = `WITH i AS (` + upsert + `),
+		u AS (UPDATE lhengine_kv AS r SET v = f.v
+			FROM unnest($3::bytea[], $4::bytea[], $5::text[], $6::bigint[]) AS f(k, v, owner, epoch)
+			WHERE r.k = f.k AND ` + holds + ` RETURNING 1)
+		SELECT lhengine_refuse(stale, cardinality($3::bytea[])) FROM (SELECT cardinality($3::bytea[]) - count(*) AS stale FROM u) AS s
+		WHERE stale > 0`
+	fenceOnly = `SELECT lhengine_refuse(c - held, c) FROM (SELECT cardinality($1::bytea[]) AS c,
+			(SELECT count(*) FROM (SELECT 1 FROM lhengine_kv AS r
+				JOIN unnest($1::bytea[], $2::text[], $3::bigint[]) AS f(k, owner, epoch) ON r.k = f.k
+				WHERE ` + holds + ` FOR UPDATE OF r) AS l) AS held) AS s
+		WHERE held < c`
+)
+
+// takeFences splits the fences presented since the last batch went out:
+// those of keys the transaction sets (in: their writes become the fenced
+// update), and the others (out). A key fenced twice alike is fenced once;
+// a second, different lease of the same key goes to out.
+func (t *txn) takeFences() (in map[string]fence, out []fence) {
+	for _, f := range t.fences {
+		if v, ok := t.writes[string(f.key)]; !ok || v == nil {
+			out = append(out, f)
+			continue
+		}
+		if in == nil {
+			in = map[string]fence{}
+		}
+		if had, ok := in[string(f.key)]; ok {
+			if had.owner != f.owner || had.epoch != f.epoch {
+				out = append(out, f)
+			}
+			continue
+		}
+		in[string(f.key)] = f
+	}
+	t.fences = t.fences[:0]
+	return in, out
 }
 
 var deleted = []byte(nil)
@@ -347,6 +442,70 @@ func (t *txn) Get(key []byte, fn func([]byte, uint64) error) error {
 		return t.b.wrap(err)
 	}
 	return fn(v, parseVersion(ver))
+}
+
+// ReadForClaim reads the records at keys in one statement: the ones no
+// other transaction holds locked, locking them (`FOR UPDATE SKIP LOCKED`);
+// when some are missing from its answer, a second one tells a record
+// skipped from one that is gone. A key this transaction wrote is answered
+// from its buffer.
+func (t *txn) ReadForClaim(keys [][]byte, fn func(int, []byte, bool, bool) error) error {
+	var ask [][]byte
+	for _, k := range keys {
+		if _, own := t.writes[string(k)]; !own {
+			ask = append(ask, k)
+		}
+	}
+	free, exists := map[string][]byte{}, map[string]bool{}
+	if len(ask) > 0 {
+		rows, err := t.conn.Query(t.ctx, `SELECT k, v FROM lhengine_kv WHERE k = ANY($1) FOR UPDATE SKIP LOCKED`, ask)
+		if err != nil {
+			return t.b.wrap(err)
+		}
+		for rows.Next() {
+			var k, v []byte
+			if err := rows.Scan(&k, &v); err != nil {
+				rows.Close()
+				return err
+			}
+			free[string(k)] = v
+		}
+		if err := rows.Err(); err != nil {
+			return t.b.wrap(err)
+		}
+	}
+	if len(free) < len(ask) {
+		// Some were skipped or are gone: which is which.
+		rows, err := t.conn.Query(t.ctx, `SELECT k FROM lhengine_kv WHERE k = ANY($1)`, ask)
+		if err != nil {
+			return t.b.wrap(err)
+		}
+		for rows.Next() {
+			var k []byte
+			if err := rows.Scan(&k); err != nil {
+				rows.Close()
+				return err
+			}
+			exists[string(k)] = true
+		}
+		if err := rows.Err(); err != nil {
+			return t.b.wrap(err)
+		}
+	}
+	for i, k := range keys {
+		var err error
+		if v, own := t.writes[string(k)]; own {
+			err = fn(i, v, v != nil, false)
+		} else if v, ok := free[string(k)]; ok {
+			err = fn(i, v, true, false)
+		} else {
+			err = fn(i, nil, exists[string(k)], exists[string(k)])
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // parseVersion reads a row's xmin, the transaction that wrote it: a
@@ -378,27 +537,42 @@ func (t *txn) flush() error {
 	return t.b.wrap(t.conn.SendBatch(t.ctx, &batch).Close())
 }
 
-// queueWrites queues the buffered writes on batch: one delete of the
-// keys deleted, one upsert of the keys set.
+// queueWrites queues the buffered writes on batch, with the fences of the
+// leases presented since the last batch: the fence of the records not
+// written, one delete of the keys deleted, one upsert of the keys set but
+// not fenced, with the fenced update of the others (fencedWrite).
 func (t *txn) queueWrites(batch *pgx.Batch) {
-	if len(t.writes) == 0 {
-		return
-	}
-	var setK, setV, delK [][]byte
+	in, out := t.takeFences()
+	var setK, setV, delK, fK, fV [][]byte
+	var fOwner []string
+	var fEpoch []int64
 	for k, v := range t.writes {
 		t.noteTask(k)
-		if v == nil {
+		f, fenced := in[k]
+		switch {
+		case v == nil:
 			delK = append(delK, []byte(k))
-		} else {
+		case fenced:
+			fK, fV, fOwner, fEpoch = append(fK, []byte(k)), append(fV, v), append(fOwner, f.owner), append(fEpoch, f.epoch)
+		default:
 			setK, setV = append(setK, []byte(k)), append(setV, v)
 		}
+	}
+	if len(out) > 0 {
+		keys, owners, epochs := make([][]byte, len(out)), make([]string, len(out)), make([]int64, len(out))
+		for i, f := range out {
+			keys[i], owners[i], epochs[i] = f.key, f.owner, f.epoch
+		}
+		batch.Queue(fenceOnly, keys, owners, epochs)
 	}
 	if len(delK) > 0 {
 		batch.Queue(`DELETE FROM lhengine_kv WHERE k = ANY($1)`, delK)
 	}
-	if len(setK) > 0 {
-		batch.Queue(`INSERT INTO lhengine_kv (k, v) SELECT * FROM unnest($1::bytea[], $2::bytea[])
-			ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v`, setK, setV)
+	switch {
+	case len(fK) > 0:
+		batch.Queue(fencedWrite, setK, setV, fK, fV, fOwner, fEpoch)
+	case len(setK) > 0:
+		batch.Queue(upsert, setK, setV)
 	}
 	clear(t.writes)
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/internal/testpg"
@@ -365,4 +366,165 @@ func TestExclusiveTransactionsTakeTurns(t *testing.T) {
 	require.Equal(t, "2", read(e2), "the second sees what the first committed")
 	require.NoError(t, e2.Set(key, []byte("3")))
 	require.NoError(t, e2.Commit())
+}
+
+// TestCommitsAreFencedByTheDatabase: a commit that presents a lease
+// (Fence) is refused by PostgreSQL itself, inside the commit, once the
+// unit's record holds another lease, whatever the transaction read (here:
+// nothing); the record keeps the newer lease. A lease the transaction
+// granted itself is not fenced, and a walk sends the fence ahead of the
+// writes it flushes.
+func TestCommitsAreFencedByTheDatabase(t *testing.T) {
+	t.Parallel()
+	url := testpg.DB(t)
+	a, err := Open(t.Context(), url, "A", true)
+	require.NoError(t, err)
+	defer a.Close()
+	key, other := []byte("u/T/00001/0000000"), []byte("x/other")
+	unit := func(owner string, epoch int) []byte {
+		return fmt.Appendf(nil, `{"state":"leased","owner":%q,"epoch":%d,"attempt":1}`, owner, epoch)
+	}
+	fenced := func(txn kv.Txn, owner string, epoch uint64) {
+		txn.(interface{ Fence([]byte, string, uint64) }).Fence(key, owner, epoch)
+	}
+	commit(t, a, func(txn kv.Txn) { require.NoError(t, txn.Set(key, unit("A/w", 5))) })
+
+	// The current lease: the commit goes through.
+	commit(t, a, func(txn kv.Txn) {
+		fenced(txn, "A/w", 5)
+		require.NoError(t, txn.Set(other, []byte("1")))
+	})
+	// Another process takes the unit over.
+	commit(t, a, func(txn kv.Txn) { require.NoError(t, txn.Set(key, unit("B/w", 6))) })
+
+	refused := func(err error) {
+		t.Helper()
+		require.ErrorIs(t, err, ledger.ErrLeaseLost)
+		require.ErrorIs(t, err, ErrFenced)
+		var pe *pgconn.PgError
+		require.ErrorAs(t, err, &pe)
+		require.Equal(t, fencedCode, pe.Code, "refused by the database")
+		require.True(t, a.Retryable(err), "run again from its reads, which then see the lease lost")
+	}
+	for _, owner := range []struct {
+		name  string
+		epoch uint64
+	}{{"A/w", 5}, {"B/w", 5}, {"A/w", 6}} {
+		txn, err := a.Begin(true)
+		require.NoError(t, err)
+		fenced(txn, owner.name, owner.epoch)
+		require.NoError(t, txn.Set(key, []byte(`{"state":"done"}`)))
+		require.NoError(t, txn.Set(other, []byte("2")))
+		refused(txn.Commit())
+		txn.Discard()
+	}
+	// A walk flushes the writes behind the fence: the walk fails.
+	txn, err := a.Begin(true)
+	require.NoError(t, err)
+	fenced(txn, "A/w", 5)
+	require.NoError(t, txn.Set(other, []byte("3")))
+	it := txn.Iterate(kv.IterOptions{Prefix: []byte("x/")})
+	it.Rewind()
+	require.False(t, it.Valid())
+	refused(it.Err())
+	it.Close()
+	txn.Discard()
+
+	check, err := a.Begin(false)
+	require.NoError(t, err)
+	defer check.Discard()
+	require.NoError(t, check.Get(key, func(v []byte, _ uint64) error {
+		require.Equal(t, string(unit("B/w", 6)), string(v), "the newer lease stands")
+		return nil
+	}))
+	require.NoError(t, check.Get(other, func(v []byte, _ uint64) error {
+		require.Equal(t, "1", string(v), "nothing of a refused commit landed")
+		return nil
+	}))
+
+	// Two leases of one unit in one transaction: one is stale.
+	txn, err = a.Begin(true)
+	require.NoError(t, err)
+	fenced(txn, "B/w", 6)
+	fenced(txn, "A/w", 5)
+	require.NoError(t, txn.Set(key, []byte(`{"state":"done"}`)))
+	refused(txn.Commit())
+	txn.Discard()
+
+	// The holder commits, presenting its lease twice; a lease the transaction grants and then presents
+	// is its own write, not fenced; a record that is gone fences.
+	commit(t, a, func(txn kv.Txn) {
+		fenced(txn, "B/w", 6)
+		fenced(txn, "B/w", 6)
+		require.NoError(t, txn.Set(key, unit("A/w", 7)))
+		fenced(txn, "A/w", 7)
+	})
+	commit(t, a, func(txn kv.Txn) { require.NoError(t, txn.Delete(key)) })
+	for _, write := range []bool{false, true} {
+		txn, err = a.Begin(true)
+		require.NoError(t, err)
+		fenced(txn, "A/w", 7)
+		if write { // in the upsert: a record that is gone is not written back
+			require.NoError(t, txn.Set(key, unit("A/w", 7)))
+		}
+		refused(txn.Commit())
+		txn.Discard()
+	}
+	gone, err := a.Begin(false)
+	require.NoError(t, err)
+	defer gone.Discard()
+	require.ErrorIs(t, gone.Get(key, func([]byte, uint64) error { return nil }), ledger.ErrNotFound)
+}
+
+// TestClaimsSkipRecordsAnotherClaimHolds: a claim's read of candidate
+// records locks them in one statement; a second process's claim of the
+// same candidates, while the first is open, skips the locked one (busy)
+// without waiting, reads the free one and tells a missing one apart; once
+// the first commits, the record is free again.
+func TestClaimsSkipRecordsAnotherClaimHolds(t *testing.T) {
+	t.Parallel()
+	url := testpg.DB(t)
+	a, err := Open(t.Context(), url, "A", true)
+	require.NoError(t, err)
+	defer a.Close()
+	b, err := Open(t.Context(), url, "B", false)
+	require.NoError(t, err)
+	defer b.Close()
+	x, y, z, w := []byte("u/T/x"), []byte("u/T/y"), []byte("u/T/z"), []byte("u/T/w")
+	commit(t, a, func(txn kv.Txn) {
+		require.NoError(t, txn.Set(x, []byte("X")))
+		require.NoError(t, txn.Set(y, []byte("Y")))
+	})
+	type seen struct {
+		val         string
+		found, busy bool
+	}
+	read := func(tx kv.Txn, keys ...[]byte) []seen {
+		t.Helper()
+		out := make([]seen, len(keys))
+		require.NoError(t, tx.(*txn).ReadForClaim(keys, func(i int, v []byte, found, busy bool) error {
+			out[i] = seen{string(v), found, busy}
+			return nil
+		}))
+		return out
+	}
+	ta, err := a.Begin(true)
+	require.NoError(t, err)
+	defer ta.Discard()
+	require.Equal(t, []seen{{"X", true, false}}, read(ta, x))
+	require.NoError(t, ta.Set(x, []byte("X leased by A")))
+	require.NoError(t, ta.Set(w, []byte("W")))
+	require.Equal(t, []seen{{"X leased by A", true, false}, {"W", true, false}}, read(ta, x, w), "its own writes")
+
+	tb, err := b.Begin(true)
+	require.NoError(t, err)
+	defer tb.Discard()
+	require.Equal(t, []seen{{"", true, true}, {"Y", true, false}, {"", false, false}}, read(tb, x, y, z))
+	tb.Discard()
+
+	require.NoError(t, ta.Commit())
+	tc, err := b.Begin(true)
+	require.NoError(t, err)
+	defer tc.Discard()
+	require.Equal(t, []seen{{"X leased by A", true, false}}, read(tc, x))
 }
