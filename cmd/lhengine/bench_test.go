@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -59,16 +60,20 @@ func TestBenchTable(t *testing.T) {
 			rows[f[0]] = line
 		}
 	}
-	for _, name := range []string{"fsync", "badger-group-commit-4", "badger-group-commit-8", "wazero-instance"} {
+	for _, name := range []string{"fsync", "badger-sync-writes-4", "badger-sync-writes-8", "badger-coalesced-sync-4", "wazero-instance"} {
 		require.Contains(t, rows, name, out.String())
 	}
 	require.Contains(t, rows, "serial-steps", out.String())
 	require.Contains(t, rows["serial-steps"], "fsync + wazero-instance", out.String())
 	require.Regexp(t, `\d+\.\d\dx`, rows["serial-steps"])
 	require.Contains(t, rows, "fan-out-c", out.String())
-	require.Contains(t, rows["fan-out-c"], "badger-group-commit-4", out.String())
+	require.Contains(t, rows["fan-out-c"], "badger-coalesced-sync-4", out.String())
 	require.Contains(t, rows, "fan-out-go", out.String())
-	require.Contains(t, rows["fan-out-go"], "badger-group-commit-4", out.String())
+	require.Contains(t, rows["fan-out-go"], "badger-coalesced-sync-4", out.String())
+	require.Contains(t, out.String(), "WARNING: 1 round(s)")
+	if runtime.GOOS == "linux" {
+		require.Regexp(t, `load: [\d.]+ [\d.]+ [\d.]+ before, [\d.]+ [\d.]+ [\d.]+ after; other processes kept [\d.]+ CPUs busy`, out.String())
+	}
 	require.Contains(t, errb.String(), "round 1/1: serial-steps")
 
 	ents, err := os.ReadDir(home)
@@ -106,8 +111,9 @@ func TestBenchJSON(t *testing.T) {
 			require.Empty(t, f.Floor, f.Name)
 		}
 	}
-	require.Equal(t, []string{"fsync", "badger-group-commit-4", "badger-group-commit-8", "wazero-instance",
+	require.Equal(t, []string{"fsync", "badger-sync-writes-4", "badger-sync-writes-8", "badger-coalesced-sync-4", "wazero-instance",
 		"serial-steps", "fan-out-c"}, names)
+	require.Equal(t, runtime.GOOS == "linux", rep.Load.Known, "load is read on Linux")
 	require.NoDirExists(t, rep.Dir)
 }
 

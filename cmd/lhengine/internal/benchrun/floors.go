@@ -19,7 +19,7 @@ import (
 )
 
 // fsyncFloor rewrites the first 4 KiB of one file and fsyncs it, n times,
-// and returns the mean milliseconds of one write-and-sync.
+// and returns how long each write-and-sync took.
 type fsyncFloor struct {
 	f   *os.File
 	buf []byte
@@ -44,43 +44,58 @@ func newFsyncFloor(dir string) (*fsyncFloor, error) {
 	return &fsyncFloor{f: f, buf: buf}, nil
 }
 
-func (s *fsyncFloor) run(ctx context.Context, n int) (float64, error) {
-	start := time.Now()
+func (s *fsyncFloor) run(ctx context.Context, n int) ([]float64, error) {
+	ops := make([]float64, 0, n)
 	for i := range n {
 		if err := ctx.Err(); err != nil {
-			return 0, err
+			return nil, err
 		}
+		start := time.Now()
 		binary.LittleEndian.PutUint64(s.buf, uint64(i))
 		if _, err := s.f.WriteAt(s.buf, 0); err != nil {
-			return 0, err
+			return nil, err
 		}
 		if err := s.f.Sync(); err != nil {
-			return 0, err
+			return nil, err
 		}
+		ops = append(ops, ms(time.Since(start)))
 	}
-	return ms(time.Since(start)) / float64(n), nil
+	return ops, nil
 }
 
 func (s *fsyncFloor) close() error { return s.f.Close() }
 
-// badgerFloor is a Badger DB with SyncWrites: every Update returns once its
-// write is synced, and Badger groups the writes of concurrent transactions
-// into one sync (its group commit).
+// badgerFloor is a Badger DB whose transactions are durable when they
+// return. With SyncWrites Badger syncs each commit itself, grouping the
+// writes of concurrent transactions into one sync (its group commit).
+// Without, the writers share a DB.Sync the way the engine's store does
+// (coalesce): a writer whose transaction committed waits for a sync that
+// began after its commit; one sync covers every transaction committed
+// before it began.
 type badgerFloor struct {
-	db  *badger.DB
-	seq uint64 // keys are never rewritten across runs
+	db       *badger.DB
+	seq      uint64 // keys are never rewritten across runs
+	coalesce bool
+	mu       sync.Mutex
+	cond     *sync.Cond
+	commits  uint64 // transactions committed
+	synced   uint64 // transactions covered by a finished sync
+	syncing  bool
+	syncs    int // DB.Sync calls of the last run
 }
 
-func newBadgerFloor(dir string) (*badgerFloor, error) {
+func newBadgerFloor(dir string, coalesce bool) (*badgerFloor, error) {
 	db, err := badger.Open(badger.DefaultOptions(dir).
-		WithSyncWrites(true).
+		WithSyncWrites(!coalesce).
 		WithLogger(nil).
 		WithNumVersionsToKeep(1).
 		WithValueLogFileSize(16 << 20))
 	if err != nil {
 		return nil, err
 	}
-	return &badgerFloor{db: db}, nil
+	s := &badgerFloor{db: db, coalesce: coalesce}
+	s.cond = sync.NewCond(&s.mu)
+	return s, nil
 }
 
 // run has g goroutines commit n small durable transactions in all and
@@ -90,6 +105,7 @@ func (s *badgerFloor) run(ctx context.Context, g, n int) (float64, error) {
 	val := bytes.Repeat([]byte{'v'}, 100)
 	base := s.seq
 	s.seq += uint64(n)
+	s.syncs = 0
 	var wg sync.WaitGroup
 	errs := make([]error, g)
 	start := time.Now()
@@ -107,6 +123,12 @@ func (s *badgerFloor) run(ctx context.Context, g, n int) (float64, error) {
 					errs[w] = err
 					return
 				}
+				if s.coalesce {
+					if err := s.durable(); err != nil {
+						errs[w] = err
+						return
+					}
+				}
 			}
 		})
 	}
@@ -116,6 +138,36 @@ func (s *badgerFloor) run(ctx context.Context, g, n int) (float64, error) {
 		return 0, err
 	}
 	return float64(n) / elapsed.Seconds(), nil
+}
+
+// durable returns once a sync that began after the caller's transaction
+// committed has finished: the first writer to find none under way syncs
+// for everyone committed so far; the others wait for it, or for the next.
+func (s *badgerFloor) durable() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.commits++
+	mine := s.commits
+	for s.synced < mine {
+		if s.syncing {
+			s.cond.Wait()
+			continue
+		}
+		s.syncing = true
+		upTo := s.commits
+		s.mu.Unlock()
+		err := s.db.Sync()
+		s.mu.Lock()
+		s.syncing = false
+		s.syncs++
+		if err != nil {
+			s.cond.Broadcast()
+			return err
+		}
+		s.synced = upTo
+		s.cond.Broadcast()
+	}
+	return nil
 }
 
 func (s *badgerFloor) close() error { return s.db.Close() }
@@ -172,16 +224,17 @@ func newInstanceFloor(ctx context.Context, wasm []byte) (*instanceFloor, error) 
 	}, nil
 }
 
-// run instantiates and runs the module n times and returns the mean
-// milliseconds of one instance. A plugin that does not finish is stopped
-// after a minute plus 10 ms an instance.
-func (s *instanceFloor) run(ctx context.Context, n int) (float64, error) {
+// run instantiates and runs the module n times and returns how long each
+// instance took. A plugin that does not finish is stopped after a minute
+// plus 10 ms an instance.
+func (s *instanceFloor) run(ctx context.Context, n int) ([]float64, error) {
 	limit := s.limit + time.Duration(n)*10*time.Millisecond
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	var out bytes.Buffer
-	start := time.Now()
+	ops := make([]float64, 0, n)
 	for range n {
+		start := time.Now()
 		out.Reset()
 		cfg := s.cfg.WithStdin(bytes.NewReader(s.req)).WithStdout(&out)
 		m, err := s.rt.InstantiateModule(ctx, s.mod, cfg)
@@ -190,21 +243,22 @@ func (s *instanceFloor) run(ctx context.Context, n int) (float64, error) {
 			err = nil
 		}
 		if err != nil && ctx.Err() == context.DeadlineExceeded {
-			return 0, fmt.Errorf("%d instances of the plugin took more than %s: is it a step that returns at once for {\"mode\":\"echo\"}?", n, limit)
+			return nil, fmt.Errorf("%d instances of the plugin took more than %s: is it a step that returns at once for {\"mode\":\"echo\"}?", n, limit)
 		}
 		if err != nil {
-			return 0, fmt.Errorf("running the plugin: %w", err)
+			return nil, fmt.Errorf("running the plugin: %w", err)
 		}
 		if m != nil {
 			if err := m.Close(ctx); err != nil {
-				return 0, err
+				return nil, err
 			}
 		}
 		if !bytes.Contains(out.Bytes(), []byte(`"output"`)) {
-			return 0, fmt.Errorf("the plugin answered %.200q to an echo request; want a result with an output", out.String())
+			return nil, fmt.Errorf("the plugin answered %.200q to an echo request; want a result with an output", out.String())
 		}
+		ops = append(ops, ms(time.Since(start)))
 	}
-	return ms(time.Since(start)) / float64(n), nil
+	return ops, nil
 }
 
 func (s *instanceFloor) close(ctx context.Context) error { return s.rt.Close(ctx) }

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -24,4 +25,21 @@ func TestFsyncFloorReportsAFailedWrite(t *testing.T) {
 		f.close()
 	}
 	require.ErrorIs(t, err, syscall.ENOSPC)
+}
+
+// TestParseStat: the busy time of /proc/stat's first line is every field
+// but idle and iowait, in ticks of 1/100 s; a line of another shape is an
+// error.
+func TestParseStat(t *testing.T) {
+	t.Parallel()
+	busy, err := parseStat([]byte("cpu  100 20 30 5000 70 1 2 3 0 0\ncpu0 1 2 3 4 5 6 7 8 0 0\n"))
+	require.NoError(t, err)
+	require.Equal(t, 1560*time.Millisecond, busy) // 100+20+30+1+2+3 ticks
+	_, err = parseStat([]byte("intr 1 2 3\n"))
+	require.Error(t, err)
+	_, err = parseStat([]byte("cpu 1 2 x 4 5 6 7 8\n"))
+	require.Error(t, err)
+	s := sampleCPU()
+	require.True(t, s.ok)
+	require.Positive(t, s.busy)
 }

@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -65,7 +66,14 @@ type Figure struct {
 	What    string    `json:"what"`
 	Unit    string    `json:"unit"`
 	Samples []float64 `json:"samples"` // one per round, in round order
-	Median  float64   `json:"median"`
+	Median  float64   `json:"median"`  // of the rounds' samples
+	Min     float64   `json:"min"`     // the range of the rounds' samples
+	Max     float64   `json:"max"`
+	// A latency (ms/op, ms/step) is timed op by op: a round's sample is
+	// the median op of the round, P99 the 99th percentile of every op of
+	// every round (Ops of them).
+	P99 float64 `json:"p99,omitempty"`
+	Ops int     `json:"ops,omitempty"`
 	// Floor names the figure (or sum of figures) this one is compared
 	// with; empty for the floors themselves.
 	Floor       string  `json:"floor,omitempty"`
@@ -91,13 +99,39 @@ type Report struct {
 	// InMemory is true when Dir is on tmpfs or ramfs (Linux): its syncs
 	// reach no disk, so the figures say nothing about one.
 	InMemory bool     `json:"in_memory"`
+	Load     Load     `json:"load"`
 	Figures  []Figure `json:"figures"`
 }
+
+// Load is how busy the machine was with other work while Run measured
+// (Linux; Known false elsewhere).
+type Load struct {
+	Known bool `json:"known"`
+	// The 1, 5 and 15 minute load averages before the first round and
+	// after the last (the benchmark's own work raises the second).
+	Before [3]float64 `json:"before"`
+	After  [3]float64 `json:"after"`
+	// OtherCPUs is how many CPUs other processes kept busy on average
+	// during the rounds: the machine's busy time less this process's own,
+	// over the time the rounds took. OtherCPUsMax is the busiest round's.
+	OtherCPUs    float64 `json:"other_cpus"`
+	OtherCPUsMax float64 `json:"other_cpus_max"`
+	// Busy says the machine was too busy for the figures to mean much;
+	// Warning says why.
+	Busy    bool   `json:"busy"`
+	Warning string `json:"warning,omitempty"`
+}
+
+// busyCPUs is how many CPUs other processes may keep busy, on average over
+// the rounds, before Run warns that the figures mean little: a quarter of
+// a CPU, or an eighth of the machine on a larger one.
+func busyCPUs(cpus int) float64 { return max(0.25, float64(cpus)/8) }
 
 // Figure names, in table order.
 const (
 	FigFsync      = "fsync"
-	FigBadgerLow  = "badger-group-commit-%d"
+	FigBadgerSync = "badger-sync-writes-%d"
+	FigCoalesced  = "badger-coalesced-sync-%d"
 	FigInstance   = "wazero-instance"
 	FigSerial     = "serial-steps"
 	FigFanOutC    = "fan-out-c"
@@ -152,7 +186,7 @@ func Run(ctx context.Context, c Config) (rep *Report, err error) {
 		}
 	}
 	tasks := filepath.Join(c.Dir, "tasks")
-	for _, d := range []string{tasks, filepath.Join(c.Dir, "badger")} {
+	for _, d := range []string{tasks, filepath.Join(c.Dir, "badger"), filepath.Join(c.Dir, "badger-coalesced")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, err
 		}
@@ -182,11 +216,16 @@ func Run(ctx context.Context, c Config) (rep *Report, err error) {
 		return nil, fmt.Errorf("fsync floor: %w", err)
 	}
 	closers = append(closers, fs.close)
-	bg, err := newBadgerFloor(filepath.Join(c.Dir, "badger"))
+	bg, err := newBadgerFloor(filepath.Join(c.Dir, "badger"), false)
 	if err != nil {
 		return nil, fmt.Errorf("badger floor: %w", err)
 	}
 	closers = append(closers, bg.close)
+	co, err := newBadgerFloor(filepath.Join(c.Dir, "badger-coalesced"), true)
+	if err != nil {
+		return nil, fmt.Errorf("badger coalesced-sync floor: %w", err)
+	}
+	closers = append(closers, co.close)
 	e, err := engine.Open(ctx, engine.Config{Home: filepath.Join(c.Dir, "engine"), Logger: c.Logger})
 	if err != nil {
 		return nil, err
@@ -195,86 +234,129 @@ func Run(ctx context.Context, c Config) (rep *Report, err error) {
 
 	// One task of each plugin before the rounds, so that compiling the
 	// modules is not timed.
-	if _, err := runTask(ctx, e, filepath.Join(tasks, "warm.hcl"), 1); err != nil {
+	if _, _, err := runTask(ctx, e, filepath.Join(tasks, "warm.hcl"), 1); err != nil {
 		return nil, fmt.Errorf("warm-up task: %w", err)
 	}
 	if goWasm != nil {
-		if _, err := runTask(ctx, e, filepath.Join(tasks, "warm-go.hcl"), 1); err != nil {
+		if _, _, err := runTask(ctx, e, filepath.Join(tasks, "warm-go.hcl"), 1); err != nil {
 			return nil, fmt.Errorf("warm-up task of the Go plugin: %w", err)
 		}
 	}
 	if goReWasm != nil {
-		if _, err := runTask(ctx, e, filepath.Join(tasks, "warm-go-reuse.hcl"), 1); err != nil {
+		if _, _, err := runTask(ctx, e, filepath.Join(tasks, "warm-go-reuse.hcl"), 1); err != nil {
 			return nil, fmt.Errorf("warm-up task of the stateless Go plugin: %w", err)
 		}
 	}
 
 	lo, hi := c.Concurrency, 2*c.Concurrency
+	// A measure gives a round's sample, or, for a latency, every op's
+	// (the sample is then their median).
 	type measure struct {
 		fig *Figure
-		run func() (float64, error)
+		run func() (float64, []float64, error)
+	}
+	rate := func(run func() (float64, error)) func() (float64, []float64, error) {
+		return func() (float64, []float64, error) { v, err := run(); return v, nil, err }
+	}
+	latency := func(run func() ([]float64, error)) func() (float64, []float64, error) {
+		return func() (float64, []float64, error) {
+			ops, err := run()
+			return median(ops), ops, err
+		}
+	}
+	fanOut := func(file string) func() (float64, []float64, error) {
+		return rate(func() (float64, error) {
+			d, _, err := runTask(ctx, e, filepath.Join(tasks, file), c.Concurrency)
+			return float64(c.Items) / d.Seconds(), err
+		})
 	}
 	figs := []measure{
-		{&Figure{Name: FigFsync, What: "write 4 KiB + fsync, one file", Unit: "ms/op"},
-			func() (float64, error) { return fs.run(ctx, c.Steps) }},
-		{&Figure{Name: fmt.Sprintf(FigBadgerLow, lo), What: fmt.Sprintf("Badger SyncWrites, %d goroutines, small durable tx", lo), Unit: "tx/s"},
-			func() (float64, error) { return bg.run(ctx, lo, c.Items) }},
-		{&Figure{Name: fmt.Sprintf(FigBadgerLow, hi), What: fmt.Sprintf("Badger SyncWrites, %d goroutines, small durable tx", hi), Unit: "tx/s"},
-			func() (float64, error) { return bg.run(ctx, hi, c.Items) }},
-		{&Figure{Name: FigInstance, What: "plain wazero + WASI: fresh instance of the plugin, echo", Unit: "ms/op"},
-			func() (float64, error) { return in.run(ctx, c.Items) }},
-		{&Figure{Name: FigSerial, What: fmt.Sprintf("lhengine: %d serial steps, fsync on", c.Steps), Unit: "ms/step"},
-			func() (float64, error) {
-				d, err := runTask(ctx, e, filepath.Join(tasks, "serial.hcl"), 1)
-				return ms(d) / float64(c.Steps), err
-			}},
+		{&Figure{Name: FigFsync, What: fmt.Sprintf("write 4 KiB + fsync of one file, %d times a round", c.Steps), Unit: "ms/op"},
+			latency(func() ([]float64, error) { return fs.run(ctx, c.Steps) })},
+		{&Figure{Name: fmt.Sprintf(FigBadgerSync, lo), What: fmt.Sprintf("Badger SyncWrites: %d writers, %d small transactions, each synced by Badger's own group commit", lo, c.Items), Unit: "tx/s"},
+			rate(func() (float64, error) { return bg.run(ctx, lo, c.Items) })},
+		{&Figure{Name: fmt.Sprintf(FigBadgerSync, hi), What: fmt.Sprintf("Badger SyncWrites: %d writers, %d small transactions, each synced by Badger's own group commit", hi, c.Items), Unit: "tx/s"},
+			rate(func() (float64, error) { return bg.run(ctx, hi, c.Items) })},
+		{&Figure{Name: fmt.Sprintf(FigCoalesced, lo), What: fmt.Sprintf("Badger: %d writers, %d small transactions sharing DB.Sync calls (the engine's commit scheme without the engine)", lo, c.Items), Unit: "tx/s"},
+			rate(func() (float64, error) { return co.run(ctx, lo, c.Items) })},
+		{&Figure{Name: FigInstance, What: fmt.Sprintf("plain wazero + WASI: a fresh instance of the plugin, echo, %d a round", c.Items), Unit: "ms/op"},
+			latency(func() ([]float64, error) { return in.run(ctx, c.Items) })},
+		{&Figure{Name: FigSerial, What: fmt.Sprintf("lhengine: a task of %d serial steps, fsync on; a step: from the last one's commit to its own", c.Steps), Unit: "ms/step"},
+			latency(func() ([]float64, error) {
+				_, id, err := runTask(ctx, e, filepath.Join(tasks, "serial.hcl"), 1)
+				if err != nil {
+					return nil, err
+				}
+				return stepTimes(e, id)
+			})},
 		{&Figure{Name: FigFanOutC, What: fmt.Sprintf("lhengine: fan-out of %d items, C plugin, concurrency %d", c.Items, c.Concurrency), Unit: "units/s"},
-			func() (float64, error) {
-				d, err := runTask(ctx, e, filepath.Join(tasks, "fanout.hcl"), c.Concurrency)
-				return float64(c.Items) / d.Seconds(), err
-			}},
+			fanOut("fanout.hcl")},
 	}
 	if goWasm != nil {
 		figs = append(figs, measure{&Figure{Name: FigFanOutGo, What: fmt.Sprintf("lhengine: fan-out of %d items, Go-SDK plugin, concurrency %d", c.Items, c.Concurrency), Unit: "units/s"},
-			func() (float64, error) {
-				d, err := runTask(ctx, e, filepath.Join(tasks, "fanout-go.hcl"), c.Concurrency)
-				return float64(c.Items) / d.Seconds(), err
-			}})
+			fanOut("fanout-go.hcl")})
 	}
 	if goReWasm != nil {
 		figs = append(figs, measure{&Figure{Name: FigFanOutGoRe, What: fmt.Sprintf("lhengine: fan-out of %d items, stateless Go-SDK plugin (reused instances), concurrency %d", c.Items, c.Concurrency), Unit: "units/s"},
-			func() (float64, error) {
-				d, err := runTask(ctx, e, filepath.Join(tasks, "fanout-go-reuse.hcl"), c.Concurrency)
-				return float64(c.Items) / d.Seconds(), err
-			}})
+			fanOut("fanout-go-reuse.hcl")})
 	}
 
+	load := Load{}
+	load.Before, load.Known = loadAverages()
+	ops := make([][]float64, len(figs))
+	var others []float64
 	for r := range c.Rounds {
+		before, began := sampleCPU(), time.Now()
 		// Each round starts from a different figure, so no figure always
 		// follows the same one.
 		for k := range figs {
-			m := figs[(r+k)%len(figs)]
+			i := (r + k) % len(figs)
+			m := figs[i]
 			if c.Progress != nil {
 				c.Progress(r+1, m.fig.Name)
 			}
-			v, err := m.run()
+			v, op, err := m.run()
 			if err != nil {
 				return nil, fmt.Errorf("round %d, %s: %w", r+1, m.fig.Name, err)
 			}
 			m.fig.Samples = append(m.fig.Samples, v)
+			ops[i] = append(ops[i], op...)
+		}
+		if after := sampleCPU(); before.ok && after.ok {
+			other := (after.busy - before.busy) - (after.self - before.self)
+			others = append(others, max(0, other.Seconds()/time.Since(began).Seconds()))
+		}
+	}
+	if load.Known {
+		load.After, _ = loadAverages()
+		load.Known = len(others) == c.Rounds
+	}
+	if load.Known {
+		for _, o := range others {
+			load.OtherCPUs += o / float64(len(others))
+		}
+		load.OtherCPUsMax = slices.Max(others)
+		if limit := busyCPUs(runtime.NumCPU()); load.OtherCPUs > limit {
+			load.Busy = true
+			load.Warning = fmt.Sprintf("other processes kept %.2f CPUs busy on average while the figures ran (more than %.2f; the busiest round %.2f): they shared the machine with the benchmark, and the figures mean little; run it again on a quiet machine",
+				load.OtherCPUs, limit, load.OtherCPUsMax)
 		}
 	}
 
 	rep = &Report{
 		Rounds: c.Rounds, Steps: c.Steps, Items: c.Items, Concurrency: c.Concurrency, Dir: c.Dir,
 		GOOS: runtime.GOOS, GOARCH: runtime.GOARCH, CPUs: runtime.NumCPU(), GoVersion: runtime.Version(),
-		Engine: engine.Version, InMemory: inMemory(c.Dir),
+		Engine: engine.Version, InMemory: inMemory(c.Dir), Load: load,
 	}
 	byName := map[string]*Figure{}
-	for _, m := range figs {
-		m.fig.Median = median(m.fig.Samples)
-		byName[m.fig.Name] = m.fig
-		rep.Figures = append(rep.Figures, *m.fig)
+	for i, m := range figs {
+		f := m.fig
+		f.Median, f.Min, f.Max = median(f.Samples), slices.Min(f.Samples), slices.Max(f.Samples)
+		if len(ops[i]) > 0 {
+			f.P99, f.Ops = percentile(ops[i], 0.99), len(ops[i])
+		}
+		byName[f.Name] = f
+		rep.Figures = append(rep.Figures, *f)
 	}
 	compare := func(name, floor string, floorMedian float64, unit string) {
 		for i := range rep.Figures {
@@ -285,34 +367,61 @@ func Run(ctx context.Context, c Config) (rep *Report, err error) {
 	}
 	// A serial step cannot share its sync, and runs one instance.
 	compare(FigSerial, floorSerialOf, byName[FigFsync].Median+byName[FigInstance].Median, "ms/op")
-	// A fan-out at concurrency c commits as c writers to Badger at most could.
-	low := byName[fmt.Sprintf(FigBadgerLow, lo)]
-	compare(FigFanOutC, low.Name, low.Median, low.Unit)
-	compare(FigFanOutGo, low.Name, low.Median, low.Unit)
-	compare(FigFanOutGoRe, low.Name, low.Median, low.Unit)
+	// A fan-out at concurrency c commits as c writers sharing syncs
+	// could at most: the engine's commit scheme without the engine.
+	floor := byName[fmt.Sprintf(FigCoalesced, lo)]
+	compare(FigFanOutC, floor.Name, floor.Median, floor.Unit)
+	compare(FigFanOutGo, floor.Name, floor.Median, floor.Unit)
+	compare(FigFanOutGoRe, floor.Name, floor.Median, floor.Unit)
 	return rep, nil
+}
+
+// stepTimes reads how long each step of task id took, in ms: from the
+// task's start, then from the step before's commit, to its own commit
+// (its step_done event).
+func stepTimes(e *engine.Engine, id string) ([]float64, error) {
+	var out []float64
+	var last time.Time
+	err := e.Read(func(r ledger.Reader) error {
+		return r.EachEvent(id, 0, func(ev *ledger.Event) bool {
+			switch ev.Type {
+			case ledger.EvStarted:
+				last = ev.Time
+			case ledger.EvStepDone:
+				if !last.IsZero() {
+					out = append(out, ms(ev.Time.Sub(last)))
+				}
+				last = ev.Time
+			}
+			return true
+		})
+	})
+	if err == nil && len(out) == 0 {
+		err = fmt.Errorf("task %s: no step_done events to time its steps by", id)
+	}
+	return out, err
 }
 
 // runTask submits the task file at path, works it to the end and returns
 // how long that took. A task that does not succeed is an error.
-func runTask(ctx context.Context, e *engine.Engine, path string, concurrency int) (time.Duration, error) {
+func runTask(ctx context.Context, e *engine.Engine, path string, concurrency int) (time.Duration, string, error) {
 	start := time.Now()
 	t, _, err := e.Submit(ctx, path, engine.SubmitOptions{})
 	if err != nil {
-		return 0, err
+		return 0, "", err
 	}
 	if err := e.Work(ctx, engine.WorkOptions{Name: "bench", Task: t.ID, Concurrency: concurrency, ExitWhenIdle: true}); err != nil {
-		return 0, err
+		return 0, "", err
 	}
 	elapsed := time.Since(start)
 	got, err := e.Task(ctx, t.ID)
 	if err != nil {
-		return 0, err
+		return 0, "", err
 	}
 	if got.Status != ledger.Succeeded {
-		return 0, fmt.Errorf("task %s (%s) ended %s: %s", t.ID, filepath.Base(path), got.Status, got.Reason)
+		return 0, "", fmt.Errorf("task %s (%s) ended %s: %s", t.ID, filepath.Base(path), got.Status, got.Reason)
 	}
-	return elapsed, nil
+	return elapsed, t.ID, nil
 }
 
 // writeTasks writes the plugins and the task files Run submits into dir.
@@ -393,14 +502,18 @@ func PlannedFanOutTask(items int, readAll bool) string {
 	return task + "}\n"
 }
 
-// numbers is an expression for the list of n numbers, built from ranges of
-// at most 1,000 values, as range() gives at most 1,024.
-func numbers(n int) string {
-	var parts []string
-	for left := n; left > 0; left -= 1000 {
-		parts = append(parts, fmt.Sprintf("range(%d)", min(left, 1000)))
+// numbers is an expression for the list of n numbers.
+func numbers(n int) string { return fmt.Sprintf("range(%d)", n) }
+
+// percentile is the p-th quantile of xs (nearest rank).
+func percentile(xs []float64, p float64) float64 {
+	if len(xs) == 0 {
+		return 0
 	}
-	return "flatten([" + strings.Join(parts, ", ") + "])"
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	i := int(math.Ceil(p*float64(len(s)))) - 1
+	return s[min(max(i, 0), len(s)-1)]
 }
 
 func median(xs []float64) float64 {

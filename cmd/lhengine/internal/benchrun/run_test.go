@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 
+	"github.com/dgraph-io/badger/v4"
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/engine"
@@ -50,7 +52,7 @@ func TestRunClosesEverything(t *testing.T) {
 	dir := t.TempDir()
 	rep, err := Run(context.Background(), Config{Dir: dir, Plugin: wasm, Rounds: 2, Steps: 2, Items: 8, Concurrency: 2})
 	require.NoError(t, err)
-	require.Len(t, rep.Figures, 6)
+	require.Len(t, rep.Figures, 7)
 	for _, f := range rep.Figures {
 		require.Len(t, f.Samples, 2, f.Name)
 		// A figure that measured nothing (a zero or negative sample, a
@@ -59,16 +61,78 @@ func TestRunClosesEverything(t *testing.T) {
 			require.Positive(t, s, f.Name)
 		}
 		require.Positive(t, f.Median, f.Name)
+		require.LessOrEqual(t, f.Min, f.Median, f.Name)
+		require.LessOrEqual(t, f.Median, f.Max, f.Name)
+		if f.Unit == "ms/op" || f.Unit == "ms/step" {
+			// Timed op by op: every op of both rounds, the p99 among them.
+			require.Positive(t, f.Ops, f.Name)
+			require.GreaterOrEqual(t, f.P99, f.Min, f.Name)
+		} else {
+			require.Zero(t, f.Ops, f.Name)
+		}
 		if f.Floor != "" {
 			require.Positive(t, f.FloorMedian, f.Name)
 			require.InDelta(t, f.Median/f.FloorMedian, f.Ratio, 1e-9*f.Ratio, f.Name)
 		}
 	}
 	require.FileExists(t, filepath.Join(dir, "tasks", "serial.hcl"))
+	byName := map[string]Figure{}
+	for _, f := range rep.Figures {
+		byName[f.Name] = f
+	}
+	require.Equal(t, 2*2, byName[FigFsync].Ops, "two fsyncs a round")
+	require.Equal(t, 2*8, byName[FigInstance].Ops, "eight instances a round")
+	require.Equal(t, 2*2, byName[FigSerial].Ops, "every step, the first from the task's start, a round")
+	require.Equal(t, fmt.Sprintf(FigCoalesced, 2), byName[FigFanOutC].Floor)
+	if runtime.GOOS == "linux" {
+		require.True(t, rep.Load.Known)
+		require.GreaterOrEqual(t, rep.Load.OtherCPUsMax, rep.Load.OtherCPUs)
+		require.Equal(t, rep.Load.Busy, rep.Load.Warning != "")
+	}
+}
+
+// TestCoalescedFloorSharesSyncs: writers whose transactions committed
+// while a sync was under way share the next one: with 8 writers there
+// are fewer syncs than transactions, and every transaction is in the
+// database.
+func TestCoalescedFloorSharesSyncs(t *testing.T) {
+	t.Parallel()
+	f, err := newBadgerFloor(t.TempDir(), true)
+	require.NoError(t, err)
+	defer f.close()
+	const n = 400
+	rate, err := f.run(context.Background(), 8, n)
+	require.NoError(t, err)
+	require.Positive(t, rate)
+	require.Positive(t, f.syncs)
+	require.LessOrEqual(t, f.syncs, n)
+	require.Equal(t, uint64(n), f.synced, "every transaction covered by a sync")
+	var keys int
+	require.NoError(t, f.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.DefaultIteratorOptions)
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			keys++
+		}
+		return nil
+	}))
+	require.Equal(t, n, keys)
+	t.Logf("%d transactions, %d syncs", n, f.syncs)
+}
+
+// TestPercentile: nearest rank, on unsorted input.
+func TestPercentile(t *testing.T) {
+	t.Parallel()
+	xs := []float64{5, 1, 4, 2, 3, 10, 9, 8, 7, 6}
+	require.Equal(t, 10.0, percentile(xs, 0.99))
+	require.Equal(t, 5.0, percentile(xs, 0.5))
+	require.Equal(t, 1.0, percentile(xs, 0))
+	require.Equal(t, 7.0, percentile([]float64{7}, 0.99))
+	require.Equal(t, []float64{5, 1, 4, 2, 3, 10, 9, 8, 7, 6}, xs, "the input is not sorted in place")
 }
 
 // TestRunGoFigures: with the Go plugins, plain and stateless, Run adds
-// both Go fan-outs, compared with Badger's group commit.
+// both Go fan-outs, compared with Badger's transactions sharing syncs.
 func TestRunGoFigures(t *testing.T) {
 	t.Parallel()
 	wasm := testwasm.CGuest(t, "pipeline")
@@ -85,7 +149,7 @@ func TestRunGoFigures(t *testing.T) {
 		f, ok := byName[name]
 		require.True(t, ok, name)
 		require.Positive(t, f.Median, name)
-		require.Equal(t, fmt.Sprintf(FigBadgerLow, 2), f.Floor, name)
+		require.Equal(t, fmt.Sprintf(FigCoalesced, 2), f.Floor, name)
 	}
 }
 
