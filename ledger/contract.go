@@ -389,6 +389,15 @@ type Durability interface {
 // keeps its kind, any other error is recorded as kind input.
 type Planner func(ctx context.Context, r Reader, t *Task, step int) ([]Item, error)
 
+// TaskQuery asks Reader.TaskList for a page of tasks.
+type TaskQuery struct {
+	Newest bool // newest first; else oldest first
+	Limit  int  // at most this many (0: all)
+	// Match, if set, keeps the tasks it returns true for. It is given the
+	// task's header: every field but Steps (StepCount still says how many).
+	Match func(*Task) bool
+}
+
 // Reader reads records inside one consistent view: a Planner's, or the one
 // a store opens for Read and ReadSynced. It is valid only during the call
 // it is given to.
@@ -481,6 +490,11 @@ type Reader interface {
 	TaskVersions() ([]TaskVersion, error)
 	// Tasks returns all tasks, oldest first.
 	Tasks() ([]*Task, error)
+	// TaskList returns a page of tasks in submission order (q.Newest:
+	// newest first) and how many match in all. A task's header is read to
+	// match it; only the tasks returned are read whole. Without q.Match the
+	// total is counted by key: the cost is the page's, not the store's.
+	TaskList(q TaskQuery) ([]*Task, int, error)
 	// Units returns the units of a step in item order, including stale units of
 	// earlier passes that have no counterpart in the current one.
 	Units(id string, step int) ([]*Unit, error)

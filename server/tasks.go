@@ -90,10 +90,15 @@ func (s *Server) tasks(w http.ResponseWriter, req *http.Request) {
 		s.fail(w, req, err)
 		return
 	}
+	lq := ledger.TaskQuery{Newest: q.newest, Limit: q.limit}
+	if q.status != nil || q.name != "" {
+		lq.Match = func(t *ledger.Task) bool { return q.match(s.view(t)) }
+	}
 	var ts []*ledger.Task
+	var total int
 	if err := s.e.Read(func(r ledger.Reader) error {
 		var err error
-		ts, err = r.Tasks()
+		ts, total, err = r.TaskList(lq)
 		return err
 	}); err != nil {
 		s.fail(w, req, err)
@@ -101,17 +106,9 @@ func (s *Server) tasks(w http.ResponseWriter, req *http.Request) {
 	}
 	out := make([]api.Task, 0, len(ts))
 	for _, t := range ts {
-		if v := s.view(t); q.match(v) {
-			out = append(out, v)
-		}
+		out = append(out, s.view(t))
 	}
-	if q.newest {
-		slices.Reverse(out)
-	}
-	w.Header().Set(api.TotalHeader, strconv.Itoa(len(out)))
-	if q.limit > 0 && len(out) > q.limit {
-		out = out[:q.limit]
-	}
+	w.Header().Set(api.TotalHeader, strconv.Itoa(total))
 	writeJSON(w, http.StatusOK, out)
 }
 

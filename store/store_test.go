@@ -217,6 +217,47 @@ func TestOpenRefusesCorruptTable(t *testing.T) {
 	require.NoError(t, s.Close())
 }
 
+// TestOpenVerifiesOnlyTablesNewSinceTheLastOpen: an open verifies the
+// checksums of the tables written since the last open, not of every table
+// again (filecheck.VerifiedName lists those verified, by name, size and
+// modification time). A table changed in place with its time put back
+// (a disk's bit rot) is not verified again by an open's file check, but
+// `store verify` finds it; one whose time moved is verified again, and
+// the open refused.
+func TestOpenVerifiesOnlyTablesNewSinceTheLastOpen(t *testing.T) {
+	t.Parallel()
+	f := newDiskFixture(t)
+	f.build(t, 3)
+	ssts := filesWithSuffix(t, f.dir, ".sst")
+	require.NotEmpty(t, ssts)
+	s := f.mustOpen(t, Options{})
+	require.NoError(t, s.Close())
+	list, err := os.ReadFile(filepath.Join(f.dir, filecheck.VerifiedName))
+	require.NoError(t, err)
+	for _, sst := range ssts {
+		require.Contains(t, string(list), filepath.Base(sst)+" ", "verified and listed")
+	}
+
+	fi, err := os.Stat(ssts[0])
+	require.NoError(t, err)
+	flipByte(t, ssts[0], fi.Size()/2)
+	require.NoError(t, os.Chtimes(ssts[0], fi.ModTime(), fi.ModTime()))
+	found, err := filecheck.Opening{Dir: f.dir, Log: hclog.NewNullLogger()}.Files()
+	require.NoError(t, err)
+	require.Empty(t, found, "listed as it is: not read again")
+	rep, err := Verify(f.dir, hclog.NewNullLogger())
+	require.NoError(t, err)
+	require.Contains(t, checksOf(rep), "checksum", "store verify reads every table")
+
+	require.NoError(t, os.Chtimes(ssts[0], fi.ModTime().Add(time.Second), fi.ModTime().Add(time.Second)))
+	_, err = f.open(t, Options{})
+	requireDamaged(t, err, "checksum")
+	flipByte(t, ssts[0], fi.Size()/2)
+	s = f.mustOpen(t, Options{})
+	require.Equal(t, 3, countTasks(t, s))
+	require.NoError(t, s.Close())
+}
+
 func TestOpenRefusesTruncatedTable(t *testing.T) {
 	t.Parallel()
 	f := newDiskFixture(t)

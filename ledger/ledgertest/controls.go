@@ -157,3 +157,49 @@ var _ = register("AnApprovalHoldsItsUnitUntilDecided", func(t *testing.T, open F
 		return nil
 	})
 })
+
+var _ = register("TaskListPagesInSubmissionOrder", func(t *testing.T, open Factory) {
+	b := newBench(t, open, nil)
+	var ids, bs []string
+	for i := range 7 {
+		name := "a"
+		if i%3 == 1 {
+			name = "b"
+		}
+		task, _, err := b.s.Submit(b.ctx, ledger.NewTask{Name: name, Steps: steps("x", "y")})
+		require.NoError(t, err)
+		ids = append(ids, task.ID)
+		if name == "b" {
+			bs = append(bs, task.ID)
+		}
+		b.clock.Add(time.Millisecond) // ids follow submission
+	}
+	list := func(q ledger.TaskQuery) (got []string, total int) {
+		b.read(func(r ledger.Reader) error {
+			page, n, err := r.TaskList(q)
+			for _, task := range page {
+				require.Len(t, task.Steps, 2, "a task of the page is read whole")
+				got = append(got, task.ID)
+			}
+			total = n
+			return err
+		})
+		return got, total
+	}
+	got, total := list(ledger.TaskQuery{Limit: 3})
+	require.Equal(t, ids[:3], got)
+	require.Equal(t, 7, total)
+	got, total = list(ledger.TaskQuery{Newest: true, Limit: 2})
+	require.Equal(t, []string{ids[6], ids[5]}, got)
+	require.Equal(t, 7, total)
+	got, total = list(ledger.TaskQuery{})
+	require.Equal(t, ids, got)
+	require.Equal(t, 7, total)
+	isB := func(task *ledger.Task) bool { return task.Name == "b" }
+	got, total = list(ledger.TaskQuery{Limit: 1, Match: isB})
+	require.Equal(t, bs[:1], got)
+	require.Equal(t, len(bs), total)
+	got, total = list(ledger.TaskQuery{Newest: true, Match: isB})
+	require.Equal(t, []string{bs[1], bs[0]}, got)
+	require.Equal(t, 2, total)
+})

@@ -52,15 +52,71 @@ const (
 // MANIFEST does not name: an interrupted flush or compaction leaves them and
 // Badger deletes them at open.
 func Check(dir string) (findings []Finding, orphans []string, err error) {
+	findings, orphans, _, err = check(dir, nil)
+	return findings, orphans, err
+}
+
+// VerifiedName is the file, beside the store's, naming the tables whose
+// checksums an open verified (name, size and modification time of each):
+// Badger never changes a table once written, so a later open verifies
+// only the tables that are new since (or changed: a table that is not as
+// listed is verified again). `lhengine store verify` verifies every one.
+const VerifiedName = "tables-verified"
+
+// stamp says which file a table is: its name, size and modification time.
+type stamp struct {
+	name  string
+	size  int64
+	mtime int64
+}
+
+func (t stamp) String() string { return fmt.Sprintf("%s %d %d", t.name, t.size, t.mtime) }
+
+// readVerified reads the tables an earlier open verified; a list it
+// cannot read is empty (every table is verified again).
+func readVerified(dir string) map[stamp]bool {
+	b, err := os.ReadFile(filepath.Join(dir, VerifiedName))
+	if err != nil {
+		return nil
+	}
+	known := map[stamp]bool{}
+	for _, line := range strings.Split(string(b), "\n") {
+		var t stamp
+		if n, err := fmt.Sscanf(line, "%s %d %d", &t.name, &t.size, &t.mtime); err == nil && n == 3 {
+			known[t] = true
+		}
+	}
+	return known
+}
+
+// writeVerified replaces the list of verified tables (a new file renamed
+// over the old: an open cut short leaves one or the other). It is not
+// synced: a list lost costs the next open its checks, nothing more.
+func writeVerified(dir string, tables []stamp) error {
+	var sb strings.Builder
+	for _, t := range tables {
+		sb.WriteString(t.String() + "\n")
+	}
+	tmp := filepath.Join(dir, VerifiedName+".new")
+	if err := os.WriteFile(tmp, []byte(sb.String()), 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, filepath.Join(dir, VerifiedName))
+}
+
+// check is Check, verifying only the tables not in known; verified are the
+// tables the MANIFEST names that passed, or were known.
+func check(dir string, known map[stamp]bool) (findings []Finding, orphans []string, verified []stamp, err error) {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil, nil
+		return nil, nil, nil, nil
 	}
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	var data []string
 	tables := map[uint64]string{}
+	stamps := map[string]stamp{}
 	hasManifest := false
 	for _, e := range entries {
 		name := e.Name()
@@ -70,6 +126,9 @@ func Check(dir string) (findings []Finding, orphans []string, err error) {
 		case strings.HasSuffix(name, ".sst"):
 			if id, err := strconv.ParseUint(strings.TrimSuffix(name, ".sst"), 10, 64); err == nil {
 				tables[id] = name
+				if fi, err := e.Info(); err == nil {
+					stamps[name] = stamp{name, fi.Size(), fi.ModTime().UnixNano()}
+				}
 			}
 			data = append(data, name)
 		case strings.HasSuffix(name, ".vlog"), strings.HasSuffix(name, ".mem"):
@@ -86,18 +145,18 @@ func Check(dir string) (findings []Finding, orphans []string, err error) {
 	if !hasManifest {
 		if len(tables) > 0 {
 			return append(findings, Finding{Check: "manifest", File: filepath.Join(dir, ManifestName),
-				Detail: fmt.Sprintf("missing, but %d data files are present (%s); Badger would start an empty store and delete the tables", len(data), Abbreviate(data))}), nil, nil
+				Detail: fmt.Sprintf("missing, but %d data files are present (%s); Badger would start an empty store and delete the tables", len(data), Abbreviate(data))}), nil, nil, nil
 		}
-		return findings, nil, nil
+		return findings, nil, nil, nil
 	}
 	fp, err := os.Open(filepath.Join(dir, ManifestName))
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	defer fp.Close()
 	m, _, err := badger.ReplayManifestFile(fp, 0, badger.DefaultOptions(dir))
 	if err != nil {
-		return append(findings, Finding{Check: "manifest", File: fp.Name(), Detail: fmt.Sprintf("unreadable: %v", err)}), nil, nil
+		return append(findings, Finding{Check: "manifest", File: fp.Name(), Detail: fmt.Sprintf("unreadable: %v", err)}), nil, nil, nil
 	}
 	var missing []string
 	for id := range m.Tables {
@@ -124,12 +183,20 @@ func Check(dir string) (findings []Finding, orphans []string, err error) {
 	}
 	slices.Sort(ids)
 	for _, id := range ids {
-		path := filepath.Join(dir, tables[id])
+		name := tables[id]
+		st, ok := stamps[name]
+		if ok && known[st] {
+			verified = append(verified, st)
+			continue
+		}
+		path := filepath.Join(dir, name)
 		if err := verifyTable(path, m.Tables[id].Compression); err != nil {
 			findings = append(findings, Finding{Check: "checksum", File: path, Detail: err.Error()})
+		} else if ok {
+			verified = append(verified, st)
 		}
 	}
-	return findings, orphans, nil
+	return findings, orphans, verified, nil
 }
 
 // An Opening is an open of the store in Dir, as the checks see it:
@@ -145,11 +212,20 @@ type Opening struct {
 // Files is Check before an open. It returns what Check found; a damaged
 // store that o does not open is left as it is, for the caller to refuse.
 // Orphan tables are warned of.
+//
+// A table an earlier open verified, and that is as it was then, is not
+// verified again (VerifiedName): an open costs the checks of the tables
+// written since, not of the whole store.
 func (o Opening) Files() ([]Finding, error) {
 	dir := o.Dir
-	found, orphans, err := Check(dir)
+	found, orphans, verified, err := check(dir, readVerified(dir))
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", dir, err)
+	}
+	if len(found) == 0 && !o.ReadOnly && verified != nil {
+		if err := writeVerified(dir, verified); err != nil {
+			o.Log.Warn("the list of verified tables could not be written; the next open verifies them again", "dir", dir, "error", err)
+		}
 	}
 	if len(found) > 0 && !o.AllowDamaged {
 		return found, nil

@@ -65,6 +65,42 @@ func (r *Reader) Tasks() ([]*ledger.Task, error) {
 	return out, nil
 }
 
+// TaskList returns the page of tasks q asks for and how many match in all
+// (see ledger.Reader).
+func (r *Reader) TaskList(q ledger.TaskQuery) ([]*ledger.Task, int, error) {
+	it := r.t.Iterate(kv.IterOptions{Prefix: []byte("t/"), Reverse: q.Newest, KeysOnly: q.Match == nil, Prefetch: 64})
+	defer it.Close()
+	var page []*ledger.Task
+	total := 0
+	for it.Rewind(); it.Valid(); it.Next() {
+		full := q.Limit <= 0 || len(page) < q.Limit
+		if q.Match == nil && !full {
+			total++ // counted by key
+			continue
+		}
+		task := new(ledger.Task)
+		if err := it.Value(func(v []byte) error { return kv.DecodeTask(v, task) }); err != nil {
+			return nil, 0, fmt.Errorf("task %s: %w", it.Key()[2:], err)
+		}
+		if q.Match != nil && !q.Match(task) {
+			continue
+		}
+		total++
+		if full {
+			page = append(page, task)
+		}
+	}
+	if err := it.Err(); err != nil {
+		return nil, 0, err
+	}
+	for _, task := range page {
+		if err := r.t.Fill(task); err != nil {
+			return nil, 0, err
+		}
+	}
+	return page, total, nil
+}
+
 // FindTask resolves a task id or a unique prefix of one (at least 6 characters).
 func (r *Reader) FindTask(ref string) (*ledger.Task, error) {
 	ref = strings.ToUpper(strings.TrimSpace(ref))
