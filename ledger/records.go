@@ -117,6 +117,10 @@ type Task struct {
 	// WorkspaceSeq is the seq of the task's latest workspace snapshot
 	// (Workspaces); 0 while it has none.
 	WorkspaceSeq uint64 `json:"workspace_seq,omitempty"`
+	// WorkspaceDigest is the Digest of that snapshot's tree: a folder
+	// holding a tree of that digest needs no restore, whatever snapshot
+	// it was written for.
+	WorkspaceDigest string `json:"workspace_digest,omitempty"`
 	// ForkedFrom says which task, and where, this task was forked from
 	// (Store.Fork); nil for a task submitted.
 	ForkedFrom *ForkOrigin `json:"forked_from,omitempty"`

@@ -2,7 +2,10 @@ package ledger
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"time"
 )
@@ -51,6 +54,18 @@ type WorkspaceEntry struct {
 	Size   int64  `json:"size,omitempty"`
 	SHA256 string `json:"sha256,omitempty"` // of a file's content
 	Target string `json:"target,omitempty"` // of a symlink, as read
+}
+
+// Digest is the sha256 of the snapshot's tree (every entry's path, type,
+// mode, size, content and target, in order): two snapshots of the same
+// tree have the same digest whatever their seq, so a folder that holds
+// one holds the other.
+func (s *WorkspaceSnapshot) Digest() string {
+	h := sha256.New()
+	for _, e := range s.Entries {
+		fmt.Fprintf(h, "%q %s %o %d %s %q\n", e.Path, e.Type, e.Mode, e.Size, e.SHA256, e.Target)
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // Sums returns the sha256 of every file of the snapshot, once each.

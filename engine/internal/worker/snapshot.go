@@ -43,12 +43,38 @@ type wsTask struct {
 	refs    int     // attempts using the entry
 	running int     // attempts that may write the folder now
 	mark    *marker // loaded on first use
+	saved   *marker // as the file holds it (nil: not known)
 }
 
-// marker is what the file beside the folder holds.
+// marker is what the file beside the folder holds: the snapshot the
+// folder holds (Seq, and the Digest of its tree) and the files as last
+// hashed. A folder whose digest is the task's latest needs no restore, so
+// the file is rewritten only when the tree or the files' hashes changed:
+// not at each commit of a unit that left the workspace as it was.
 type marker struct {
-	Seq   uint64            `json:"seq"`
-	Files map[string]cached `json:"files"`
+	Seq    uint64            `json:"seq"`
+	Digest string            `json:"digest,omitempty"`
+	Files  map[string]cached `json:"files"`
+}
+
+// current reports whether a folder holding m holds task's latest snapshot.
+func (m *marker) current(task *ledger.Task) bool {
+	return m.Seq == task.WorkspaceSeq || (task.WorkspaceDigest != "" && m.Digest == task.WorkspaceDigest)
+}
+
+// sameFiles reports whether a and b name the same files with the same
+// size, mtime and content.
+func sameFiles(a, b map[string]cached) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for p, x := range a {
+		y, ok := b[p]
+		if !ok || x.Size != y.Size || x.MTime != y.MTime || x.SHA256 != y.SHA256 {
+			return false
+		}
+	}
+	return true
 }
 
 // cached is a file as it was last hashed (or written by a restore).
@@ -92,10 +118,11 @@ func (w *Worker) enterWorkspace(task *ledger.Task, dir string, write bool) (*wsU
 	defer t.mu.Unlock()
 	if t.mark == nil {
 		t.mark = readMarker(dir)
+		t.saved = t.mark
 	}
 	_, statErr := os.Stat(dir)
 	missing := errors.Is(statErr, fs.ErrNotExist)
-	if t.running == 0 && task.WorkspaceSeq > 0 && (missing || t.mark.Seq != task.WorkspaceSeq) {
+	if t.running == 0 && task.WorkspaceSeq > 0 && (missing || !t.mark.current(task)) {
 		if err := w.restore(task.ID, dir, t); err != nil {
 			u.release()
 			return nil, err
@@ -225,9 +252,11 @@ func (w *Worker) restore(id, dir string, t *wsTask) error {
 	if err := os.Rename(tmp, dir); err != nil {
 		return err
 	}
-	t.mark = &marker{Seq: snap.Seq, Files: files}
+	t.mark, t.saved = &marker{Seq: snap.Seq, Digest: snap.Digest(), Files: files}, nil
 	if err := t.mark.save(dir); err != nil {
 		w.log.Warn("writing the workspace marker failed; the next unit restores the workspace again", "dir", dir, "error", err)
+	} else {
+		t.saved = t.mark
 	}
 	w.log.Info("workspace restored from the task's snapshot", "task", id, "snapshot", snap.Seq, "files", len(files), "bytes", snap.Bytes)
 	return nil
@@ -396,16 +425,24 @@ func putFile(ctx context.Context, st ledger.Store, p string, e ledger.WorkspaceE
 	return st.PutWorkspaceBlob(ctx, e.SHA256, e.Size, f)
 }
 
-// committed records that the folder holds snapshot seq, whose files are
-// files, after its commit.
-func (u *wsUse) committed(seq uint64, files map[string]cached, log interface{ Warn(string, ...any) }) {
+// committed records that the folder holds snapshot seq, of tree digest,
+// whose files are files, after its commit. The file beside the folder is
+// rewritten only when the tree or the files' hashes changed since it was
+// last written: a folder of the task's latest digest needs no restore.
+func (u *wsUse) committed(seq uint64, digest string, files map[string]cached, log interface{ Warn(string, ...any) }) {
 	u.t.mu.Lock()
 	defer u.t.mu.Unlock()
 	if u.t.mark != nil && u.t.mark.Seq > seq {
 		return // a later snapshot's commit came back first
 	}
-	u.t.mark = &marker{Seq: seq, Files: files}
+	u.t.mark = &marker{Seq: seq, Digest: digest, Files: files}
+	if s := u.t.saved; s != nil && s.Digest == digest && digest != "" && sameFiles(s.Files, files) {
+		return
+	}
+	u.t.saved = nil
 	if err := u.t.mark.save(u.dir); err != nil {
 		log.Warn("writing the workspace marker failed; the next unit restores the workspace", "dir", u.dir, "error", err)
+		return
 	}
+	u.t.saved = u.t.mark
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -60,7 +61,7 @@ func BenchmarkCommitWorkspaceSnapshot(b *testing.B) {
 				task, err := s.Commit(ctx, r)
 				require.NoError(b, err)
 				if with {
-					u.committed(task.WorkspaceSeq, files, testLog{b})
+					u.committed(task.WorkspaceSeq, r.Workspace.Digest(), files, testLog{b})
 				}
 			}
 		})
@@ -138,4 +139,66 @@ func TestUnderLinkRefusesPathsThroughARestoredSymlink(t *testing.T) {
 	} {
 		require.Equal(t, want, underLink(path, links), path)
 	}
+}
+
+// TestUnchangedTreeKeepsItsMarker: commits of units that leave the
+// workspace as it was record snapshots (the task's seq moves on) without
+// rewriting the marker beside the folder; a later process reading that
+// marker finds the folder current by its tree's digest, and needs no
+// restore. A change to a file rewrites it; a marker of another tree is
+// not current.
+func TestUnchangedTreeKeepsItsMarker(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	s, err := store.Open(filepath.Join(t.TempDir(), "store"), store.Options{})
+	require.NoError(t, err)
+	defer s.Close()
+	dir := filepath.Join(t.TempDir(), "ws")
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("first"), 0o644))
+	steps := make([]ledger.StepState, 6)
+	for i := range steps {
+		steps[i] = ledger.StepState{Name: fmt.Sprint("s", i)}
+	}
+	_, _, err = s.Submit(ctx, ledger.NewTask{Name: "t", Steps: steps})
+	require.NoError(t, err)
+	mark := readMarker(dir)
+	u := &wsUse{dir: dir, write: true, t: &wsTask{mark: mark, saved: mark}}
+	step := func() *ledger.Task {
+		t.Helper()
+		c, err := s.Claim(ctx, ledger.ClaimRequest{Owner: s.Owner("w"), Max: 1, LeaseFor: time.Minute})
+		require.NoError(t, err)
+		require.Len(t, c.Leases, 1)
+		r := ledger.Result{Lease: c.Leases[0], Output: json.RawMessage(`1`)}
+		var files map[string]cached
+		r.Workspace, files, err = u.snapshot(ctx, s, c.Leases[0], 1<<20)
+		require.NoError(t, err)
+		task, err := s.Commit(ctx, r)
+		require.NoError(t, err)
+		u.committed(task.WorkspaceSeq, r.Workspace.Digest(), files, testLog{t})
+		return task
+	}
+	onDisk := func() []byte {
+		b, err := os.ReadFile(markerPath(dir))
+		require.NoError(t, err)
+		return b
+	}
+	task := step()
+	require.Equal(t, uint64(1), task.WorkspaceSeq)
+	first := onDisk()
+	for range 3 {
+		task = step()
+	}
+	require.Equal(t, uint64(4), task.WorkspaceSeq)
+	require.Equal(t, string(first), string(onDisk()), "an unchanged tree leaves the marker as it was")
+	later := readMarker(dir)
+	require.Equal(t, uint64(1), later.Seq)
+	require.True(t, later.current(task), "current by its tree's digest")
+
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("second, longer"), 0o644))
+	task = step()
+	later = readMarker(dir)
+	require.Equal(t, task.WorkspaceSeq, later.Seq, "a changed tree is written at once")
+	require.Equal(t, task.WorkspaceDigest, later.Digest)
+	require.False(t, (&marker{Seq: 1, Digest: string(first)}).current(task), "another tree, an older seq: restore")
 }

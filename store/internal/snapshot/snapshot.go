@@ -87,6 +87,7 @@ func Prepare(t *kv.Tx, l ledger.Lease, sums []string) ([]string, error) {
 // caller prepares and puts them first.
 func Record(t *kv.Tx, task *ledger.Task, l ledger.Lease, pass int, snap *ledger.WorkspaceSnapshot, now time.Time) error {
 	task.WorkspaceSeq++
+	task.WorkspaceDigest = snap.Digest()
 	snap.Task, snap.Seq, snap.Step, snap.Pass, snap.Item, snap.Attempt, snap.Time = task.ID, task.WorkspaceSeq, l.Step, pass, l.Item, l.Attempt, now
 	if err := charge(t, task.ID, snap); err != nil {
 		return err
@@ -184,7 +185,7 @@ func At(t *kv.Tx, task string, at int, passes []int) (*ledger.WorkspaceSnapshot,
 // Copy records snap as the first snapshot of the forked task (seq 1 of
 // task, which the caller saves), its blobs counted in its usage.
 func Copy(t *kv.Tx, task *ledger.Task, snap ledger.WorkspaceSnapshot) error {
-	task.WorkspaceSeq = 1
+	task.WorkspaceSeq, task.WorkspaceDigest = 1, snap.Digest()
 	snap.Task, snap.Seq = task.ID, 1
 	if err := charge(t, task.ID, &snap); err != nil {
 		return err
