@@ -247,13 +247,19 @@ func (t *Tx) GetJSON(key []byte, v any) error {
 
 // getTask decodes a task record, or copies it from the store's cache of
 // decoded records when the cache holds the same committed version. A record
-// this transaction wrote is always decoded: a pending write reports the
+// this transaction wrote through SaveTask is copied from what SaveTask kept
+// of it (the operations of one batch commit one task's units one after the
+// other); one it wrote otherwise is decoded: a pending write reports the
 // transaction's read timestamp as its version, which a committed version
 // may share.
 func (t *Tx) getTask(key []byte, task *ledger.Task) error {
 	pending := false
 	if t.b != nil {
-		_, pending = t.b.wroteTask[string(key)]
+		var c *ledger.Task
+		if c, pending = t.b.wroteTask[string(key)]; c != nil {
+			c.CopyTo(task)
+			return nil
+		}
 	}
 	return t.txn.Get(key, func(b []byte, version uint64) error {
 		cache := !pending && version != 0
