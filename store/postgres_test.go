@@ -9,11 +9,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/internal/testpg"
 	"github.com/lhengine/lhengine/ledger"
 	"github.com/lhengine/lhengine/store/internal/index"
+	"github.com/lhengine/lhengine/store/internal/kv"
 	"github.com/lhengine/lhengine/store/internal/pgkv"
 )
 
@@ -348,4 +350,45 @@ func TestPostgresOneProcessDeliversANotification(t *testing.T) {
 	require.NoError(t, b.NotifyOutcome(ctx, n, json.RawMessage(`{"status":200}`), "delivered"))
 	_, err = a.NotifyIntent(ctx, n)
 	require.ErrorIs(t, err, ledger.ErrNotFound, "delivered: never sent again")
+}
+
+// TestPostgresClaimLooksPastUnitsAnotherTransactionHolds: while another
+// transaction holds the records of a fan-out's first two units locked (a
+// claim or commit of another process in flight), a claim skips them
+// without waiting and leases the next ones; once they are free it leases
+// them too.
+func TestPostgresClaimLooksPastUnitsAnotherTransactionHolds(t *testing.T) {
+	t.Parallel()
+	url := testpg.DB(t)
+	ctx := t.Context()
+	s, err := OpenPostgres(ctx, url, PostgresOptions{Options: Options{Planner: fanOutPlanner(6)}, Migrate: true})
+	require.NoError(t, err)
+	defer s.Close()
+	task, _, err := s.Submit(ctx, ledger.NewTask{Name: "t", Steps: []ledger.StepState{{Name: "each", FanOut: true, Limit: 8}}})
+	require.NoError(t, err)
+
+	conn, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	defer conn.Close(context.Background())
+	tx, err := conn.Begin(ctx)
+	require.NoError(t, err)
+	var locked int
+	require.NoError(t, tx.QueryRow(ctx, `SELECT count(*) FROM (SELECT 1 FROM lhengine_kv WHERE k = ANY($1) FOR UPDATE) AS l`,
+		[][]byte{kv.UnitKey(task.ID, 0, 0), kv.UnitKey(task.ID, 0, 1)}).Scan(&locked))
+	require.Equal(t, 2, locked)
+
+	items := func(c ledger.Claimed) (out []int) {
+		for _, l := range c.Leases {
+			out = append(out, l.Item)
+		}
+		return out
+	}
+	c, err := s.Claim(ctx, ledger.ClaimRequest{Owner: s.Owner("w"), Max: 2, LeaseFor: time.Minute})
+	require.NoError(t, err)
+	require.Equal(t, []int{2, 3}, items(c), "the locked units are skipped, not waited for")
+
+	require.NoError(t, tx.Rollback(ctx))
+	c, err = s.Claim(ctx, ledger.ClaimRequest{Owner: s.Owner("w"), Max: 8, LeaseFor: time.Minute})
+	require.NoError(t, err)
+	require.ElementsMatch(t, []int{0, 1, 4, 5}, items(c))
 }

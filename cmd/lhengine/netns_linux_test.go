@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/lhengine/lhengine/engine"
@@ -177,6 +178,23 @@ func TestPostgresWorkerCutOffFromTheDatabase(t *testing.T) {
 		}
 	}
 	ipRun(t, "link", "set", hosts[victim].link, "down")
+	// What the cut-off worker sent before the cut may still be running in
+	// the database (a commit waiting for a lock): it lands, and is no
+	// takeover. Nothing it sends after can: once none of its sessions is
+	// at work, what it holds is what the others must take over.
+	db, err := pgx.Connect(context.Background(), url)
+	require.NoError(t, err)
+	defer db.Close(context.Background())
+	for at, tick := time.Now(), time.NewTicker(20*time.Millisecond); ; <-tick.C {
+		var working int
+		require.NoError(t, db.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
+			WHERE client_addr = $1::inet AND state = 'active'`, hosts[victim].peer).Scan(&working))
+		if working == 0 {
+			tick.Stop()
+			break
+		}
+		require.Less(t, time.Since(at), 2*time.Minute, "the cut-off worker's sessions still at work")
+	}
 	cutAt, _, leased, _ := state()
 	name := fmt.Sprint("host", victim)
 	atCut := map[int]held{}

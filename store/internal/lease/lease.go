@@ -203,29 +203,52 @@ func (c *claiming) fromTask(id string, limit int) error {
 		}
 		c.extra[id] = c.extra[id][1:]
 	}
-	more, wake := c.s.Idx.Candidates(id, c.now, n-len(refs), func(r index.Ref) bool { return c.b.Taken[r] })
-	refs = append(refs, more...)
-	c.out.Wake = Earliest(c.out.Wake, wake)
-	keys := make([][]byte, len(refs))
-	for i, r := range refs {
-		keys[i] = kv.UnitKey(id, r.Step, r.Item)
-	}
 	// The candidates' records in one read; one another process is
-	// claiming or committing right now is left to it.
-	return c.t.ReadForClaim(keys, func(i int, val []byte, found, busy bool) error {
-		if busy {
+	// claiming or committing right now is left to it, and the claim looks
+	// further down the queue instead, a few times at most.
+	var busy map[index.Ref]bool
+	skip := func(r index.Ref) bool { return c.b.Taken[r] || busy[r] }
+	for try := 0; try < claimTries; try++ {
+		more, wake := c.s.Idx.Candidates(id, c.now, n-len(refs), skip)
+		refs = append(refs, more...)
+		c.out.Wake = Earliest(c.out.Wake, wake)
+		if len(refs) == 0 {
 			return nil
 		}
-		u := new(ledger.Unit)
-		var err error = ledger.ErrNotFound
-		if found {
-			if err = json.Unmarshal(val, u); err != nil {
-				return fmt.Errorf("unit %s: %w", keys[i], err)
-			}
+		keys := make([][]byte, len(refs))
+		for i, r := range refs {
+			keys[i] = kv.UnitKey(id, r.Step, r.Item)
 		}
-		return c.lease(task, st, refs[i], u, err)
-	})
+		skipped := 0
+		err := c.t.ReadForClaim(keys, func(i int, val []byte, found, isBusy bool) error {
+			if isBusy {
+				if busy == nil {
+					busy = map[index.Ref]bool{}
+				}
+				busy[refs[i]] = true
+				skipped++
+				return nil
+			}
+			u := new(ledger.Unit)
+			var err error = ledger.ErrNotFound
+			if found {
+				if err = json.Unmarshal(val, u); err != nil {
+					return fmt.Errorf("unit %s: %w", keys[i], err)
+				}
+			}
+			return c.lease(task, st, refs[i], u, err)
+		})
+		if err != nil || skipped == 0 {
+			return err
+		}
+		n, refs = skipped, refs[:0] // as many again as were skipped
+	}
+	return nil
 }
+
+// claimTries bounds how many times one claim of a task looks past
+// candidates another process holds.
+const claimTries = 4
 
 // lease grants the unit r of task, whose record is u (err: none), a lease
 // with the task's next epoch, if its record says it may run now; a
