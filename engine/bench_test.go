@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -29,10 +30,16 @@ func benchEngine(b *testing.B, wasm, task string, noSync bool) (*engine.Engine, 
 // units at once (0: Work's default).
 func runTask(b *testing.B, e *engine.Engine, path string, conc int) {
 	b.Helper()
+	runTaskWatched(b, e, path, conc, nil)
+}
+
+// runTaskWatched is runTask calling onCommit after each commit.
+func runTaskWatched(b *testing.B, e *engine.Engine, path string, conc int, onCommit func(*ledger.Task)) {
+	b.Helper()
 	ctx := context.Background()
 	t, _, err := e.Submit(ctx, path, engine.SubmitOptions{})
 	require.NoError(b, err)
-	require.NoError(b, e.Work(ctx, engine.WorkOptions{Task: t.ID, Concurrency: conc, ExitWhenIdle: true}))
+	require.NoError(b, e.Work(ctx, engine.WorkOptions{Task: t.ID, Concurrency: conc, ExitWhenIdle: true, OnCommit: onCommit}))
 	got, err := e.Task(ctx, t.ID)
 	require.NoError(b, err)
 	require.Equal(b, ledger.Succeeded, got.Status, got.Reason)
@@ -158,7 +165,10 @@ task "fan" {
 // per unit, the Go runtime starting each time), "reuse" the same handler
 // declared stateless (testdata/guests/go/stateless), whose instances serve
 // many units each. cpu-ms/unit is the process's CPU time (user + system)
-// per unit.
+// per unit; peak-mem-MiB the most memory the process held (anonymous and
+// shared, not its files: /proc/self/status RssAnon + RssShmem, sampled
+// every 50 commits), which the instances' memories and their images are.
+// Run each alone (-bench 'FanOutGo/reuse'): the peak is the process's.
 func BenchmarkFanOutGo(b *testing.B) {
 	const items = 1000
 	task := echoFanOut(items)
@@ -167,7 +177,18 @@ func BenchmarkFanOutGo(b *testing.B) {
 			wasm := testwasm.GoGuest(b, g.guest)
 			e, path := benchEngine(b, wasm, task, false)
 			runTask(b, e, path, 16) // compile the plugin outside the timing
-			timeUnits(b, items, func() { runTask(b, e, path, 16) })
+			var mu sync.Mutex       // commits end in the workers' goroutines
+			var peak int64
+			n := 0
+			sample := func(*ledger.Task) {
+				mu.Lock()
+				defer mu.Unlock()
+				if n++; n%50 == 0 {
+					peak = max(peak, rssField(b, "RssAnon:")+rssField(b, "RssShmem:"))
+				}
+			}
+			timeUnits(b, items, func() { runTaskWatched(b, e, path, 16, sample) })
+			b.ReportMetric(float64(peak)/(1<<20), "peak-mem-MiB")
 		})
 	}
 }

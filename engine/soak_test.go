@@ -16,20 +16,23 @@ import (
 // runtime) from /proc (Linux). File-backed pages (Badger's memory-mapped
 // tables and logs, which the kernel can drop at will) are left out: they
 // follow the size of the store, not the engine's footprint.
-func rssAnon(b *testing.B) int64 {
+func rssAnon(b *testing.B) int64 { return rssField(b, "RssAnon:") }
+
+// rssField reads a field of /proc/self/status given in kB, in bytes.
+func rssField(b *testing.B, field string) int64 {
 	b.Helper()
 	raw, err := os.ReadFile("/proc/self/status")
 	if err != nil {
 		b.Skipf("no /proc/self/status: %v", err)
 	}
 	for _, line := range strings.Split(string(raw), "\n") {
-		if v, ok := strings.CutPrefix(line, "RssAnon:"); ok {
+		if v, ok := strings.CutPrefix(line, field); ok {
 			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
 			require.NoError(b, err)
 			return kb << 10
 		}
 	}
-	b.Skip("no RssAnon in /proc/self/status")
+	b.Skipf("no %s in /proc/self/status", field)
 	return 0
 }
 

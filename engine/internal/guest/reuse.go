@@ -30,11 +30,14 @@ import (
 //
 //   - it starts once and calls serve_next, which returns 1: no request yet,
 //     get ready. It fills its caches and calls serve_next again. The host
-//     then takes the instance's image: a copy of its linear memory and
+//     then takes the instance's image: its linear memory (frozen in place
+//     where the platform allows, linmem.Cap.Freeze: the memory becomes a
+//     copy-on-write mapping of a file holding the image; else copied) and
 //     mutable globals, the readings of its clocks and the random bytes it
 //     drew, and what it wrote or logged while starting;
 //   - every attempt, the first included, starts from that image: the host
-//     writes the copy back into memory and globals, restarts the clocks and
+//     puts the image back into memory (the pages the last attempt wrote,
+//     or the whole copy) and globals, restarts the clocks and
 //     the attempt's random stream where start-up left them, and puts the
 //     attempt's request on stdin; stdout, stderr and the host functions are
 //     the attempt's own. serve_next returns 0; the plugin answers on stdout
@@ -152,7 +155,12 @@ type instance struct {
 
 // image is an instance as its start-up left it.
 type image struct {
+	// The memory: frozen in place (linmem.Cap.Freeze), or a copy in mem;
+	// size bytes either way. Neither: no image, the instance serves one
+	// attempt.
+	frozen     bool
 	mem        []byte
+	size       uint64
 	globals    []uint64
 	wall, mono int64 // clock readings made
 	randRead   int64 // random bytes drawn
@@ -259,7 +267,7 @@ func (in *instance) serveNext(ctx context.Context, mod api.Module) {
 	case <-ctx.Done():
 		panic(sys.NewExitError(sys.ExitCodeContextCanceled))
 	}
-	if in.cur.served && in.img.mem != nil {
+	if in.cur.served && in.img.hasMemory() {
 		in.restore(mod)
 	}
 	in.switchTo(att)
@@ -285,17 +293,30 @@ func (in *instance) takeImage(mod api.Module) {
 		in.globals = append(in.globals, g)
 		img.globals = append(img.globals, g.Get())
 	}
-	if b, ok := mod.Memory().Read(0, mod.Memory().Size()); ok {
+	img.size = uint64(mod.Memory().Size())
+	if in.mem.Freeze() {
+		img.frozen = true
+	} else if b, ok := mod.Memory().Read(0, mod.Memory().Size()); ok {
 		img.mem = bytes.Clone(b)
 	}
 }
 
+// hasMemory says whether the image holds the memory.
+func (img *image) hasMemory() bool { return img.frozen || img.mem != nil }
+
 // restore puts the image back into memory and globals. Run only hands an
-// instance whose memory has not grown. The whole image is copied:
-// comparing first to skip what an attempt did not write measured no
-// faster, the copy being bound by memory bandwidth either way.
+// instance whose memory has not grown. A frozen memory gets the image back
+// in the pages the attempt wrote; a copy is written back whole (comparing first to skip what an attempt did not write measured
+// no faster, the copy being bound by memory bandwidth either way). A
+// frozen memory that cannot be put back closes the instance.
 func (in *instance) restore(mod api.Module) {
-	mod.Memory().Write(0, in.img.mem)
+	if in.img.frozen {
+		if !in.mem.Thaw() {
+			panic(sys.NewExitError(sys.ExitCodeContextCanceled))
+		}
+	} else {
+		mod.Memory().Write(0, in.img.mem)
+	}
 	for i, g := range in.globals {
 		g.Set(in.img.globals[i])
 	}
@@ -428,8 +449,8 @@ func (p *Plugin) runReused(ctx context.Context, req Request, env []byte, lim Lim
 	res.MemoryBytes = in.mem.Peak()
 	cerr := p.classify(ctx, runCtx, err, lim, cur, in.mem, cur.stdout, res)
 
-	keep = keep && cerr == nil && in.img != nil && in.img.mem != nil &&
-		!in.mem.Hit() && !att.overBudget && !in.tainted && in.mem.Size() == uint64(len(in.img.mem))
+	keep = keep && cerr == nil && in.img != nil && in.img.hasMemory() &&
+		!in.mem.Hit() && !att.overBudget && !in.tainted && in.mem.Size() == in.img.size
 	if keep {
 		p.r.pool.put(in)
 	} else if done {

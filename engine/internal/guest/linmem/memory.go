@@ -88,6 +88,39 @@ func (m *Cap) Done() {
 	}
 }
 
+// Freeze makes the memory's current bytes its image, to be put back by
+// Thaw: the memory becomes a private mapping of a memory file holding
+// them, so that a write copies only the page it writes, and Thaw reads
+// the image back into those pages alone. Putting the image back then
+// costs the pages an attempt wrote, not the whole memory, and the image's
+// pages are the file's, shared with the memory wherever the attempt did
+// not write, not a second copy on the heap. It reports false where it
+// cannot (a memory on the Go heap, a system other than Linux, a failed
+// mapping): the caller keeps a copy of its own.
+func (m *Cap) Freeze() bool {
+	r := m.reg
+	if r == nil || !r.mapped || r.frozen > 0 || len(r.buf) == 0 {
+		return false
+	}
+	fd, ok := freezePages(r.buf)
+	if !ok {
+		return false
+	}
+	r.frozen, r.fd = uint64(len(r.buf)), fd
+	return true
+}
+
+// Thaw puts the image Freeze took back into the memory, which must not
+// have grown since. It reports false when it could not: the memory is
+// then in an unknown state, and must not serve again.
+func (m *Cap) Thaw() bool {
+	r := m.reg
+	if r == nil || r.frozen == 0 || uint64(len(r.buf)) != r.frozen {
+		return false
+	}
+	return thawPages(r.buf, r.fd)
+}
+
 // BeginAttempt starts the accounting of an attempt in a reused instance:
 // no growth refused yet, the peak the current size.
 func (m *Cap) BeginAttempt() {

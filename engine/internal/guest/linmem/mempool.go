@@ -26,6 +26,10 @@ type region struct {
 	size   uint64 // reservation, the pool's key
 	mapped bool   // buf is an anonymous mapping of size bytes
 	dirty  uint64 // bytes [0, dirty) may be non-zero
+	// [0, frozen) is a private mapping of the memory file fd (Cap.Freeze)
+	// rather than anonymous memory; 0: none.
+	frozen uint64
+	fd     int
 }
 
 // memPool is a bounded free list of regions by reservation size. It is safe
@@ -124,7 +128,17 @@ func (p *memPool) put(r *region) {
 	if !r.mapped && uint64(cap(r.buf)) > poolMaxHeapRegion {
 		return // left to the GC
 	}
-	r.clear(p.keepResident)
+	var clean uint64 // [0, clean) is zero already
+	if r.frozen > 0 {
+		// Anonymous zero pages again, in place of the image's file.
+		ok := unfreezePages(r.buf[:r.frozen], r.fd)
+		clean, r.frozen, r.fd = r.frozen, 0, -1
+		if !ok {
+			r.release()
+			return
+		}
+	}
+	r.clear(p.keepResident, clean)
 	r.buf = r.buf[:0]
 	p.mu.Lock()
 	if p.n < p.max {
@@ -137,22 +151,25 @@ func (p *memPool) put(r *region) {
 	r.release()
 }
 
-// clear zeroes [0, r.dirty).
-func (r *region) clear(keepResident uint64) {
+// clear zeroes [clean, r.dirty): [0, clean) is zero already.
+func (r *region) clear(keepResident, clean uint64) {
 	dirty := r.dirty
 	r.dirty = 0
 	full := r.buf[:cap(r.buf)]
 	if dirty > uint64(len(full)) {
 		dirty = uint64(len(full)) // cannot happen: grow keeps dirty <= cap
 	}
-	if r.mapped && dirty > keepResident {
+	if from := max(keepResident, clean); r.mapped && dirty > from {
 		// Pages past keepResident go back to the kernel, which gives
-		// zero pages on the next touch. keepResident is page-aligned.
-		if discardPages(full[keepResident:dirty]) {
-			dirty = keepResident
+		// zero pages on the next touch. keepResident and clean are
+		// page-aligned.
+		if discardPages(full[from:dirty]) {
+			dirty = from
 		}
 	}
-	clear(full[:dirty])
+	if clean < dirty {
+		clear(full[clean:dirty])
+	}
 }
 
 // release gives the region's memory back: unmaps it, or leaves it to the GC.

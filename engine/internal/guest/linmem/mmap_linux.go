@@ -1,8 +1,13 @@
 package linmem
 
 import (
+	"encoding/binary"
+	"os"
+	"sync"
 	"syscall"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // mapRegion reserves size bytes of zeroed, private, anonymous memory. Pages
@@ -33,4 +38,128 @@ func discardPages(b []byte) bool {
 		return true
 	}
 	return syscall.Madvise(b, syscall.MADV_DONTNEED) == nil
+}
+
+// freezePages makes b (page-aligned, inside a region from mapRegion) a
+// private mapping of a new memory file holding b's current bytes: reads
+// see the same bytes, a write copies the page it writes (copy on write),
+// and thawPages puts the file's bytes back into the pages copied. It
+// returns the file's descriptor, or false when it could not (b is then as
+// it was).
+func freezePages(b []byte) (int, bool) {
+	if len(b) == 0 {
+		return -1, false
+	}
+	fd, err := unix.MemfdCreate("lhengine-image", unix.MFD_CLOEXEC)
+	if err != nil {
+		return -1, false
+	}
+	for off := 0; off < len(b); {
+		n, err := unix.Pwrite(fd, b[off:], int64(off))
+		if err != nil || n == 0 {
+			_ = unix.Close(fd)
+			return -1, false
+		}
+		off += n
+	}
+	p, err := unix.MmapPtr(fd, 0, unsafe.Pointer(&b[0]), uintptr(len(b)),
+		unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_FIXED)
+	if err != nil || p != unsafe.Pointer(&b[0]) {
+		_ = unix.Close(fd)
+		return -1, false
+	}
+	return fd, true
+}
+
+// thawPages puts the frozen bytes back into b (from freezePages, whose
+// file is fd). Which pages were written since the kernel says
+// (/proc/self/pagemap: a page copied on write is no longer the file's);
+// only those are read back from the file, in place. The others are still
+// the file's pages and are left alone: no copy, and no fault on the next
+// attempt's reads. Dropping the written pages instead (MADV_DONTNEED)
+// measured slower: their next writes fault and copy again, which on a
+// virtual machine costs more than the copy. Without pagemap every page
+// is dropped.
+func thawPages(b []byte, fd int) bool {
+	if len(b) == 0 {
+		return true
+	}
+	written, ok := writtenPages(b)
+	if !ok {
+		return unix.Madvise(b, unix.MADV_DONTNEED) == nil
+	}
+	for _, r := range written {
+		for off := r[0]; off < r[1]; {
+			n, err := unix.Pread(fd, b[off:r[1]], int64(off))
+			if err != nil || n == 0 {
+				return false
+			}
+			off += n
+		}
+	}
+	return true
+}
+
+// pagemap is /proc/self/pagemap, opened once (-1: it could not be).
+var pagemap = sync.OnceValue(func() int {
+	fd, err := unix.Open("/proc/self/pagemap", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1
+	}
+	return fd
+})
+
+// pagemap entry bits (Documentation/admin-guide/mm/pagemap.rst).
+const (
+	pagePresent = 1 << 63
+	pageSwapped = 1 << 62
+	pageFile    = 1 << 61 // file-backed or shared anonymous
+)
+
+// writtenPages returns the byte ranges of b (page-aligned) whose pages are
+// private copies: present or swapped, and not the file's.
+func writtenPages(b []byte) ([][2]int, bool) {
+	fd := pagemap()
+	if fd < 0 {
+		return nil, false
+	}
+	page := os.Getpagesize()
+	start := uintptr(unsafe.Pointer(&b[0]))
+	if start%uintptr(page) != 0 || len(b)%page != 0 {
+		return nil, false
+	}
+	n := len(b) / page
+	buf := make([]byte, 8*n)
+	for off := 0; off < len(buf); {
+		k, err := unix.Pread(fd, buf[off:], int64(start/uintptr(page))*8+int64(off))
+		if err != nil || k == 0 {
+			return nil, false
+		}
+		off += k
+	}
+	var out [][2]int
+	for i := range n {
+		e := binary.LittleEndian.Uint64(buf[8*i:])
+		if e&(pagePresent|pageSwapped) == 0 || e&pageFile != 0 {
+			continue
+		}
+		if l := len(out); l > 0 && out[l-1][1] == i*page {
+			out[l-1][1] += page
+		} else {
+			out = append(out, [2]int{i * page, (i + 1) * page})
+		}
+	}
+	return out, true
+}
+
+// unfreezePages makes b anonymous zero pages again, as mapRegion left
+// them, and closes the file.
+func unfreezePages(b []byte, fd int) bool {
+	defer unix.Close(fd)
+	if len(b) == 0 {
+		return true
+	}
+	p, err := unix.MmapPtr(-1, 0, unsafe.Pointer(&b[0]), uintptr(len(b)),
+		unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_NORESERVE|unix.MAP_FIXED)
+	return err == nil && p == unsafe.Pointer(&b[0])
 }

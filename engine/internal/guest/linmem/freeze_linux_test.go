@@ -1,0 +1,43 @@
+package linmem
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestFreezeThawPutsTheImageBack: a frozen memory reads as it was; writes
+// after it (over pages of the image and beyond what any page held) are
+// undone by Thaw, again and again; a memory that grew is not thawed; and
+// the region, back in the pool, reads as zeros for the next memory.
+func TestFreezeThawPutsTheImageBack(t *testing.T) {
+	pool := newMemPool(4, wasmPage)
+	t.Cleanup(pool.drain)
+	m := &Cap{pool: pool, limit: 8 * wasmPage}
+	m.Allocate(2*wasmPage, 0)
+	mem := m.Reallocate(2 * wasmPage)
+	require.Len(t, mem, 2*wasmPage)
+	image := make([]byte, len(mem))
+	for i := range image {
+		image[i] = byte(i * 7)
+	}
+	copy(mem, image)
+	require.True(t, m.Freeze())
+	require.False(t, m.Freeze(), "frozen once")
+	require.Equal(t, image, mem, "the same bytes, now the file's")
+	for round := range 3 {
+		mem[0], mem[5000], mem[len(mem)-1] = 0xFF, byte(round), 0xEE
+		copy(mem[wasmPage:], bytes.Repeat([]byte{0xAB}, 4096))
+		require.True(t, m.Thaw())
+		require.Equal(t, image, mem, "round %d: the image back", round)
+	}
+	m.Reallocate(3 * wasmPage)
+	require.False(t, m.Thaw(), "a memory that grew past its image")
+	m.Done()
+
+	r := pool.get(reservation(8*wasmPage), wasmPage)
+	again := r.grow(3 * wasmPage)
+	require.Equal(t, make([]byte, 3*wasmPage), again, "zeros for the next memory")
+	pool.put(r)
+}
