@@ -37,17 +37,17 @@ func (s *Server) pendingApprovals(w http.ResponseWriter, req *http.Request) {
 	writeJSON(w, http.StatusOK, nonNil(wireList(out, wireApproval)))
 }
 
-// pending lists the pending approvals of the tasks that have not finished.
+// pending lists the pending approvals of the tasks that have not finished
+// (only those that have asked for one are read whole).
 func pending(r ledger.Reader) ([]ledger.Approval, error) {
-	ts, err := r.Tasks()
+	ts, _, err := r.TaskList(ledger.TaskQuery{Match: func(t *ledger.Task) bool {
+		return t.NextApproval > 0 && !t.Status.Terminal()
+	}})
 	if err != nil {
 		return nil, err
 	}
 	var out []ledger.Approval
 	for _, t := range ts {
-		if t.NextApproval == 0 || t.Status.Terminal() {
-			continue
-		}
 		as, err := r.Approvals(t.ID)
 		if err != nil {
 			return nil, err

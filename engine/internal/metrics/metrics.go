@@ -181,14 +181,12 @@ func (c *readyCollector) Describe(ch chan<- *prometheus.Desc) { ch <- readyDesc 
 
 func (c *readyCollector) Collect(ch chan<- prometheus.Metric) {
 	err := c.read(func(r ledger.Reader) error {
-		tasks, err := r.Tasks()
+		// Only the tasks not finished are read whole.
+		tasks, _, err := r.TaskList(ledger.TaskQuery{Match: unfinished})
 		if err != nil {
 			return err
 		}
 		for _, t := range tasks {
-			if t.Status.Terminal() {
-				continue
-			}
 			ch <- prometheus.MustNewConstMetric(readyDesc, prometheus.GaugeValue, float64(Ready(t)), t.ID)
 		}
 		return nil
@@ -197,6 +195,9 @@ func (c *readyCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.NewInvalidMetric(readyDesc, err)
 	}
 }
+
+// unfinished keeps the tasks that have not finished.
+func unfinished(t *ledger.Task) bool { return !t.Status.Terminal() }
 
 // Ready is the number of units of task t ready to run: none while the task
 // is paused or finished; else, over the step at its cursor and the window
