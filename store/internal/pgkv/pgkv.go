@@ -17,6 +17,7 @@ package pgkv
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -53,10 +54,26 @@ var migrations = []string{
 	// Never written: its lock (BeginExclusive) makes the transactions that
 	// hold it take turns.
 	`CREATE TABLE lhengine_writer (one bool PRIMARY KEY)`,
-	// The fence of a commit (txn.Fence): lhengine_refuse fails the
-	// transaction with SQLSTATE LH409; it is only called when a lease
-	// presented is no longer held.
-	`CREATE FUNCTION lhengine_refuse(stale bigint, presented bigint) RETURNS void
+	// The fence of a commit (txn.Fence). lease is a unit record's lease,
+	// "EPOCH OWNER" while it is leased (NULL otherwise), written with the
+	// record (leaseOf); the unit records already stored get theirs here,
+	// each record that does not read as JSON left without.
+	// lhengine_refuse fails the transaction with SQLSTATE LH409; it is
+	// only called when a lease presented is no longer held.
+	`ALTER TABLE lhengine_kv ADD COLUMN lease text;
+	DO $$
+	DECLARE
+		r record;
+	BEGIN
+		FOR r IN SELECT k, v FROM lhengine_kv WHERE k >= '\x752f'::bytea AND k < '\x7530'::bytea LOOP
+			BEGIN
+				UPDATE lhengine_kv SET lease = (SELECT CASE WHEN j->>'state' = 'leased' THEN (j->>'epoch') || ' ' || (j->>'owner') END
+					FROM (SELECT convert_from(r.v, 'UTF8')::json AS j) AS p) WHERE k = r.k;
+			EXCEPTION WHEN others THEN NULL;
+			END;
+		END LOOP;
+	END $$;
+	CREATE FUNCTION lhengine_refuse(stale bigint, presented bigint) RETURNS void
 	LANGUAGE plpgsql AS $$
 	BEGIN
 		RAISE EXCEPTION 'fenced: % of the % leases this transaction presents are no longer current', stale, presented
@@ -371,32 +388,54 @@ func (t *txn) Fence(key []byte, owner string, epoch uint64) {
 
 // The fence of leases whose records the transaction writes is in the
 // statement that writes them: an UPDATE of those records whose WHERE says
-// that each still holds the lease presented (holds: state, owner, epoch),
-// beside the upsert of the other keys, refusing the transaction unless it
-// updated every fenced record. Under the transaction's isolation a record
-// changed since its snapshot is a serialization failure, so the check is
-// against the record as last committed. The fence of the others is a
-// statement of its own, sent before the writes, locking the records it
-// checks so that they stay as checked.
+// that each still holds the lease presented (its lease column, which
+// every write of a unit record sets: leaseOf), beside the upsert of the
+// other keys, refusing the transaction unless it updated every fenced
+// record. Under the transaction's isolation a record changed since its
+// snapshot is a serialization failure, so the check is against the
+// record as last committed. The fence of the others is a statement of its
+// own, sent before the writes, locking the records it checks so that they
+// stay as checked. The database never parses a record: a unit's JSON may
+// hold what PostgreSQL's JSON types refuse (a \u0000 in an item or a
+// failure message).
 const (
-	holds = `convert_from(r.v, 'UTF8')::jsonb @> jsonb_build_object('state', 'leased', 'owner', f.owner, 'epoch', f.epoch)`
-
-	upsert = `INSERT INTO lhengine_kv (k, v) SELECT * FROM unnest($1::bytea[], $2::bytea[])
-		ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v`
-	// $1, $2: the keys and values set but not fenced; $3 to $6: the
-	// fenced ones, their values, and the owners and epochs presented.
+	upsert = `INSERT INTO lhengine_kv (k, v, lease) SELECT * FROM unnest($1::bytea[], $2::bytea[], $3::text[])
+		ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v, lease = EXCLUDED.lease`
+	// $1 to $3: the keys, values and leases set but not fenced; $4 to $7:
+	// the fenced ones, their values and leases, and the leases presented.
 	fencedWrite = `WITH i AS (` + upsert + `),
-		u AS (UPDATE lhengine_kv AS r SET v = f.v
-			FROM unnest($3::bytea[], $4::bytea[], $5::text[], $6::bigint[]) AS f(k, v, owner, epoch)
-			WHERE r.k = f.k AND ` + holds + ` RETURNING 1)
-		SELECT lhengine_refuse(stale, cardinality($3::bytea[])) FROM (SELECT cardinality($3::bytea[]) - count(*) AS stale FROM u) AS s
+		u AS (UPDATE lhengine_kv AS r SET v = f.v, lease = f.lease
+			FROM unnest($4::bytea[], $5::bytea[], $6::text[], $7::text[]) AS f(k, v, lease, held)
+			WHERE r.k = f.k AND r.lease = f.held RETURNING 1)
+		SELECT lhengine_refuse(stale, cardinality($4::bytea[])) FROM (SELECT cardinality($4::bytea[]) - count(*) AS stale FROM u) AS s
 		WHERE stale > 0`
 	fenceOnly = `SELECT lhengine_refuse(c - held, c) FROM (SELECT cardinality($1::bytea[]) AS c,
 			(SELECT count(*) FROM (SELECT 1 FROM lhengine_kv AS r
-				JOIN unnest($1::bytea[], $2::text[], $3::bigint[]) AS f(k, owner, epoch) ON r.k = f.k
-				WHERE ` + holds + ` FOR UPDATE OF r) AS l) AS held) AS s
+				JOIN unnest($1::bytea[], $2::text[]) AS f(k, held) ON r.k = f.k
+				WHERE r.lease = f.held FOR UPDATE OF r) AS l) AS held) AS s
 		WHERE held < c`
 )
+
+// leaseText is how the lease column names the lease of owner at epoch.
+func leaseText(owner string, epoch int64) string { return strconv.FormatInt(epoch, 10) + " " + owner }
+
+// leaseOf is the lease column of the record v at key: a unit record's
+// lease while it is leased; nil (NULL) for any other record.
+func leaseOf(key string, v []byte) *string {
+	if !strings.HasPrefix(key, "u/") {
+		return nil
+	}
+	var u struct {
+		State string `json:"state"`
+		Owner string `json:"owner"`
+		Epoch int64  `json:"epoch"`
+	}
+	if json.Unmarshal(v, &u) != nil || u.State != "leased" {
+		return nil
+	}
+	l := leaseText(u.Owner, u.Epoch)
+	return &l
+}
 
 // takeFences splits the fences presented since the last batch went out:
 // those of keys the transaction sets (in: their writes become the fenced
@@ -544,8 +583,8 @@ func (t *txn) flush() error {
 func (t *txn) queueWrites(batch *pgx.Batch) {
 	in, out := t.takeFences()
 	var setK, setV, delK, fK, fV [][]byte
-	var fOwner []string
-	var fEpoch []int64
+	var setL, fL []*string
+	var fHeld []string
 	for k, v := range t.writes {
 		t.noteTask(k)
 		f, fenced := in[k]
@@ -553,26 +592,27 @@ func (t *txn) queueWrites(batch *pgx.Batch) {
 		case v == nil:
 			delK = append(delK, []byte(k))
 		case fenced:
-			fK, fV, fOwner, fEpoch = append(fK, []byte(k)), append(fV, v), append(fOwner, f.owner), append(fEpoch, f.epoch)
+			fK, fV, fL = append(fK, []byte(k)), append(fV, v), append(fL, leaseOf(k, v))
+			fHeld = append(fHeld, leaseText(f.owner, f.epoch))
 		default:
-			setK, setV = append(setK, []byte(k)), append(setV, v)
+			setK, setV, setL = append(setK, []byte(k)), append(setV, v), append(setL, leaseOf(k, v))
 		}
 	}
 	if len(out) > 0 {
-		keys, owners, epochs := make([][]byte, len(out)), make([]string, len(out)), make([]int64, len(out))
+		keys, held := make([][]byte, len(out)), make([]string, len(out))
 		for i, f := range out {
-			keys[i], owners[i], epochs[i] = f.key, f.owner, f.epoch
+			keys[i], held[i] = f.key, leaseText(f.owner, f.epoch)
 		}
-		batch.Queue(fenceOnly, keys, owners, epochs)
+		batch.Queue(fenceOnly, keys, held)
 	}
 	if len(delK) > 0 {
 		batch.Queue(`DELETE FROM lhengine_kv WHERE k = ANY($1)`, delK)
 	}
 	switch {
 	case len(fK) > 0:
-		batch.Queue(fencedWrite, setK, setV, fK, fV, fOwner, fEpoch)
+		batch.Queue(fencedWrite, setK, setV, setL, fK, fV, fL, fHeld)
 	case len(setK) > 0:
-		batch.Queue(upsert, setK, setV)
+		batch.Queue(upsert, setK, setV, setL)
 	}
 	clear(t.writes)
 }

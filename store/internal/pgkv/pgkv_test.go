@@ -528,3 +528,57 @@ func TestClaimsSkipRecordsAnotherClaimHolds(t *testing.T) {
 	defer tc.Discard()
 	require.Equal(t, []seen{{"X leased by A", true, false}}, read(tc, x))
 }
+
+// TestLeasesOfRecordsStoredBeforeTheFence: migrating a database of schema
+// 3 gives the unit records already stored their lease column, so that a
+// unit leased before the upgrade commits after it; a record the database
+// cannot read as JSON (a \u0000 in its item) gets none, and a unit record
+// holding one is fenced like any other once written by this version.
+func TestLeasesOfRecordsStoredBeforeTheFence(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	url := testpg.DB(t)
+	conn, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	defer conn.Close(context.Background())
+	_, err = conn.Exec(ctx, `CREATE TABLE lhengine_schema (one bool PRIMARY KEY DEFAULT true CHECK (one), version int NOT NULL)`)
+	require.NoError(t, err)
+	for range 3 {
+		_, _, err := migrateOne(ctx, conn)
+		require.NoError(t, err)
+	}
+	leased := []byte("u/T/0000/00000001")
+	odd := []byte("u/T/0000/00000002")
+	_, err = conn.Exec(ctx, `INSERT INTO lhengine_kv (k, v) VALUES ($1, $2), ($3, $4), ('t/T', '{}')`,
+		leased, []byte(`{"state":"leased","owner":"S/w","epoch":7}`),
+		odd, []byte(`{"value":"a\u0000b","state":"leased","owner":"S/w","epoch":8}`))
+	require.NoError(t, err)
+	from, to, err := Migrate(ctx, conn)
+	require.NoError(t, err)
+	require.Equal(t, [2]int{3, SchemaVersion}, [2]int{from, to})
+
+	b, err := Open(ctx, url, "S", false)
+	require.NoError(t, err)
+	defer b.Close()
+	fence := func(txn kv.Txn, key []byte, epoch uint64) {
+		txn.(interface{ Fence([]byte, string, uint64) }).Fence(key, "S/w", epoch)
+	}
+	commit(t, b, func(txn kv.Txn) {
+		fence(txn, leased, 7)
+		require.NoError(t, txn.Set(leased, []byte(`{"state":"done"}`)))
+	})
+	txn, err := b.Begin(true)
+	require.NoError(t, err)
+	fence(txn, odd, 8)
+	require.NoError(t, txn.Set(odd, []byte(`{"state":"done"}`)))
+	require.ErrorIs(t, txn.Commit(), ErrFenced, "no lease the database could read")
+	txn.Discard()
+
+	commit(t, b, func(txn kv.Txn) {
+		require.NoError(t, txn.Set(odd, []byte(`{"value":"a\u0000b","failure":{"message":"\u0000"},"state":"leased","owner":"S/w","epoch":9}`)))
+	})
+	commit(t, b, func(txn kv.Txn) {
+		fence(txn, odd, 9)
+		require.NoError(t, txn.Set(odd, []byte(`{"value":"a\u0000b","state":"done"}`)))
+	})
+}
