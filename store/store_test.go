@@ -82,6 +82,16 @@ func (f *diskFixture) build(t *testing.T, n int) []string {
 	return ids
 }
 
+// builtWithTables is a closed store of 3 tasks, and its tables.
+func builtWithTables(t *testing.T) (*diskFixture, []string) {
+	t.Helper()
+	f := newDiskFixture(t)
+	f.build(t, 3)
+	ssts := filesWithSuffix(t, f.dir, ".sst")
+	require.NotEmpty(t, ssts)
+	return f, ssts
+}
+
 func countTasks(t *testing.T, s *Store) int {
 	t.Helper()
 	var n int
@@ -186,10 +196,7 @@ func TestOpenRefusesDataFilesWithoutManifest(t *testing.T) {
 
 func TestOpenRefusesManifestNamingMissingTable(t *testing.T) {
 	t.Parallel()
-	f := newDiskFixture(t)
-	f.build(t, 3)
-	ssts := filesWithSuffix(t, f.dir, ".sst")
-	require.NotEmpty(t, ssts)
+	f, ssts := builtWithTables(t)
 	require.NoError(t, os.Remove(ssts[0]))
 
 	_, err := f.open(t, Options{})
@@ -199,10 +206,7 @@ func TestOpenRefusesManifestNamingMissingTable(t *testing.T) {
 
 func TestOpenRefusesCorruptTable(t *testing.T) {
 	t.Parallel()
-	f := newDiskFixture(t)
-	f.build(t, 3)
-	ssts := filesWithSuffix(t, f.dir, ".sst")
-	require.NotEmpty(t, ssts)
+	f, ssts := builtWithTables(t)
 	fi, err := os.Stat(ssts[0])
 	require.NoError(t, err)
 	for _, off := range []int64{10, fi.Size() / 2} {
@@ -226,10 +230,7 @@ func TestOpenRefusesCorruptTable(t *testing.T) {
 // the open refused.
 func TestOpenVerifiesOnlyTablesNewSinceTheLastOpen(t *testing.T) {
 	t.Parallel()
-	f := newDiskFixture(t)
-	f.build(t, 3)
-	ssts := filesWithSuffix(t, f.dir, ".sst")
-	require.NotEmpty(t, ssts)
+	f, ssts := builtWithTables(t)
 	s := f.mustOpen(t, Options{})
 	require.NoError(t, s.Close())
 	list, err := os.ReadFile(filepath.Join(f.dir, filecheck.VerifiedName))
@@ -260,10 +261,7 @@ func TestOpenVerifiesOnlyTablesNewSinceTheLastOpen(t *testing.T) {
 
 func TestOpenRefusesTruncatedTable(t *testing.T) {
 	t.Parallel()
-	f := newDiskFixture(t)
-	f.build(t, 3)
-	ssts := filesWithSuffix(t, f.dir, ".sst")
-	require.NotEmpty(t, ssts)
+	f, ssts := builtWithTables(t)
 	fi, err := os.Stat(ssts[0])
 	require.NoError(t, err)
 	require.NoError(t, os.Truncate(ssts[0], fi.Size()/2))

@@ -31,14 +31,21 @@ func BenchmarkStatusThroughSocket(b *testing.B) {
 	require.NoError(b, err)
 	args := []string{"--home", homeDir, "status", r.ID}
 	require.Equal(b, exitOK, run(ctx, args, io.Discard, io.Discard))
+	timeCommand(b, args, "ms/status")
+}
+
+// timeCommand runs the command args b.N times, timed, and reports the
+// milliseconds of one run as unit.
+func timeCommand(b *testing.B, args []string, unit string) {
+	b.Helper()
 	b.ResetTimer()
 	for range b.N {
-		if code := run(ctx, args, io.Discard, io.Discard); code != exitOK {
-			b.Fatalf("status exited %d", code)
+		if code := run(context.Background(), args, io.Discard, io.Discard); code != exitOK {
+			b.Fatalf("%v exited %d", args, code)
 		}
 	}
 	b.StopTimer()
-	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/1000, "ms/status")
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/1000, unit)
 }
 
 // BenchmarkLs: `lhengine ls` (the whole command, without the process
@@ -63,14 +70,7 @@ func BenchmarkLs(b *testing.B) {
 			var out bytes.Buffer
 			require.Equal(b, exitOK, run(ctx, args, &out, io.Discard))
 			require.Contains(b, out.String(), "chain")
-			b.ResetTimer()
-			for range b.N {
-				if code := run(ctx, args, io.Discard, io.Discard); code != exitOK {
-					b.Fatalf("ls exited %d", code)
-				}
-			}
-			b.StopTimer()
-			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/1000, "ms/ls")
+			timeCommand(b, args, "ms/ls")
 		})
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -59,6 +60,12 @@ func TestStatelessNoStateLeaks(t *testing.T) {
 	}
 	require.EqualValues(t, 1, r.starts.Load(), "one instance served the task")
 	require.Equal(t, 1, r.pool.idleCount())
+	if runtime.GOOS == "linux" {
+		r.pool.mu.Lock()
+		frozen := r.pool.idle[0].img.frozen
+		r.pool.mu.Unlock()
+		require.True(t, frozen, "on Linux the image is the memory frozen in place, not a copy")
+	}
 
 	require.JSONEq(t, fresh, run(statelessReq("task-b", 0, 1, "count")))
 	require.EqualValues(t, 2, r.starts.Load(), "another task never gets task-a's instance")

@@ -614,7 +614,7 @@ func (w *Worker) attempt(ctx context.Context, l ledger.Lease, after ledger.Durab
 	}
 	if r.Workspace != nil {
 		r.Queued()
-		ws.committed(committed.WorkspaceSeq, r.Workspace.Digest(), wsFiles, log)
+		ws.committed(committed.WorkspaceSeq, committed.WorkspaceDigest, wsFiles, log)
 	}
 	w.ended(committed)
 	if w.cfg.OnCommit != nil {

@@ -34,6 +34,20 @@ func backends(t *testing.T) map[string]kv.Backend {
 	return map[string]kv.Backend{"postgres": pg, "badger": kv.New(db, nil)}
 }
 
+// twoSessions opens one new database as two processes would: A migrates
+// it, B opens it as it is.
+func twoSessions(t *testing.T) (a, b *Backend) {
+	t.Helper()
+	url := testpg.DB(t)
+	a, err := Open(t.Context(), url, "A", true)
+	require.NoError(t, err)
+	t.Cleanup(a.Close)
+	b, err = Open(t.Context(), url, "B", false)
+	require.NoError(t, err)
+	t.Cleanup(b.Close)
+	return a, b
+}
+
 func commit(t *testing.T, be kv.Backend, fn func(kv.Txn)) {
 	t.Helper()
 	txn, err := be.Begin(true)
@@ -306,13 +320,7 @@ func FuzzDecodeNotice(f *testing.F) {
 // reads what it committed, and commits too.
 func TestExclusiveTransactionsTakeTurns(t *testing.T) {
 	t.Parallel()
-	url := testpg.DB(t)
-	a, err := Open(t.Context(), url, "A", true)
-	require.NoError(t, err)
-	defer a.Close()
-	b, err := Open(t.Context(), url, "B", false)
-	require.NoError(t, err)
-	defer b.Close()
+	a, b := twoSessions(t)
 	key := []byte("t/T")
 	commit(t, a, func(txn kv.Txn) { require.NoError(t, txn.Set(key, []byte("0"))) })
 	read := func(txn kv.Txn) (v string) {
@@ -376,10 +384,7 @@ func TestExclusiveTransactionsTakeTurns(t *testing.T) {
 // writes it flushes.
 func TestCommitsAreFencedByTheDatabase(t *testing.T) {
 	t.Parallel()
-	url := testpg.DB(t)
-	a, err := Open(t.Context(), url, "A", true)
-	require.NoError(t, err)
-	defer a.Close()
+	a, _ := twoSessions(t)
 	key, other := []byte("u/T/00001/0000000"), []byte("x/other")
 	unit := func(owner string, epoch int) []byte {
 		return fmt.Appendf(nil, `{"state":"leased","owner":%q,"epoch":%d,"attempt":1}`, owner, epoch)
@@ -483,13 +488,7 @@ func TestCommitsAreFencedByTheDatabase(t *testing.T) {
 // the first commits, the record is free again.
 func TestClaimsSkipRecordsAnotherClaimHolds(t *testing.T) {
 	t.Parallel()
-	url := testpg.DB(t)
-	a, err := Open(t.Context(), url, "A", true)
-	require.NoError(t, err)
-	defer a.Close()
-	b, err := Open(t.Context(), url, "B", false)
-	require.NoError(t, err)
-	defer b.Close()
+	a, b := twoSessions(t)
 	x, y, z, w := []byte("u/T/x"), []byte("u/T/y"), []byte("u/T/z"), []byte("u/T/w")
 	commit(t, a, func(txn kv.Txn) {
 		require.NoError(t, txn.Set(x, []byte("X")))

@@ -92,9 +92,10 @@ func TestRunClosesEverything(t *testing.T) {
 }
 
 // TestCoalescedFloorSharesSyncs: writers whose transactions committed
-// while a sync was under way share the next one: with 8 writers there
-// are fewer syncs than transactions, and every transaction is in the
-// database.
+// while a sync was under way share the next one: with 8 writers there is
+// at most one sync a transaction (how many fewer the disk's speed says),
+// every transaction is covered by a finished sync, and every one is in
+// the database.
 func TestCoalescedFloorSharesSyncs(t *testing.T) {
 	t.Parallel()
 	f, err := newBadgerFloor(t.TempDir(), true)
