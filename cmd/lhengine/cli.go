@@ -65,6 +65,11 @@ type app struct {
 	stderr    io.Writer
 	logs      logOutput // where the engine's log lines go
 
+	// beforeClose, set when the process is a command of its own, runs
+	// before the engine of a home it owns closes
+	// (memlimit.BeforeStoreClose).
+	beforeClose func()
+
 	// Set by serve for the session it opens.
 	dashboard bool
 	extra     []home.Listener
@@ -275,6 +280,7 @@ person (it says why and the command that continues it); 130 interrupted.`,
 			}
 			if governMemory {
 				a.stopGov = memlimit.Start(floor)
+				a.beforeClose = memlimit.BeforeStoreClose
 			}
 			return nil
 		},

@@ -27,7 +27,8 @@ func (a *app) homeConfig() home.Config {
 		Engine: engine.Config{AllowDamaged: a.damaged, CacheDir: cache, NoCache: noCache, OnCompile: a.onCompile(),
 			Store: a.storeURL, MigrateStore: a.migrate,
 			TracerProvider: a.tracerProvider()},
-		Dashboard: a.dashboard, Halt: a.stop.halted().Done(), Extra: a.extra, Grace: a.stop.grace}
+		Dashboard: a.dashboard, Halt: a.stop.halted().Done(), Extra: a.extra, Grace: a.stop.grace,
+		BeforeClose: a.beforeClose}
 }
 
 // connect returns a session of the home (home.Connect).

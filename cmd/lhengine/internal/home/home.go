@@ -35,6 +35,9 @@ type Config struct {
 	Dashboard bool
 	Halt      <-chan struct{}
 	Extra     []Listener
+	// BeforeClose, if set, runs when this process owns the home, once
+	// its work and its API have stopped and before the engine closes.
+	BeforeClose func()
 	// Grace is how long the API's requests in flight may run on as this
 	// process stops serving (--grace); each listener has a floor of its
 	// own.
@@ -264,6 +267,9 @@ func serveLocal(ctx context.Context, c Config, e *engine.Engine, m Mode) (*Sessi
 	s.stop = func() error {
 		cancel()
 		wg.Wait()
+		if c.BeforeClose != nil {
+			c.BeforeClose()
+		}
 		err := e.Close(context.WithoutCancel(ctx))
 		homefiles.OwnerStopped(c.Dir, owner, time.Now().UTC())
 		return err
