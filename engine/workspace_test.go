@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/lhengine/lhengine/engine"
 	"github.com/lhengine/lhengine/internal/testwasm"
 	"github.com/lhengine/lhengine/ledger"
 )
@@ -88,4 +89,49 @@ task "quota" {
 	fi, err := os.Stat(filepath.Join(b.dir, "home", "workspaces", task.ID, "big"))
 	require.NoError(t, err)
 	require.Equal(t, int64(4<<20), fi.Size())
+}
+
+// TestUnitsThatLeaveTheWorkspaceRecordNoSnapshot: a step whose units
+// leave the workspace as they found it records one snapshot of it, for
+// its first unit (what a fork at the next step takes), not one per unit;
+// a unit that opens a file for writing, even to append nothing, records
+// one, as does every unit that writes.
+func TestUnitsThatLeaveTheWorkspaceRecordNoSnapshot(t *testing.T) {
+	t.Parallel()
+	b := filesBundle(t, "")
+	require.NoError(t, os.WriteFile(filepath.Join(b.dir, "task.hcl"), []byte(`
+task "snapshots" {
+  step "write" {
+    plugin = "files.wasm"
+    input  = { mode = "write", path = "/workspace/a.txt", content = "one" }
+  }
+  step "read" {
+    plugin   = "files.wasm"
+    for_each = range(20)
+    input    = { mode = "read", path = "/workspace/a.txt" }
+  }
+  step "touch" {
+    plugin = "files.wasm"
+    input  = { mode = "append", path = "/workspace/a.txt", content = "" }
+  }
+  step "write_b" {
+    plugin = "files.wasm"
+    input  = { mode = "write", path = "/workspace/b.txt", content = "two" }
+  }
+}`), 0o644))
+	task := b.submit(t, nil)
+	require.NoError(t, b.e.Work(b.ctx, engine.WorkOptions{Task: task.ID, Concurrency: 1, ExitWhenIdle: true}))
+	got, err := b.e.Task(b.ctx, task.ID)
+	require.NoError(t, err)
+	require.Equal(t, ledger.Succeeded, got.Status, got.Reason)
+	require.Contains(t, b.output(t, task.ID, "read"), `"data":"one"`)
+	require.Equal(t, uint64(4), got.WorkspaceSeq, "write, the first read, touch, write_b")
+
+	fork, err := b.e.Fork(b.ctx, task.ID, "touch", "test")
+	require.NoError(t, err)
+	got = b.work(t, fork.ID)
+	require.Equal(t, ledger.Succeeded, got.Status, got.Reason)
+	data, err := os.ReadFile(filepath.Join(b.dir, "home", "workspaces", fork.ID, "a.txt"))
+	require.NoError(t, err)
+	require.Equal(t, "one", string(data), "the fork at the step after the reads has their workspace")
 }

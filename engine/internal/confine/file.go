@@ -3,6 +3,7 @@ package confine
 import (
 	"io"
 	"os"
+	"sync/atomic"
 
 	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
 	wsys "github.com/tetratelabs/wazero/sys"
@@ -20,8 +21,9 @@ type file struct {
 	dev      uint64
 	ino      wsys.Inode
 	isDir    bool
-	guard    *Guard      // takes room for each write; nil: none
-	report   func(error) // told of a refused write; nil: none
+	guard    *Guard       // takes room for each write; nil: none
+	report   func(error)  // told of a refused write; nil: none
+	changed  *atomic.Bool // FS.Tracked; nil: none
 }
 
 // take takes room for n more bytes from the file's guard. A refusal is
@@ -258,6 +260,9 @@ func (f *file) Utimens(atim, mtim int64) experimentalsys.Errno {
 	}
 	if atim == experimentalsys.UTIME_OMIT && mtim == experimentalsys.UTIME_OMIT {
 		return 0
+	}
+	if f.changed != nil {
+		f.changed.Store(true)
 	}
 	return futimens(f.f, atim, mtim)
 }

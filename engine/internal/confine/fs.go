@@ -28,6 +28,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -46,19 +47,23 @@ import (
 // the module.
 type FS struct {
 	experimentalsys.UnimplementedFS
-	dir    string
-	guard  *Guard      // nil: writes are not bounded
-	report func(error) // told of each write guard refuses; nil: none
+	dir     string
+	guard   *Guard       // nil: writes are not bounded
+	report  func(error)  // told of each write guard refuses; nil: none
+	changed *atomic.Bool // set before a change to the tree; nil: none
 }
 
 // NewFS returns the file system beneath dir, which must be an existing
-// directory.
+// directory. It is checked with one stat: every operation opens the root
+// anyway, and an attempt's mounts are made anew for each attempt.
 func NewFS(dir string) (*FS, error) {
-	r, err := os.OpenRoot(dir)
+	fi, err := os.Stat(dir)
 	if err != nil {
 		return nil, err
 	}
-	r.Close()
+	if !fi.IsDir() {
+		return nil, &fs.PathError{Op: "open", Path: dir, Err: syscall.ENOTDIR}
+	}
 	return &FS{dir: dir}, nil
 }
 
@@ -71,6 +76,25 @@ func (c *FS) Guarded(g *Guard, report func(error)) *FS {
 	out := *c
 	out.guard, out.report = g, report
 	return &out
+}
+
+// Tracked returns a copy of c that sets *changed before anything it does
+// may change the tree: opening a file for writing or creating it, and
+// every call that makes, removes or renames a name or changes a mode or a
+// time, through the file system or a file it opened. It is set whether or
+// not the change then succeeds; a tree whose *changed was never set is as
+// the guest found it.
+func (c *FS) Tracked(changed *atomic.Bool) *FS {
+	out := *c
+	out.changed = changed
+	return &out
+}
+
+// change notes that what follows may change the tree.
+func (c *FS) change() {
+	if c.changed != nil {
+		c.changed.Store(true)
+	}
 }
 
 // String implements fmt.Stringer (wazero names preopens with it).
@@ -132,6 +156,9 @@ func (c *FS) OpenFile(p string, flag experimentalsys.Oflag, perm fs.FileMode) (e
 	if flag&experimentalsys.O_DIRECTORY != 0 && flag&(experimentalsys.O_WRONLY|experimentalsys.O_RDWR) != 0 {
 		return nil, experimentalsys.EISDIR
 	}
+	if flag&(experimentalsys.O_WRONLY|experimentalsys.O_RDWR|experimentalsys.O_CREAT|experimentalsys.O_TRUNC|experimentalsys.O_APPEND) != 0 {
+		c.change()
+	}
 	r, name, errno := c.open(p)
 	if errno != 0 {
 		return nil, errno
@@ -151,7 +178,7 @@ func (c *FS) OpenFile(p string, flag experimentalsys.Oflag, perm fs.FileMode) (e
 		return nil, errno
 	}
 	fl := newFile(f, flag)
-	fl.guard, fl.report = c.guard, c.report
+	fl.guard, fl.report, fl.changed = c.guard, c.report, c.changed
 	return fl, 0
 }
 
@@ -211,6 +238,7 @@ func (c *FS) stat(p string, fn func(*os.Root, string) (fs.FileInfo, error)) (wsy
 
 // Mkdir implements experimentalsys.FS.
 func (c *FS) Mkdir(p string, perm fs.FileMode) experimentalsys.Errno {
+	c.change()
 	r, name, errno := c.open(p)
 	if errno != 0 {
 		return errno
@@ -227,6 +255,7 @@ func (c *FS) Mkdir(p string, perm fs.FileMode) experimentalsys.Errno {
 // call runs, the link itself is changed (see os.Root), never a file
 // outside.
 func (c *FS) Chmod(p string, perm fs.FileMode) experimentalsys.Errno {
+	c.change()
 	r, name, errno := c.open(p)
 	if errno != 0 {
 		return errno
@@ -237,6 +266,7 @@ func (c *FS) Chmod(p string, perm fs.FileMode) experimentalsys.Errno {
 
 // Rename implements experimentalsys.FS.
 func (c *FS) Rename(from, to string) experimentalsys.Errno {
+	c.change()
 	r, fromName, errno := c.open(from)
 	if errno != 0 {
 		return errno
@@ -254,6 +284,7 @@ func (c *FS) Rename(from, to string) experimentalsys.Errno {
 
 // Rmdir implements experimentalsys.FS.
 func (c *FS) Rmdir(p string) experimentalsys.Errno {
+	c.change()
 	r, name, errno := c.open(p)
 	if errno != 0 {
 		return errno
@@ -264,6 +295,7 @@ func (c *FS) Rmdir(p string) experimentalsys.Errno {
 
 // Unlink implements experimentalsys.FS.
 func (c *FS) Unlink(p string) experimentalsys.Errno {
+	c.change()
 	r, name, errno := c.open(p)
 	if errno != 0 {
 		return errno
@@ -275,6 +307,7 @@ func (c *FS) Unlink(p string) experimentalsys.Errno {
 // Link implements experimentalsys.FS. Neither name's last element is
 // followed.
 func (c *FS) Link(oldPath, newPath string) experimentalsys.Errno {
+	c.change()
 	r, oldName, errno := c.open(oldPath)
 	if errno != 0 {
 		return errno
@@ -294,6 +327,7 @@ func (c *FS) Symlink(oldPath, linkName string) experimentalsys.Errno {
 	if path.IsAbs(oldPath) {
 		return experimentalsys.EPERM
 	}
+	c.change()
 	r, name, errno := c.open(linkName)
 	if errno != 0 {
 		return errno
@@ -322,6 +356,7 @@ func (c *FS) Utimens(p string, atim, mtim int64) experimentalsys.Errno {
 	if atim == experimentalsys.UTIME_OMIT && mtim == experimentalsys.UTIME_OMIT {
 		return 0
 	}
+	c.change()
 	r, name, errno := c.open(p)
 	if errno != 0 {
 		return errno

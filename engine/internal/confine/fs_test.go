@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -188,4 +189,56 @@ func TestFSFile(t *testing.T) {
 	require.Equal(t, experimentalsys.EISDIR, errno)
 	_, errno = c.OpenFile(".", experimentalsys.O_RDWR|experimentalsys.O_DIRECTORY, 0)
 	require.Equal(t, experimentalsys.EISDIR, errno)
+}
+
+// TestTrackedSetsChangedBeforeAnyChange: reads, stats, listings and
+// opening for reading leave the flag unset; every call that may change the
+// tree sets it, whether it then succeeds or not.
+func TestTrackedSetsChangedBeforeAnyChange(t *testing.T) {
+	t.Parallel()
+	_, _, plain := tree(t)
+	var changed atomic.Bool
+	c := plain.Tracked(&changed)
+
+	f, errno := c.OpenFile("sub/a.txt", experimentalsys.O_RDONLY, 0)
+	require.Zero(t, errno)
+	require.Equal(t, "inner", readAll(t, f))
+	_, errno = f.Stat()
+	require.Zero(t, errno)
+	require.Zero(t, f.Close())
+	d, errno := c.OpenFile("sub", experimentalsys.O_RDONLY|experimentalsys.O_DIRECTORY, 0)
+	require.Zero(t, errno)
+	_, errno = d.Readdir(-1)
+	require.Zero(t, errno)
+	_, errno = c.Stat("in/a.txt")
+	require.Zero(t, errno)
+	_, errno = c.Lstat("in")
+	require.Zero(t, errno)
+	_, errno = c.Readlink("in")
+	require.Zero(t, errno)
+	require.False(t, changed.Load(), "reading changes nothing")
+
+	changes := map[string]func(){
+		"open for writing":  func() { f, _ := c.OpenFile("sub/a.txt", experimentalsys.O_WRONLY, 0); f.Close() },
+		"open read-write":   func() { f, _ := c.OpenFile("sub/a.txt", experimentalsys.O_RDWR, 0); f.Close() },
+		"create":            func() { f, _ := c.OpenFile("new.txt", experimentalsys.O_CREAT, 0o644); f.Close() },
+		"truncate at open":  func() { c.OpenFile("sub/a.txt", experimentalsys.O_TRUNC, 0) },
+		"append":            func() { c.OpenFile("sub/a.txt", experimentalsys.O_APPEND, 0) },
+		"mkdir":             func() { c.Mkdir("d", 0o755) },
+		"chmod":             func() { c.Chmod("sub/a.txt", 0o600) },
+		"rename":            func() { c.Rename("sub/a.txt", "sub/b.txt") },
+		"rmdir":             func() { c.Rmdir("nothing") },
+		"unlink":            func() { c.Unlink("nothing") },
+		"link":              func() { c.Link("sub/a.txt", "hard") },
+		"symlink":           func() { c.Symlink("sub", "link") },
+		"utimens":           func() { c.Utimens("sub", 1, 1) },
+		"utimens of a file": func() { d.Utimens(1, 1) },
+		"refused out of it": func() { c.Unlink("out/secret.txt") },
+	}
+	for name, change := range changes {
+		changed.Store(false)
+		change()
+		require.True(t, changed.Load(), name)
+	}
+	require.Zero(t, d.Close())
 }

@@ -93,7 +93,7 @@ func (rt *raceTree) finish(t *testing.T) {
 func TestMountFSRaceStaysInside(t *testing.T) {
 	t.Parallel()
 	rt := newRaceTree(t)
-	fsys, err := mountFS(rt.mount, false, nil, nil)
+	fsys, err := mountFS(rt.mount, Mount{}, nil)
 	require.NoError(t, err)
 	outsideSt, errno := statHost(filepath.Join(rt.outside, "secret.txt"))
 	require.Zero(t, errno)

@@ -7,6 +7,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/tetratelabs/wazero"
@@ -34,11 +35,16 @@ import (
 // With Guard set, the guest's writes to the mount take room from it: a
 // write past its quota fails with EDQUOT, one that would leave less free
 // space than its reserve with ENOSPC, and the attempt's log says why.
+//
+// With Changed set, anything the guest does that may change the tree
+// beneath a writable mount sets it first (confine.FS.Tracked): left unset,
+// the attempt changed nothing there.
 type Mount struct {
 	HostDir  string
 	GuestDir string
 	ReadOnly bool
 	Guard    *confine.Guard
+	Changed  *atomic.Bool
 }
 
 // mountConfig is the filesystem of an attempt: nil for none. refused is
@@ -70,7 +76,7 @@ func mountConfig(mounts []Mount, refused func(error)) (wazero.FSConfig, error) {
 		}
 		// Opening it as the root refuses what is missing or not a
 		// directory (ENOTDIR): no stat beforehand.
-		fsys, err := mountFS(root, m.ReadOnly, m.Guard, refused)
+		fsys, err := mountFS(root, m, refused)
 		if err != nil {
 			return nil, fmt.Errorf("mount %q: %w", m.HostDir, err)
 		}
@@ -80,18 +86,21 @@ func mountConfig(mounts []Mount, refused func(error)) (wazero.FSConfig, error) {
 	return cfg, nil
 }
 
-// mountFS is the file system of one mount: the tree beneath root, held
-// inside it by package confine, and read-only when ro.
-func mountFS(root string, ro bool, g *confine.Guard, refused func(error)) (experimentalsys.FS, error) {
+// mountFS is the file system of mount m: the tree beneath root, held
+// inside it by package confine, and read-only when m says so.
+func mountFS(root string, m Mount, refused func(error)) (experimentalsys.FS, error) {
 	c, err := confine.NewFS(root)
 	if err != nil {
 		return nil, err
 	}
-	if ro {
+	if m.ReadOnly {
 		return &sysfs.ReadFS{FS: c}, nil
 	}
-	if g != nil {
-		c = c.Guarded(g, refused)
+	if m.Guard != nil {
+		c = c.Guarded(m.Guard, refused)
+	}
+	if m.Changed != nil {
+		c = c.Tracked(m.Changed)
 	}
 	return c, nil
 }

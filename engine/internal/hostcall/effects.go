@@ -302,6 +302,9 @@ func (a *Attempt) checkEffect(g *taskfile.EffectGrant, r effectRequest) error {
 		if _, err := a.workspacePath(fr.Path); err != nil {
 			return err
 		}
+		if a.WorkspaceChanged != nil {
+			a.WorkspaceChanged.Store(true)
+		}
 	default:
 		return herr(guest.StatusDenied, "unknown effect kind %q", r.Kind)
 	}

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -38,8 +39,12 @@ type Attempt struct {
 	// WorkspaceGuard, when set, bounds what file effects write to the
 	// workspace, as it does the plugin's own writes there.
 	WorkspaceGuard *confine.Guard
-	PluginSHA256   string
-	InputSHA256    string
+	// WorkspaceChanged, when set, is set by every file effect the
+	// attempt asks for, whether it is then written or answered from the
+	// journal: the workspace may hold what it wrote.
+	WorkspaceChanged *atomic.Bool
+	PluginSHA256     string
+	InputSHA256      string
 	// Environment is the task's environment facts the attempt runs
 	// under, by name, recorded in the provenance of its artifacts; nil
 	// for a task without an environment block.

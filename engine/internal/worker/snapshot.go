@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/lhengine/lhengine/ledger"
@@ -27,11 +28,38 @@ import (
 // it: the next snapshot hashes only the files whose size or mtime changed.
 
 // wsTasks are the workspaces with attempts running in this process, shared
-// by every worker, by folder.
+// by every worker, by folder, and the wsIdleKept latest used of those with
+// none running now: a task whose units run one after another keeps what
+// it knows of its folder (its marker, and the snapshots this process
+// recorded, needsSnapshot) from one unit to the next.
 var wsTasks = struct {
 	sync.Mutex
-	m map[string]*wsTask
+	m    map[string]*wsTask
+	used uint64 // counts releases; wsTask.used orders the idle
 }{m: map[string]*wsTask{}}
+
+// wsIdleKept is how many workspaces with no attempt running wsTasks keeps.
+const wsIdleKept = 64
+
+// forgetIdle drops the least recently used workspace with no attempt
+// running while more than wsIdleKept are kept. The caller holds wsTasks.
+func forgetIdle() {
+	for {
+		idle, oldest := 0, ""
+		for dir, t := range wsTasks.m {
+			if t.refs > 0 {
+				continue
+			}
+			if idle++; oldest == "" || t.used < wsTasks.m[oldest].used {
+				oldest = dir
+			}
+		}
+		if idle <= wsIdleKept {
+			return
+		}
+		delete(wsTasks.m, oldest)
+	}
+}
 
 // wsTask is one task's workspace in this process. mu is held while a
 // snapshot is taken until its commit has its place in the store's order
@@ -44,7 +72,14 @@ type wsTask struct {
 	running int     // attempts that may write the folder now
 	mark    *marker // loaded on first use
 	saved   *marker // as the file holds it (nil: not known)
+	// recorded is, for a step and pass, the seq of the last snapshot
+	// this process committed for a unit of it (needsSnapshot).
+	recorded map[stepPass]uint64
+	used     uint64 // when refs last fell to 0 (wsTasks.used); under wsTasks
 }
+
+// stepPass names a pass of a step.
+type stepPass struct{ step, pass int }
 
 // marker is what the file beside the folder holds: the snapshot the
 // folder holds (Seq, and the Digest of its tree) and the files as last
@@ -94,8 +129,29 @@ const racyWindow = 50 * time.Millisecond
 type wsUse struct {
 	dir   string
 	write bool // the step writes the workspace: its commit records a snapshot
-	t     *wsTask
-	once  sync.Once
+	// changed is set by whatever of the attempt's may change the tree (the
+	// guest's file system, its file effects): an attempt that left it
+	// unset changed nothing (needsSnapshot).
+	changed atomic.Bool
+	at      stepPass // the unit's step and pass
+	t       *wsTask
+	once    sync.Once
+}
+
+// needsSnapshot reports whether the attempt's commit must record a
+// snapshot of the workspace, which means walking the tree. Not when the
+// attempt changed nothing there and the task's latest snapshot, as this
+// process knows it, is one it committed for a unit of the same step and
+// pass: that snapshot is of the tree as it still is, and it is what a fork
+// at the next step takes (ledger.Workspaces.Fork). A fan-out whose units
+// leave the workspace as they found it walks the tree once, not per unit.
+// The caller holds u.t.mu.
+func (u *wsUse) needsSnapshot() bool {
+	if u.changed.Load() {
+		return true
+	}
+	seq, ok := u.t.recorded[u.at]
+	return !ok || u.t.mark == nil || seq != u.t.mark.Seq
 }
 
 // markerPath is the marker of the workspace folder dir.
@@ -120,16 +176,20 @@ func (w *Worker) enterWorkspace(task *ledger.Task, dir string, write bool) (*wsU
 		t.mark = readMarker(dir)
 		t.saved = t.mark
 	}
-	_, statErr := os.Stat(dir)
+	fi, statErr := os.Stat(dir)
 	missing := errors.Is(statErr, fs.ErrNotExist)
-	if t.running == 0 && task.WorkspaceSeq > 0 && (missing || !t.mark.current(task)) {
+	switch {
+	case t.running == 0 && task.WorkspaceSeq > 0 && (missing || !t.mark.current(task)):
 		if err := w.restore(task.ID, dir, t); err != nil {
 			u.release()
 			return nil, err
 		}
-	} else if err := os.MkdirAll(dir, 0o755); err != nil {
-		u.release()
-		return nil, err
+	case statErr == nil && fi.IsDir(): // there: nothing to make
+	default:
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			u.release()
+			return nil, err
+		}
 	}
 	t.running++
 	return u, nil
@@ -144,8 +204,10 @@ func (u *wsUse) release() {
 		}
 		u.t.mu.Unlock()
 		wsTasks.Lock()
-		if u.t.refs--; u.t.refs == 0 && wsTasks.m[u.dir] == u.t {
-			delete(wsTasks.m, u.dir)
+		if u.t.refs--; u.t.refs == 0 {
+			wsTasks.used++
+			u.t.used = wsTasks.used
+			forgetIdle()
 		}
 		wsTasks.Unlock()
 	})
@@ -435,6 +497,10 @@ func (u *wsUse) committed(seq uint64, digest string, files map[string]cached, lo
 	if u.t.mark != nil && u.t.mark.Seq > seq {
 		return // a later snapshot's commit came back first
 	}
+	if u.t.recorded == nil {
+		u.t.recorded = map[stepPass]uint64{}
+	}
+	u.t.recorded[u.at] = seq
 	u.t.mark = &marker{Seq: seq, Digest: digest, Files: files}
 	if s := u.t.saved; s != nil && s.Digest == digest && digest != "" && sameFiles(s.Files, files) {
 		return

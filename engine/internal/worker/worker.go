@@ -525,17 +525,24 @@ func (w *Worker) attempt(ctx context.Context, l ledger.Lease, after ledger.Durab
 		r.Output = res.Output
 	}
 	// The commit of a success or a repair of a step that writes the
-	// workspace records its snapshot (snapshot.go), taken under the
-	// workspace's lock, which is held until the commit has its place in
-	// the store's order of commits (Result.Queued): the snapshots of one
-	// workspace land in the order they were taken, while their commits
-	// share transactions.
+	// workspace records its snapshot (snapshot.go) unless the one the
+	// task has is of the tree as the attempt left it (needsSnapshot),
+	// taken under the workspace's lock, which is held until the commit
+	// has its place in the store's order of commits (Result.Queued): the
+	// snapshots of one workspace land in the order they were taken, while
+	// their commits share transactions.
 	var wsFiles map[string]cached
 	if ws != nil && ws.write && r.Failure == nil {
 		ws.t.mu.Lock()
 		unlock := sync.OnceFunc(ws.t.mu.Unlock)
 		defer unlock()
-		r.Queued = unlock
+		if !ws.needsSnapshot() {
+			unlock()
+		} else {
+			r.Queued = unlock
+		}
+	}
+	if r.Queued != nil {
 		snap, files, err := ws.snapshot(ctx, w.cfg.Store, l, step.LimitsOf().WorkspaceBytes)
 		var quota *errWorkspaceQuota
 		switch {
@@ -727,27 +734,32 @@ func (w *Worker) execute(ctx context.Context, l ledger.Lease, log hclog.Logger, 
 		if err != nil {
 			return nil, step, nil, fault.Wrap(fault.Internal, err, "preparing the task workspace: "+err.Error())
 		}
+		u.at = stepPass{step: l.Step, pass: l.Unit.Pass}
 		*ws = u
 	}
 	replay, err := w.replay(sp.Manifest)
 	if err != nil {
 		return nil, step, nil, fault.Wrap(fault.Internal, err, "reading the task's replay set: "+err.Error())
 	}
-	var guard *confine.Guard
+	var (
+		guard   *confine.Guard
+		changed *atomic.Bool
+	)
 	if workspace != "" && step.Workspace == "rw" {
 		var release func()
 		guard, release = workspaceGuard(workspace, step.LimitsOf().WorkspaceBytes, w.cfg.Store)
 		defer release()
+		changed = &(*ws).changed
 	}
 	inSum := sha256.Sum256(input)
 	h.Attempt = &hostcall.Attempt{
-		Store: w.cfg.Store, Lease: l, TaskName: task.Name, Step: step, Workspace: workspace, WorkspaceGuard: guard,
+		Store: w.cfg.Store, Lease: l, TaskName: task.Name, Step: step, Workspace: workspace, WorkspaceGuard: guard, WorkspaceChanged: changed,
 		PluginSHA256: pin.SHA256, InputSHA256: hex.EncodeToString(inSum[:]), Environment: facts, Client: w.cfg.HTTPClient,
 		Replay: replay, ModelRecord: w.cfg.ModelRecord, After: after, Metrics: w.cfg.Metrics,
 	}
 	lim := guest.Limits{Timeout: step.Timeout, MemoryBytes: step.Memory, MaxHostCalls: step.HostCalls}
 	if workspace != "" {
-		lim.Mounts = append(lim.Mounts, guest.Mount{HostDir: workspace, GuestDir: "/workspace", ReadOnly: step.Workspace == "ro", Guard: guard})
+		lim.Mounts = append(lim.Mounts, guest.Mount{HostDir: workspace, GuestDir: "/workspace", ReadOnly: step.Workspace == "ro", Guard: guard, Changed: changed})
 	}
 	for _, m := range step.Mounts {
 		lim.Mounts = append(lim.Mounts, guest.Mount{HostDir: m.SourcePath, GuestDir: "/mnt/" + m.Name, ReadOnly: true})
