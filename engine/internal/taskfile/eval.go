@@ -168,7 +168,9 @@ func (s *Step) runtimeContext(expr hcl.Expression, scope Scope, eachAllowed bool
 			Context:  expr.Range().Ptr(),
 		})
 	}
+	var roots rootSet
 	for _, tr := range expr.Variables() {
+		roots = roots.with(tr.RootName())
 		switch tr.RootName() {
 		case "var":
 			if name, ok := attrName(tr, 1); ok {
@@ -201,7 +203,7 @@ func (s *Step) runtimeContext(expr hcl.Expression, scope Scope, eachAllowed bool
 	if eachAllowed {
 		each = scope.Each
 	}
-	ctx := scopeContext(scope.Vars, scope.Prompts, scope.Outputs, cty.StringVal(scope.TaskID), s.task, each)
+	ctx := scopeContext(scope.Vars, scope.Prompts, scope.Outputs, cty.StringVal(scope.TaskID), s.task, each, roots)
 	// Only the functions expr calls: a step's input is evaluated once per
 	// fan-out item, and wrapping all of them each time would cost more
 	// than the evaluation.
@@ -214,38 +216,77 @@ func (s *Step) runtimeContext(expr hcl.Expression, scope Scope, eachAllowed bool
 // every function of the language for each evaluation cost more than the
 // evaluation). A cty.NilVal anywhere stands for null.
 func evalContext(vars, prompts, outputs map[string]cty.Value, taskID cty.Value, task taskInfo, each *Each, expr hcl.Expression) *hcl.EvalContext {
-	ctx, _ := bounds.Context(scopeContext(vars, prompts, outputs, taskID, task, each), bounds.CalledFunctions(expr))
+	ctx, _ := bounds.Context(scopeContext(vars, prompts, outputs, taskID, task, each, allRoots), bounds.CalledFunctions(expr))
 	return ctx
 }
 
+// rootSet is a set of the root names of an expression's variables (var,
+// prompt, step, task, each): scopeContext builds only those, since an
+// input is evaluated once per fan-out item and building an object of every
+// step's output for an input that reads each.value alone cost more than
+// evaluating it.
+type rootSet uint8
+
+const (
+	rootVar rootSet = 1 << iota
+	rootPrompt
+	rootStep
+	rootTask
+	rootEach
+	allRoots = rootVar | rootPrompt | rootStep | rootTask | rootEach
+)
+
+// with adds the root name to the set; other names change nothing (an
+// expression naming one fails as it would with the others built).
+func (r rootSet) with(name string) rootSet {
+	switch name {
+	case "var":
+		return r | rootVar
+	case "prompt":
+		return r | rootPrompt
+	case "step":
+		return r | rootStep
+	case "task":
+		return r | rootTask
+	case "each":
+		return r | rootEach
+	}
+	return r
+}
+
 // scopeContext is evalContext without functions.
-func scopeContext(vars, prompts, outputs map[string]cty.Value, taskID cty.Value, task taskInfo, each *Each) *hcl.EvalContext {
-	varVals := make(map[string]cty.Value, len(vars))
-	for name, v := range vars {
-		varVals[name] = orNull(v)
+func scopeContext(vars, prompts, outputs map[string]cty.Value, taskID cty.Value, task taskInfo, each *Each, roots rootSet) *hcl.EvalContext {
+	ctx := &hcl.EvalContext{Variables: map[string]cty.Value{}}
+	if roots&rootVar != 0 {
+		varVals := make(map[string]cty.Value, len(vars))
+		for name, v := range vars {
+			varVals[name] = orNull(v)
+		}
+		ctx.Variables["var"] = cty.ObjectVal(varVals)
 	}
-	promptVals := make(map[string]cty.Value, len(prompts))
-	for name, v := range prompts {
-		promptVals[name] = orNull(v)
+	if roots&rootPrompt != 0 {
+		promptVals := make(map[string]cty.Value, len(prompts))
+		for name, v := range prompts {
+			promptVals[name] = orNull(v)
+		}
+		ctx.Variables["prompt"] = cty.ObjectVal(promptVals)
 	}
-	stepVals := make(map[string]cty.Value, len(outputs))
-	for name, v := range outputs {
-		stepVals[name] = cty.ObjectVal(map[string]cty.Value{"output": orNull(v)})
+	if roots&rootStep != 0 {
+		stepVals := make(map[string]cty.Value, len(outputs))
+		for name, v := range outputs {
+			stepVals[name] = cty.ObjectVal(map[string]cty.Value{"output": orNull(v)})
+		}
+		ctx.Variables["step"] = cty.ObjectVal(stepVals)
 	}
-	ctx := &hcl.EvalContext{
-		Variables: map[string]cty.Value{
-			"var":    cty.ObjectVal(varVals),
-			"prompt": cty.ObjectVal(promptVals),
-			"step":   cty.ObjectVal(stepVals),
-			"task": cty.ObjectVal(map[string]cty.Value{
-				"id":          taskID,
-				"name":        cty.StringVal(task.name),
-				"objective":   cty.StringVal(task.objective),
-				"constraints": task.constraintsVal(),
-			}),
-		},
+	if roots&rootTask != 0 {
+		ctx.Variables["task"] = cty.ObjectVal(map[string]cty.Value{
+			"id":          taskID,
+			"name":        cty.StringVal(task.name),
+			"objective":   cty.StringVal(task.objective),
+			"constraints": task.constraintsVal(),
+		})
 	}
-	if each != nil {
+	if each != nil && roots&rootEach != 0 {
 		ctx.Variables["each"] = cty.ObjectVal(map[string]cty.Value{
 			"key":   orNull(each.Key),
 			"value": orNull(each.Value),

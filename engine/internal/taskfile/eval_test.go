@@ -1,6 +1,7 @@
 package taskfile
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -263,4 +264,24 @@ task "audit" {
 	b, err := jsonval.ToJSON(v)
 	require.NoError(t, err)
 	require.JSONEq(t, `{"o":"Audit every page of the site","c":["never write to the site","ask before  emailing"],"n":2}`, string(b))
+}
+
+// BenchmarkEvalInputOfAnItem is the input of one fan-out item, as a worker
+// evaluates it for every unit, in a task whose earlier steps left outputs
+// the input does not read.
+func BenchmarkEvalInputOfAnItem(b *testing.B) {
+	task := parseTest(b, evalTask)
+	outputs := map[string]cty.Value{}
+	for i := range 8 {
+		outputs[fmt.Sprint("s", i)] = cty.ObjectVal(map[string]cty.Value{"pages": cty.ListVal([]cty.Value{cty.StringVal("a"), cty.StringVal("b")})})
+	}
+	scope := Scope{TaskID: "t-1", Vars: map[string]cty.Value{"site": cty.StringVal("example.org"), "n": cty.NumberIntVal(2)}, Outputs: outputs,
+		Each: &Each{Key: cty.NumberIntVal(3), Value: cty.StringVal("/about")}}
+	step := task.Step("list")
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, diags := step.EvalInput(scope); diags.HasErrors() {
+			b.Fatal(diags.Error())
+		}
+	}
 }

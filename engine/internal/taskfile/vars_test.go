@@ -32,7 +32,7 @@ task "t" {
 }
 `
 
-func parseTest(t *testing.T, src string) *Task {
+func parseTest(t testing.TB, src string) *Task {
 	t.Helper()
 	task, diags := Parse("t.hcl", []byte(src), Options{})
 	require.False(t, diags.HasErrors(), diags.Error())
