@@ -102,11 +102,11 @@ func (m *Cap) Freeze() bool {
 	if r == nil || !r.mapped || r.frozen > 0 || len(r.buf) == 0 {
 		return false
 	}
-	fd, ok := freezePages(r.buf)
+	img, ok := freezePages(r.buf)
 	if !ok {
 		return false
 	}
-	r.frozen, r.fd = uint64(len(r.buf)), fd
+	r.frozen, r.image = uint64(len(r.buf)), img
 	return true
 }
 
@@ -118,7 +118,7 @@ func (m *Cap) Thaw() bool {
 	if r == nil || r.frozen == 0 || uint64(len(r.buf)) != r.frozen {
 		return false
 	}
-	return thawPages(r.buf, r.fd)
+	return thawPages(r.buf, r.image)
 }
 
 // BeginAttempt starts the accounting of an attempt in a reused instance:

@@ -26,10 +26,10 @@ type region struct {
 	size   uint64 // reservation, the pool's key
 	mapped bool   // buf is an anonymous mapping of size bytes
 	dirty  uint64 // bytes [0, dirty) may be non-zero
-	// [0, frozen) is a private mapping of the memory file fd (Cap.Freeze)
-	// rather than anonymous memory; 0: none.
+	// [0, frozen) is a private mapping of the memory file image
+	// (Cap.Freeze) rather than anonymous memory; 0: none.
 	frozen uint64
-	fd     int
+	image  frozenFile
 }
 
 // memPool is a bounded free list of regions by reservation size. It is safe
@@ -131,8 +131,8 @@ func (p *memPool) put(r *region) {
 	var clean uint64 // [0, clean) is zero already
 	if r.frozen > 0 {
 		// Anonymous zero pages again, in place of the image's file.
-		ok := unfreezePages(r.buf[:r.frozen], r.fd)
-		clean, r.frozen, r.fd = r.frozen, 0, -1
+		ok := unfreezePages(r.buf[:r.frozen], r.image)
+		clean, r.frozen, r.image = r.frozen, 0, frozenFile{}
 		if !ok {
 			r.release()
 			return

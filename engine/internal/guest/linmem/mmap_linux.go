@@ -40,47 +40,61 @@ func discardPages(b []byte) bool {
 	return syscall.Madvise(b, syscall.MADV_DONTNEED) == nil
 }
 
+// frozenFile is the memory file of a frozen memory (freezePages): its
+// descriptor, and a shared read-only mapping of it, which thawPages copies
+// from.
+type frozenFile struct {
+	fd  int
+	src []byte
+}
+
 // freezePages makes b (page-aligned, inside a region from mapRegion) a
 // private mapping of a new memory file holding b's current bytes: reads
 // see the same bytes, a write copies the page it writes (copy on write),
 // and thawPages puts the file's bytes back into the pages copied. It
-// returns the file's descriptor, or false when it could not (b is then as
-// it was).
-func freezePages(b []byte) (int, bool) {
+// returns the file, or false when it could not (b is then as it was).
+func freezePages(b []byte) (frozenFile, bool) {
 	if len(b) == 0 {
-		return -1, false
+		return frozenFile{fd: -1}, false
 	}
 	fd, err := unix.MemfdCreate("lhengine-image", unix.MFD_CLOEXEC)
 	if err != nil {
-		return -1, false
+		return frozenFile{fd: -1}, false
 	}
 	for off := 0; off < len(b); {
 		n, err := unix.Pwrite(fd, b[off:], int64(off))
 		if err != nil || n == 0 {
 			_ = unix.Close(fd)
-			return -1, false
+			return frozenFile{fd: -1}, false
 		}
 		off += n
+	}
+	src, err := unix.Mmap(fd, 0, len(b), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		_ = unix.Close(fd)
+		return frozenFile{fd: -1}, false
 	}
 	p, err := unix.MmapPtr(fd, 0, unsafe.Pointer(&b[0]), uintptr(len(b)),
 		unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_FIXED)
 	if err != nil || p != unsafe.Pointer(&b[0]) {
+		_ = unix.Munmap(src)
 		_ = unix.Close(fd)
-		return -1, false
+		return frozenFile{fd: -1}, false
 	}
-	return fd, true
+	return frozenFile{fd: fd, src: src}, true
 }
 
 // thawPages puts the frozen bytes back into b (from freezePages, whose
-// file is fd). Which pages were written since the kernel says
+// file is f). Which pages were written since the kernel says
 // (/proc/self/pagemap: a page copied on write is no longer the file's);
-// only those are read back from the file, in place. The others are still
-// the file's pages and are left alone: no copy, and no fault on the next
-// attempt's reads. Dropping the written pages instead (MADV_DONTNEED)
-// measured slower: their next writes fault and copy again, which on a
-// virtual machine costs more than the copy. Without pagemap every page
-// is dropped.
-func thawPages(b []byte, fd int) bool {
+// only those are copied back, in place, from the file's shared mapping
+// (a read of the file, pread, took twice as long per page). The others
+// are still the file's pages and are left alone: no copy, and no fault on
+// the next attempt's reads. Dropping the written pages instead
+// (MADV_DONTNEED) measured slower: their next writes fault and copy again,
+// which on a virtual machine costs more than the copy. Without pagemap
+// every page is dropped.
+func thawPages(b []byte, f frozenFile) bool {
 	if len(b) == 0 {
 		return true
 	}
@@ -88,14 +102,11 @@ func thawPages(b []byte, fd int) bool {
 	if !ok {
 		return unix.Madvise(b, unix.MADV_DONTNEED) == nil
 	}
+	if len(f.src) != len(b) {
+		return false
+	}
 	for _, r := range written {
-		for off := r[0]; off < r[1]; {
-			n, err := unix.Pread(fd, b[off:r[1]], int64(off))
-			if err != nil || n == 0 {
-				return false
-			}
-			off += n
-		}
+		copy(b[r[0]:r[1]], f.src[r[0]:r[1]])
 	}
 	return true
 }
@@ -154,8 +165,11 @@ func writtenPages(b []byte) ([][2]int, bool) {
 
 // unfreezePages makes b anonymous zero pages again, as mapRegion left
 // them, and closes the file.
-func unfreezePages(b []byte, fd int) bool {
-	defer unix.Close(fd)
+func unfreezePages(b []byte, f frozenFile) bool {
+	defer unix.Close(f.fd)
+	if f.src != nil {
+		_ = unix.Munmap(f.src)
+	}
 	if len(b) == 0 {
 		return true
 	}

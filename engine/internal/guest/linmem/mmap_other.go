@@ -9,8 +9,11 @@ func unmapRegion([]byte) {}
 
 func discardPages([]byte) bool { return false }
 
-func freezePages([]byte) (int, bool) { return -1, false }
+// frozenFile is never made outside Linux.
+type frozenFile struct{}
 
-func thawPages([]byte, int) bool { return false }
+func freezePages([]byte) (frozenFile, bool) { return frozenFile{}, false }
 
-func unfreezePages([]byte, int) bool { return false }
+func thawPages([]byte, frozenFile) bool { return false }
+
+func unfreezePages([]byte, frozenFile) bool { return false }
