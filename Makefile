@@ -163,13 +163,15 @@ bench: deps
 	$(GO) test -run '^$$' -bench StatusThroughSocket -benchtime 500x -count 3 ./cmd/lhengine/
 
 # Every fuzz target, FUZZTIME each (the corpus they found is kept under
-# testdata/fuzz of their package).
+# testdata/fuzz of their package), the Go SDK's module's too.
 FUZZTIME ?= 30s
 fuzz:
-	@for pkg in $$($(GO) list ./...); do \
-		for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
-			echo "== $$pkg $$f"; \
-			$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+	@for mod in . plugins/sdk/go; do \
+		for pkg in $$(cd $$mod && $(GO) list ./...); do \
+			for f in $$(cd $$mod && $(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+				echo "== $$pkg $$f"; \
+				(cd $$mod && $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg) || exit 1; \
+			done; \
 		done; \
 	done
 
