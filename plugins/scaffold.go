@@ -21,7 +21,7 @@ import (
 )
 
 //go:generate mkdir -p templates/go/_sdk/abi
-//go:generate cp sdk/go/sdk.go sdk/go/capability.go sdk/go/model.go sdk/go/policy.go sdk/go/host_wasip1.go sdk/go/host_other.go sdk/go/reuse_tested.go sdk/go/reuse_untested.go templates/go/_sdk/
+//go:generate cp sdk/go/sdk.go sdk/go/envelope.go sdk/go/capability.go sdk/go/model.go sdk/go/policy.go sdk/go/host_wasip1.go sdk/go/host_other.go sdk/go/reuse_tested.go sdk/go/reuse_untested.go templates/go/_sdk/
 //go:generate cp sdk/go/abi/abi.go templates/go/_sdk/abi/
 
 //go:embed all:templates sdk/c/lhengine.h sdk/rust/*.rs sdk/assemblyscript/assembly/*.ts

@@ -343,8 +343,11 @@ func serveStateless(one func() int, warm func()) int {
 // writers.
 func Serve[In, Out any](stdin io.Reader, stdout, stderr io.Writer, h Handler[In, Out]) (exitStatus int) {
 	var env envelope
-	dec := json.NewDecoder(stdin)
-	if err := dec.Decode(&env); err != nil {
+	req, err := io.ReadAll(stdin)
+	if err == nil {
+		err = decodeEnvelope(req, &env)
+	}
+	if err != nil {
 		return writeResult(stdout, stderr, result{Error: "sdk: reading the request: " + err.Error()})
 	}
 	if env.ABI != ABI {
@@ -363,11 +366,19 @@ func Serve[In, Out any](stdin io.Reader, stdout, stderr io.Writer, h Handler[In,
 	ctx.Policy = env.Policy
 	ctx.Environment = env.Environment
 	ctx.Objective, ctx.Constraints = env.Objective, env.Constraints
-	if t, err := time.Parse(time.RFC3339Nano, env.Now); err == nil {
-		ctx.Now = t
+	if env.Now != "" {
+		if t, err := time.Parse(time.RFC3339Nano, env.Now); err == nil {
+			ctx.Now = t
+		}
 	}
 	var in In
-	if len(env.Input) > 0 {
+	if raw, ok := any(&in).(*json.RawMessage); ok {
+		// The envelope's input is valid JSON already (decodeEnvelope),
+		// and json.Unmarshal would copy it as it is.
+		if len(env.Input) > 0 {
+			*raw = env.Input
+		}
+	} else if len(env.Input) > 0 {
 		if err := json.Unmarshal(env.Input, &in); err != nil {
 			return writeResult(stdout, stderr, result{Error: "sdk: decoding the input: " + err.Error()})
 		}
@@ -394,7 +405,7 @@ func Serve[In, Out any](stdin io.Reader, stdout, stderr io.Writer, h Handler[In,
 	if err != nil {
 		return writeResult(stdout, stderr, result{Error: "sdk: encoding the output: " + err.Error()})
 	}
-	return writeResult(stdout, stderr, result{Output: raw})
+	return writeBytes(stdout, stderr, appendOutput(nil, raw))
 }
 
 type panicInfo struct {
@@ -448,7 +459,11 @@ func writeResult(stdout, stderr io.Writer, r result) int {
 		fmt.Fprintf(stderr, "sdk: encoding the result: %v\n", err)
 		return 1
 	}
-	if _, err := stdout.Write(buf.Bytes()); err != nil {
+	return writeBytes(stdout, stderr, buf.Bytes())
+}
+
+func writeBytes(stdout, stderr io.Writer, b []byte) int {
+	if _, err := stdout.Write(b); err != nil {
 		fmt.Fprintf(stderr, "sdk: writing the result: %v\n", err)
 		return 1
 	}
