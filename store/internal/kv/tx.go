@@ -1,12 +1,15 @@
 package kv
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"sync"
+	"time"
+	"unicode/utf8"
 
 	"github.com/dgraph-io/badger/v4"
 
@@ -48,6 +51,7 @@ type DB struct {
 	be       Backend
 	logs     *logsync.Logs // told of values written to the value log; nil unless the store syncs
 	tasks    taskCache
+	leased   leasedUnits
 	prefixes stepPrefixes
 	mirror   stepMirror
 	shared   bool // other processes write the database too (NewOn)
@@ -239,10 +243,128 @@ func (t *Tx) Afters() []func(*index.Index) { return t.afters }
 // GetJSON decodes the record at key into v; ErrNotFound when there is none.
 // A task record is read through the DB's cache of decoded records.
 func (t *Tx) GetJSON(key []byte, v any) error {
-	if task, ok := v.(*ledger.Task); ok {
-		return t.getTask(key, task)
+	switch v := v.(type) {
+	case *ledger.Task:
+		return t.getTask(key, v)
+	case *ledger.Unit:
+		return t.txn.Get(key, func(b []byte, _ uint64) error { return t.db.leased.decode(key, b, v) })
 	}
 	return t.txn.Get(key, func(b []byte, _ uint64) error { return json.Unmarshal(b, v) })
+}
+
+// leasedUnits holds the unit records in the leased state as this process
+// last encoded them, by key, with what they decode to: a commit or a
+// heartbeat reads back the unit its claim leased, and a record with the
+// same bytes is copied rather than decoded. Bytes decide, not versions,
+// so a record another process wrote, or a write whose transaction never
+// committed, is never mistaken for another. A unit written in any other
+// state leaves it, so it holds about the units leased now.
+type leasedUnits struct {
+	mu sync.Mutex
+	m  map[string]leasedUnit
+}
+
+type leasedUnit struct {
+	enc []byte
+	u   ledger.Unit // never changed once put; decode hands out copies
+}
+
+// maxLeasedUnits bounds the cache; past it, it starts over.
+const maxLeasedUnits = 1024
+
+// note records that u was encoded as enc at key.
+func (c *leasedUnits) note(key []byte, enc []byte, u *ledger.Unit) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if u.State != ledger.UnitLeased {
+		delete(c.m, string(key))
+		return
+	}
+	d, ok := decodedForm(u)
+	if !ok {
+		delete(c.m, string(key))
+		return
+	}
+	if c.m == nil || len(c.m) >= maxLeasedUnits {
+		c.m = make(map[string]leasedUnit)
+	}
+	c.m[string(key)] = leasedUnit{enc: enc, u: d}
+}
+
+// decode decodes the unit record b read at key into u.
+func (c *leasedUnits) decode(key, b []byte, u *ledger.Unit) error {
+	c.mu.Lock()
+	e, ok := c.m[string(key)]
+	c.mu.Unlock()
+	if ok && bytes.Equal(e.enc, b) {
+		*u = copyUnit(&e.u)
+		return nil
+	}
+	*u = ledger.Unit{}
+	return json.Unmarshal(b, u)
+}
+
+// decodedForm is what json.Unmarshal makes of json.Marshal(u): u with its
+// times in the form a decode gives them (in UTC, with no monotonic
+// reading; the zero time for one the encoding omits), sharing nothing with
+// u. It reports false for a unit whose encoding changes what it holds,
+// which must be decoded: a time at an offset from UTC, a string that is not valid UTF-8 (the
+// encoding replaces what is not), raw JSON that is not compact or holds
+// what the encoding escapes (<, >, &, U+2028, U+2029).
+func decodedForm(u *ledger.Unit) (ledger.Unit, bool) {
+	d := copyUnit(u)
+	for _, t := range []*time.Time{&d.LeaseUntil, &d.NotBefore, &d.Claimed} {
+		if t.IsZero() {
+			*t = time.Time{}
+			continue
+		}
+		if _, offset := t.Zone(); offset != 0 {
+			return d, false
+		}
+		*t = t.UTC().Round(0) // written with "Z", read back as UTC
+	}
+	strs := []string{d.Task, string(d.State), d.Owner, d.Approval, d.Effect, d.WaitReason}
+	if f := d.Failure; f != nil {
+		strs = append(strs, string(f.Kind), f.Message, f.Step)
+	}
+	for _, s := range strs {
+		if !utf8.ValidString(s) {
+			return d, false
+		}
+	}
+	return d, plainRaw(d.Key) && plainRaw(d.Value)
+}
+
+// plainRaw reports whether raw JSON b is encoded as it is: compact (no
+// whitespace outside strings) and holding nothing the encoder escapes.
+func plainRaw(b []byte) bool {
+	in := false
+	for i := 0; i < len(b); i++ {
+		switch c := b[i]; {
+		case c == '<' || c == '>' || c == '&':
+			return false
+		case c == 0xE2 && i+2 < len(b) && b[i+1] == 0x80 && (b[i+2] == 0xA8 || b[i+2] == 0xA9):
+			return false
+		case in && c == '\\':
+			i++
+		case c == '"':
+			in = !in
+		case !in && (c == ' ' || c == '\t' || c == '\n' || c == '\r'):
+			return false
+		}
+	}
+	return true
+}
+
+// copyUnit is a copy of u that shares nothing with it.
+func copyUnit(u *ledger.Unit) ledger.Unit {
+	c := *u
+	c.Key, c.Value = slices.Clone(u.Key), slices.Clone(u.Value)
+	if u.Failure != nil {
+		f := *u.Failure
+		c.Failure = &f
+	}
+	return c
 }
 
 // getTask decodes a task record, or copies it from the store's cache of
@@ -353,6 +475,9 @@ func (t *Tx) PutJSON(key []byte, v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
+	}
+	if u, ok := v.(*ledger.Unit); ok {
+		t.db.leased.note(key, b, u)
 	}
 	return t.Put(key, b)
 }
