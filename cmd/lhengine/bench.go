@@ -47,6 +47,9 @@ with the ratio of each engine figure to its floor:
   fan-out-go                  the same with --go-plugin, if given
   fan-out-go-reuse            the same with --go-reuse-plugin (the plugin
                               declared stateless: its instance is reused)
+  fan-out-c-cpu, ...          for each fan-out, this process's CPU time
+                              (user + system, all threads) over its round,
+                              per unit (cpu-ms/unit; Linux)
 
 Rounds are interleaved: each round runs every figure once, starting from a
 different one, so a shared machine's drift reaches every figure alike. The

@@ -48,11 +48,10 @@ func sampleCPU() cpuSample {
 	if err != nil {
 		return cpuSample{}
 	}
-	var ru unix.Rusage
-	if unix.Getrusage(unix.RUSAGE_SELF, &ru) != nil {
+	self, ok := selfCPU()
+	if !ok {
 		return cpuSample{}
 	}
-	self := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 	return cpuSample{busy: busy, self: self, ok: true}
 }
 
@@ -80,4 +79,13 @@ func parseStat(b []byte) (time.Duration, error) {
 		}
 	}
 	return time.Duration(busy) * time.Second / clockTicks, nil
+}
+
+// selfCPU is this process's CPU time so far, user and system.
+func selfCPU() (time.Duration, bool) {
+	var ru unix.Rusage
+	if unix.Getrusage(unix.RUSAGE_SELF, &ru) != nil {
+		return 0, false
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), true
 }

@@ -15,3 +15,6 @@ type cpuSample struct {
 }
 
 func sampleCPU() cpuSample { return cpuSample{} }
+
+// selfCPU is only known on Linux.
+func selfCPU() (time.Duration, bool) { return 0, false }

@@ -138,6 +138,8 @@ const (
 	FigFanOutGo   = "fan-out-go"
 	FigFanOutGoRe = "fan-out-go-reuse"
 	floorSerialOf = FigFsync + " + " + FigInstance
+	// FigCPU names the CPU figure of a fan-out figure (Linux).
+	FigCPU = "%s-cpu"
 )
 
 // Check reports a Config whose counts are out of range.
@@ -264,9 +266,19 @@ func Run(ctx context.Context, c Config) (rep *Report, err error) {
 			return median(ops), ops, err
 		}
 	}
-	fanOut := func(file string) func() (float64, []float64, error) {
+	// A fan-out's round also gives its CPU figure: this process's CPU
+	// time (user and system, every thread) over the round, per unit.
+	var cpuFigs []*Figure
+	fanOut := func(name, file string) func() (float64, []float64, error) {
+		cpu := &Figure{Name: fmt.Sprintf(FigCPU, name), Unit: "cpu-ms/unit",
+			What: fmt.Sprintf("this process's CPU time (user + system, all threads) during a %s round, per unit", name)}
+		cpuFigs = append(cpuFigs, cpu)
 		return rate(func() (float64, error) {
+			before, known := selfCPU()
 			d, _, err := runTask(ctx, e, filepath.Join(tasks, file), c.Concurrency)
+			if after, ok := selfCPU(); known && ok && err == nil {
+				cpu.Samples = append(cpu.Samples, ms(after-before)/float64(c.Items))
+			}
 			return float64(c.Items) / d.Seconds(), err
 		})
 	}
@@ -290,15 +302,15 @@ func Run(ctx context.Context, c Config) (rep *Report, err error) {
 				return stepTimes(e, id)
 			})},
 		{&Figure{Name: FigFanOutC, What: fmt.Sprintf("lhengine: fan-out of %d items, C plugin, concurrency %d", c.Items, c.Concurrency), Unit: "units/s"},
-			fanOut("fanout.hcl")},
+			fanOut(FigFanOutC, "fanout.hcl")},
 	}
 	if goWasm != nil {
 		figs = append(figs, measure{&Figure{Name: FigFanOutGo, What: fmt.Sprintf("lhengine: fan-out of %d items, Go-SDK plugin, concurrency %d", c.Items, c.Concurrency), Unit: "units/s"},
-			fanOut("fanout-go.hcl")})
+			fanOut(FigFanOutGo, "fanout-go.hcl")})
 	}
 	if goReWasm != nil {
 		figs = append(figs, measure{&Figure{Name: FigFanOutGoRe, What: fmt.Sprintf("lhengine: fan-out of %d items, stateless Go-SDK plugin (reused instances), concurrency %d", c.Items, c.Concurrency), Unit: "units/s"},
-			fanOut("fanout-go-reuse.hcl")})
+			fanOut(FigFanOutGoRe, "fanout-go-reuse.hcl")})
 	}
 
 	load := Load{}
@@ -357,6 +369,12 @@ func Run(ctx context.Context, c Config) (rep *Report, err error) {
 		}
 		byName[f.Name] = f
 		rep.Figures = append(rep.Figures, *f)
+	}
+	for _, f := range cpuFigs {
+		if len(f.Samples) == c.Rounds { // known on every round (Linux)
+			f.Median, f.Min, f.Max = median(f.Samples), slices.Min(f.Samples), slices.Max(f.Samples)
+			rep.Figures = append(rep.Figures, *f)
+		}
 	}
 	compare := func(name, floor string, floorMedian float64, unit string) {
 		for i := range rep.Figures {

@@ -52,7 +52,11 @@ func TestRunClosesEverything(t *testing.T) {
 	dir := t.TempDir()
 	rep, err := Run(context.Background(), Config{Dir: dir, Plugin: wasm, Rounds: 2, Steps: 2, Items: 8, Concurrency: 2})
 	require.NoError(t, err)
-	require.Len(t, rep.Figures, 7)
+	want := 7
+	if runtime.GOOS == "linux" {
+		want++ // fan-out-c-cpu
+	}
+	require.Len(t, rep.Figures, want)
 	for _, f := range rep.Figures {
 		require.Len(t, f.Samples, 2, f.Name)
 		// A figure that measured nothing (a zero or negative sample, a
@@ -85,6 +89,9 @@ func TestRunClosesEverything(t *testing.T) {
 	require.Equal(t, 2*2, byName[FigSerial].Ops, "every step, the first from the task's start, a round")
 	require.Equal(t, fmt.Sprintf(FigCoalesced, 2), byName[FigFanOutC].Floor)
 	if runtime.GOOS == "linux" {
+		cpu := byName[fmt.Sprintf(FigCPU, FigFanOutC)]
+		require.Equal(t, "cpu-ms/unit", cpu.Unit)
+		require.Empty(t, cpu.Floor)
 		require.True(t, rep.Load.Known)
 		require.GreaterOrEqual(t, rep.Load.OtherCPUsMax, rep.Load.OtherCPUs)
 		require.Equal(t, rep.Load.Busy, rep.Load.Warning != "")
