@@ -230,7 +230,8 @@ func run[In, Out any](stdin io.Reader, stdout, stderr io.Writer, h Handler[In, O
 // requests start from. It runs what Serve runs for every request but the
 // handler, on a made-up request, so that the image holds what a first
 // request fills in (encoding/json's caches of the envelope's, the input's
-// and the output's types), which every request would otherwise pay for.
+// and the output's types, and of the dynamic types outputs are often
+// built of), which every request would otherwise pay for.
 // And it leaves the Go heap with free room (warmHeadroom): a request that
 // needs more memory than the image has grows the instance's memory, which
 // cannot shrink back, so the engine closes the instance after it. It has
@@ -247,6 +248,13 @@ func warmUp[In, Out any]() {
 	_ = json.Unmarshal([]byte("{}"), &in)
 	var out Out
 	raw, _ := json.Marshal(out)
+	// The types handlers build their output from without declaring one:
+	// encoding/json derives how to encode a type on its first use, and in
+	// a reused instance every request is a first use.
+	var dynamic any
+	_ = json.Unmarshal(warmDynamic, &dynamic)
+	_, _ = json.Marshal(map[string]any{"v": dynamic, "raw": json.RawMessage(`{}`), "item": &Item{}, "repair": Repair{},
+		"policy": Policy{}, "strings": []string{}, "map": map[string]string{}, "n": 0, "f": 0.5, "b": true})
 	var buf bytes.Buffer
 	_ = json.NewEncoder(&buf).Encode(result{Output: raw})
 	_ = json.NewEncoder(&buf).Encode(result{Error: "e", NeedsRepair: true, Reason: "r"})
@@ -264,6 +272,8 @@ const warmHeadroom = 4 << 20
 //
 //lint:ignore U1000 written to grow the heap, never read
 var warmSink []byte
+
+var warmDynamic = []byte(`{"o":{"a":[1,"s",true,null]}}`)
 
 var warmEnvelope = []byte(`{"abi":1,"task_id":"t","task_name":"n","step":"s","item":{"index":0,"key":"k","value":{}},"attempt":1,"repair":{"count":1,"reason":"r"},"input":{}}`)
 
@@ -293,6 +303,19 @@ type Option struct {
 // identifiers from crypto/rand. Before its first request a stateless
 // plugin has no capabilities (Call and the others return ErrUnavailable);
 // its init functions may log.
+//
+// encoding/json works out how to encode or decode a type the first time it
+// meets it, and in a reused instance every attempt meets it for the first
+// time again, unless the image already knows it. The SDK warms the
+// handler's input and output types and the dynamic ones (any,
+// map[string]any, []any, json.RawMessage and the like) before the image
+// is taken; a handler that decodes or encodes types of its own beside
+// those can warm them in an init function, which runs before it too:
+//
+//	func init() { _ = json.Unmarshal([]byte("{}"), new(options)) }
+//
+// Under wazero each type left cold costs an attempt tens of microseconds
+// to about 100.
 //
 // An engine that does not reuse instances (for an attempt with workspace
 // mounts, say) runs the plugin as usual: one request on stdin, then exit.
