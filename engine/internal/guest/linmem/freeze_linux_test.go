@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 )
 
 // TestFreezeThawPutsTheImageBack: a frozen memory reads as it was; writes
@@ -67,4 +68,31 @@ func BenchmarkThaw(b *testing.B) {
 			b.Fatal("not thawed")
 		}
 	}
+}
+
+// TestFreezeLeavesUntouchedPagesAsHoles: a memory whose pages were mostly
+// never touched is frozen with only the touched ones written to the file;
+// the others read as zeros, frozen and after every thaw, whatever an
+// attempt wrote there.
+func TestFreezeLeavesUntouchedPagesAsHoles(t *testing.T) {
+	pool := newMemPool(4, wasmPage)
+	t.Cleanup(pool.drain)
+	m := &Cap{pool: pool, limit: 8 * wasmPage}
+	m.Allocate(4*wasmPage, 0)
+	mem := m.Reallocate(4 * wasmPage)
+	mem[10], mem[2*wasmPage+5] = 1, 2 // two pages touched of many (read none: a read maps a page too)
+	image := make([]byte, len(mem))
+	image[10], image[2*wasmPage+5] = 1, 2
+	require.True(t, m.Freeze())
+	var st unix.Stat_t
+	require.NoError(t, unix.Fstat(m.reg.image.fd, &st))
+	require.Less(t, st.Blocks*512, int64(len(mem)), "the untouched pages are holes in the file (until read)")
+	require.Equal(t, image, mem)
+	for range 3 {
+		copy(mem[wasmPage:], bytes.Repeat([]byte{0x77}, wasmPage))
+		mem[10] = 9
+		require.True(t, m.Thaw())
+		require.Equal(t, image, mem)
+	}
+	m.Done()
 }
