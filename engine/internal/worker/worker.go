@@ -525,9 +525,9 @@ func (w *Worker) attempt(ctx context.Context, l ledger.Lease, after ledger.Durab
 		r.Output = res.Output
 	}
 	// The commit of a success or a repair of a step that writes the
-	// workspace records its snapshot (snapshot.go) unless the one the
-	// task has is of the tree as the attempt left it (needsSnapshot),
-	// taken under the workspace's lock, which is held until the commit
+	// workspace records a snapshot of it (snapshot.go), unless the task's
+	// latest is of the tree as the attempt left it (needsSnapshot). The
+	// snapshot is taken under the workspace's lock, held until the commit
 	// has its place in the store's order of commits (Result.Queued): the
 	// snapshots of one workspace land in the order they were taken, while
 	// their commits share transactions.
